@@ -1,0 +1,189 @@
+#include "base/fdio.h"
+#include "base/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int fdio_wait(int fd, short ev)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+	for (;;) {
+		int r = poll(&p, 1, -1);
+		if (r >= 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int fdio_write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				int r = fdio_wait(fd, POLLOUT);
+				if (r < 0)
+					return r;
+				continue;
+			}
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fdio_read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n == 0)
+			return -EPIPE;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				int r = fdio_wait(fd, POLLIN);
+				if (r < 0)
+					return r;
+				continue;
+			}
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t fdio_read_some(int fd, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = read(fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	size_t size = 0, alloc = 4096;
+	_cleanup_free_ char *buf = malloc(alloc);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (size + 1 >= alloc) {
+			if (alloc > cap + 1)
+				return -EFBIG;
+			alloc *= 2;
+			char *nb = realloc(buf, alloc);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		ssize_t n = fdio_read_some(fd, buf + size, alloc - size - 1);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			break;
+		size += (size_t)n;
+		if (size > cap)
+			return -EFBIG;
+	}
+	buf[size] = 0;
+	if (ret_len)
+		*ret_len = size;
+	*ret_buf = TAKE_PTR(buf);
+	return 0;
+}
+
+int fdio_write_str(int dirfd, const char *path, const char *s)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	ssize_t n;
+	do
+		n = write(fd, s, strlen(s));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return 0;
+}
+
+int fdio_set_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	fl = on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
+	if (fcntl(fd, F_SETFL, fl) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool fdio_in(int fd, const int *keep, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] == fd)
+			return true;
+	return false;
+}
+
+void fdio_close_all_but(int lowfd, const int *keep, size_t n)
+{
+	/* Close ranges between kept fds; close_range exists on every kernel
+	 * ward supports (5.9+), with a /proc walk as fallback. */
+	int sorted[16];
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < ARRAY_SIZE(sorted); i++)
+		if (keep[i] >= lowfd)
+			sorted[m++] = keep[i];
+	for (size_t i = 1; i < m; i++)
+		for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+			int t = sorted[j];
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = t;
+		}
+	unsigned lo = (unsigned)lowfd;
+	bool ok = true;
+	for (size_t i = 0; i <= m && ok; i++) {
+		unsigned hi = i < m ? (unsigned)sorted[i] : ~0U;
+		if (hi > lo && syscall(SYS_close_range, lo, hi - 1, 0) < 0)
+			ok = false;
+		if (i < m)
+			lo = (unsigned)sorted[i] + 1;
+	}
+	if (ok)
+		return;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	struct dirent *de;
+	int dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		if (*end || fd < lowfd || fd == dfd || fdio_in((int)fd, keep, n))
+			continue;
+		close((int)fd);
+	}
+	closedir(d);
+}

@@ -1,0 +1,20 @@
+/* Full reads and writes: EINTR, EAGAIN (by polling), short I/O and EOF. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Write all of buf. Returns 0 or a negative errno. */
+int fdio_write_full(int fd, const void *buf, size_t len);
+/* Read exactly len bytes. Returns 0, -EPIPE on EOF before len, or -errno. */
+int fdio_read_full(int fd, void *buf, size_t len);
+/* Read up to len bytes, retrying EINTR. Returns bytes read (0 = EOF) or -errno. */
+ssize_t fdio_read_some(int fd, void *buf, size_t len);
+/* Read a whole file of at most cap bytes into a NUL-terminated buffer.
+ * -EFBIG if larger. *ret_buf is set only on success. */
+int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size_t *ret_len);
+/* Write a small string to a file that must already exist (sysfs, procfs). */
+int fdio_write_str(int dirfd, const char *path, const char *s);
+int fdio_set_nonblock(int fd, bool on);
+/* Close every fd >= lowfd except those in keep[0..n). */
+void fdio_close_all_but(int lowfd, const int *keep, size_t n);

@@ -1,0 +1,10 @@
+/* Strict parsers for numbers, durations and sizes from untrusted text. */
+#pragma once
+#include <stdint.h>
+
+/* Decimal unsigned; the whole string must be consumed. */
+int parse_u64(const char *s, uint64_t *ret);
+/* "500ms", "2s", "3m", "1h"; a bare number is seconds. */
+int parse_duration_ms(const char *s, int64_t *ret_ms);
+/* "512M", "1G", "4096", "64K". */
+int parse_size(const char *s, uint64_t *ret_bytes);

@@ -1,0 +1,518 @@
+/* ward box: manage boxes by hand. */
+#include "cmd/cmd.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/parse.h"
+#include "sandbox/box.h"
+#include "tools/tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct box_sub {
+	const char *name;
+	const char *args;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+static const struct option create_opts[] = {
+	{ "name", required_argument, NULL, 'n' },
+	{ "ttl", required_argument, NULL, 't' },
+	{ "idle", required_argument, NULL, 'i' },
+	{ "persistent", no_argument, NULL, 'p' },
+	{ "memory", required_argument, NULL, 'm' },
+	{ "pids", required_argument, NULL, 'P' },
+	{ "cpus", required_argument, NULL, 'c' },
+	{ "net", no_argument, NULL, 'N' },
+	{ "workspace", required_argument, NULL, 'w' },
+	{ "rw", no_argument, NULL, 'r' },
+	{ "grace", required_argument, NULL, 'g' },
+	{ "backend", required_argument, NULL, 'b' },
+	{ "timeout", required_argument, NULL, 'T' },
+	{ "idle-timeout", required_argument, NULL, 'I' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static const char create_help[] =
+	"  --name NAME        box name (default: generated)\n"
+	"  --ttl DUR          destroy after DUR (default 8h; 0 = never)\n"
+	"  --idle DUR         destroy after DUR with no client and no call (default 30m; 0 = never)\n"
+	"  --persistent       outlive the process that created it (default: dies with it)\n"
+	"  --memory SIZE      memory ceiling (default 1G)\n"
+	"  --pids N           process ceiling (default 512)\n"
+	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
+	"  --net              share the host's network (default: none)\n"
+	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
+	"  --rw               make /workspace a live read-write view of DIR instead\n"
+	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n";
+
+/* Parse box-creation flags (and exec's --timeout for `box run`). Returns
+ * the index of the first non-option argument, or -1 after printing. */
+static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
+{
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", create_opts, NULL)) != -1) {
+		int64_t ms;
+		uint64_t v;
+		switch (c) {
+		case 'n':
+			o->name = optarg;
+			break;
+		case 't':
+		case 'i':
+		case 'g':
+			if (parse_duration_ms(optarg, &ms) < 0) {
+				cmd_error("--%s: \"%s\" is not a duration (e.g. 90s, 10m, 2h)",
+					  c == 't' ? "ttl" : c == 'i' ? "idle" : "grace", optarg);
+				return -1;
+			}
+			if (c == 't')
+				o->ttl_ms = ms;
+			else if (c == 'i')
+				o->idle_ms = ms;
+			else
+				o->grace_ms = ms;
+			break;
+		case 'T':
+		case 'I':
+			if (!timeout_s || parse_duration_ms(optarg, &ms) < 0 || ms < 1000) {
+				cmd_error("--%s: \"%s\" is not a duration of at least 1s", c == 'T' ? "timeout" : "idle-timeout", optarg);
+				return -1;
+			}
+			*(c == 'T' ? timeout_s : idle_s) = ms / 1000;
+			break;
+		case 'p':
+			o->persistent = true;
+			break;
+		case 'm':
+			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
+				cmd_error("--memory: \"%s\" is not a size of at least 16M (e.g. 512M, 2G)", optarg);
+				return -1;
+			}
+			o->lim.memory = v;
+			break;
+		case 'P':
+			if (parse_u64(optarg, &v) < 0 || v < 8 || v > 1000000) {
+				cmd_error("--pids: \"%s\" is not a number from 8 to 1000000", optarg);
+				return -1;
+			}
+			o->lim.pids = v;
+			break;
+		case 'c': {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (*end || d <= 0 || d > 1024) {
+				cmd_error("--cpus: \"%s\" is not a number of CPUs (e.g. 1, 0.5)", optarg);
+				return -1;
+			}
+			o->lim.cpus_milli = (uint32_t)(d * 1000);
+			break;
+		}
+		case 'N':
+			o->net = true;
+			break;
+		case 'w':
+			o->workspace = optarg;
+			break;
+		case 'r':
+			o->rw = true;
+			break;
+		case 'b':
+			o->backend = optarg;
+			break;
+		case 'h':
+			printf("flags:\n%s", create_help);
+			if (timeout_s)
+				printf("  --timeout DUR      the command's time limit (default 120s)\n"
+				       "  --idle-timeout DUR stop the command after DUR without output\n");
+			exit(0);
+		default:
+			return -1;
+		}
+	}
+	return optind;
+}
+
+static int resolve_workspace(struct box_opts *o, char *buf, size_t n)
+{
+	if (!o->workspace)
+		return 0;
+	if (!realpath(o->workspace, buf)) {
+		cmd_error("workspace %s does not exist; create it or pass another --workspace", o->workspace);
+		return -1;
+	}
+	o->workspace = buf;
+	(void)n;
+	return 0;
+}
+
+static int do_create(struct box_opts *o, char *name, size_t n)
+{
+	struct err e = { 0 };
+	o->guest_path = cmd_guest_path();
+	int r = box_create(o, name, n, &e);
+	if (r < 0) {
+		cmd_error("cannot create the box: %s", e.msg);
+		return r == -EINVAL ? EXIT_USAGE : r == -ENOENT && o->workspace ? EXIT_NOINPUT : EXIT_NOBOX;
+	}
+	return 0;
+}
+
+static int sub_create(int argc, char **argv)
+{
+	struct box_opts o;
+	box_opts_default(&o);
+	int i = parse_create(argc, argv, &o, NULL, NULL);
+	if (i < 0)
+		return EXIT_USAGE;
+	if (i < argc) {
+		cmd_error("box create: unexpected argument \"%s\"", argv[i]);
+		return EXIT_USAGE;
+	}
+	char ws[PATH_MAX];
+	if (resolve_workspace(&o, ws, sizeof(ws)) < 0)
+		return EXIT_NOINPUT;
+	/* A box made from a shell belongs to that shell unless persistent. */
+	o.owner = getppid();
+	char name[BOX_NAME_MAX + 1];
+	int r = do_create(&o, name, sizeof(name));
+	if (r)
+		return r;
+	printf("%s\n", name);
+	return 0;
+}
+
+static void print_out(const char *p, size_t n, void *ud)
+{
+	fdio_write_full(STDOUT_FILENO, p, n);
+}
+
+/* Quote argv for bash -c: each word in single quotes. */
+static char *join_command(int argc, char **argv)
+{
+	struct buf b;
+	buf_init(&b, 1u << 20);
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			buf_append(&b, " ", 1);
+		bool plain = *argv[i] != 0;
+		for (const char *p = argv[i]; *p; p++)
+			if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", *p))
+				plain = false;
+		if (argc == 1 || plain) {
+			/* A single word is a shell command line as it stands. */
+			buf_append(&b, argv[i], strlen(argv[i]));
+			continue;
+		}
+		buf_append(&b, "'", 1);
+		for (const char *p = argv[i]; *p; p++)
+			if (*p == '\'')
+				buf_append(&b, "'\\''", 4);
+			else
+				buf_append(&b, p, 1);
+		buf_append(&b, "'", 1);
+	}
+	if (buf_cstr(&b) < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.data;
+}
+
+static int exit_for(const cJSON *res)
+{
+	const char *o = cJSON_GetStringValue(cJSON_GetObjectItem(res, "outcome"));
+	enum outcome oc = OUTCOME_UNKNOWN;
+	outcome_from_name(o, &oc);
+	const cJSON *ec = cJSON_GetObjectItem(res, "exit_code"), *sig = cJSON_GetObjectItem(res, "signal");
+	switch (oc) {
+	case OUTCOME_OK:
+		return 0;
+	case OUTCOME_FAILED:
+		if (cJSON_IsNumber(sig))
+			return 128 + sig->valueint;
+		if (cJSON_IsNumber(ec) && ec->valueint > 0 && ec->valueint < 256)
+			return ec->valueint;
+		return EXIT_FAIL;
+	case OUTCOME_BAD_INPUT:
+		return EXIT_BADINPUT;
+	case OUTCOME_TIMED_OUT:
+		return EXIT_TIMEOUT;
+	case OUTCOME_CANCELLED:
+		return EXIT_CANCELLED;
+	default:
+		return EXIT_FAIL;
+	}
+}
+
+static int cancel_signalfd(void)
+{
+	sigset_t m;
+	sigemptyset(&m);
+	sigaddset(&m, SIGINT);
+	sigaddset(&m, SIGTERM);
+	sigaddset(&m, SIGHUP);
+	sigprocmask(SIG_BLOCK, &m, NULL);
+	return signalfd(-1, &m, SFD_CLOEXEC);
+}
+
+static int exec_in(const char *name, int argc, char **argv, int64_t timeout_s, int64_t idle_s)
+{
+	struct err e = { 0 };
+	struct box_conn *c;
+	if (box_connect(name, &c, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	_cleanup_free_ char *cmd = join_command(argc, argv);
+	cJSON *args = cJSON_CreateObject();
+	cJSON_AddStringToObject(args, "command", cmd ? cmd : "");
+	if (timeout_s)
+		cJSON_AddNumberToObject(args, "timeout", (double)timeout_s);
+	if (idle_s)
+		cJSON_AddNumberToObject(args, "idle_timeout", (double)idle_s);
+	int sfd = cancel_signalfd();
+	cJSON *res = NULL;
+	int r = box_call(c, "bash", args, true, print_out, NULL, sfd, &res, &e);
+	cJSON_Delete(args);
+	box_disconnect(c);
+	if (sfd >= 0)
+		close(sfd);
+	if (r < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	int code = exit_for(res);
+	const char *o = cJSON_GetStringValue(cJSON_GetObjectItem(res, "outcome"));
+	if (o && strcmp(o, "ok") && strcmp(o, "failed")) {
+		/* The model's text is the clearest account: time-out, tail, hint. */
+		const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(res, "text"));
+		fprintf(stderr, "ward: %s: %s", o, t ? t : "\n");
+	}
+	cJSON_Delete(res);
+	return code;
+}
+
+static int sub_exec(int argc, char **argv)
+{
+	int64_t timeout_s = 0, idle_s = 0;
+	struct box_opts o;
+	box_opts_default(&o);
+	if (argc < 2) {
+		cmd_error("usage: ward box exec BOX [--timeout DUR] [--idle-timeout DUR] -- CMD...");
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	int i = parse_create(argc - 1, argv + 1, &o, &timeout_s, &idle_s);
+	if (i < 0)
+		return EXIT_USAGE;
+	i += 1;
+	if (i >= argc) {
+		cmd_error("box exec: no command given; usage: ward box exec BOX -- CMD...");
+		return EXIT_USAGE;
+	}
+	return exec_in(name, argc - i, argv + i, timeout_s, idle_s);
+}
+
+static int sub_run(int argc, char **argv)
+{
+	int64_t timeout_s = 0, idle_s = 0;
+	struct box_opts o;
+	box_opts_default(&o);
+	int i = parse_create(argc, argv, &o, &timeout_s, &idle_s);
+	if (i < 0)
+		return EXIT_USAGE;
+	if (i >= argc) {
+		cmd_error("box run: no command given; usage: ward box run [FLAGS] -- CMD...");
+		return EXIT_USAGE;
+	}
+	char ws[PATH_MAX];
+	if (resolve_workspace(&o, ws, sizeof(ws)) < 0)
+		return EXIT_NOINPUT;
+	o.owner = getpid();
+	o.persistent = false;
+	char name[BOX_NAME_MAX + 1];
+	int r = do_create(&o, name, sizeof(name));
+	if (r)
+		return r;
+	r = exec_in(name, argc - i, argv + i, timeout_s, idle_s);
+	struct err e = { 0 };
+	if (box_destroy(name, &e) < 0)
+		cmd_error("could not destroy box %s: %s", name, e.msg);
+	return r;
+}
+
+static int sub_tool(int argc, char **argv)
+{
+	if (argc != 4) {
+		cmd_error("usage: ward box tool BOX NAME JSON (e.g. ward box tool b1 read '{\"path\":\"x\"}')");
+		return EXIT_USAGE;
+	}
+	cJSON *args = cJSON_Parse(argv[3]);
+	if (!args) {
+		cmd_error("box tool: the arguments are not valid JSON near: %.40s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : argv[3]);
+		return EXIT_USAGE;
+	}
+	if (!tool_lookup(argv[2])) {
+		cmd_error("box tool: unknown tool \"%s\"; the tools are read, write, edit, grep, find, ls, bash", argv[2]);
+		cJSON_Delete(args);
+		return EXIT_USAGE;
+	}
+	struct err e = { 0 };
+	struct box_conn *c;
+	if (box_connect(argv[1], &c, &e) < 0) {
+		cmd_error("%s", e.msg);
+		cJSON_Delete(args);
+		return EXIT_UNKNOWN_BOX;
+	}
+	int sfd = cancel_signalfd();
+	cJSON *res = NULL;
+	int r = box_call(c, argv[2], args, false, NULL, NULL, sfd, &res, &e);
+	cJSON_Delete(args);
+	box_disconnect(c);
+	if (r < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	_cleanup_free_ char *s = cJSON_Print(res);
+	printf("%s\n", s ? s : "{}");
+	const char *o = cJSON_GetStringValue(cJSON_GetObjectItem(res, "outcome"));
+	int code = !strcmp(o ? o : "", "ok") ? 0 : exit_for(res);
+	if (!strcmp(o ? o : "", "failed") && !cJSON_GetObjectItem(res, "exit_code") && !cJSON_GetObjectItem(res, "signal"))
+		code = EXIT_FAIL;
+	cJSON_Delete(res);
+	return code;
+}
+
+static int sub_destroy(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_error("usage: ward box destroy BOX...");
+		return EXIT_USAGE;
+	}
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		struct err e = { 0 };
+		if (box_destroy(argv[i], &e) < 0) {
+			cmd_error("%s", e.msg);
+			rc = EXIT_UNKNOWN_BOX;
+		}
+	}
+	return rc;
+}
+
+static int sub_ls(int argc, char **argv)
+{
+	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	struct err e = { 0 };
+	cJSON *arr;
+	if (box_list(&arr, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	if (json) {
+		_cleanup_free_ char *s = cJSON_Print(arr);
+		printf("%s\n", s ? s : "[]");
+	} else {
+		printf("%-20s %-8s %-7s %8s %10s %5s  %s\n", "NAME", "STATE", "BACKEND", "UPTIME", "TTL-LEFT", "CALLS", "WORKSPACE");
+		const cJSON *b;
+		cJSON_ArrayForEach(b, arr) {
+			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
+						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
+			printf("%-20s %-8s %-7s %7.0fs %9.0fs %5d  %s\n",
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-",
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(b, "uptime_ms")) / 1000,
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(b, "ttl_left_ms")) / 1000,
+			       (int)cJSON_GetNumberValue(cJSON_GetObjectItem(b, "calls_running")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
+		}
+	}
+	cJSON_Delete(arr);
+	return 0;
+}
+
+static int sub_info(int argc, char **argv)
+{
+	if (argc != 2) {
+		cmd_error("usage: ward box info BOX");
+		return EXIT_USAGE;
+	}
+	struct err e = { 0 };
+	struct box_conn *c;
+	if (box_connect(argv[1], &c, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	cJSON *info;
+	int r = box_info(c, &info, &e);
+	box_disconnect(c);
+	if (r < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	_cleanup_free_ char *s = cJSON_Print(info);
+	printf("%s\n", s);
+	cJSON_Delete(info);
+	return 0;
+}
+
+static int sub_reap(int argc, char **argv)
+{
+	unsigned n = 0;
+	struct err e = { 0 };
+	if (box_reap(&n, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	printf("reaped %u box%s\n", n, n == 1 ? "" : "es");
+	return 0;
+}
+
+static const struct box_sub subs[] = {
+	{ "create", "[FLAGS]", "create a box and print its name", sub_create },
+	{ "ls", "[--json]", "list boxes", sub_ls },
+	{ "info", "BOX", "a box's state, limits and what enforces them", sub_info },
+	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec },
+	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool },
+	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run },
+	{ "destroy", "BOX...", "destroy boxes", sub_destroy },
+	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap },
+};
+
+static int box_run(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		FILE *f = argc < 2 ? stderr : stdout;
+		fprintf(f, "usage: ward box SUBCOMMAND\n\n");
+		for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
+			fprintf(f, "  %-8s %-26s %s\n", subs[i].name, subs[i].args, subs[i].summary);
+		fprintf(f, "\ncreate/run flags:\n%s", create_help);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	/* Every ward start sweeps boxes whose keeper is gone. */
+	if (strcmp(argv[1], "reap"))
+		box_reap(NULL, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
+		if (!strcmp(subs[i].name, argv[1]))
+			return subs[i].run(argc - 1, argv + 1);
+	cmd_error("unknown box subcommand \"%s\"; run `ward box --help`", argv[1]);
+	return EXIT_USAGE;
+}
+
+const struct command cmd_box = {
+	.name = "box",
+	.args = "SUBCOMMAND ...",
+	.summary = "create, use and destroy boxes by hand",
+	.run = box_run,
+};

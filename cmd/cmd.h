@@ -1,0 +1,32 @@
+/* ward's subcommands. Only this directory prints errors and picks exit codes. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Exit codes, documented in README.md. */
+enum {
+	EXIT_OKAY = 0,
+	EXIT_FAIL = 1,		/* the command or tool failed, or an error */
+	EXIT_NOBOX = 4,		/* no box could be made */
+	EXIT_USAGE = 64,	/* bad flags or malformed JSON */
+	EXIT_BADINPUT = 65,	/* a tool's arguments were refused */
+	EXIT_NOINPUT = 66,	/* the workspace does not exist */
+	EXIT_UNKNOWN_BOX = 69,	/* no such box, or it does not answer */
+	EXIT_TIMEOUT = 124,
+	EXIT_CANCELLED = 130,
+};
+
+struct command {
+	const char *name;
+	const char *args;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+extern const struct command cmd_box, cmd_doctor, cmd_version;
+
+/* One line on stderr: "ward: ..." */
+void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The ward-guest binary: $WARD_GUEST, beside this binary's build tree, or
+ * the install location. */
+const char *cmd_guest_path(void);

@@ -1,0 +1,121 @@
+/* ward doctor: what this machine can enforce, checked, never assumed. */
+#include "cmd/cmd.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "sandbox/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int doctor_fail;
+
+static void line(bool ok, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(bool ok, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("%-4s %-22s ", ok ? "ok" : "--", what);
+	vprintf(fmt, ap);
+	putchar('\n');
+	va_end(ap);
+}
+
+/* Try the namespaces in a child, as a box would. */
+static int try_unshare(int flags)
+{
+	pid_t p = fork();
+	if (p < 0)
+		return -errno;
+	if (p == 0)
+		_exit(unshare(flags) < 0 ? errno : 0);
+	int st;
+	waitpid(p, &st, 0);
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+static int doctor_run(int argc, char **argv)
+{
+	int r = try_unshare(CLONE_NEWUSER);
+	line(r == 0, "user namespace", r == 0 ? "unprivileged user namespaces work" : "refused: %s (boxes cannot be made)", strerror(-r));
+	if (r)
+		doctor_fail = 1;
+	static const struct { int flag; const char *name; } ns[] = {
+		{ CLONE_NEWPID, "pid" }, { CLONE_NEWNS, "mount" }, { CLONE_NEWNET, "net" },
+		{ CLONE_NEWIPC, "ipc" }, { CLONE_NEWUTS, "uts" }, { CLONE_NEWCGROUP, "cgroup" },
+	};
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		char what[32];
+		snprintf(what, sizeof(what), "%s namespace", ns[i].name);
+		r = try_unshare(CLONE_NEWUSER | ns[i].flag);
+		line(r == 0, what, r == 0 ? "available" : "refused: %s", strerror(-r));
+		if (r)
+			doctor_fail = 1;
+	}
+	struct cgroup_caps c;
+	cgroup_probe(&c);
+	if (c.v2_base[0])
+		line(c.v2_writable, "cgroup v2", "%s (%s) controllers: [%s]%s%s", c.v2_base,
+		     c.v2_writable ? "writable" : "not writable for this user",
+		     c.v2_controllers, c.v2_kill ? ", cgroup.kill" : "", c.v2_freeze ? ", cgroup.freeze" : "");
+	else
+		line(false, "cgroup v2", "not mounted");
+	bool v2mem = c.v2_writable && strstr(c.v2_controllers, "memory");
+	bool v2pids = c.v2_writable && strstr(c.v2_controllers, "pids");
+	bool v2cpu = c.v2_writable && strstr(c.v2_controllers, "cpu");
+	line(v2mem || c.mem1_writable, "memory ceiling",
+	     v2mem ? "cgroup v2 memory.max" : c.mem1_writable ? "cgroup v1 memory controller (%s)" :
+	     "no cgroup: RLIMIT_AS per process stands in (a box's processes together can exceed it)%s",
+	     c.mem1_writable ? c.mem1_base : "");
+	line(v2pids || c.pids1_writable, "pids ceiling",
+	     v2pids ? "cgroup v2 pids.max" : c.pids1_writable ? "cgroup v1 pids controller (%s)" :
+	     "no cgroup: RLIMIT_NPROC per user namespace stands in%s", c.pids1_writable ? c.pids1_base : "");
+	line(v2cpu, "cpu ceiling", v2cpu ? "cgroup v2 cpu.max" : "not enforced on this machine (no writable cpu controller)");
+	line(c.v2_writable && c.v2_kill, "kill a whole box",
+	     c.v2_writable && c.v2_kill ? "cgroup.kill plus SIGKILL to the box's PID 1" :
+	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it)");
+	const struct scmp_version *sv = seccomp_version();
+	int sm = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+	line(sm >= 0, "seccomp", "libseccomp %u.%u.%u, filter mode %s", sv->major, sv->minor, sv->micro,
+	     sm >= 0 ? "available" : "unavailable");
+	struct io_uring ring;
+	r = io_uring_queue_init(2, &ring, 0);
+	line(r == 0, "io_uring", r == 0 ? "available (file tools are cancellable mid-read)" : "unavailable: %s", strerror(-r));
+	if (r == 0)
+		io_uring_queue_exit(&ring);
+	else
+		doctor_fail = 1;
+	/* A node can exist without a hypervisor behind it: ask for the API. */
+	int kfd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	int api = kfd >= 0 ? ioctl(kfd, 0xAE00 /* KVM_GET_API_VERSION */, 0) : -1;
+	if (kfd >= 0)
+		close(kfd);
+	line(api == 12, "kvm", api == 12 ? "/dev/kvm answers (API 12); the vm backend is not in this build yet" :
+	     "no usable /dev/kvm; the vm backend is not in this build yet");
+	const char *g = cmd_guest_path();
+	bool gok = access(g, X_OK) == 0;
+	line(gok, "ward-guest", "%s", g);
+	if (!gok)
+		doctor_fail = 1;
+	line(getuid() != 0, "running as", getuid() == 0 ?
+	     "root: box processes are host uid 0 without capabilities; an ordinary user is the stronger boundary" :
+	     "uid %u", getuid());
+	return doctor_fail ? EXIT_FAIL : 0;
+}
+
+const struct command cmd_doctor = {
+	.name = "doctor",
+	.args = "",
+	.summary = "what this machine can enforce",
+	.run = doctor_run,
+};

@@ -1,0 +1,77 @@
+#include "cmd/cmd.h"
+#include "config.h"
+#include "sandbox/box.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct command *const commands[] = { &cmd_box, &cmd_doctor, &cmd_version, NULL };
+
+void cmd_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("ward: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+const char *cmd_guest_path(void)
+{
+	static char path[PATH_MAX];
+	const char *env = getenv("WARD_GUEST");
+	if (env && *env)
+		return env;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *dir = dirname(self);
+		/* Build tree: build/cmd/ward and build/guest/ward-guest. */
+		snprintf(path, sizeof(path), "%s/../guest/ward-guest", dir);
+		if (access(path, X_OK) == 0)
+			return path;
+		snprintf(path, sizeof(path), "%s/ward-guest", dir);
+		if (access(path, X_OK) == 0)
+			return path;
+	}
+	snprintf(path, sizeof(path), "%s/ward-guest", WARD_LIBEXECDIR);
+	return path;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ward COMMAND [ARGS]\n\ncommands:\n");
+	for (const struct command *const *c = commands; *c; c++)
+		fprintf(f, "  %-8s %-28s %s\n", (*c)->name, (*c)->args, (*c)->summary);
+	fprintf(f, "\nRun `ward COMMAND --help` for a command's flags.\n");
+}
+
+static int version_run(int argc, char **argv)
+{
+	printf("ward %s\n", WARD_VERSION);
+	return 0;
+}
+
+const struct command cmd_version = {
+	.name = "version", .args = "", .summary = "print the version", .run = version_run,
+};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	for (const struct command *const *c = commands; *c; c++)
+		if (!strcmp((*c)->name, argv[1]))
+			return (*c)->run(argc - 1, argv + 1);
+	cmd_error("unknown command \"%s\"; run `ward --help` for the list", argv[1]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,70 @@
+/* ward-guest: PID 1 of a box. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/buf.h"
+#include "tools/tool.h"
+
+/* Defaults, pinned in tests/unit/test-defaults.c. */
+#define GUEST_GRACE_MS 2000		/* SIGTERM -> SIGKILL on cancel */
+#define GUEST_TIMEOUT_GRACE_MAX_MS 500	/* same on a time-out, at most a quarter of the limit */
+#define GUEST_FILE_TIMEOUT_MS 30000	/* in-process tools */
+#define GUEST_TOOL_UID 1000		/* tool commands' uid inside their namespace */
+#define BASH_TAIL_EVIDENCE 2000
+#define GUEST_STREAM_QUEUE (8u << 20)	/* output waiting for the host before chunks are dropped */
+
+struct guest_cfg {
+	int chan_fd;
+	int cgroup_fd;		/* v2 cgroup of the box, or -1 */
+	int64_t grace_ms;
+	const char *workspace;
+};
+
+struct job;
+
+struct call {
+	uint32_t id;
+	const struct tool *tool;
+	cJSON *req;
+	const cJSON *args;
+	char key[80];
+	bool stream;
+	int64_t start_ms, limit_ms, deadline_ms, idle_ms, last_out_ms;
+	bool stopping;		/* SIGTERM sent (or token fired); waiting */
+	int64_t kill_at_ms;
+	enum outcome end;	/* OUTCOME_OK until a limit or cancel fires */
+	bool idle_fired;
+	cJSON *evidence;
+
+	/* bash */
+	pid_t init_pid;
+	bool init_reaped, out_eof, have_status, stream_dropped;
+	int out_fd, status_fd, cg_fd;
+	int wstatus;
+	ino_t pidns;
+	struct capture cap;
+
+	/* in-process */
+	struct job *job;
+
+	struct call *next;
+};
+
+/* proc.c: one process tree per bash call. */
+int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command);
+void proc_signal(struct call *c, int sig);
+/* evidence.c */
+cJSON *evidence_collect(const struct call *c, int64_t budget_ms);
+/* worker.c: in-process tools on threads. */
+int worker_start(struct call *c, int done_efd);
+/* Jobs completed since the last take, linked through worker_next. */
+struct job *worker_take_done(void);
+struct job *worker_next(struct job *j);
+struct call *worker_call(struct job *j);
+struct tool_result *worker_result(struct job *j);
+void worker_cancel(struct job *j);
+void worker_free(struct job *j);

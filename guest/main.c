@@ -1,0 +1,540 @@
+/* ward-guest: PID 1 of a box. Speaks the box protocol on one byte stream,
+ * runs calls concurrently, enforces each call's limits first (the host
+ * enforces them again), reaps every child. */
+#include "guest/guest.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/loop.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "base/utf8.h"
+#include "sandbox/proto.h"
+#include "tools/bash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct {
+	struct guest_cfg cfg;
+	struct loop *loop;
+	struct proto_reader rd;
+	struct proto_writer wr;
+	bool wr_armed;
+	int sfd, done_efd;
+	struct call *calls;
+	bool quit;
+} G;
+
+static void guest_flush(void)
+{
+	int r = proto_flush(&G.wr, G.cfg.chan_fd);
+	if (r == -EAGAIN && !G.wr_armed) {
+		loop_mod(G.loop, G.cfg.chan_fd, EPOLLIN | EPOLLOUT);
+		G.wr_armed = true;
+	} else if (r == 0 && G.wr_armed) {
+		loop_mod(G.loop, G.cfg.chan_fd, EPOLLIN);
+		G.wr_armed = false;
+	} else if (r < 0 && r != -EAGAIN) {
+		G.quit = true;	/* the host is gone */
+	}
+}
+
+static void guest_send(uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
+{
+	if (proto_queue(&G.wr, type, flags, id, p, n) < 0) {
+		/* The host stopped reading with megabytes queued: it is gone. */
+		G.quit = true;
+		return;
+	}
+	guest_flush();
+}
+
+static void guest_send_json(uint8_t type, uint32_t id, cJSON *j)
+{
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
+	if (s)
+		guest_send(type, 0, id, s, strlen(s));
+}
+
+static void guest_error(uint32_t id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void guest_error(uint32_t id, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	guest_send(PROTO_ERROR, 0, id, msg, n > 0 ? MIN((size_t)n, sizeof(msg) - 1) : 0);
+}
+
+static struct call *guest_find(uint32_t id)
+{
+	for (struct call *c = G.calls; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static void guest_unlink(struct call *c)
+{
+	for (struct call **p = &G.calls; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			return;
+		}
+}
+
+static void call_free(struct call *c)
+{
+	if (c->out_fd >= 0) {
+		loop_del(G.loop, c->out_fd);
+		close(c->out_fd);
+	}
+	if (c->status_fd >= 0)
+		close(c->status_fd);
+	if (c->cg_fd >= 0) {
+		close(c->cg_fd);
+		char name[32];
+		snprintf(name, sizeof(name), "call-%u", c->id);
+		unlinkat(G.cfg.cgroup_fd, name, AT_REMOVEDIR);
+	}
+	worker_free(c->job);
+	capture_free(&c->cap);
+	cJSON_Delete(c->evidence);
+	cJSON_Delete(c->req);
+	free(c);
+}
+
+/* Send the one result a call gets, and forget the call. */
+static void guest_result(struct call *c, enum outcome o, const struct buf *text, cJSON *extra)
+{
+	cJSON *j = extra ? extra : cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "outcome", outcome_name(o));
+	struct buf clean;
+	buf_init(&clean, TOOL_TEXT_MAX * 4);
+	utf8_sanitize(text ? text->data : "", text ? text->len : 0, &clean);
+	cJSON_AddStringToObject(j, "text", clean.data ? clean.data : "");
+	buf_free(&clean);
+	cJSON_AddNumberToObject(j, "elapsed_ms", (double)(now_ms() - c->start_ms));
+	if (c->evidence) {
+		cJSON_AddItemToObject(j, "evidence", c->evidence);
+		c->evidence = NULL;
+	}
+	guest_send_json(PROTO_RESULT, c->id, j);
+	cJSON_Delete(j);
+	guest_unlink(c);
+	call_free(c);
+}
+
+static void guest_result_simple(struct call *c, enum outcome o, const char *msg)
+{
+	struct buf b;
+	buf_init(&b, TOOL_TEXT_MAX);
+	buf_append(&b, msg, strlen(msg));
+	guest_result(c, o, &b, NULL);
+	buf_free(&b);
+}
+
+static void bash_finish(struct call *c)
+{
+	struct bash_report r = {
+		.outcome = c->end,
+		.elapsed_ms = now_ms() - c->start_ms,
+		.limit_ms = c->idle_fired ? c->idle_ms : c->limit_ms,
+		.idle = c->idle_fired,
+		.out = &c->cap,
+		.evidence = c->evidence,
+	};
+	cJSON *extra = cJSON_CreateObject();
+	if (c->end == OUTCOME_OK) {
+		if (!c->have_status) {
+			r.outcome = OUTCOME_FAILED;
+			r.signal = SIGKILL;
+		} else if (WIFSIGNALED(c->wstatus)) {
+			r.outcome = OUTCOME_FAILED;
+			r.signal = WTERMSIG(c->wstatus);
+		} else {
+			r.exit_code = WEXITSTATUS(c->wstatus);
+			r.outcome = r.exit_code ? OUTCOME_FAILED : OUTCOME_OK;
+		}
+		if (r.signal)
+			cJSON_AddNumberToObject(extra, "signal", r.signal);
+		else
+			cJSON_AddNumberToObject(extra, "exit_code", r.exit_code);
+	} else {
+		r.environment = "the command's process tree was killed; the box is intact";
+		cJSON_AddStringToObject(extra, "environment", r.environment);
+		cJSON_AddNumberToObject(extra, "limit_ms", (double)r.limit_ms);
+		if (c->idle_fired)
+			cJSON_AddBoolToObject(extra, "idle", 1);
+	}
+	cJSON_AddNumberToObject(extra, "output_bytes", (double)c->cap.total);
+	cJSON_AddBoolToObject(extra, "truncated", capture_cut(&c->cap));
+	struct buf text;
+	buf_init(&text, TOOL_TEXT_MAX);
+	bash_format(&r, &text);
+	guest_result(c, r.outcome, &text, extra);
+	buf_free(&text);
+}
+
+static void bash_maybe_finish(struct call *c)
+{
+	if (c->init_reaped && c->out_eof)
+		bash_finish(c);
+}
+
+static void on_output(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct call *c = data;
+	char tmp[65536];
+	ssize_t n = fdio_read_some(fd, tmp, sizeof(tmp));
+	if (n == -EAGAIN)
+		return;
+	if (n <= 0) {
+		loop_del(l, fd);
+		close(fd);
+		c->out_fd = -1;
+		c->out_eof = true;
+		bash_maybe_finish(c);
+		return;
+	}
+	capture_add(&c->cap, tmp, (size_t)n);
+	c->last_out_ms = now_ms();
+	if (c->stream && !c->stream_dropped) {
+		if (G.wr.out.len + (size_t)n > GUEST_STREAM_QUEUE) {
+			/* The host reads slower than the command writes: stop
+			 * streaming; the result still carries head and tail. */
+			c->stream_dropped = true;
+			const char note[] = "\n[ward: output streaming stopped: the reader fell behind]\n";
+			guest_send(PROTO_OUTPUT, 2, c->id, note, sizeof(note) - 1);
+		} else {
+			guest_send(PROTO_OUTPUT, 1, c->id, tmp, (size_t)n);
+		}
+	}
+}
+
+static void call_stop(struct call *c, enum outcome why, int64_t grace_ms)
+{
+	if (c->stopping)
+		return;
+	c->end = why;
+	c->stopping = true;
+	c->kill_at_ms = now_ms() + grace_ms;
+	if (c->job) {
+		worker_cancel(c->job);
+		return;
+	}
+	/* Evidence first: it costs a few /proc reads and never delays the kill
+	 * beyond its own small budget. */
+	c->evidence = evidence_collect(c, 50);
+	proc_signal(c, SIGTERM);
+}
+
+static int64_t timeout_grace(const struct call *c)
+{
+	int64_t g = c->limit_ms / 4;
+	if (g > GUEST_TIMEOUT_GRACE_MAX_MS)
+		g = GUEST_TIMEOUT_GRACE_MAX_MS;
+	if (g > G.cfg.grace_ms)
+		g = G.cfg.grace_ms;
+	return g;
+}
+
+static int64_t guest_tick(void)
+{
+	int64_t now = now_ms(), next = -1;
+#define NEXT(t) do { if (next < 0 || (t) < next) next = (t); } while (0)
+	for (struct call *c = G.calls, *n; c; c = n) {
+		n = c->next;
+		if (!c->stopping) {
+			if (now >= c->deadline_ms) {
+				call_stop(c, OUTCOME_TIMED_OUT, timeout_grace(c));
+			} else if (c->idle_ms && !c->job && now - c->last_out_ms >= c->idle_ms) {
+				c->idle_fired = true;
+				call_stop(c, OUTCOME_TIMED_OUT, timeout_grace(c));
+			}
+		}
+		if (c->stopping) {
+			if (now >= c->kill_at_ms && !c->job && !c->init_reaped) {
+				proc_signal(c, SIGKILL);
+				c->kill_at_ms = now + 1000;	/* resend if it is still there */
+			}
+			NEXT(c->kill_at_ms);
+		} else {
+			NEXT(c->deadline_ms);
+			if (c->idle_ms && !c->job)
+				NEXT(c->last_out_ms + c->idle_ms);
+		}
+	}
+	return next;
+#undef NEXT
+}
+
+static void guest_reap(void)
+{
+	int st;
+	pid_t p;
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (struct call *c = G.calls; c; c = c->next) {
+			if (c->init_pid != p)
+				continue;
+			c->init_reaped = true;
+			int s;
+			if (read(c->status_fd, &s, sizeof(s)) == sizeof(s)) {
+				c->wstatus = s;
+				c->have_status = true;
+			}
+			bash_maybe_finish(c);
+			break;
+		}
+	}
+}
+
+static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct signalfd_siginfo si;
+	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+			G.quit = true;
+	}
+	guest_reap();
+}
+
+static void on_done(struct loop *l, int fd, uint32_t events, void *data)
+{
+	uint64_t v;
+	if (read(fd, &v, sizeof(v)) < 0)
+		return;
+	for (struct job *j = worker_take_done(), *n; j; j = n) {
+		n = worker_next(j);
+		struct call *c = worker_call(j);
+		struct tool_result *res = worker_result(j);
+		enum outcome o = res->outcome;
+		/* A tool that finished before it saw the token did its work: that
+		 * is reported as it happened. */
+		if (c->end != OUTCOME_OK && o == OUTCOME_CANCELLED) {
+			o = c->end;
+			res->text.len = 0;
+			if (o == OUTCOME_TIMED_OUT)
+				buf_printf(&res->text, "timed out after %lld s; the tool stopped and changed "
+					   "nothing; the box is intact\n", (long long)((c->limit_ms + 999) / 1000));
+			else
+				buf_printf(&res->text, "cancelled after %.1f s; the tool stopped and changed nothing\n",
+					   (now_ms() - c->start_ms) / 1000.0);
+		}
+		guest_result(c, o, &res->text, NULL);
+	}
+}
+
+static void guest_call(const struct frame *f)
+{
+	if (guest_find(f->id)) {
+		guest_error(f->id, "call id %u is already running", f->id);
+		return;
+	}
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c) {
+		guest_error(f->id, "out of memory");
+		return;
+	}
+	c->id = f->id;
+	c->out_fd = c->status_fd = c->cg_fd = -1;
+	c->start_ms = c->last_out_ms = now_ms();
+	c->next = G.calls;
+	G.calls = c;
+	capture_init(&c->cap, BASH_OUT_HEAD, BASH_OUT_TAIL);
+	c->req = cJSON_ParseWithLength((const char *)f->payload, f->len);
+	const char *toolname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->req, "tool"));
+	c->args = cJSON_GetObjectItemCaseSensitive(c->req, "args");
+	if (!cJSON_IsObject(c->req) || !toolname) {
+		guest_result_simple(c, OUTCOME_BAD_INPUT, "the request is not a JSON object with a \"tool\" name");
+		return;
+	}
+	c->tool = tool_lookup(toolname);
+	if (!c->tool) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "unknown tool \"%.60s\": the tools are read, write, edit, grep, find, ls and bash", toolname);
+		guest_result_simple(c, OUTCOME_BAD_INPUT, msg);
+		return;
+	}
+	struct err e = { 0 };
+	if (tool_check_args(c->tool, c->args, &e) < 0) {
+		guest_result_simple(c, OUTCOME_BAD_INPUT, e.msg);
+		return;
+	}
+	const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->req, "key"));
+	snprintf(c->key, sizeof(c->key), "%s", key ? key : "");
+	c->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->req, "stream"));
+	const cJSON *tmo = cJSON_GetObjectItemCaseSensitive(c->req, "timeout_ms");
+	const cJSON *idle = cJSON_GetObjectItemCaseSensitive(c->req, "idle_ms");
+	if (c->tool->inproc)
+		c->limit_ms = GUEST_FILE_TIMEOUT_MS;
+	else
+		c->limit_ms = tool_arg_int(c->args, "timeout", BASH_TIMEOUT_DEFAULT_S) * 1000;
+	/* The host's clamp (time left in the task) wins when it is shorter. */
+	if (cJSON_IsNumber(tmo) && tmo->valuedouble >= 1 && tmo->valuedouble < (double)c->limit_ms)
+		c->limit_ms = (int64_t)tmo->valuedouble;
+	c->idle_ms = tool_arg_int(c->args, "idle_timeout", 0) * 1000;
+	if (cJSON_IsNumber(idle) && idle->valuedouble >= 1 &&
+	    (!c->idle_ms || idle->valuedouble < (double)c->idle_ms))
+		c->idle_ms = (int64_t)idle->valuedouble;
+	c->deadline_ms = c->start_ms + c->limit_ms;
+
+	int r;
+	if (c->tool->inproc)
+		r = worker_start(c, G.done_efd);
+	else
+		r = proc_start(c, &G.cfg, tool_arg_str(c->args, "command", ""));
+	if (r < 0) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "the box could not start the call: %s", strerror(-r));
+		if (c->init_pid > 0) {
+			/* Started half-way and killed: wait for the reap. */
+			c->end = OUTCOME_FAILED;
+			c->stopping = true;
+			return;
+		}
+		guest_result_simple(c, OUTCOME_FAILED, msg);
+		return;
+	}
+	if (c->out_fd >= 0)
+		loop_add(G.loop, c->out_fd, EPOLLIN, on_output, c);
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "event", "started");
+	cJSON_AddNumberToObject(ev, "limit_ms", (double)c->limit_ms);
+	guest_send_json(PROTO_EVENT, c->id, ev);
+	cJSON_Delete(ev);
+}
+
+static void guest_frame(const struct frame *f)
+{
+	struct call *c;
+	cJSON *ev;
+	switch (f->type) {
+	case PROTO_HELLO:
+		if (proto_hello_check(f) < 0)
+			guest_error(0, "hello: wrong magic or protocol version (this guest speaks %d)", PROTO_VERSION);
+		break;
+	case PROTO_CALL:
+		guest_call(f);
+		break;
+	case PROTO_CANCEL:
+		c = guest_find(f->id);
+		if (c)
+			call_stop(c, OUTCOME_CANCELLED, G.cfg.grace_ms);
+		break;
+	case PROTO_EVIDENCE:
+		c = f->id ? guest_find(f->id) : NULL;
+		ev = evidence_collect(c, 100);
+		guest_send_json(PROTO_EVIDENCE, f->id, ev);
+		cJSON_Delete(ev);
+		break;
+	case PROTO_PING:
+		guest_send(PROTO_PONG, 0, f->id, f->payload, f->len);
+		break;
+	default:
+		guest_error(f->id, "unknown request type %u", f->type);
+		break;
+	}
+}
+
+static void on_channel(struct loop *l, int fd, uint32_t events, void *data)
+{
+	if (events & EPOLLOUT)
+		guest_flush();
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	int r = proto_reader_fill(&G.rd, fd);
+	if (r == -EAGAIN)
+		return;
+	if (r <= 0) {
+		G.quit = true;
+		return;
+	}
+	struct frame f;
+	while ((r = proto_reader_next(&G.rd, &f)) == 0)
+		guest_frame(&f);
+	if (r != -EAGAIN) {
+		/* Oversize or malformed: the stream cannot be resynchronised. */
+		guest_error(0, "protocol error: %s", r == -EMSGSIZE ? "frame over the maximum size" : "malformed frame header");
+		proto_flush(&G.wr, fd);
+		G.quit = true;
+	}
+}
+
+static int guest_parse_args(int argc, char **argv)
+{
+	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .grace_ms = GUEST_GRACE_MS,
+				    .workspace = "/workspace" };
+	for (int i = 1; i < argc; i++) {
+		uint64_t v;
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!val)
+			return -EINVAL;
+		if (!strcmp(a, "--fd") && parse_u64(val, &v) == 0)
+			G.cfg.chan_fd = (int)v;
+		else if (!strcmp(a, "--cgroup-fd") && parse_u64(val, &v) == 0)
+			G.cfg.cgroup_fd = (int)v;
+		else if (!strcmp(a, "--grace-ms") && parse_u64(val, &v) == 0)
+			G.cfg.grace_ms = (int64_t)v;
+		else if (!strcmp(a, "--workspace"))
+			G.cfg.workspace = val;
+		else
+			return -EINVAL;
+		i++;
+	}
+	return G.cfg.chan_fd >= 0 ? 0 : -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	if (guest_parse_args(argc, argv) < 0) {
+		fprintf(stderr, "usage: ward-guest --fd N [--cgroup-fd N] [--grace-ms MS] [--workspace DIR]\n");
+		return 64;
+	}
+	prctl(PR_SET_NAME, "ward-guest");
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	G.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	G.done_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (G.sfd < 0 || G.done_efd < 0 || loop_new(&G.loop) < 0)
+		return 1;
+	fcntl(G.cfg.chan_fd, F_SETFD, FD_CLOEXEC);
+	if (G.cfg.cgroup_fd >= 0)
+		fcntl(G.cfg.cgroup_fd, F_SETFD, FD_CLOEXEC);
+	fdio_set_nonblock(G.cfg.chan_fd, true);
+	proto_reader_init(&G.rd);
+	proto_writer_init(&G.wr, GUEST_STREAM_QUEUE + 4 * PROTO_MAX_PAYLOAD);
+	loop_add(G.loop, G.cfg.chan_fd, EPOLLIN, on_channel, NULL);
+	loop_add(G.loop, G.sfd, EPOLLIN, on_signal, NULL);
+	loop_add(G.loop, G.done_efd, EPOLLIN, on_done, NULL);
+
+	uint8_t hello[8];
+	proto_hello_payload(hello);
+	guest_send(PROTO_HELLO, 0, 0, hello, sizeof(hello));
+
+	while (!G.quit) {
+		int64_t next = guest_tick();
+		if (loop_run_once(G.loop, next) < 0)
+			break;
+	}
+	/* Leaving PID 1 ends the box's PID namespace: the kernel kills all. */
+	for (struct call *c = G.calls; c; c = c->next)
+		proc_signal(c, SIGKILL);
+	return 0;
+}

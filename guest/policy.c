@@ -1,0 +1,101 @@
+#include "guest/policy.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include "base/cleanup.h"
+
+/* Denied with EPERM; everything else is allowed. The box's other walls
+ * (namespaces, no capabilities, read-only binds) stand without this table;
+ * it removes kernel surface a tool command has no use for. */
+static const struct {
+	const char *name;
+	const char *why;
+} policy_deny[] = {
+	{ "mount", "no new mounts: the box's file system view is fixed" },
+	{ "umount2", "would uncover what the box's mounts hide" },
+	{ "pivot_root", "root changes are the box's, not a command's" },
+	{ "move_mount", "new mount API" },
+	{ "open_tree", "new mount API" },
+	{ "fsopen", "new mount API" },
+	{ "fsconfig", "new mount API" },
+	{ "fsmount", "new mount API" },
+	{ "fspick", "new mount API" },
+	{ "mount_setattr", "new mount API" },
+	{ "setns", "entering other namespaces" },
+	{ "ptrace", "no debugging of other processes, in or out of the box" },
+	{ "process_vm_readv", "reading another process's memory" },
+	{ "process_vm_writev", "writing another process's memory" },
+	{ "kcmp", "comparing kernel objects across processes" },
+	{ "init_module", "loading kernel modules" },
+	{ "finit_module", "loading kernel modules" },
+	{ "delete_module", "unloading kernel modules" },
+	{ "kexec_load", "replacing the kernel" },
+	{ "kexec_file_load", "replacing the kernel" },
+	{ "reboot", "rebooting" },
+	{ "swapon", "swap is the host's" },
+	{ "swapoff", "swap is the host's" },
+	{ "acct", "process accounting is the host's" },
+	{ "bpf", "eBPF programs reach deep into the kernel" },
+	{ "perf_event_open", "performance counters leak host activity" },
+	{ "userfaultfd", "a common exploit primitive" },
+	{ "keyctl", "the kernel keyring is not namespaced" },
+	{ "add_key", "the kernel keyring is not namespaced" },
+	{ "request_key", "the kernel keyring is not namespaced" },
+	{ "open_by_handle_at", "opens files by handle, bypassing the box's paths" },
+	{ "name_to_handle_at", "pairs with open_by_handle_at" },
+	{ "syslog", "the kernel log is the host's" },
+	{ "settimeofday", "the clock is the host's" },
+	{ "clock_settime", "the clock is the host's" },
+	{ "clock_adjtime", "the clock is the host's" },
+	{ "adjtimex", "the clock is the host's" },
+	{ "quotactl", "quotas are the host's" },
+	{ "iopl", "raw I/O ports" },
+	{ "ioperm", "raw I/O ports" },
+	{ "lookup_dcookie", "profiling interface" },
+	{ "vhangup", "terminal control" },
+	{ "chroot", "no new roots" },
+};
+
+int policy_install(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return -ENOMEM;
+	int r = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(policy_deny) && r >= 0; i++) {
+		int nr = seccomp_syscall_resolve_name(policy_deny[i].name);
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	/* No new namespaces: unshare always, clone with any CLONE_NEW* flag
+	 * (one rule per flag; libseccomp has no "masked not-equal"). */
+	const unsigned long nsflags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
+				      CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | 0x80 /* CLONE_NEWTIME */;
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0);
+	for (unsigned long bit = 1; bit && r >= 0; bit <<= 1)
+		if (nsflags & bit)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+					     SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit));
+	/* clone3 passes its flags in memory a filter cannot read: ENOSYS makes
+	 * libc fall back to clone, which the rules above check. */
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	/* TIOCSTI and TIOCLINUX inject input into a terminal. */
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, TIOCSTI));
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, TIOCLINUX));
+	if (r >= 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return r;
+}

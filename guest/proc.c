@@ -1,0 +1,223 @@
+/* A bash call's process tree: a nested user and PID namespace whose PID 1
+ * is a tiny init forked from ward-guest. SIGTERM to that init is passed to
+ * every process in the namespace; SIGKILL to it ends the namespace, and with
+ * it every process the call started, setsid'd and double-forked ones
+ * included. With a v2 cgroup, the tree also starts in a cgroup of its own
+ * (clone3 CLONE_INTO_CGROUP) so cgroup.kill can end it too. */
+#include "guest/guest.h"
+#include "guest/policy.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pid_t proc_clone3(uint64_t flags, int cgroup_fd)
+{
+	struct clone_args a = {
+		.flags = flags,
+		.exit_signal = SIGCHLD,
+	};
+	if (cgroup_fd >= 0) {
+		a.flags |= CLONE_INTO_CGROUP;
+		a.cgroup = (uint64_t)cgroup_fd;
+	}
+	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+}
+
+static void proc_child_fail(const char *what)
+{
+	/* stdout is the call's output pipe by now: the model sees this line. */
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg), "ward: could not start the command: %s: %s\n", what, strerror(errno));
+	if (n > 0)
+		fdio_write_full(1, msg, (size_t)n);
+	_exit(127);
+}
+
+static void proc_drop_caps(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	syscall(SYS_capset, &h, d);
+}
+
+static __attribute__((noreturn)) void proc_exec(const struct guest_cfg *cfg, const char *key,
+						 const char *command, int out_w)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	setsid();
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0)
+		_exit(127);
+	if (chdir(cfg->workspace) < 0 && chdir("/") < 0)
+		proc_child_fail("chdir");
+	proc_drop_caps();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		proc_child_fail("no_new_privs");
+	char idvar[128];
+	snprintf(idvar, sizeof(idvar), "WARD_CALL_ID=%s", key);
+	char *const env[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp", "USER=ward", "LOGNAME=ward", "SHELL=/bin/bash",
+		"TERM=dumb", "LANG=C.UTF-8", "TMPDIR=/tmp",
+		"CI=1", "GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive",
+		"PAGER=cat", "GIT_PAGER=cat", "NO_COLOR=1", "PIP_NO_INPUT=1",
+		idvar, NULL,
+	};
+	char *const argv[] = { "bash", "-c", (char *)command, NULL };
+	if (policy_install() < 0)
+		proc_child_fail("seccomp");
+	fdio_close_all_but(3, NULL, 0);
+	execve("/bin/bash", argv, env);
+	proc_child_fail("exec /bin/bash");
+	_exit(127);
+}
+
+/* PID 1 of the call's namespace: start the command, pass SIGTERM on to
+ * everything, reap, and report the command's wait status. Exiting ends the
+ * namespace: whatever the command left behind is killed by the kernel. */
+static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, const char *key,
+						 const char *command, int out_w, int status_w)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "ward-call-init");
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0)
+		_exit(126);
+	pid_t child = fork();
+	if (child < 0)
+		_exit(126);
+	if (child == 0)
+		proc_exec(cfg, key, command, out_w);
+	close(out_w);
+	for (;;) {
+		struct signalfd_siginfo si;
+		ssize_t n = read(sfd, &si, sizeof(si));
+		if (n < 0 && errno != EINTR)
+			_exit(126);
+		if (n == sizeof(si) && si.ssi_signo == SIGTERM)
+			kill(-1, SIGTERM);
+		int st;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+			if (p == child) {
+				fdio_write_full(status_w, &st, sizeof(st));
+				_exit(0);
+			}
+	}
+}
+
+static int proc_write_map(pid_t pid, const char *file, const char *map)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	return fdio_write_str(AT_FDCWD, path, map);
+}
+
+int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
+{
+	int outp[2], statp[2], syncp[2];
+	if (pipe2(outp, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(statp, O_CLOEXEC) < 0) {
+		close(outp[0]);
+		close(outp[1]);
+		return -errno;
+	}
+	if (pipe2(syncp, O_CLOEXEC) < 0) {
+		close(outp[0]);
+		close(outp[1]);
+		close(statp[0]);
+		close(statp[1]);
+		return -errno;
+	}
+	c->cg_fd = -1;
+	if (cfg->cgroup_fd >= 0) {
+		char name[32];
+		snprintf(name, sizeof(name), "call-%u", c->id);
+		if (mkdirat(cfg->cgroup_fd, name, 0755) == 0 || errno == EEXIST)
+			c->cg_fd = openat(cfg->cgroup_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	}
+	pid_t pid = proc_clone3(CLONE_NEWUSER | CLONE_NEWPID, c->cg_fd);
+	if (pid < 0 && c->cg_fd >= 0) {
+		/* The cgroup may refuse (no delegation): the namespace still ends all. */
+		close(c->cg_fd);
+		c->cg_fd = -1;
+		pid = proc_clone3(CLONE_NEWUSER | CLONE_NEWPID, -1);
+	}
+	if (pid < 0) {
+		int r = -errno;
+		close(outp[0]), close(outp[1]), close(statp[0]), close(statp[1]), close(syncp[0]), close(syncp[1]);
+		return r;
+	}
+	if (pid == 0) {
+		close(outp[0]);
+		close(statp[0]);
+		close(syncp[1]);
+		char b;
+		if (fdio_read_full(syncp[0], &b, 1) < 0)
+			_exit(126);
+		close(syncp[0]);
+		proc_init(cfg, c->key, command, outp[1], statp[1]);
+	}
+	close(outp[1]);
+	close(statp[1]);
+	close(syncp[0]);
+	char map[64];
+	snprintf(map, sizeof(map), "%d 0 1\n", GUEST_TOOL_UID);
+	int r = proc_write_map(pid, "uid_map", map);
+	if (r >= 0)
+		r = proc_write_map(pid, "setgroups", "deny");
+	if (r >= 0)
+		r = proc_write_map(pid, "gid_map", map);
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	if (r >= 0 && stat(path, &st) == 0)
+		c->pidns = st.st_ino;
+	if (r >= 0)
+		r = fdio_write_full(syncp[1], "g", 1);
+	close(syncp[1]);
+	c->init_pid = pid;
+	c->out_fd = outp[0];
+	c->status_fd = statp[0];
+	fdio_set_nonblock(c->out_fd, true);
+	fdio_set_nonblock(c->status_fd, true);
+	if (r < 0)
+		proc_signal(c, SIGKILL);
+	return r;
+}
+
+void proc_signal(struct call *c, int sig)
+{
+	if (sig == SIGKILL && c->cg_fd >= 0)
+		fdio_write_str(c->cg_fd, "cgroup.kill", "1");
+	if (!c->init_reaped && c->init_pid > 0)
+		kill(c->init_pid, sig);
+}

@@ -1,0 +1,49 @@
+#include "sandbox/box.h"
+#include "sandbox/ns.h"
+
+#include <string.h>
+
+static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+{
+	const struct box_opts *o = s->opts;
+	struct ns_spec ns = {
+		.root_dir = s->root_dir,
+		.guest_path = o->guest_path,
+		.workspace = o->workspace,
+		.upper_dir = s->upper_dir,
+		.work_dir = s->work_dir,
+		.workspace_rw = o->rw,
+		.net = o->net,
+		.lim = o->lim,
+		.cg = s->cg,
+		.grace_ms = o->grace_ms,
+	};
+	struct ns_box b;
+	int r = ns_start(&ns, &b, e);
+	if (r < 0)
+		return r;
+	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd,
+				  .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory };
+	return 0;
+}
+
+static void ns_backend_kill(struct box_inst *b)
+{
+	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd };
+	ns_kill(&nb);
+	b->pid = 0;
+	b->pidfd = b->chan_fd = -1;
+}
+
+const struct box_backend box_backend_ns = {
+	.name = "ns",
+	.start = ns_backend_start,
+	.kill = ns_backend_kill,
+};
+
+const struct box_backend *box_backend_find(const char *name)
+{
+	if (!name || !strcmp(name, "ns") || !strcmp(name, "auto"))
+		return &box_backend_ns;
+	return NULL;
+}

@@ -1,0 +1,82 @@
+/* The box: create, call, cancel, destroy. A box is owned by a keeper
+ * process, detached from ward, which enforces its lifetime; ward talks to
+ * the keeper over a unix socket with the box protocol. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/state.h"
+
+/* Defaults, pinned in tests/unit/test-defaults.c. */
+#define BOX_DEFAULT_MEMORY (1ULL << 30)
+#define BOX_DEFAULT_PIDS 512
+#define BOX_DEFAULT_TTL_MS (8LL * 3600 * 1000)
+#define BOX_DEFAULT_IDLE_MS (30LL * 60 * 1000)
+/* The host's clock runs at limit + guest grace + this before it destroys. */
+#define BOX_HOST_MARGIN_MS 1000
+#define BOX_CREATE_TIMEOUT_MS 10000
+
+struct box_opts {
+	const char *name;	/* NULL: generated */
+	const char *backend;	/* "ns" */
+	int64_t ttl_ms, idle_ms;	/* 0: none */
+	bool persistent;	/* survives the ward that made it */
+	struct limits lim;
+	bool net;
+	const char *workspace;	/* host directory; NULL: an empty one */
+	bool rw;		/* live read-write instead of copy-on-write */
+	int64_t grace_ms;
+	const char *guest_path;
+	pid_t owner;		/* a non-persistent box dies with this process */
+};
+
+void box_opts_default(struct box_opts *o);
+
+/* The backends behind the keeper. */
+struct box_inst {
+	pid_t pid;
+	int pidfd;
+	int chan_fd;
+	bool rlimit_pids, rlimit_memory;
+};
+struct box_spec {
+	const struct box_opts *opts;
+	const char *root_dir, *upper_dir, *work_dir;
+	const struct cgroup_set *cg;
+};
+struct box_backend {
+	const char *name;
+	int (*start)(const struct box_spec *s, struct box_inst *ret, struct err *e);
+	void (*kill)(struct box_inst *b);
+};
+extern const struct box_backend box_backend_ns;
+const struct box_backend *box_backend_find(const char *name);
+
+/* Spawn a keeper that builds the box; returns when the guest answered. */
+int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e);
+int box_destroy(const char *name, struct err *e);
+/* JSON array of {name, alive, keeper_pid, ...}. */
+int box_list(cJSON **ret, struct err *e);
+/* Remove the state of boxes whose keeper is gone. Returns how many. */
+int box_reap(unsigned *ret_n, struct err *e);
+
+struct box_conn;
+int box_connect(const char *name, struct box_conn **ret, struct err *e);
+void box_disconnect(struct box_conn *c);
+typedef void box_output_cb(const char *p, size_t n, void *ud);
+/* One call, blocking until its result. cancel_fd (or -1) becoming readable
+ * sends a cancel. The result JSON has at least "outcome" and "text". A box
+ * that stops answering past the host's deadline is destroyed here too. */
+int box_call(struct box_conn *c, const char *tool, const cJSON *args, bool stream,
+	     box_output_cb *cb, void *ud, int cancel_fd, cJSON **ret_result, struct err *e);
+int box_info(struct box_conn *c, cJSON **ret, struct err *e);
+int box_evidence(struct box_conn *c, uint32_t id, cJSON **ret, struct err *e);
+
+/* keeper.c: the keeper's entry point after fork (never returns). */
+void keeper_main(const struct box_opts *o, const char *name, const char *boxdir, int ready_fd)
+	__attribute__((noreturn));

@@ -1,0 +1,724 @@
+/* The keeper: one detached process per box. It builds the box, serves
+ * clients on a unix socket, enforces every call's limit again from outside
+ * the box (destroying a box whose guest does not answer in time), and the
+ * box's TTL, idle timeout and owner. It outlives a ward that is SIGKILLed;
+ * the box dies with the keeper (PR_SET_PDEATHSIG on the guest). */
+#include "sandbox/box.h"
+#include "sandbox/proto.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/loop.h"
+#include "base/timeutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEEPER_CLIENT_QUEUE (16u << 20)
+
+struct kclient {
+	int fd;
+	struct proto_reader rd;
+	struct proto_writer wr;
+	bool armed;
+	struct kclient *next;
+};
+
+struct kcall {
+	uint32_t gid, cid;	/* guest-side and client-side ids */
+	struct kclient *cl;
+	int64_t deadline_ms, limit_ms;
+	struct kcall *next;
+};
+
+static struct {
+	const struct box_opts *o;
+	const char *name, *boxdir;
+	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
+	const struct box_backend *be;
+	struct cgroup_set cg;
+	char cgname[96];
+	struct box_inst inst;
+	bool up;		/* a guest is running and has said hello */
+	struct proto_reader grd;
+	struct proto_writer gwr;
+	bool garmed;
+	struct loop *loop;
+	int lfd, sfd, ownerfd;
+	struct kclient *clients;
+	struct kcall *calls;
+	uint32_t next_gid;
+	int64_t created_ms, ttl_at, idle_at, last_activity;
+	time_t created_wall;
+	unsigned restarts;
+	bool quit;
+	const char *why;
+} K;
+
+static void keeper_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void keeper_log(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void kclient_flush(struct kclient *c)
+{
+	int r = proto_flush(&c->wr, c->fd);
+	bool want = r == -EAGAIN;
+	if (want != c->armed) {
+		loop_mod(K.loop, c->fd, EPOLLIN | (want ? EPOLLOUT : 0));
+		c->armed = want;
+	}
+}
+
+static void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
+{
+	if (!c)
+		return;
+	if (proto_queue(&c->wr, type, flags, id, p, n) < 0)
+		return;	/* a client that stopped reading loses frames, not the box */
+	kclient_flush(c);
+}
+
+static void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j)
+{
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
+	if (s)
+		kclient_send(c, type, 0, id, s, strlen(s));
+}
+
+static void guest_flush(void)
+{
+	if (!K.up)
+		return;
+	int r = proto_flush(&K.gwr, K.inst.chan_fd);
+	bool want = r == -EAGAIN;
+	if (want != K.garmed) {
+		loop_mod(K.loop, K.inst.chan_fd, EPOLLIN | (want ? EPOLLOUT : 0));
+		K.garmed = want;
+	}
+}
+
+static void guest_send(uint8_t type, uint32_t id, const void *p, size_t n)
+{
+	if (proto_queue(&K.gwr, type, 0, id, p, n) == 0)
+		guest_flush();
+}
+
+static struct kcall *kcall_by_gid(uint32_t gid)
+{
+	for (struct kcall *k = K.calls; k; k = k->next)
+		if (k->gid == gid)
+			return k;
+	return NULL;
+}
+
+static void kcall_remove(struct kcall *k)
+{
+	for (struct kcall **p = &K.calls; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			free(k);
+			return;
+		}
+}
+
+/* Answer every call in flight on a box that is gone. */
+static void keeper_fail_calls(const char *outcome, const char *text, struct kcall *timed_out)
+{
+	while (K.calls) {
+		struct kcall *k = K.calls;
+		cJSON *j = cJSON_CreateObject();
+		bool mine = k == timed_out;
+		char msg[512];
+		if (mine)
+			snprintf(msg, sizeof(msg),
+				 "timed out after %lld s; the box did not stop the call in time and was "
+				 "destroyed; a new box will be created; files under /workspace are kept\n",
+				 (long long)((k->limit_ms + 999) / 1000));
+		cJSON_AddStringToObject(j, "outcome", mine ? "timed_out" : outcome);
+		cJSON_AddStringToObject(j, "text", mine ? msg : text);
+		cJSON_AddStringToObject(j, "environment", "the box was destroyed");
+		cJSON_AddBoolToObject(j, "box_destroyed", 1);
+		kclient_send_json(k->cl, PROTO_RESULT, k->cid, j);
+		cJSON_Delete(j);
+		kcall_remove(k);
+	}
+}
+
+static void on_guest(struct loop *l, int fd, uint32_t events, void *data);
+
+static void keeper_guest_down(void)
+{
+	if (K.inst.pid > 0) {
+		loop_del(K.loop, K.inst.chan_fd);
+		loop_del(K.loop, K.inst.pidfd);
+		cgroup_kill(&K.cg);
+		K.be->kill(&K.inst);
+	}
+	K.up = false;
+	K.garmed = false;
+	proto_reader_free(&K.grd);
+	proto_writer_free(&K.gwr);
+}
+
+static void on_guest_exit(struct loop *l, int fd, uint32_t events, void *data)
+{
+	keeper_log("keeper: the box's guest exited");
+	keeper_guest_down();
+	keeper_fail_calls("unknown",
+			  "the box was lost while this call ran (its guest process ended); the call's outcome "
+			  "is unknown; a new box will be created; files under /workspace are kept\n", NULL);
+}
+
+static int keeper_guest_up(struct err *e)
+{
+	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
+	int r = K.be->start(&spec, &K.inst, e);
+	if (r < 0)
+		return r;
+	proto_reader_init(&K.grd);
+	proto_writer_init(&K.gwr, KEEPER_CLIENT_QUEUE);
+	/* The guest says hello first. */
+	fdio_set_nonblock(K.inst.chan_fd, false);
+	struct frame f;
+	uint8_t *payload = NULL;
+	struct timeval tv = { .tv_sec = BOX_CREATE_TIMEOUT_MS / 1000 };
+	setsockopt(K.inst.chan_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = proto_recv(K.inst.chan_fd, &f, &payload);
+	if (r == 0)
+		r = proto_hello_check(&f);
+	free(payload);
+	if (r < 0) {
+		K.be->kill(&K.inst);
+		return err_set(e, r, "the box's guest did not say hello (%s)", strerror(-r));
+	}
+	uint8_t hello[8];
+	proto_hello_payload(hello);
+	proto_send(K.inst.chan_fd, PROTO_HELLO, 0, 0, hello, sizeof(hello));
+	tv.tv_sec = 0;
+	setsockopt(K.inst.chan_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	fdio_set_nonblock(K.inst.chan_fd, true);
+	loop_add(K.loop, K.inst.chan_fd, EPOLLIN, on_guest, NULL);
+	loop_add(K.loop, K.inst.pidfd, EPOLLIN, on_guest_exit, NULL);
+	K.up = true;
+	return 0;
+}
+
+static int keeper_restart(struct err *e)
+{
+	keeper_guest_down();
+	cgroup_remove(&K.cg);
+	cgroup_create(K.cgname, &K.o->lim, &K.cg, NULL);
+	K.restarts++;
+	return keeper_guest_up(e);
+}
+
+static void keeper_augment_evidence(cJSON *j)
+{
+	if (cgroup_memory_enforced(&K.cg))
+		cJSON_AddNumberToObject(j, "box_memory_bytes", (double)cgroup_memory_current(&K.cg));
+	if (cgroup_pids_enforced(&K.cg))
+		cJSON_AddNumberToObject(j, "box_pids", (double)cgroup_pids_current(&K.cg));
+}
+
+static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
+{
+	if (events & EPOLLOUT)
+		guest_flush();
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	int r = proto_reader_fill(&K.grd, fd);
+	if (r == -EAGAIN)
+		return;
+	if (r <= 0) {
+		on_guest_exit(l, fd, events, data);
+		return;
+	}
+	struct frame f;
+	while ((r = proto_reader_next(&K.grd, &f)) == 0) {
+		K.last_activity = now_ms();
+		struct kcall *k = f.id ? kcall_by_gid(f.id) : NULL;
+		switch (f.type) {
+		case PROTO_OUTPUT:
+		case PROTO_EVENT:
+		case PROTO_ERROR:
+		case PROTO_PONG:
+			if (k)
+				kclient_send(k->cl, f.type, f.flags, k->cid, f.payload, f.len);
+			break;
+		case PROTO_EVIDENCE:
+			if (k) {
+				cJSON *j = cJSON_ParseWithLength((const char *)f.payload, f.len);
+				if (j) {
+					keeper_augment_evidence(j);
+					kclient_send_json(k->cl, PROTO_EVIDENCE, k->cid, j);
+					cJSON_Delete(j);
+				}
+				/* Evidence-only requests have their own map entry. */
+				if (k->limit_ms == 0)
+					kcall_remove(k);
+			}
+			break;
+		case PROTO_RESULT:
+			if (k) {
+				kclient_send(k->cl, PROTO_RESULT, 0, k->cid, f.payload, f.len);
+				kcall_remove(k);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	if (r != -EAGAIN) {
+		keeper_log("keeper: protocol error from the guest; destroying the box");
+		on_guest_exit(l, fd, events, data);
+	}
+}
+
+static void keeper_info(struct kclient *c, uint32_t id)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "name", K.name);
+	cJSON_AddStringToObject(j, "backend", K.be->name);
+	cJSON_AddStringToObject(j, "state", K.up ? "running" : "lost");
+	cJSON_AddNumberToObject(j, "keeper_pid", getpid());
+	cJSON_AddNumberToObject(j, "guest_pid", K.inst.pid);
+	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
+	cJSON_AddNumberToObject(j, "uptime_ms", (double)(now_ms() - K.created_ms));
+	if (K.ttl_at)
+		cJSON_AddNumberToObject(j, "ttl_left_ms", (double)(K.ttl_at - now_ms()));
+	if (K.o->idle_ms)
+		cJSON_AddNumberToObject(j, "idle_ms", (double)K.o->idle_ms);
+	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
+	cJSON_AddBoolToObject(j, "network", K.o->net);
+	if (K.o->workspace) {
+		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
+		cJSON_AddStringToObject(j, "workspace_mode", K.o->rw ? "read-write" : "copy-on-write");
+		if (!K.o->rw)
+			cJSON_AddStringToObject(j, "workspace_changes", K.upper);
+	}
+	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
+	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
+	cJSON_AddStringToObject(lim, "memory_by", cgroup_memory_enforced(&K.cg) ? "cgroup" :
+				K.inst.rlimit_memory ? "rlimit (per process)" : "not enforced");
+	cJSON_AddNumberToObject(lim, "pids", (double)K.o->lim.pids);
+	cJSON_AddStringToObject(lim, "pids_by", cgroup_pids_enforced(&K.cg) ? "cgroup" :
+				K.inst.rlimit_pids ? "rlimit (per user namespace)" : "not enforced");
+	cJSON_AddStringToObject(lim, "cpu_by", K.cg.v2_cpu ? "cgroup" : "not enforced");
+	cJSON_AddStringToObject(lim, "kill_by", K.cg.v2_kill ? "cgroup.kill and the PID namespace" : "the PID namespace");
+	keeper_augment_evidence(j);
+	int n = 0;
+	for (struct kcall *k = K.calls; k; k = k->next)
+		n++;
+	cJSON_AddNumberToObject(j, "calls_running", n);
+	cJSON_AddNumberToObject(j, "restarts", K.restarts);
+	kclient_send_json(c, PROTO_INFO, id, j);
+	cJSON_Delete(j);
+}
+
+static void kclient_close(struct kclient *c)
+{
+	for (struct kcall *k = K.calls, *n; k; k = n) {
+		n = k->next;
+		if (k->cl != c)
+			continue;
+		/* Nobody waits for this call any more: stop it. */
+		if (K.up && k->limit_ms)
+			guest_send(PROTO_CANCEL, k->gid, NULL, 0);
+		k->cl = NULL;
+	}
+	loop_del(K.loop, c->fd);
+	close(c->fd);
+	proto_reader_free(&c->rd);
+	proto_writer_free(&c->wr);
+	for (struct kclient **p = &K.clients; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	free(c);
+}
+
+static void kclient_call(struct kclient *c, const struct frame *f)
+{
+	if (!K.up) {
+		struct err e = { 0 };
+		if (keeper_restart(&e) < 0) {
+			cJSON *j = cJSON_CreateObject();
+			cJSON_AddStringToObject(j, "outcome", "failed");
+			char msg[700];
+			snprintf(msg, sizeof(msg), "the box could not be recreated: %s\n", e.msg);
+			cJSON_AddStringToObject(j, "text", msg);
+			kclient_send_json(c, PROTO_RESULT, f->id, j);
+			cJSON_Delete(j);
+			return;
+		}
+	}
+	cJSON *req = cJSON_ParseWithLength((const char *)f->payload, f->len);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(req, "timeout_ms");
+	int64_t limit = cJSON_IsNumber(t) && t->valuedouble >= 1 ? (int64_t)t->valuedouble : 600000;
+	cJSON_Delete(req);
+	struct kcall *k = calloc(1, sizeof(*k));
+	if (!k)
+		return;
+	*k = (struct kcall){
+		.gid = ++K.next_gid ? K.next_gid : ++K.next_gid,
+		.cid = f->id, .cl = c, .limit_ms = limit,
+		.deadline_ms = now_ms() + limit + K.o->grace_ms + BOX_HOST_MARGIN_MS,
+		.next = K.calls,
+	};
+	K.calls = k;
+	guest_send(PROTO_CALL, k->gid, f->payload, f->len);
+}
+
+static void kclient_frame(struct kclient *c, const struct frame *f)
+{
+	K.last_activity = now_ms();
+	struct kcall *k;
+	switch (f->type) {
+	case PROTO_HELLO:
+		if (proto_hello_check(f) < 0) {
+			const char m[] = "wrong protocol version";
+			kclient_send(c, PROTO_ERROR, 0, 0, m, sizeof(m) - 1);
+		}
+		break;
+	case PROTO_CALL:
+		kclient_call(c, f);
+		break;
+	case PROTO_CANCEL:
+		for (k = K.calls; k; k = k->next)
+			if (k->cl == c && k->cid == f->id) {
+				int64_t d = now_ms() + K.o->grace_ms + BOX_HOST_MARGIN_MS;
+				if (d < k->deadline_ms)
+					k->deadline_ms = d;
+				guest_send(PROTO_CANCEL, k->gid, NULL, 0);
+			}
+		break;
+	case PROTO_EVIDENCE: {
+		uint32_t gid = 0;
+		for (k = K.calls; k; k = k->next)
+			if (k->cl == c && k->cid == f->id)
+				gid = k->gid;
+		if (!K.up) {
+			kclient_send(c, PROTO_EVIDENCE, 0, f->id, "{}", 2);
+			break;
+		}
+		if (!gid) {
+			/* Box-wide evidence gets a map entry of its own. */
+			struct kcall *e = calloc(1, sizeof(*e));
+			if (!e)
+				break;
+			*e = (struct kcall){ .gid = ++K.next_gid, .cid = f->id, .cl = c,
+					     .deadline_ms = now_ms() + 5000, .next = K.calls };
+			K.calls = e;
+			gid = e->gid;
+		}
+		guest_send(PROTO_EVIDENCE, gid, NULL, 0);
+		break;
+	}
+	case PROTO_PING:
+		kclient_send(c, PROTO_PONG, 0, f->id, f->payload, f->len);
+		break;
+	case PROTO_INFO:
+		keeper_info(c, f->id);
+		break;
+	case PROTO_DESTROY:
+		K.why = "destroyed on request";
+		K.quit = true;
+		break;
+	default: {
+		char m[64];
+		int n = snprintf(m, sizeof(m), "unknown request type %u", f->type);
+		kclient_send(c, PROTO_ERROR, 0, f->id, m, (size_t)n);
+		break;
+	}
+	}
+}
+
+static void on_client(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct kclient *c = data;
+	if (events & EPOLLOUT)
+		kclient_flush(c);
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	int r = proto_reader_fill(&c->rd, fd);
+	if (r == -EAGAIN)
+		return;
+	if (r <= 0) {
+		kclient_close(c);
+		return;
+	}
+	struct frame f;
+	while ((r = proto_reader_next(&c->rd, &f)) == 0) {
+		kclient_frame(c, &f);
+		if (K.quit)
+			return;
+	}
+	if (r != -EAGAIN)
+		kclient_close(c);
+}
+
+static void on_accept(struct loop *l, int fd, uint32_t events, void *data)
+{
+	int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (cfd < 0)
+		return;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	/* The socket lives in a 0700 directory; this is the second wall. */
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || (cr.uid != getuid() && cr.uid != 0)) {
+		close(cfd);
+		return;
+	}
+	struct kclient *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(cfd);
+		return;
+	}
+	c->fd = cfd;
+	proto_reader_init(&c->rd);
+	proto_writer_init(&c->wr, KEEPER_CLIENT_QUEUE);
+	c->next = K.clients;
+	K.clients = c;
+	loop_add(l, cfd, EPOLLIN, on_client, c);
+	uint8_t hello[8];
+	proto_hello_payload(hello);
+	kclient_send(c, PROTO_HELLO, 0, 0, hello, sizeof(hello));
+}
+
+static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct signalfd_siginfo si;
+	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue; /* the guest is reaped in ns_kill */
+		K.why = "the keeper was asked to stop";
+		K.quit = true;
+	}
+}
+
+static void on_owner_exit(struct loop *l, int fd, uint32_t events, void *data)
+{
+	K.why = "the ward that made it exited";
+	K.quit = true;
+}
+
+static int64_t keeper_tick(void)
+{
+	int64_t now = now_ms(), next = -1;
+#define NEXT(t) do { if (next < 0 || (t) < next) next = (t); } while (0)
+	if (K.ttl_at) {
+		if (now >= K.ttl_at) {
+			K.why = "its time to live ran out";
+			K.quit = true;
+			return 0;
+		}
+		NEXT(K.ttl_at);
+	}
+	if (K.o->idle_ms) {
+		int64_t idle_at = K.last_activity + K.o->idle_ms;
+		if (K.calls || K.clients)
+			idle_at = now + K.o->idle_ms;	/* busy or attached: not idle */
+		if (!K.calls && !K.clients && now >= idle_at) {
+			K.why = "it was idle too long";
+			K.quit = true;
+			return 0;
+		}
+		if (!K.calls && !K.clients)
+			NEXT(idle_at);
+		else
+			NEXT(now + 1000);
+	}
+	for (struct kcall *k = K.calls; k; k = k->next) {
+		if (now >= k->deadline_ms) {
+			if (k->limit_ms == 0) {	/* an evidence request nobody answered */
+				kcall_remove(k);
+				return 0;
+			}
+			keeper_log("keeper: call past the host's deadline; destroying the box");
+			keeper_guest_down();
+			keeper_fail_calls("unknown",
+					  "the box was destroyed because another call did not stop in time; "
+					  "this call's outcome is unknown; files under /workspace are kept\n", k);
+			struct err e = { 0 };
+			if (keeper_restart(&e) < 0)
+				keeper_log("keeper: could not recreate the box: %s", e.msg);
+			return 0;
+		}
+		NEXT(k->deadline_ms);
+	}
+	return next;
+#undef NEXT
+}
+
+static int keeper_listen(struct err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(K.sock) >= sizeof(sa.sun_path))
+		return err_set(e, -ENAMETOOLONG, "socket path too long: %s", K.sock);
+	strcpy(sa.sun_path, K.sock);
+	unlink(K.sock);
+	K.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (K.lfd < 0)
+		return err_setc(e, -errno, "socket");
+	if (bind(K.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(K.lfd, 16) < 0)
+		return err_setc(e, -errno, "cannot listen on %s", K.sock);
+	return loop_add(K.loop, K.lfd, EPOLLIN, on_accept, NULL);
+}
+
+static void keeper_write_files(void)
+{
+	char p[PATH_MAX + 32], s[32];
+	snprintf(p, sizeof(p), "%s/keeper.pid", K.boxdir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		int n = snprintf(s, sizeof(s), "%d\n", getpid());
+		fdio_write_full(fd, s, (size_t)n);
+		close(fd);
+	}
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "name", K.name);
+	cJSON_AddStringToObject(j, "backend", K.be->name);
+	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
+	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
+	if (K.o->workspace)
+		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
+	cJSON_AddStringToObject(j, "layers", K.upper[0] ? K.upper : "");
+	cJSON_AddStringToObject(j, "cgroup_v2", K.cg.v2);
+	cJSON_AddStringToObject(j, "cgroup_memory", K.cg.mem1);
+	cJSON_AddStringToObject(j, "cgroup_pids", K.cg.pids1);
+	_cleanup_free_ char *txt = cJSON_Print(j);
+	cJSON_Delete(j);
+	snprintf(p, sizeof(p), "%s/info.json", K.boxdir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0 && txt) {
+		fdio_write_full(fd, txt, strlen(txt));
+		close(fd);
+	}
+}
+
+static void keeper_ready(int fd, const char *msg)
+{
+	fdio_write_full(fd, msg, strlen(msg));
+	close(fd);
+}
+
+void keeper_main(const struct box_opts *o, const char *name, const char *boxdir, int ready_fd)
+{
+	K.o = o;
+	K.name = name;
+	K.boxdir = boxdir;
+	K.lfd = K.sfd = K.ownerfd = -1;
+	K.created_ms = K.last_activity = now_ms();
+	K.created_wall = time(NULL);
+	K.be = box_backend_find(o->backend);
+	prctl(PR_SET_NAME, "ward-keeper");
+	struct err e = { 0 };
+
+	char log[PATH_MAX + 16];
+	snprintf(log, sizeof(log), "%s/keeper.log", boxdir);
+	int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nfd >= 0) {
+		dup2(nfd, 0);
+		dup2(nfd, 1);
+		dup2(lfd >= 0 ? lfd : nfd, 2);
+	}
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	K.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	snprintf(K.root, sizeof(K.root), "%s/root", boxdir);
+	snprintf(K.sock, sizeof(K.sock), "%s/sock", boxdir);
+	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
+	mkdir(K.root, 0700);
+	if (o->workspace && !o->rw) {
+		char layers[PATH_MAX];
+		if (state_layers_dir(name, layers, sizeof(layers), &e) < 0)
+			goto fail;
+		snprintf(K.upper, sizeof(K.upper), "%s/upper", layers);
+		snprintf(K.work, sizeof(K.work), "%s/work", layers);
+		if (state_mkdir_p(K.upper, 0755) < 0 || state_mkdir_p(K.work, 0700) < 0) {
+			err_setc(&e, -errno, "cannot create the workspace layers under %s", layers);
+			goto fail;
+		}
+	}
+	if (loop_new(&K.loop) < 0 || K.sfd < 0) {
+		err_set(&e, -ENOMEM, "keeper setup failed");
+		goto fail;
+	}
+	loop_add(K.loop, K.sfd, EPOLLIN, on_signal, NULL);
+	cgroup_create(K.cgname, &o->lim, &K.cg, NULL);
+	if (keeper_guest_up(&e) < 0)
+		goto fail;
+	if (keeper_listen(&e) < 0)
+		goto fail;
+	if (!o->persistent && o->owner > 0) {
+		K.ownerfd = (int)syscall(SYS_pidfd_open, o->owner, 0);
+		if (K.ownerfd < 0) {
+			err_setc(&e, -errno, "the ward that asked for the box is gone");
+			goto fail;
+		}
+		loop_add(K.loop, K.ownerfd, EPOLLIN, on_owner_exit, NULL);
+	}
+	if (o->ttl_ms)
+		K.ttl_at = K.created_ms + o->ttl_ms;
+	keeper_write_files();
+	keeper_ready(ready_fd, "ok\n");
+
+	while (!K.quit) {
+		int64_t next = keeper_tick();
+		if (K.quit)
+			break;
+		if (loop_run_once(K.loop, next) < 0)
+			break;
+	}
+	keeper_log("keeper: destroying box %s: %s", name, K.why ? K.why : "loop error");
+	keeper_guest_down();
+	keeper_fail_calls("unknown", "the box was destroyed while this call ran; its outcome is unknown\n", NULL);
+	for (struct kclient *c = K.clients; c; c = c->next) {
+		const char m[] = "{\"destroyed\":true}";
+		proto_queue(&c->wr, PROTO_INFO, 0, 0, m, sizeof(m) - 1);
+		fdio_set_nonblock(c->fd, false);
+		proto_flush(&c->wr, c->fd);
+	}
+	cgroup_remove(&K.cg);
+	unlink(K.sock);
+	if (K.upper[0] && !o->persistent) {
+		char layers[PATH_MAX];
+		if (state_layers_dir(name, layers, sizeof(layers), NULL) == 0)
+			state_rm_rf(layers);
+	}
+	state_rm_rf(boxdir);
+	_exit(0);
+
+fail:
+	keeper_ready(ready_fd, e.msg[0] ? e.msg : "keeper setup failed");
+	cgroup_remove(&K.cg);
+	state_rm_rf(boxdir);
+	_exit(1);
+}

@@ -1,0 +1,477 @@
+/* Building a box, as a flat list of steps. The child of clone3 runs the
+ * steps in its new namespaces; any failure travels back to the parent over a
+ * CLOEXEC socket as one line, and an exec that succeeds closes that socket. */
+#include "sandbox/ns.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/timeutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NS_TMP_SIZE "size=1g"
+
+struct ns_child {
+	const struct ns_spec *s;
+	int sync_fd;		/* child end: setup errors go here */
+	int chan_fd;		/* guest end of the channel */
+	int guest_fd;		/* O_PATH of the guest binary, exec'd by fd */
+	int cgroup_fd;		/* v2 box cgroup for per-call groups, or -1 */
+	uid_t uid;
+	gid_t gid;
+};
+
+static __attribute__((noreturn, format(printf, 2, 3))) void ns_fail(struct ns_child *c, const char *fmt, ...)
+{
+	char msg[512];
+	int saved = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < sizeof(msg) - 1)
+		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(saved));
+	fdio_write_full(c->sync_fd, msg, strlen(msg));
+	_exit(1);
+}
+
+static void ns_mkdir(struct ns_child *c, const char *root, const char *rel, mode_t mode)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		ns_fail(c, "mkdir %s", rel);
+}
+
+/* Remount a bind read-only, keeping the flags the kernel locks in a user
+ * namespace (nosuid, nodev, noexec, atime). */
+static int ns_remount_ro(const char *dst, unsigned long extra)
+{
+	struct statvfs sv;
+	if (statvfs(dst, &sv) < 0)
+		return -errno;
+	unsigned long fl = MS_REMOUNT | MS_BIND | MS_RDONLY | extra;
+	if (sv.f_flag & ST_NOSUID)
+		fl |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV)
+		fl |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC)
+		fl |= MS_NOEXEC;
+	if (sv.f_flag & ST_NOATIME)
+		fl |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		fl |= MS_NODIRATIME;
+	if (sv.f_flag & ST_RELATIME)
+		fl |= MS_RELATIME;
+	return mount(NULL, dst, NULL, fl, NULL) < 0 ? -errno : 0;
+}
+
+static void ns_bind(struct ns_child *c, const char *src, const char *dst, bool ro, bool dir)
+{
+	if (dir) {
+		if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+			ns_fail(c, "mkdir %s", dst);
+	} else {
+		int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0)
+			ns_fail(c, "create %s", dst);
+		close(fd);
+	}
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		ns_fail(c, "bind %s", src);
+	if (ro && ns_remount_ro(dst, MS_NOSUID | MS_NODEV) < 0)
+		ns_fail(c, "read-only %s", src);
+}
+
+/* /bin, /lib and friends: a symlink where the host has one (merged /usr),
+ * otherwise a read-only bind. */
+static void ns_top_dirs(struct ns_child *c, const char *root)
+{
+	static const char *const tops[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+	for (size_t i = 0; i < ARRAY_SIZE(tops); i++) {
+		char host[64], dst[PATH_MAX], target[PATH_MAX];
+		snprintf(host, sizeof(host), "/%s", tops[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", root, tops[i]);
+		struct stat st;
+		if (lstat(host, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlink(host, target, sizeof(target) - 1);
+			if (n < 0)
+				ns_fail(c, "readlink %s", host);
+			target[n] = 0;
+			if (symlink(target, dst) < 0)
+				ns_fail(c, "symlink %s", dst);
+		} else if (S_ISDIR(st.st_mode)) {
+			ns_bind(c, host, dst, true, true);
+		}
+	}
+}
+
+static void ns_write(struct ns_child *c, const char *root, const char *rel, const char *content)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	_cleanup_close_ int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || fdio_write_full(fd, content, strlen(content)) < 0)
+		ns_fail(c, "write %s", rel);
+}
+
+/* A minimal /etc: what the dynamic linker, bash, python and git need, and
+ * nothing of the host's secrets (no shadow, no keys, no resolv.conf). */
+static void ns_etc(struct ns_child *c, const char *root)
+{
+	static const char *const binds[] = {
+		"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+		"localtime", "nsswitch.conf", "protocols", "services", "mime.types", "bash.bashrc",
+		"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
+		"os-release", "magic", "magic.mime", "terminfo", "environment", "login.defs",
+	};
+	ns_mkdir(c, root, "etc", 0755);
+	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
+		char host[PATH_MAX], dst[PATH_MAX];
+		snprintf(host, sizeof(host), "/etc/%s", binds[i]);
+		snprintf(dst, sizeof(dst), "%s/etc/%s", root, binds[i]);
+		struct stat st;
+		if (stat(host, &st) < 0 || access(host, R_OK) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
+			ns_bind(c, host, dst, true, S_ISDIR(st.st_mode));
+	}
+	ns_write(c, root, "etc/passwd",
+		 "root:x:0:0:root:/tmp:/bin/bash\n"
+		 "ward:x:1000:1000:ward:/tmp:/bin/bash\n"
+		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	ns_write(c, root, "etc/group", "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n");
+	ns_write(c, root, "etc/hostname", "ward\n");
+	ns_write(c, root, "etc/hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n");
+	ns_write(c, root, "etc/resolv.conf", "");
+}
+
+static void ns_dev(struct ns_child *c, const char *root)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/dev", root);
+	ns_mkdir(c, root, "dev", 0755);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m") < 0)
+		ns_fail(c, "mount /dev");
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+		char host[64], dst[PATH_MAX];
+		snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+		snprintf(dst, sizeof(dst), "%s/dev/%s", root, nodes[i]);
+		ns_bind(c, host, dst, false, false);
+	}
+	static const char *const links[][2] = {
+		{ "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
+		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][1]);
+		if (symlink(links[i][0], p) < 0)
+			ns_fail(c, "symlink /dev/%s", links[i][1]);
+	}
+	ns_mkdir(c, root, "dev/shm", 01777);
+	snprintf(p, sizeof(p), "%s/dev/shm", root);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m") < 0)
+		ns_fail(c, "mount /dev/shm");
+}
+
+/* A fresh /proc for the box's PID namespace, with the parts that change the
+ * kernel (sysctls, sysrq, irq affinity) read-only. */
+static void ns_proc(struct ns_child *c, const char *root)
+{
+	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "scsi" };
+	char p[PATH_MAX];
+	ns_mkdir(c, root, "proc", 0555);
+	snprintf(p, sizeof(p), "%s/proc", root);
+	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		ns_fail(c, "mount /proc");
+	for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
+		snprintf(p, sizeof(p), "%s/proc/%s", root, ro[i]);
+		if (access(p, F_OK) < 0)
+			continue;
+		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 || ns_remount_ro(p, 0) < 0)
+			ns_fail(c, "read-only /proc/%s", ro[i]);
+	}
+}
+
+static void ns_workspace(struct ns_child *c, const char *root)
+{
+	const struct ns_spec *s = c->s;
+	char p[PATH_MAX];
+	ns_mkdir(c, root, "workspace", 0755);
+	snprintf(p, sizeof(p), "%s/workspace", root);
+	if (!s->workspace) {
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1g") < 0)
+			ns_fail(c, "mount the empty workspace");
+		return;
+	}
+	if (s->workspace_rw) {
+		if (mount(s->workspace, p, NULL, MS_BIND | MS_REC, NULL) < 0)
+			ns_fail(c, "bind the workspace %s", s->workspace);
+		return;
+	}
+	char opts[3 * PATH_MAX + 64];
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr",
+		 s->workspace, s->upper_dir, s->work_dir);
+	if (mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		ns_fail(c, "mount the copy-on-write workspace over %s (overlayfs)", s->workspace);
+}
+
+static void ns_loopback_up(void)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct ifreq ifr = { 0 };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+}
+
+static void ns_rlimits(struct ns_child *c)
+{
+	const struct ns_spec *s = c->s;
+	/* Stand-ins where no cgroup enforces the ceiling: RLIMIT_NPROC counts
+	 * per user namespace, so it bounds the box; RLIMIT_AS bounds each
+	 * process, not the sum. */
+	if (s->lim.pids && !cgroup_pids_enforced(s->cg)) {
+		struct rlimit rl = { s->lim.pids, s->lim.pids };
+		setrlimit(RLIMIT_NPROC, &rl);
+	}
+	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
+		struct rlimit rl = { s->lim.memory, s->lim.memory };
+		setrlimit(RLIMIT_AS, &rl);
+	}
+	struct rlimit core = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &core);
+}
+
+static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
+{
+	const struct ns_spec *s = c->s;
+	const char *root = s->root_dir;
+	char b;
+	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
+		_exit(1);	/* the keeper died before finishing the maps */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		ns_fail(c, "pdeathsig");
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		ns_fail(c, "become root of the box's user namespace");
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		ns_fail(c, "make mounts private");
+	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") < 0)
+		ns_fail(c, "mount the box's root");
+	ns_mkdir(c, root, "usr", 0755);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/usr", root);
+	ns_bind(c, "/usr", p, true, true);
+	ns_top_dirs(c, root);
+	ns_etc(c, root);
+	ns_dev(c, root);
+	ns_proc(c, root);
+	ns_mkdir(c, root, "tmp", 01777);
+	snprintf(p, sizeof(p), "%s/tmp", root);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," NS_TMP_SIZE) < 0)
+		ns_fail(c, "mount /tmp");
+	ns_workspace(c, root);
+	ns_mkdir(c, root, "run", 0755);
+	ns_mkdir(c, root, "home", 0755);
+	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0)
+		ns_fail(c, "pivot into the box's root");
+	if (ns_remount_ro("/", MS_NOSUID | MS_NODEV) < 0)
+		ns_fail(c, "make the box's root read-only");
+	sethostname("ward", 4);
+	if (!s->net)
+		ns_loopback_up();
+	ns_rlimits(c);
+
+	char fdarg[16], cgarg[16], gracearg[24];
+	snprintf(fdarg, sizeof(fdarg), "%d", c->chan_fd);
+	snprintf(cgarg, sizeof(cgarg), "%d", c->cgroup_fd);
+	snprintf(gracearg, sizeof(gracearg), "%lld", (long long)s->grace_ms);
+	char *argv[] = { "ward-guest", "--fd", fdarg, "--grace-ms", gracearg, NULL, NULL, NULL };
+	if (c->cgroup_fd >= 0) {
+		argv[5] = "--cgroup-fd";
+		argv[6] = cgarg;
+	}
+	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	int keep[] = { c->chan_fd, c->cgroup_fd, c->guest_fd, c->sync_fd };
+	fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
+	int devnull = open("/dev/null", O_RDWR);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		/* stderr stays: the keeper's stderr is /dev/null too, or a log. */
+		if (devnull > 2)
+			close(devnull);
+	}
+	fcntl(c->chan_fd, F_SETFD, 0);
+	if (c->cgroup_fd >= 0)
+		fcntl(c->cgroup_fd, F_SETFD, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	syscall(SYS_execveat, c->guest_fd, "", argv, envp, AT_EMPTY_PATH);
+	ns_fail(c, "exec ward-guest");
+}
+
+static int ns_map(pid_t pid, uid_t uid, gid_t gid)
+{
+	char path[64], map[64];
+	snprintf(map, sizeof(map), "0 %u 1\n", uid);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	int r = fdio_write_str(AT_FDCWD, path, map);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
+	r = fdio_write_str(AT_FDCWD, path, "deny");
+	if (r < 0 && r != -ENOENT)
+		return r;
+	snprintf(map, sizeof(map), "0 %u 1\n", gid);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	return fdio_write_str(AT_FDCWD, path, map);
+}
+
+int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
+{
+	int chan[2], sync[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+		return err_setc(e, -errno, "socketpair");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0) {
+		int r = -errno;
+		close(chan[0]);
+		close(chan[1]);
+		return err_setc(e, r, "socketpair");
+	}
+	_cleanup_close_ int guest_fd = open(s->guest_path, O_PATH | O_CLOEXEC);
+	if (guest_fd < 0) {
+		int r = -errno;
+		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
+		return err_setc(e, r, "cannot open ward-guest at %s", s->guest_path);
+	}
+	_cleanup_close_ int cgfd = -1;
+	if (s->cg && s->cg->v2[0])
+		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+	struct ns_child c = {
+		.s = s, .sync_fd = sync[1], .chan_fd = chan[1], .guest_fd = guest_fd,
+		.cgroup_fd = cgfd, .uid = getuid(), .gid = getgid(),
+	};
+	int pidfd = -1;
+	struct clone_args a = {
+		.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+			 CLONE_NEWCGROUP | CLONE_PIDFD | (s->net ? 0 : CLONE_NEWNET),
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	if (cgfd >= 0) {
+		a.flags |= CLONE_INTO_CGROUP;
+		a.cgroup = (uint64_t)cgfd;
+	}
+	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	if (pid < 0 && cgfd >= 0) {
+		/* Placement refused (a cgroup we cannot write after all). */
+		a.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
+		a.cgroup = 0;
+		close(cgfd);
+		cgfd = c.cgroup_fd = -1;
+		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	}
+	if (pid < 0) {
+		int r = -errno;
+		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
+		return err_setc(e, r, "cannot create the box's namespaces (are unprivileged user namespaces enabled?)");
+	}
+	if (pid == 0) {
+		close(chan[0]);
+		close(sync[0]);
+		ns_child_main(&c);
+	}
+	close(chan[1]);
+	close(sync[1]);
+	int r = ns_map(pid, c.uid, c.gid);
+	if (r < 0)
+		err_setc(e, r, "cannot write the box's user namespace maps");
+	if (r >= 0 && s->cg)
+		cgroup_attach_v1(s->cg, pid);
+	if (r >= 0)
+		r = fdio_write_full(sync[0], "g", 1);
+	if (r >= 0) {
+		/* EOF: the exec happened. Bytes: the child's one-line error. */
+		char msg[512];
+		struct pollfd pf = { .fd = sync[0], .events = POLLIN };
+		int pr = poll(&pf, 1, 10000);
+		ssize_t n = pr > 0 ? read(sync[0], msg, sizeof(msg) - 1) : -1;
+		if (pr == 0)
+			r = err_set(e, -ETIMEDOUT, "the box did not start within 10 s");
+		else if (n > 0) {
+			msg[n] = 0;
+			r = err_set(e, -EIO, "cannot build the box: %s", msg);
+		} else if (n < 0)
+			r = err_setc(e, -errno, "box setup");
+	}
+	close(sync[0]);
+	if (r < 0) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		waitpid(pid, NULL, 0);
+		close(pidfd);
+		close(chan[0]);
+		return r;
+	}
+	*ret = (struct ns_box){
+		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0],
+		.rlimit_pids = s->lim.pids && !cgroup_pids_enforced(s->cg),
+		.rlimit_memory = s->lim.memory && !cgroup_memory_enforced(s->cg),
+	};
+	return 0;
+}
+
+void ns_kill(struct ns_box *b)
+{
+	if (b->pid <= 0)
+		return;
+	if (b->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+	else
+		kill(b->pid, SIGKILL);
+	/* PID 1 exits only after the kernel has killed and reaped the rest of
+	 * its namespace; wait for that, bounded. */
+	int64_t until = now_ms() + 2000;
+	while (now_ms() < until) {
+		pid_t p = waitpid(b->pid, NULL, WNOHANG);
+		if (p == b->pid || (p < 0 && errno == ECHILD))
+			break;
+		struct pollfd pf = { .fd = b->pidfd, .events = POLLIN };
+		poll(&pf, 1, 20);
+	}
+	if (b->pidfd >= 0)
+		close(b->pidfd);
+	if (b->chan_fd >= 0)
+		close(b->chan_fd);
+	b->pid = 0;
+	b->pidfd = b->chan_fd = -1;
+}

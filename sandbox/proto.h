@@ -1,0 +1,81 @@
+/* The box protocol: length-prefixed frames multiplexed by call id.
+ *
+ * Header (12 bytes, little-endian): u32 payload length, u8 type, u8 flags,
+ * u16 reserved (0), u32 call id. Payloads are bytes (OUTPUT) or JSON (CALL,
+ * RESULT, EVENT, EVIDENCE, INFO). A payload larger than PROTO_MAX_PAYLOAD is
+ * a protocol error: the reader stops and the peer is dropped. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+#define PROTO_VERSION 1
+#define PROTO_MAGIC 0x44524157u /* "WARD" */
+#define PROTO_HDR 12
+#define PROTO_MAX_PAYLOAD (1u << 20)
+
+enum proto_type {
+	PROTO_HELLO = 1,	/* magic u32, version u32; flags: PROTO_F_OWNER from a client */
+	PROTO_CALL = 2,		/* JSON {tool, args, timeout_ms, idle_ms, stream, key} */
+	PROTO_CANCEL = 3,
+	PROTO_EVIDENCE = 4,	/* request: empty; reply: JSON */
+	PROTO_PING = 5,
+	PROTO_PONG = 6,
+	PROTO_OUTPUT = 7,	/* flags: 1 stdout, 2 stderr; payload: bytes */
+	PROTO_RESULT = 8,	/* JSON, exactly one per call */
+	PROTO_EVENT = 9,	/* JSON */
+	PROTO_ERROR = 10,	/* text: what was wrong with a request */
+	PROTO_DESTROY = 11,	/* client -> keeper */
+	PROTO_INFO = 12,	/* client -> keeper: empty; reply JSON */
+	PROTO_TYPE_MAX = 12,
+};
+
+#define PROTO_F_OWNER 0x1
+
+struct frame {
+	uint8_t type, flags;
+	uint32_t id;
+	uint32_t len;
+	const uint8_t *payload;	/* points into the decoder's buffer */
+};
+
+/* Decode one frame from buf. 0: *ret and *ret_used set. -EAGAIN: need more
+ * bytes. -EMSGSIZE: payload over the maximum. -EPROTO: malformed header. */
+int proto_decode(const uint8_t *buf, size_t len, struct frame *ret, size_t *ret_used);
+void proto_encode_hdr(uint8_t hdr[PROTO_HDR], uint8_t type, uint8_t flags, uint32_t id, uint32_t len);
+const char *proto_type_name(uint8_t type);
+
+/* Accumulates bytes from a stream fd and yields frames. */
+struct proto_reader {
+	struct buf in;
+	size_t off;
+};
+void proto_reader_init(struct proto_reader *r);
+void proto_reader_free(struct proto_reader *r);
+/* Read what is available from fd (non-blocking fds). Returns bytes read,
+ * 0 on EOF, -EAGAIN when nothing was available, or -errno. */
+int proto_reader_fill(struct proto_reader *r, int fd);
+/* Next complete frame, valid until the next fill. -EAGAIN when none. */
+int proto_reader_next(struct proto_reader *r, struct frame *ret);
+
+/* Outgoing queue with a ceiling. */
+struct proto_writer {
+	struct buf out;
+};
+void proto_writer_init(struct proto_writer *w, size_t cap);
+void proto_writer_free(struct proto_writer *w);
+int proto_queue(struct proto_writer *w, uint8_t type, uint8_t flags, uint32_t id,
+		const void *payload, size_t len);
+/* Write as much as the fd takes. Returns 0 when empty, -EAGAIN when bytes
+ * remain, -errno on error. */
+int proto_flush(struct proto_writer *w, int fd);
+static inline bool proto_pending(const struct proto_writer *w) { return w->out.len > 0; }
+
+/* Blocking helpers for simple peers. */
+int proto_send(int fd, uint8_t type, uint8_t flags, uint32_t id, const void *payload, size_t len);
+/* Read one frame, blocking, into a malloc'd payload (NUL-terminated). */
+int proto_recv(int fd, struct frame *ret, uint8_t **ret_payload);
+int proto_hello_payload(uint8_t out[8]);
+int proto_hello_check(const struct frame *f);

@@ -1,0 +1,24 @@
+/* Where boxes live: runtime state (keeper socket, pid, info) under the
+ * user's runtime dir; workspace layers under the user's state dir. */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+
+#define BOX_NAME_MAX 40
+
+bool state_name_valid(const char *name);
+/* $XDG_RUNTIME_DIR/ward, else /run/ward for root, else /tmp/ward-UID; made
+ * 0700 and checked to be ours. */
+int state_runtime_dir(char *out, size_t n, struct err *e);
+/* $XDG_STATE_HOME/ward, else ~/.local/state/ward. */
+int state_data_dir(char *out, size_t n, struct err *e);
+int state_box_dir(const char *name, char *out, size_t n, struct err *e);
+int state_layers_dir(const char *name, char *out, size_t n, struct err *e);
+int state_mkdir_p(const char *path, mode_t mode);
+int state_rm_rf(const char *path);
+/* The keeper's pid from the box dir, if the keeper is alive. */
+pid_t state_keeper_pid(const char *boxdir);
+bool state_keeper_alive(pid_t pid);

@@ -1,0 +1,55 @@
+# TAP helpers for tests that drive the real ward binary.
+# Each script: . lib.sh; tests...; done_testing
+set -u
+WARD=${WARD:?set WARD to the ward binary}
+export WARD_GUEST=${WARD_GUEST:-}
+T_N=0
+T_FAILED=0
+T_BOXES=""
+T_TMP=$(mktemp -d /tmp/ward-test.XXXXXX)
+chmod 755 "$T_TMP"
+
+ok() { # ok COND-EXIT-STATUS DESCRIPTION
+	T_N=$((T_N + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $T_N - $2"; else echo "not ok $T_N - $2"; T_FAILED=$((T_FAILED + 1)); fi
+}
+check() { # check DESCRIPTION CMD...
+	local d=$1; shift
+	if "$@" >/dev/null 2>&1; then ok 0 "$d"; else ok 1 "$d"; echo "#   command failed: $*"; fi
+}
+is() { # is GOT WANT DESCRIPTION
+	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; echo "#   got '$1', want '$2'" | head -c 300 | tr '\n' ' '; echo; fi
+}
+like() { # like TEXT REGEX DESCRIPTION
+	if printf '%s' "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else ok 1 "$3"; printf '%s\n' "$1" | head -c 600 | sed 's/^/#   | /'; echo "#   (no /$2/ in the above)"; fi
+}
+unlike() {
+	if printf '%s' "$1" | grep -Eq -- "$2"; then ok 1 "$3"; printf '%s\n' "$1" | head -c 600 | sed 's/^/#   | /'; echo "#   (/$2/ found in the above)"; else ok 0 "$3"; fi
+}
+lt() { # lt A B DESCRIPTION  (integers)
+	if [ "$1" -lt "$2" ]; then ok 0 "$3 ($1 < $2)"; else ok 1 "$3"; echo "#   $1 is not < $2"; fi
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+box_new() { # box_new [create flags] -> name (destroyed at exit)
+	local n
+	n=$("$WARD" box create --persistent "$@") || return 1
+	T_BOXES="$T_BOXES $n"
+	echo "$n"
+}
+json() { # json KEY < JSON
+	python3 -c 'import json,sys; v=json.load(sys.stdin); k=sys.argv[1]
+for p in k.split("."): v=v.get(p) if isinstance(v,dict) else None
+print("" if v is None else (json.dumps(v) if not isinstance(v,str) else v))' "$1"
+}
+tool() { # tool BOX NAME JSON -> prints result JSON
+	"$WARD" box tool "$@"
+}
+
+done_testing() {
+	for b in $T_BOXES; do "$WARD" box destroy "$b" >/dev/null 2>&1; done
+	rm -rf "$T_TMP"
+	echo "1..$T_N"
+	[ "$T_FAILED" -eq 0 ]
+}

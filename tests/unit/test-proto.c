@@ -1,0 +1,110 @@
+/* The box protocol's framing: round trips, partial frames, oversize and
+ * malformed headers, many frames in one buffer, the blocking helpers. */
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sandbox/proto.h"
+#include "tap.h"
+
+static size_t enc(uint8_t *out, uint8_t type, uint32_t id, const char *p, size_t n)
+{
+	proto_encode_hdr(out, type, 0, id, (uint32_t)n);
+	memcpy(out + PROTO_HDR, p, n);
+	return PROTO_HDR + n;
+}
+
+int main(void)
+{
+	uint8_t b[256];
+	struct frame f;
+	size_t used;
+
+	size_t n = enc(b, PROTO_CALL, 7, "{\"a\":1}", 7);
+	is_int(proto_decode(b, n, &f, &used), 0, "a whole frame decodes");
+	is_int(f.type, PROTO_CALL, "type survives");
+	is_int(f.id, 7, "call id survives");
+	is_int(f.len, 7, "length survives");
+	ok(!memcmp(f.payload, "{\"a\":1}", 7), "payload survives");
+	is_int(used, n, "consumed exactly one frame");
+
+	for (size_t k = 0; k < n; k++)
+		if (proto_decode(b, k, &f, &used) != -EAGAIN) {
+			ok(false, "truncated frame at %zu bytes asks for more", k);
+			goto next;
+		}
+	ok(true, "every truncation of a frame asks for more bytes");
+next:;
+	uint8_t bin[4] = { 0, 0xff, '\n', 0 };
+	n = enc(b, PROTO_OUTPUT, 1, (const char *)bin, 4);
+	is_int(proto_decode(b, n, &f, &used), 0, "binary payload with NULs decodes");
+	ok(!memcmp(f.payload, bin, 4), "binary payload is byte-exact");
+
+	proto_encode_hdr(b, PROTO_OUTPUT, 0, 1, PROTO_MAX_PAYLOAD + 1);
+	is_int(proto_decode(b, PROTO_HDR, &f, &used), -EMSGSIZE, "a length over the maximum is refused before reading it");
+	proto_encode_hdr(b, PROTO_OUTPUT, 0, 1, PROTO_MAX_PAYLOAD);
+	is_int(proto_decode(b, PROTO_HDR, &f, &used), -EAGAIN, "a length at the maximum is accepted (waits for bytes)");
+
+	proto_encode_hdr(b, PROTO_PING, 0, 1, 0);
+	b[6] = 1;
+	is_int(proto_decode(b, PROTO_HDR, &f, &used), -EPROTO, "a non-zero reserved field is malformed");
+	proto_encode_hdr(b, 0, 0, 1, 0);
+	is_int(proto_decode(b, PROTO_HDR, &f, &used), -EPROTO, "type 0 is malformed");
+	proto_encode_hdr(b, 200, 0, 1, 0);
+	is_int(proto_decode(b, PROTO_HDR, &f, &used), 0, "an unknown type decodes (the peer answers it with an error)");
+	is_str(proto_type_name(200), "unknown", "and is named unknown");
+
+	/* Many frames through a socket, read by the incremental reader. */
+	int sv[2];
+	ok(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	for (uint32_t i = 1; i <= 100; i++)
+		proto_send(sv[0], PROTO_OUTPUT, 1, i, "xyz", i % 4);
+	close(sv[0]);
+	struct proto_reader r;
+	proto_reader_init(&r);
+	uint32_t seen = 0;
+	bool order = true;
+	for (;;) {
+		int k;
+		while ((k = proto_reader_next(&r, &f)) == 0) {
+			seen++;
+			if (f.id != seen || f.len != seen % 4)
+				order = false;
+		}
+		if (proto_reader_fill(&r, sv[1]) <= 0)
+			break;
+	}
+	is_int(seen, 100, "the reader yields all 100 frames");
+	ok(order, "in order, with their lengths");
+	proto_reader_free(&r);
+	close(sv[1]);
+
+	/* Blocking helpers and hello. */
+	ok(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	uint8_t h[8];
+	proto_hello_payload(h);
+	proto_send(sv[0], PROTO_HELLO, 0, 0, h, 8);
+	uint8_t *p = NULL;
+	is_int(proto_recv(sv[1], &f, &p), 0, "proto_recv reads a frame");
+	is_int(proto_hello_check(&f), 0, "hello checks out");
+	free(p);
+	h[4] = 99;
+	proto_send(sv[0], PROTO_HELLO, 0, 0, h, 8);
+	proto_recv(sv[1], &f, &p);
+	is_int(proto_hello_check(&f), -EPROTONOSUPPORT, "another protocol version is refused");
+	free(p);
+	proto_send(sv[0], PROTO_OUTPUT, 0, 1, "ab", 2);
+	close(sv[0]);
+	proto_recv(sv[1], &f, &p);
+	free(p);
+	is_int(proto_recv(sv[1], &f, &p), -EPIPE, "EOF between frames is reported");
+	close(sv[1]);
+
+	struct proto_writer w;
+	proto_writer_init(&w, 64);
+	is_int(proto_queue(&w, PROTO_OUTPUT, 0, 1, "0123456789", 10), 0, "queue within its ceiling");
+	is_int(proto_queue(&w, PROTO_OUTPUT, 0, 1, b, 60), -ENOBUFS, "queue past its ceiling is refused");
+	proto_writer_free(&w);
+	return tap_done();
+}

@@ -1,0 +1,185 @@
+#include "tools/tool.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+const struct tool *const tool_table[] = {
+	&tool_read, &tool_write, &tool_edit, &tool_grep, &tool_find, &tool_ls, &tool_bash, NULL,
+};
+
+static const char *const outcome_names[] = {
+	[OUTCOME_OK] = "ok",
+	[OUTCOME_FAILED] = "failed",
+	[OUTCOME_REFUSED] = "refused",
+	[OUTCOME_BAD_INPUT] = "bad_input",
+	[OUTCOME_TIMED_OUT] = "timed_out",
+	[OUTCOME_CANCELLED] = "cancelled",
+	[OUTCOME_UNKNOWN] = "unknown",
+};
+
+const char *outcome_name(enum outcome o)
+{
+	return (unsigned)o < sizeof(outcome_names) / sizeof(outcome_names[0]) ? outcome_names[o] : "unknown";
+}
+
+int outcome_from_name(const char *s, enum outcome *ret)
+{
+	for (unsigned i = 0; i < sizeof(outcome_names) / sizeof(outcome_names[0]); i++)
+		if (s && !strcmp(s, outcome_names[i])) {
+			*ret = (enum outcome)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int cancel_init(struct cancel *c)
+{
+	atomic_init(&c->set, false);
+	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return c->efd < 0 ? -errno : 0;
+}
+
+void cancel_fire(struct cancel *c)
+{
+	atomic_store(&c->set, true);
+	uint64_t one = 1;
+	ssize_t n = write(c->efd, &one, sizeof(one));
+	(void)n;
+}
+
+void cancel_free(struct cancel *c)
+{
+	if (c->efd >= 0)
+		close(c->efd);
+	c->efd = -1;
+}
+
+const struct tool *tool_lookup(const char *name)
+{
+	for (const struct tool *const *t = tool_table; *t; t++)
+		if (name && !strcmp((*t)->name, name))
+			return *t;
+	return NULL;
+}
+
+static const char *arg_type_name(enum arg_type t)
+{
+	return t == ARG_STRING ? "a string" : t == ARG_INT ? "an integer" : "a boolean";
+}
+
+int tool_check_args(const struct tool *t, const cJSON *args, struct err *e)
+{
+	if (!cJSON_IsObject(args))
+		return err_set(e, -EINVAL, "%s: arguments must be a JSON object", t->name);
+	for (const cJSON *it = args->child; it; it = it->next) {
+		const struct arg_spec *s = t->args;
+		while (s->name && strcmp(s->name, it->string))
+			s++;
+		if (!s->name)
+			return err_set(e, -EINVAL, "%s: unknown field \"%s\"", t->name, it->string);
+		bool ok;
+		switch (s->type) {
+		case ARG_STRING:
+			ok = cJSON_IsString(it);
+			break;
+		case ARG_BOOL:
+			ok = cJSON_IsBool(it);
+			break;
+		default:
+			ok = cJSON_IsNumber(it) && it->valuedouble == floor(it->valuedouble) &&
+			     fabs(it->valuedouble) < 9e15;
+			break;
+		}
+		if (!ok)
+			return err_set(e, -EINVAL, "%s: field \"%s\" must be %s", t->name, s->name,
+				       arg_type_name(s->type));
+		if (s->type == ARG_INT && (s->min || s->max)) {
+			int64_t v = (int64_t)it->valuedouble;
+			if (v < s->min || v > s->max)
+				return err_set(e, -ERANGE, "%s: field \"%s\" must be between %lld and %lld, got %lld",
+					       t->name, s->name, (long long)s->min, (long long)s->max, (long long)v);
+		}
+		if (s->type == ARG_STRING && s->choices) {
+			const char *const *c = s->choices;
+			while (*c && strcmp(*c, it->valuestring))
+				c++;
+			if (!*c)
+				return err_set(e, -EINVAL, "%s: field \"%s\" has unknown value \"%s\"",
+					       t->name, s->name, it->valuestring);
+		}
+		if (s->type == ARG_STRING && strlen(it->valuestring) == 0 && s->required &&
+		    strcmp(s->name, "new_string") && strcmp(s->name, "content"))
+			return err_set(e, -EINVAL, "%s: field \"%s\" must not be empty", t->name, s->name);
+	}
+	for (const struct arg_spec *s = t->args; s->name; s++)
+		if (s->required && !cJSON_GetObjectItemCaseSensitive(args, s->name))
+			return err_set(e, -EINVAL, "%s: missing required field \"%s\"", t->name, s->name);
+	return 0;
+}
+
+cJSON *tool_schema(const struct tool *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", t->name);
+	cJSON_AddStringToObject(o, "description", t->description);
+	cJSON *sch = cJSON_AddObjectToObject(o, "input_schema");
+	cJSON_AddStringToObject(sch, "type", "object");
+	cJSON *props = cJSON_AddObjectToObject(sch, "properties");
+	cJSON *req = cJSON_AddArrayToObject(sch, "required");
+	for (const struct arg_spec *s = t->args; s->name; s++) {
+		cJSON *p = cJSON_AddObjectToObject(props, s->name);
+		cJSON_AddStringToObject(p, "type", s->type == ARG_STRING ? "string" :
+					s->type == ARG_INT ? "integer" : "boolean");
+		if (s->choices) {
+			cJSON *en = cJSON_AddArrayToObject(p, "enum");
+			for (const char *const *c = s->choices; *c; c++)
+				cJSON_AddItemToArray(en, cJSON_CreateString(*c));
+		}
+		if (s->required)
+			cJSON_AddItemToArray(req, cJSON_CreateString(s->name));
+	}
+	cJSON_AddBoolToObject(sch, "additionalProperties", 0);
+	return o;
+}
+
+void tool_result_init(struct tool_result *r)
+{
+	r->outcome = OUTCOME_OK;
+	buf_init(&r->text, TOOL_TEXT_MAX);
+}
+
+int tool_result_set(struct tool_result *r, enum outcome o, const char *fmt, ...)
+{
+	r->outcome = o;
+	r->text.len = 0;
+	char tmp[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	buf_append(&r->text, tmp, strlen(tmp));
+	return 0;
+}
+
+const char *tool_arg_str(const cJSON *args, const char *name, const char *dflt)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+	return cJSON_IsString(it) ? it->valuestring : dflt;
+}
+
+int64_t tool_arg_int(const cJSON *args, const char *name, int64_t dflt)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+	return cJSON_IsNumber(it) ? (int64_t)it->valuedouble : dflt;
+}
+
+bool tool_arg_bool(const cJSON *args, const char *name, bool dflt)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(args, name);
+	return cJSON_IsBool(it) ? cJSON_IsTrue(it) : dflt;
+}

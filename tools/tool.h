@@ -1,0 +1,88 @@
+/* The built-in tools: what the model sees (schema), argument checks, the
+ * text the model gets back, and for in-process tools the implementation
+ * (linked into ward-guest). */
+#pragma once
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+enum outcome {
+	OUTCOME_OK,
+	OUTCOME_FAILED,
+	OUTCOME_REFUSED,
+	OUTCOME_BAD_INPUT,
+	OUTCOME_TIMED_OUT,
+	OUTCOME_CANCELLED,
+	OUTCOME_UNKNOWN,
+};
+const char *outcome_name(enum outcome o);
+int outcome_from_name(const char *s, enum outcome *ret);
+
+/* Polled between units of work; its eventfd lets io_uring wait on it. */
+struct cancel {
+	atomic_bool set;
+	int efd;
+};
+int cancel_init(struct cancel *c);
+void cancel_fire(struct cancel *c);
+void cancel_free(struct cancel *c);
+static inline bool cancel_is_set(struct cancel *c) { return atomic_load(&c->set); }
+
+struct uio;
+
+struct tool_ctx {
+	const cJSON *args;
+	struct cancel *cancel;
+	struct uio *uio;
+	const char *root;	/* the directory relative paths start from */
+};
+
+struct tool_result {
+	enum outcome outcome;
+	struct buf text;	/* what the model sees */
+};
+
+enum arg_type { ARG_STRING, ARG_INT, ARG_BOOL };
+struct arg_spec {
+	const char *name;
+	enum arg_type type;
+	bool required;
+	int64_t min, max;	/* ARG_INT bounds, inclusive */
+	const char *const *choices; /* ARG_STRING: NULL-terminated allowed values */
+};
+
+struct tool {
+	const char *name;
+	const char *description;
+	const struct arg_spec *args;	/* terminated by { .name = NULL } */
+	bool inproc;			/* runs on a worker in the guest */
+	bool readonly;			/* changes nothing: may run concurrently */
+	int (*run)(struct tool_ctx *ctx, struct tool_result *res);
+};
+
+extern const struct tool tool_read, tool_write, tool_edit, tool_grep, tool_find, tool_ls, tool_bash;
+const struct tool *tool_lookup(const char *name);
+/* NULL-terminated list of all tools. */
+extern const struct tool *const tool_table[];
+
+/* Unknown fields, wrong types and out-of-range values are bad input; the
+ * message names the field and says why. */
+int tool_check_args(const struct tool *t, const cJSON *args, struct err *e);
+/* JSON schema the model sees: {"name","description","input_schema"}. */
+cJSON *tool_schema(const struct tool *t);
+
+/* Cap on the text a model gets from one call. */
+#define TOOL_TEXT_MAX (64u * 1024)
+void tool_result_init(struct tool_result *r);
+int tool_result_set(struct tool_result *r, enum outcome o, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Argument accessors (after tool_check_args). */
+const char *tool_arg_str(const cJSON *args, const char *name, const char *dflt);
+int64_t tool_arg_int(const cJSON *args, const char *name, int64_t dflt);
+bool tool_arg_bool(const cJSON *args, const char *name, bool dflt);
