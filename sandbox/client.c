@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct box_conn {
@@ -394,6 +395,14 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 		pid_t k = state_keeper_pid(boxdir);
 		if (reap) {
 			if (k)
+				continue;
+			/* A box being created has no keeper.pid yet: leave young
+			 * directories alone. */
+			char pidf[PATH_MAX + 80];
+			struct stat st;
+			snprintf(pidf, sizeof(pidf), "%s/keeper.pid", boxdir);
+			if (stat(pidf, &st) < 0 && stat(boxdir, &st) == 0 &&
+			    time(NULL) - st.st_mtime < BOX_CREATE_TIMEOUT_MS / 1000 + 5)
 				continue;
 			/* The keeper is gone: so is the box (PDEATHSIG). Remove what
 			 * it left: cgroups named in info.json, the layers of a

@@ -1,0 +1,121 @@
+#!/bin/bash
+# Cancel, the keeper's lifetime rules, and the host's own deadline.
+. "$(dirname "$0")/lib.sh"
+WS=$T_TMP/ws
+mkdir -p "$WS"
+B=$(box_new --workspace "$WS" --rw)
+
+# Cancel a bash call after 300 ms: gone in under 1 s, the box still answers.
+"$WARD" box exec "$B" -- 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary-cancel" &); sleep 100' >"$T_TMP/c.out" 2>&1 &
+P=$!
+sleep 0.3
+t0=$(now_ms)
+kill -INT $P
+wait $P
+rc=$?
+MS=$(( $(now_ms) - t0 ))
+is "$rc" 130 "cancelled exec exits 130"
+# The cancel grace is 2 s for processes that trap TERM; the call as a whole
+# is gone within grace + 1 s.
+lt "$MS" 3000 "cancel (TERM trapped: grace 2 s, then killed)"
+like "$(cat "$T_TMP/c.out")" "cancelled after" "the result says cancelled"
+like "$("$WARD" box exec "$B" -- echo alive)" "alive" "the box answers after the cancel"
+
+"$WARD" box exec "$B" -- 'sleep 100' >/dev/null 2>&1 &
+P=$!
+sleep 0.3
+t0=$(now_ms)
+kill -INT $P
+wait $P
+MS=$(( $(now_ms) - t0 ))
+lt "$MS" 1000 "cancel of a plain sleep after 300 ms is done in under 1 s"
+n=$("$WARD" box exec "$B" -- 'ls /proc | grep -c "^[0-9]"')
+lt "${n:-99}" 6 "no process of the cancelled call is left ($n in the box, counting this one)"
+
+# grep over a large tree, cancelled mid-walk.
+python3 - "$WS/big" <<'PY'
+import os, sys
+root = sys.argv[1]
+for d in range(300):
+    p = os.path.join(root, "d%03d" % d); os.makedirs(p)
+    for f in range(100):
+        with open(os.path.join(p, "f%03d.txt" % f), "w") as fh:
+            fh.write(("line %d needle-not-here\n" % f) * 200)
+PY
+t0=$(now_ms)
+# No start optimisation and three greedy runs: slow per file (about 0.4 ms),
+# so 30,000 files take seconds: long enough to cancel mid-walk.
+timeout -s INT 0.4 "$WARD" box tool "$B" grep '{"pattern":"(*NO_START_OPT)[a-z-]+[a-z-]+[a-z-]+\\\\d{9}","path":"big","mode":"count"}' >"$T_TMP/g.out" 2>&1
+rc=$?
+MS=$(( $(now_ms) - t0 ))
+like "$(cat "$T_TMP/g.out")" '"outcome":.*"cancelled"' "grep over 30,000 files: cancelled"
+lt "$MS" 1500 "grep stops within 1.1 s of the cancel"
+full=$("$WARD" box tool "$B" grep '{"pattern":"needle-not-here","path":"big","mode":"count","limit":5}')
+like "$full" '"outcome":.*"ok"' "positive twin: the same tree greps to the end without a cancel"
+
+sleep 3.5
+is "$(ls "$WS" | grep -c canary)" 0 "no survivor of a cancelled call wrote a canary"
+
+# kill -9 of ward while a box runs a loop: the keeper destroys the box.
+"$WARD" box run --workspace "$WS" --rw -- '(sleep 3; touch /workspace/canary-kill9) & while :; do :; done' >/dev/null 2>&1 &
+P=$!
+for i in $(seq 1 50); do
+	name=$("$WARD" box ls --json | python3 -c 'import json,sys; b=[x["name"] for x in json.load(sys.stdin) if x.get("workspace","").endswith("/ws") and x.get("persistent") is False]; print(b[0] if b else "")' 2>/dev/null)
+	[ -n "$name" ] && break
+	sleep 0.1
+done
+ok $([ -n "$name" ] && echo 0 || echo 1) "the box of ward box run shows up in ward box ls"
+KPID=$("$WARD" box info "$name" | json keeper_pid)
+GPID=$("$WARD" box info "$name" | json guest_pid)
+sleep 0.3
+kill -9 $P
+t0=$(now_ms)
+while kill -0 "$GPID" 2>/dev/null && [ $(( $(now_ms) - t0 )) -lt 3000 ]; do sleep 0.02; done
+MS=$(( $(now_ms) - t0 ))
+lt "$MS" 1000 "the box is destroyed after ward is SIGKILLed"
+check "its keeper is gone" bash -c "! kill -0 $KPID 2>/dev/null || grep -q Z /proc/$KPID/stat"
+sleep 3
+is "$(ls "$WS" | grep -c canary-kill9)" 0 "nothing in the box survived (canary)"
+
+# TTL: a box with a 3 s TTL is gone by 5 s; its twin with 60 s lives on.
+T3=$("$WARD" box create --persistent --ttl 3s)
+T60=$("$WARD" box create --persistent --ttl 60s)
+T_BOXES="$T_BOXES $T60"
+sleep 5
+check "a box with a 3 s TTL is gone by 5 s" bash -c "! '$WARD' box info $T3"
+check "positive twin: a box with a 60 s TTL still answers" "$WARD" box exec "$T60" -- true
+
+# A box that dies with the process that made it.
+sh -c "'$WARD' box create --ttl 60s > $T_TMP/owned; sleep 0.5"
+O=$(cat "$T_TMP/owned")
+sleep 0.5
+check "a non-persistent box dies with the process that created it" bash -c "! '$WARD' box info $O"
+
+# The host's deadline: a guest that stops answering is destroyed.
+GPID=$("$WARD" box info "$B" | json guest_pid)
+t0=$(now_ms)
+( sleep 0.3; kill -STOP "$GPID" ) &
+OUT=$("$WARD" box exec "$B" --timeout 1s -- 'sleep 30' 2>&1); rc=$?
+MS=$(( $(now_ms) - t0 ))
+is "$rc" 124 "a stopped guest: the call times out"
+lt "$MS" 6000 "the keeper destroys the box at limit + grace + margin"
+like "$OUT" "box was destroyed|did not stop the call" "the result says the box was destroyed"
+like "$("$WARD" box exec "$B" -- echo reborn)" "reborn" "a new box answers the next call"
+"$WARD" box exec "$B" -- 'echo kept > /workspace/kept.txt' >/dev/null
+check "files under /workspace survive" test -e "$WS/kept.txt"
+
+# Bad input: one clear line and a distinct exit code.
+out=$("$WARD" box exec no-such-box -- true 2>&1); rc=$?
+is "$rc" 69 "unknown box: exit 69"
+like "$out" "no box named no-such-box" "unknown box: says so"
+out=$("$WARD" box tool "$B" read '{"path":' 2>&1); rc=$?
+is "$rc" 64 "malformed JSON: exit 64"
+out=$("$WARD" box create --workspace /nonexistent/dir 2>&1); rc=$?
+is "$rc" 66 "missing workspace: exit 66"
+like "$out" "does not exist" "missing workspace: says so"
+out=$("$WARD" box tool "$B" read '{"path":"x","bogus":1}' 2>&1); rc=$?
+is "$rc" 65 "unknown field: exit 65"
+like "$out" 'unknown field \\"bogus\\"' "unknown field: names the field"
+out=$("$WARD" box tool "$B" bash '{"command":"true","timeout":"5"}' 2>&1); rc=$?
+like "$out" 'timeout.*must be an integer' "mistyped field: says which and why"
+done_testing
