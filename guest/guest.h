@@ -22,6 +22,7 @@ struct guest_cfg {
 	int cgroup_fd;		/* v2 cgroup of the box, or -1 */
 	int64_t grace_ms;
 	const char *workspace;
+	uint64_t rlimit_as;	/* per-command address-space cap, 0 = none */
 };
 
 struct job;

@@ -487,6 +487,8 @@ static int guest_parse_args(int argc, char **argv)
 			G.cfg.cgroup_fd = (int)v;
 		else if (!strcmp(a, "--grace-ms") && parse_u64(val, &v) == 0)
 			G.cfg.grace_ms = (int64_t)v;
+		else if (!strcmp(a, "--rlimit-as") && parse_u64(val, &v) == 0)
+			G.cfg.rlimit_as = v;
 		else if (!strcmp(a, "--workspace"))
 			G.cfg.workspace = val;
 		else

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,6 +90,12 @@ static __attribute__((noreturn)) void proc_exec(const struct guest_cfg *cfg, con
 	if (policy_install() < 0)
 		proc_child_fail("seccomp");
 	fdio_close_all_but(3, NULL, 0);
+	/* Last, so nothing in this (possibly sanitizer-built) image allocates
+	 * under the cap. */
+	if (cfg->rlimit_as) {
+		struct rlimit rl = { cfg->rlimit_as, cfg->rlimit_as };
+		setrlimit(RLIMIT_AS, &rl);
+	}
 	execve("/bin/bash", argv, env);
 	proc_child_fail("exec /bin/bash");
 	_exit(127);

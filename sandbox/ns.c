@@ -261,10 +261,8 @@ static void ns_rlimits(struct ns_child *c)
 		struct rlimit rl = { s->lim.pids, s->lim.pids };
 		setrlimit(RLIMIT_NPROC, &rl);
 	}
-	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
-		struct rlimit rl = { s->lim.memory, s->lim.memory };
-		setrlimit(RLIMIT_AS, &rl);
-	}
+	/* RLIMIT_AS goes to tool commands only (ward-guest sets it before
+	 * exec): the guest itself may need a large address space (ASan). */
 	struct rlimit core = { 0, 0 };
 	setrlimit(RLIMIT_CORE, &core);
 }
@@ -309,15 +307,22 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 		ns_loopback_up();
 	ns_rlimits(c);
 
-	char fdarg[16], cgarg[16], gracearg[24];
+	char fdarg[16], cgarg[16], gracearg[24], asarg[32];
 	snprintf(fdarg, sizeof(fdarg), "%d", c->chan_fd);
 	snprintf(cgarg, sizeof(cgarg), "%d", c->cgroup_fd);
 	snprintf(gracearg, sizeof(gracearg), "%lld", (long long)s->grace_ms);
-	char *argv[] = { "ward-guest", "--fd", fdarg, "--grace-ms", gracearg, NULL, NULL, NULL };
+	char *argv[10] = { "ward-guest", "--fd", fdarg, "--grace-ms", gracearg };
+	int ac = 5;
 	if (c->cgroup_fd >= 0) {
-		argv[5] = "--cgroup-fd";
-		argv[6] = cgarg;
+		argv[ac++] = "--cgroup-fd";
+		argv[ac++] = cgarg;
 	}
+	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
+		snprintf(asarg, sizeof(asarg), "%llu", (unsigned long long)s->lim.memory);
+		argv[ac++] = "--rlimit-as";
+		argv[ac++] = asarg;
+	}
+	argv[ac] = NULL;
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	int keep[] = { c->chan_fd, c->cgroup_fd, c->guest_fd, c->sync_fd };
 	fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
