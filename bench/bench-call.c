@@ -24,6 +24,25 @@ static void report(const char *what, int64_t *v, int n)
 	printf("%s\t%lld\t%lld\n", what, (long long)v[n / 2], (long long)v[n * 9 / 10]);
 }
 
+/* n calls of one tool over one connection; latencies into t. */
+static int time_calls(struct box_conn *c, const char *tool, const char *args_json, int64_t *t, int n)
+{
+	struct err e = { 0 };
+	cJSON *args = cJSON_Parse(args_json);
+	int r = 0;
+	for (int i = 0; i < n && r >= 0; i++) {
+		cJSON *res = NULL;
+		int64_t t0 = now_us();
+		r = box_call(c, tool, args, false, NULL, NULL, -1, &res, &e);
+		t[i] = now_us() - t0;
+		cJSON_Delete(res);
+	}
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", tool, e.msg);
+	cJSON_Delete(args);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -36,18 +55,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
-	cJSON *args = cJSON_Parse("{\"command\":\"true\"}");
-	for (int i = 0; i < n; i++) {
-		cJSON *res = NULL;
-		int64_t t0 = now_us();
-		if (box_call(c, "bash", args, false, NULL, NULL, -1, &res, &e) < 0)
-			return 1;
-		t[i] = now_us() - t0;
-		cJSON_Delete(res);
-	}
+	if (time_calls(c, "bash", "{\"command\":\"true\"}", t, n) < 0)
+		return 1;
 	report("bash true (warm box)", t, n);
-	cJSON_Delete(args);
-	args = cJSON_Parse("{\"path\":\"/tmp/bench-4k\"}");
 	cJSON *w = cJSON_CreateObject();
 	char content[4097];
 	memset(content, 'x', 4096);
@@ -57,19 +67,12 @@ int main(int argc, char **argv)
 	cJSON_AddStringToObject(w, "path", "/tmp/bench-4k");
 	cJSON_AddStringToObject(w, "content", content);
 	cJSON *res = NULL;
-	box_call(c, "write", w, false, NULL, NULL, -1, &res, &e);
+	int r = box_call(c, "write", w, false, NULL, NULL, -1, &res, &e);
 	cJSON_Delete(res);
 	cJSON_Delete(w);
-	for (int i = 0; i < n; i++) {
-		res = NULL;
-		int64_t t0 = now_us();
-		if (box_call(c, "read", args, false, NULL, NULL, -1, &res, &e) < 0)
-			return 1;
-		t[i] = now_us() - t0;
-		cJSON_Delete(res);
-	}
+	if (r < 0 || time_calls(c, "read", "{\"path\":\"/tmp/bench-4k\"}", t, n) < 0)
+		return 1;
 	report("read 4 KiB (warm box)", t, n);
-	cJSON_Delete(args);
 	box_disconnect(c);
 	for (int i = 0; i < n; i++) {
 		pid_t p;

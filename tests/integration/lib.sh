@@ -35,7 +35,8 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 box_new() { # box_new [create flags] -> name (destroyed at exit)
 	local n
 	n=$("$WARD" box create --persistent "$@") || return 1
-	T_BOXES="$T_BOXES $n"
+	# Called as $(box_new ...), a subshell: remember the name in a file.
+	echo "$n" >>"$T_TMP/boxes"
 	echo "$n"
 }
 json() { # json KEY < JSON
@@ -48,7 +49,7 @@ tool() { # tool BOX NAME JSON -> prints result JSON
 }
 
 done_testing() {
-	for b in $T_BOXES; do "$WARD" box destroy "$b" >/dev/null 2>&1; done
+	for b in $T_BOXES $(cat "$T_TMP/boxes" 2>/dev/null); do "$WARD" box destroy "$b" >/dev/null 2>&1; done
 	rm -rf "$T_TMP"
 	echo "1..$T_N"
 	[ "$T_FAILED" -eq 0 ]

@@ -17,6 +17,7 @@ echo "needle in build" >"$WS/build/out.c"
 echo "needle in git" >"$WS/.git/config"
 printf 'needle\0binary' >"$WS/src/blob.bin"
 echo "secret" >"$WS/noperm.txt"; chmod 000 "$WS/noperm.txt"
+ln -s a.txt "$WS/alias"
 touch -d '2020-01-01' "$WS/src/main.c"
 B=$(box_new --workspace "$WS")
 T() { "$WARD" box tool "$B" "$@" 2>&1; }
@@ -85,7 +86,7 @@ like "$(T find '{"pattern":"*.zzz"}')" "no files match" "find: nothing found say
 R=$(T ls '{}')
 like "$R" "dir .* src/" "ls: directories marked"
 like "$R" "file +14  a.txt|file +9  a.txt" "ls: files with size"
-like "$R" "link|file" "ls: types"
+like "$R" "link .* alias -> a.txt" "ls: links with their target"
 like "$(T ls '{"path":"nope"}')" "does not exist" "ls: missing path"
 
 R=$(T bash '{"command":"echo $CI $GIT_TERMINAL_PROMPT $DEBIAN_FRONTEND $PAGER; tty; test -t 0 || echo no-tty; cat; echo WARD_CALL_ID=${WARD_CALL_ID:+set}"}')
