@@ -1,5 +1,6 @@
 /* Warm-box call latency: N calls over one connection, median and p90 in
- * microseconds, next to fork+exec of /bin/true measured the same way.
+ * microseconds, next to spawning /bin/true and `bash -c true` on the host,
+ * interleaved call by call.
  * usage: bench-call BOX N */
 #include <spawn.h>
 #include <stdio.h>
@@ -24,23 +25,29 @@ static void report(const char *what, int64_t *v, int n)
 	printf("%s\t%lld\t%lld\n", what, (long long)v[n / 2], (long long)v[n * 9 / 10]);
 }
 
-/* n calls of one tool over one connection; latencies into t. */
-static int time_calls(struct box_conn *c, const char *tool, const char *args_json, int64_t *t, int n)
+static int64_t one_call(struct box_conn *c, const char *tool, const cJSON *args)
 {
 	struct err e = { 0 };
-	cJSON *args = cJSON_Parse(args_json);
-	int r = 0;
-	for (int i = 0; i < n && r >= 0; i++) {
-		cJSON *res = NULL;
-		int64_t t0 = now_us();
-		r = box_call(c, tool, args, false, NULL, NULL, -1, &res, &e);
-		t[i] = now_us() - t0;
-		cJSON_Delete(res);
-	}
-	if (r < 0)
+	cJSON *res = NULL;
+	int64_t t0 = now_us();
+	int r = box_call(c, tool, args, false, NULL, NULL, -1, &res, &e);
+	int64_t t = now_us() - t0;
+	cJSON_Delete(res);
+	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", tool, e.msg);
-	cJSON_Delete(args);
-	return r;
+		return -1;
+	}
+	return t;
+}
+
+static int64_t one_spawn(char *const *av)
+{
+	pid_t p;
+	int64_t t0 = now_us();
+	if (posix_spawn(&p, av[0], NULL, NULL, av, environ) != 0)
+		return -1;
+	waitpid(p, NULL, 0);
+	return now_us() - t0;
 }
 
 int main(int argc, char **argv)
@@ -48,16 +55,17 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 64;
 	int n = atoi(argv[2]);
-	int64_t *t = calloc((size_t)n, sizeof(*t));
+	if (n < 1)
+		return 64;
+	int64_t *t[4];
+	for (int k = 0; k < 4; k++)
+		t[k] = calloc((size_t)n, sizeof(int64_t));
 	struct err e = { 0 };
 	struct box_conn *c;
 	if (box_connect(argv[1], &c, &e) < 0) {
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
-	if (time_calls(c, "bash", "{\"command\":\"true\"}", t, n) < 0)
-		return 1;
-	report("bash true (warm box)", t, n);
 	cJSON *w = cJSON_CreateObject();
 	char content[4097];
 	memset(content, 'x', 4096);
@@ -66,23 +74,31 @@ int main(int argc, char **argv)
 	content[4096] = 0;
 	cJSON_AddStringToObject(w, "path", "/tmp/bench-4k");
 	cJSON_AddStringToObject(w, "content", content);
-	cJSON *res = NULL;
-	int r = box_call(c, "write", w, false, NULL, NULL, -1, &res, &e);
-	cJSON_Delete(res);
-	cJSON_Delete(w);
-	if (r < 0 || time_calls(c, "read", "{\"path\":\"/tmp/bench-4k\"}", t, n) < 0)
+	if (one_call(c, "write", w) < 0)
 		return 1;
-	report("read 4 KiB (warm box)", t, n);
-	box_disconnect(c);
+	cJSON_Delete(w);
+	cJSON *bash = cJSON_Parse("{\"command\":\"true\"}");
+	cJSON *read = cJSON_Parse("{\"path\":\"/tmp/bench-4k\"}");
+	char *true_av[] = { "/bin/true", NULL };
+	char *bash_av[] = { "/bin/bash", "-c", "true", NULL };
+	/* Interleaved, so the machine's noise falls on every row alike. */
 	for (int i = 0; i < n; i++) {
-		pid_t p;
-		char *av[] = { "/bin/true", NULL };
-		int64_t t0 = now_us();
-		posix_spawn(&p, "/bin/true", NULL, NULL, av, environ);
-		waitpid(p, NULL, 0);
-		t[i] = now_us() - t0;
+		t[0][i] = one_call(c, "bash", bash);
+		t[1][i] = one_call(c, "read", read);
+		t[2][i] = one_spawn(true_av);
+		t[3][i] = one_spawn(bash_av);
+		for (int k = 0; k < 4; k++)
+			if (t[k][i] < 0)
+				return 1;
 	}
-	report("spawn /bin/true (host)", t, n);
-	free(t);
+	box_disconnect(c);
+	report("bash true (warm box)", t[0], n);
+	report("read 4 KiB (warm box)", t[1], n);
+	report("spawn /bin/true (host)", t[2], n);
+	report("spawn bash -c true (host)", t[3], n);
+	cJSON_Delete(bash);
+	cJSON_Delete(read);
+	for (int k = 0; k < 4; k++)
+		free(t[k]);
 	return 0;
 }

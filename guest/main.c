@@ -2,6 +2,7 @@
  * runs calls concurrently, enforces each call's limits first (the host
  * enforces them again), reaps every child. */
 #include "guest/guest.h"
+#include "guest/policy.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/loop.h"
@@ -505,6 +506,11 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	prctl(PR_SET_NAME, "ward-guest");
+	int pr = policy_prepare();
+	if (pr < 0) {
+		fprintf(stderr, "ward-guest: cannot build the seccomp filter: %s\n", strerror(-pr));
+		return 1;
+	}
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);

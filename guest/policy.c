@@ -4,6 +4,12 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 
@@ -61,7 +67,7 @@ static const struct {
 	{ "chroot", "no new roots" },
 };
 
-int policy_install(void)
+static int policy_build(scmp_filter_ctx *ret)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
@@ -94,8 +100,50 @@ int policy_install(void)
 	if (r >= 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, TIOCLINUX));
+	if (r < 0) {
+		seccomp_release(ctx);
+		return r;
+	}
+	*ret = ctx;
+	return 0;
+}
+
+static struct sock_fprog policy_prog;
+
+int policy_prepare(void)
+{
+	scmp_filter_ctx ctx;
+	int r = policy_build(&ctx);
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = memfd_create("ward-policy", MFD_CLOEXEC);
+	if (fd < 0)
+		r = -errno;
 	if (r >= 0)
-		r = seccomp_load(ctx);
+		r = seccomp_export_bpf(ctx, fd);
 	seccomp_release(ctx);
-	return r;
+	if (r < 0)
+		return r;
+	off_t len = lseek(fd, 0, SEEK_CUR);
+	if (len <= 0 || len % (off_t)sizeof(struct sock_filter) || len / (off_t)sizeof(struct sock_filter) > 4096)
+		return -EINVAL;
+	struct sock_filter *f = malloc((size_t)len);
+	if (!f)
+		return -ENOMEM;
+	if (pread(fd, f, (size_t)len, 0) != len) {
+		free(f);
+		return -EIO;
+	}
+	free(policy_prog.filter);
+	policy_prog.filter = f;
+	policy_prog.len = (unsigned short)(len / (off_t)sizeof(struct sock_filter));
+	return 0;
+}
+
+int policy_apply(void)
+{
+	if (!policy_prog.filter)
+		return -EINVAL;
+	/* no_new_privs is set by the caller. */
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &policy_prog) < 0 ? -errno : 0;
 }

@@ -59,47 +59,53 @@ static void proc_drop_caps(void)
 	syscall(SYS_capset, &h, d);
 }
 
-static __attribute__((noreturn)) void proc_exec(const struct guest_cfg *cfg, const char *key,
-						 const char *command, int out_w)
+/* What the command's child needs, prepared by call-init before the clone:
+ * the child shares call-init's memory until it execs (CLONE_VM|CLONE_VFORK,
+ * as posix_spawn does), so it makes system calls only. No fork of
+ * ward-guest's address space, and no allocator: call-init came from a raw
+ * clone3 of a process with worker threads, whose malloc locks it may have
+ * copied held. */
+struct spawn {
+	const struct guest_cfg *cfg;
+	const char *command;
+	int out_w, devnull;
+	char idvar[128];
+	char *env[20];
+	char *argv[4];
+};
+
+static int proc_exec(void *arg)
 {
+	struct spawn *sp = arg;
 	sigset_t none;
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0)
+	if (dup2(sp->devnull, 0) < 0 || dup2(sp->out_w, 1) < 0 || dup2(sp->out_w, 2) < 0)
 		_exit(127);
-	if (chdir(cfg->workspace) < 0 && chdir("/") < 0)
+	if (chdir(sp->cfg->workspace) < 0 && chdir("/") < 0)
 		proc_child_fail("chdir");
 	proc_drop_caps();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		proc_child_fail("no_new_privs");
-	char idvar[128];
-	snprintf(idvar, sizeof(idvar), "WARD_CALL_ID=%s", key);
-	char *const env[] = {
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/tmp", "USER=ward", "LOGNAME=ward", "SHELL=/bin/bash",
-		"TERM=dumb", "LANG=C.UTF-8", "TMPDIR=/tmp",
-		"CI=1", "GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive",
-		"PAGER=cat", "GIT_PAGER=cat", "NO_COLOR=1", "PIP_NO_INPUT=1",
-		idvar, NULL,
-	};
-	char *const argv[] = { "bash", "-c", (char *)command, NULL };
-	if (policy_install() < 0)
+	if (policy_apply() < 0)
 		proc_child_fail("seccomp");
-	fdio_close_all_but(3, NULL, 0);
+	/* Everything ward-guest opens is close-on-exec; this is the backstop. */
+	syscall(SYS_close_range, 3U, ~0U, 0);
 	/* Last, so nothing in this (possibly sanitizer-built) image allocates
 	 * under the cap. */
-	if (cfg->rlimit_as) {
-		struct rlimit rl = { cfg->rlimit_as, cfg->rlimit_as };
+	if (sp->cfg->rlimit_as) {
+		struct rlimit rl = { sp->cfg->rlimit_as, sp->cfg->rlimit_as };
 		setrlimit(RLIMIT_AS, &rl);
 	}
-	execve("/bin/bash", argv, env);
+	execve("/bin/bash", sp->argv, sp->env);
 	proc_child_fail("exec /bin/bash");
 	_exit(127);
 }
+
+static char proc_spawn_stack[64 * 1024] __attribute__((aligned(16)));
 
 /* PID 1 of the call's namespace: start the command, pass SIGTERM on to
  * everything, reap, and report the command's wait status. Exiting ends the
@@ -117,18 +123,39 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0)
 		_exit(126);
-	pid_t child = fork();
+	struct spawn sp = { .cfg = cfg, .command = command, .out_w = out_w };
+	sp.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (sp.devnull < 0)
+		_exit(126);
+	snprintf(sp.idvar, sizeof(sp.idvar), "WARD_CALL_ID=%s", key);
+	static const char *const env[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp", "USER=ward", "LOGNAME=ward", "SHELL=/bin/bash",
+		"TERM=dumb", "LANG=C.UTF-8", "TMPDIR=/tmp",
+		"CI=1", "GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive",
+		"PAGER=cat", "GIT_PAGER=cat", "NO_COLOR=1", "PIP_NO_INPUT=1",
+	};
+	size_t n = 0;
+	for (; n < ARRAY_SIZE(env); n++)
+		sp.env[n] = (char *)env[n];
+	sp.env[n++] = sp.idvar;
+	sp.env[n] = NULL;
+	sp.argv[0] = "bash";
+	sp.argv[1] = "-c";
+	sp.argv[2] = (char *)command;
+	sp.argv[3] = NULL;
+	pid_t child = clone(proc_exec, proc_spawn_stack + sizeof(proc_spawn_stack),
+			    CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	if (child < 0)
 		_exit(126);
-	if (child == 0)
-		proc_exec(cfg, key, command, out_w);
 	close(out_w);
+	close(sp.devnull);
 	for (;;) {
 		struct signalfd_siginfo si;
-		ssize_t n = read(sfd, &si, sizeof(si));
-		if (n < 0 && errno != EINTR)
+		ssize_t r = read(sfd, &si, sizeof(si));
+		if (r < 0 && errno != EINTR)
 			_exit(126);
-		if (n == sizeof(si) && si.ssi_signo == SIGTERM)
+		if (r == sizeof(si) && si.ssi_signo == SIGTERM)
 			kill(-1, SIGTERM);
 		int st;
 		pid_t p;

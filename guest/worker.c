@@ -21,41 +21,95 @@ struct job {
 	struct cancel cancel;
 	struct tool_result res;
 	int done_efd;
-	struct job *next_done;
+	struct job *next;	/* in the queue, then in the done list */
 };
 
+/* A pool of threads, each with its own io_uring ring kept between calls:
+ * creating a thread and a ring costs more than a small read. Idle threads
+ * wait for work; a call that finds none idle starts another, so a worker
+ * stuck in a system call never holds up the next call. */
+#define WORKER_IDLE_MAX 8
+
 static pthread_mutex_t worker_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct job *worker_done;
+static pthread_cond_t worker_cond = PTHREAD_COND_INITIALIZER;
+static struct job *worker_queue, *worker_queue_tail, *worker_done;
+static unsigned worker_idle, worker_queued;
+
+static void worker_run(struct job *j, struct uio **u)
+{
+	int r = *u ? uio_rebind(*u, j->cancel.efd) : uio_new(u, j->cancel.efd);
+	if (r < 0 && *u) {
+		/* A ring that cannot be reset is replaced. */
+		uio_free(*u);
+		*u = NULL;
+		r = uio_new(u, j->cancel.efd);
+	}
+	if (r < 0) {
+		tool_result_set(&j->res, OUTCOME_FAILED, "internal error: io_uring: %s", strerror(-r));
+		return;
+	}
+	struct tool_ctx ctx = {
+		.args = j->call->args,
+		.cancel = &j->cancel,
+		.uio = *u,
+		.root = "/workspace",
+	};
+	j->call->tool->run(&ctx, &j->res);
+}
 
 static void *worker_main(void *arg)
 {
-	struct job *j = arg;
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
 	syscall(SYS_capset, &h, d);
 
 	struct uio *u = NULL;
-	int r = uio_new(&u, j->cancel.efd);
-	if (r < 0) {
-		tool_result_set(&j->res, OUTCOME_FAILED, "internal error: io_uring: %s", strerror(-r));
-	} else {
-		struct tool_ctx ctx = {
-			.args = j->call->args,
-			.cancel = &j->cancel,
-			.uio = u,
-			.root = "/workspace",
-		};
-		j->call->tool->run(&ctx, &j->res);
-		uio_free(u);
-	}
 	pthread_mutex_lock(&worker_lock);
-	j->next_done = worker_done;
-	worker_done = j;
+	for (;;) {
+		while (!worker_queue) {
+			if (worker_idle >= WORKER_IDLE_MAX)
+				goto out;
+			worker_idle++;
+			pthread_cond_wait(&worker_cond, &worker_lock);
+			worker_idle--;
+		}
+		struct job *j = worker_queue;
+		worker_queue = j->next;
+		worker_queued--;
+		if (!worker_queue)
+			worker_queue_tail = NULL;
+		pthread_mutex_unlock(&worker_lock);
+
+		worker_run(j, &u);
+
+		pthread_mutex_lock(&worker_lock);
+		j->next = worker_done;
+		worker_done = j;
+		uint64_t one = 1;
+		ssize_t n = write(j->done_efd, &one, sizeof(one));
+		(void)n;
+	}
+out:
 	pthread_mutex_unlock(&worker_lock);
-	uint64_t one = 1;
-	ssize_t n = write(j->done_efd, &one, sizeof(one));
-	(void)n;
+	uio_free(u);
 	return NULL;
+}
+
+static int worker_spawn(void)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 1u << 20);
+	/* Workers take no signals: the main loop reads them from a signalfd. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int r = -pthread_create(&t, &attr, worker_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return r;
 }
 
 int worker_start(struct call *c, int done_efd)
@@ -71,22 +125,39 @@ int worker_start(struct call *c, int done_efd)
 		free(j);
 		return r;
 	}
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	/* Workers take no signals: the main loop reads them from a signalfd. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_t t;
-	r = -pthread_create(&t, &attr, worker_main, j);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (r < 0) {
-		cancel_free(&j->cancel);
-		free(j);
-		return r;
+	pthread_mutex_lock(&worker_lock);
+	/* Every queued job needs an idle worker of its own (an idle one
+	 * counts until it wakes), or a new one. */
+	bool spawn = worker_idle < ++worker_queued;
+	if (worker_queue_tail)
+		worker_queue_tail->next = j;
+	else
+		worker_queue = j;
+	worker_queue_tail = j;
+	pthread_cond_signal(&worker_cond);
+	pthread_mutex_unlock(&worker_lock);
+	if (spawn) {
+		r = worker_spawn();
+		if (r < 0) {
+			/* Take it back unless an idle worker got to it. */
+			pthread_mutex_lock(&worker_lock);
+			bool taken = true;
+			for (struct job **p = &worker_queue, *prev = NULL; *p; prev = *p, p = &(*p)->next)
+				if (*p == j) {
+					*p = j->next;
+					worker_queued--;
+					if (worker_queue_tail == j)
+						worker_queue_tail = prev;
+					taken = false;
+					break;
+				}
+			pthread_mutex_unlock(&worker_lock);
+			if (!taken) {
+				cancel_free(&j->cancel);
+				free(j);
+				return r;
+			}
+		}
 	}
 	c->job = j;
 	return 0;
@@ -103,7 +174,7 @@ struct job *worker_take_done(void)
 
 struct job *worker_next(struct job *j)
 {
-	return j->next_done;
+	return j->next;
 }
 
 struct call *worker_call(struct job *j)

@@ -324,6 +324,11 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	}
 	argv[ac] = NULL;
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	/* The keeper attached the v1 cgroups while this was built (an attach
+	 * can take milliseconds: the cgroup core waits for an RCU grace
+	 * period); nothing of the box runs before they hold. */
+	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
+		_exit(1);
 	int keep[] = { c->chan_fd, c->cgroup_fd, c->guest_fd, c->sync_fd };
 	fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
 	int devnull = open("/dev/null", O_RDWR);
@@ -421,6 +426,10 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	int r = ns_map(pid, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the box's user namespace maps");
+	/* Two go-aheads: "m", the maps are written, build the box; "g", the
+	 * cgroups hold, exec the guest. The attach overlaps the build. */
+	if (r >= 0)
+		r = fdio_write_full(sync[0], "m", 1);
 	if (r >= 0 && s->cg)
 		cgroup_attach_v1(s->cg, pid);
 	if (r >= 0)

@@ -209,6 +209,11 @@ struct walk {
 	int depth;
 };
 
+static int walk_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int walk_dir(struct walk *w, int dfd, struct ignore *ig)
 {
 	if (cancel_is_set(w->ctx->cancel))
@@ -224,7 +229,8 @@ static int walk_dir(struct walk *w, int dfd, struct ignore *ig)
 	struct dirent *de;
 	int r = 0;
 	size_t base = strlen(w->rel);
-	/* Collect names first: readdir order, then sorted, so results are stable. */
+	/* Collect names first, then sort them, so results are stable and read
+	 * like a listing rather than in the file system's hash order. */
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	while ((de = readdir(d))) {
@@ -239,6 +245,8 @@ static int walk_dir(struct walk *w, int dfd, struct ignore *ig)
 		}
 		names[n++] = strdup(de->d_name);
 	}
+	if (n > 1)
+		qsort(names, n, sizeof(*names), walk_name_cmp);
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		const char *name = names[i];
 		if (cancel_is_set(w->ctx->cancel)) {

@@ -10,6 +10,7 @@
 #define UIO_IO 1
 #define UIO_TOKEN 2
 #define UIO_CANCEL 3
+#define UIO_REBIND 4
 #define UIO_CHUNK (256u * 1024)
 
 struct uio {
@@ -39,6 +40,39 @@ void uio_free(struct uio *u)
 		return;
 	io_uring_queue_exit(&u->ring);
 	free(u);
+}
+
+int uio_rebind(struct uio *u, int cancel_efd)
+{
+	bool token = !u->token_armed, cancel = !u->token_armed;
+	if (u->token_armed) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+		io_uring_prep_cancel64(sqe, UIO_TOKEN, 0);
+		io_uring_sqe_set_data64(sqe, UIO_REBIND);
+		int r = io_uring_submit(&u->ring);
+		if (r < 0)
+			return r;
+	}
+	/* Wait for the poll's completion (cancelled, or fired meanwhile) and
+	 * the cancel request's own; drop any left from an earlier cancel. */
+	while (!token || !cancel) {
+		struct io_uring_cqe *cqe;
+		int r = io_uring_wait_cqe(&u->ring, &cqe);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return r;
+		uint64_t what = io_uring_cqe_get_data64(cqe);
+		token |= what == UIO_TOKEN;
+		cancel |= what == UIO_REBIND;
+		io_uring_cqe_seen(&u->ring, cqe);
+	}
+	struct io_uring_cqe *cqe;
+	while (io_uring_peek_cqe(&u->ring, &cqe) == 0)
+		io_uring_cqe_seen(&u->ring, cqe);
+	u->token_armed = u->token_fired = false;
+	u->efd = cancel_efd;
+	return 0;
 }
 
 static ssize_t uio_submit(struct uio *u, bool write, int fd, void *buf, size_t len, off_t off)

@@ -8,6 +8,9 @@
 struct uio;
 int uio_new(struct uio **ret, int cancel_efd);
 void uio_free(struct uio *u);
+/* Point a ring at another call's token (a worker keeps its ring between
+ * calls): the old token's poll is withdrawn and the fired state cleared. */
+int uio_rebind(struct uio *u, int cancel_efd);
 /* Like pread/pwrite; -ECANCELED once the token has fired. off -1: current. */
 ssize_t uio_read(struct uio *u, int fd, void *buf, size_t len, off_t off);
 ssize_t uio_write(struct uio *u, int fd, const void *buf, size_t len, off_t off);

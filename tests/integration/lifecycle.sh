@@ -50,6 +50,17 @@ rc=$?
 MS=$(( $(now_ms) - t0 ))
 like "$(cat "$T_TMP/g.out")" '"outcome":.*"cancelled"' "grep over 30,000 files: cancelled"
 lt "$MS" 1500 "grep stops within 1.1 s of the cancel"
+# A busy in-process call does not hold up the next one: a read answers
+# while the slow grep still runs on another worker.
+"$WARD" box tool "$B" grep '{"pattern":"(*NO_START_OPT)[a-z-]+[a-z-]+[a-z-]+\\\\d{9}","path":"big","mode":"count"}' >/dev/null 2>&1 &
+GP=$!
+sleep 0.3
+t0=$(now_ms)
+R=$("$WARD" box tool "$B" read '{"path":"big/d000/f000.txt","limit":1}' 2>&1)
+MS=$(( $(now_ms) - t0 ))
+like "$R" "line 0 needle-not-here" "a read while a long grep runs: answered"
+lt "$MS" 1000 "without waiting for the grep"
+kill -INT $GP 2>/dev/null; wait $GP 2>/dev/null
 full=$("$WARD" box tool "$B" grep '{"pattern":"needle-not-here","path":"big","mode":"count","limit":5}')
 like "$full" '"outcome":.*"ok"' "positive twin: the same tree greps to the end without a cancel"
 

@@ -68,6 +68,15 @@ like "$R" "[0-9]+ binary file" "grep: binary files skipped and counted"
 like "$(T grep '{"pattern":"NEEDLE","ignore_case":true,"mode":"content"}')" "src/main.c:1:needle in c" "grep: content mode, ignore_case"
 like "$(T grep '{"pattern":"needle","mode":"count","glob":"*.c"}')" "src/main.c:1" "grep: count mode with glob"
 like "$(T grep '{"pattern":"[unclosed"}')" "invalid pattern" "grep: invalid pattern is bad input"
+# Two different stops, each named: the result limit and the 64 KiB text cap.
+R=$(T grep '{"pattern":"^[0-9]+$","path":"many.txt","mode":"content","limit":5}')
+like "$(txt "$R")" "stopped at 5 results" "grep: the result limit stops it and says so"
+R=$(T grep '{"pattern":"L","path":"long.txt","mode":"content","context":0}')
+like "$(txt "$R")" "long.txt:1:L+ \\[line cut\\]" "grep: a huge line is cut and marked"
+seq 1 20000 | sed 's/^/a fairly long line of text number /' >"$WS/huge.txt"
+R=$(T grep '{"pattern":"line","path":"huge.txt","mode":"content","limit":10000}')
+like "$(txt "$R")" "output cut at 64 KiB after [0-9]+ lines, before the limit of 10000" "grep: the text cap stops it and says so"
+unlike "$(txt "$R")" "stopped at 10000 results" "grep: and does not claim the result limit"
 T write '{"path":"evil.txt","content":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\n"}' >/dev/null
 t0=$(now_ms)
 R=$(T grep '{"pattern":"^(a+)+$","path":"evil.txt"}')
