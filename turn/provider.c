@@ -1,0 +1,145 @@
+#include "turn/provider.h"
+#include "base/cleanup.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *json_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int64_t json_int(const cJSON *o, const char *k, int64_t dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
+const char *stop_reason_name(enum stop_reason s)
+{
+	static const char *const names[] = {
+		[STOP_NONE] = "none", [STOP_END_TURN] = "end_turn", [STOP_TOOL_USE] = "tool_use",
+		[STOP_MAX_TOKENS] = "max_tokens", [STOP_STOP_SEQUENCE] = "stop_sequence",
+		[STOP_PAUSE_TURN] = "pause_turn", [STOP_REFUSAL] = "refusal", [STOP_OTHER] = "other",
+	};
+	return (unsigned)s < ARRAY_SIZE(names) ? names[s] : "?";
+}
+
+void reply_free(struct reply *r)
+{
+	cJSON_Delete(r->content);
+	r->content = NULL;
+}
+
+void http_call_free(struct http_call *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(c->headers); i++) {
+		free(c->headers[i]);
+		c->headers[i] = NULL;
+	}
+	free(c->body);
+	c->body = NULL;
+}
+
+const struct provider *provider_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	if (!strcmp(name, "anthropic"))
+		return &provider_anthropic;
+	if (!strcmp(name, "openai"))
+		return &provider_openai;
+	return NULL;
+}
+
+void provider_url(struct http_call *out, const char *base, const char *path)
+{
+	size_t bl = strlen(base);
+	while (bl && base[bl - 1] == '/')
+		bl--;
+	snprintf(out->url, sizeof(out->url), "%.*s%s", (int)bl, base, path);
+}
+
+int provider_headers_ok(const struct http_call *out, int n, struct err *e)
+{
+	for (int i = 0; i < n; i++)
+		if (!out->headers[i])
+			return err_set(e, -ENOMEM, "out of memory");
+	return 0;
+}
+
+char *provider_header(const char *name, const char *value)
+{
+	size_t n = strlen(name) + strlen(value) + 3;
+	char *h = malloc(n);
+	if (h)
+		snprintf(h, n, "%s: %s", name, value);
+	return h;
+}
+
+cJSON *provider_clean_block(const cJSON *b)
+{
+	cJSON *c = cJSON_Duplicate(b, 1);
+	if (!c)
+		return NULL;
+	for (cJSON *it = c->child, *next; it; it = next) {
+		next = it->next;
+		if (it->string && !strncmp(it->string, "_ward", 5))
+			cJSON_Delete(cJSON_DetachItemViaPointer(c, it));
+	}
+	return c;
+}
+
+cJSON *provider_parse_input(const char *json, size_t n, char *why, size_t cap)
+{
+	size_t i = 0;
+	while (i < n && (json[i] == ' ' || json[i] == '\n' || json[i] == '\r' || json[i] == '\t'))
+		i++;
+	if (i == n)
+		return cJSON_CreateObject();
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(json, n, &end, false);
+	if (!j) {
+		snprintf(why, cap, "the call's arguments are not valid JSON (%zu bytes)", n);
+		return NULL;
+	}
+	while (end && (size_t)(end - json) < n && strchr(" \r\n\t", *end))
+		end++;
+	if (end && (size_t)(end - json) < n) {
+		cJSON_Delete(j);
+		snprintf(why, cap, "the call's arguments have text after the JSON object");
+		return NULL;
+	}
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		snprintf(why, cap, "the call's arguments must be a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+/* {"error":{"type":..,"message":..}} or {"error":"..."} or {"message":..}. */
+void provider_error_json(const char *body, size_t n, char *out, size_t cap)
+{
+	cJSON *j = cJSON_ParseWithLength(body, n);
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+	const cJSON *msg = cJSON_IsObject(err) ? cJSON_GetObjectItemCaseSensitive(err, "message")
+					       : cJSON_IsString(err) ? err
+								     : cJSON_GetObjectItemCaseSensitive(j, "message");
+	const cJSON *type = cJSON_IsObject(err) ? cJSON_GetObjectItemCaseSensitive(err, "type") : NULL;
+	if (cJSON_IsString(msg) && cJSON_IsString(type))
+		snprintf(out, cap, "%s: %s", type->valuestring, msg->valuestring);
+	else if (cJSON_IsString(msg))
+		snprintf(out, cap, "%s", msg->valuestring);
+	else {
+		/* Not JSON: the first line of the body, control bytes dropped. */
+		size_t k = 0;
+		for (size_t i = 0; i < n && k + 1 < cap && body[i] != '\n'; i++)
+			if ((unsigned char)body[i] >= 0x20)
+				out[k++] = body[i];
+		out[k] = 0;
+	}
+	cJSON_Delete(j);
+}
