@@ -1,4 +1,6 @@
 #include "base/utf8.h"
+#include <string.h>
+#include "base/cleanup.h"
 
 size_t utf8_seq_len(const unsigned char *p, size_t avail)
 {
@@ -50,4 +52,42 @@ void utf8_sanitize(const char *in, size_t len, struct buf *out)
 	if (run)
 		buf_append(out, p + i - run, run);
 	buf_cstr(out);
+}
+
+char *utf8_dup(const char *in, size_t len)
+{
+	struct buf b;
+	buf_init(&b, len * 3 + 1);
+	buf_append(&b, "", 0);
+	utf8_sanitize(in, len, &b);
+	return b.data;
+}
+
+char *utf8_term_safe(const char *in, size_t len)
+{
+	_cleanup_free_ char *u = utf8_dup(in, len);
+	if (!u)
+		return NULL;
+	struct buf b;
+	buf_init(&b, strlen(u) * 3 + 1);
+	buf_append(&b, "", 0);
+	const unsigned char *p = (const unsigned char *)u;
+	for (size_t i = 0; p[i]; i++) {
+		unsigned char c = p[i];
+		if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+			buf_append(&b, &c, 1);
+		} else if (c == '\r' && p[i + 1] == '\n') {
+			continue;
+		} else if (c < 0x20) {
+			char caret[2] = { '^', (char)(c + 0x40) };
+			buf_append(&b, caret, 2);
+		} else if (c == 0x7f || (c == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)) {
+			buf_append(&b, "\xef\xbf\xbd", 3);
+			if (c == 0xc2)
+				i++;
+		} else {
+			buf_append(&b, &c, 1);
+		}
+	}
+	return b.data;
 }

@@ -70,7 +70,7 @@ struct spawn {
 	const char *command;
 	int out_w, devnull;
 	char idvar[128];
-	char *env[20];
+	char *env[24];
 	char *argv[4];
 };
 
@@ -134,6 +134,9 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 		"TERM=dumb", "LANG=C.UTF-8", "TMPDIR=/tmp",
 		"CI=1", "GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive",
 		"PAGER=cat", "GIT_PAGER=cat", "NO_COLOR=1", "PIP_NO_INPUT=1",
+		/* A .pyc written in the same second as an edit of the same size
+		 * would hide the edit; and none litters the workspace. */
+		"PYTHONDONTWRITEBYTECODE=1",
 	};
 	size_t n = 0;
 	for (; n < ARRAY_SIZE(env); n++)

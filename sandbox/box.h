@@ -26,6 +26,7 @@ struct box_opts {
 	const char *backend;	/* "ns" */
 	int64_t ttl_ms, idle_ms;	/* 0: none */
 	bool persistent;	/* survives the ward that made it */
+	bool keep_layers;	/* keep the workspace's changes after the box (ward run) */
 	struct limits lim;
 	bool net;
 	const char *workspace;	/* host directory; NULL: an empty one */
@@ -75,6 +76,27 @@ typedef void box_output_cb(const char *p, size_t n, void *ud);
 int box_call(struct box_conn *c, const char *tool, const cJSON *args, bool stream,
 	     box_output_cb *cb, void *ud, int cancel_fd, cJSON **ret_result, struct err *e);
 int box_info(struct box_conn *c, cJSON **ret, struct err *e);
+
+/* Async calls, for a caller with its own event loop: watch box_conn_fd for
+ * input and call box_conn_read; call box_conn_tick at box_conn_deadline.
+ * Every started call gets exactly one result callback (the result is the
+ * callee's to free); a lost connection gives "unknown", a keeper that does
+ * not answer past the host's deadline is killed and gives "timed_out". */
+struct box_call_cbs {
+	void (*output)(void *ud, uint32_t id, const char *p, size_t n);
+	void (*result)(void *ud, uint32_t id, cJSON *result);
+};
+int box_conn_fd(const struct box_conn *c);
+const char *box_conn_name(const struct box_conn *c);
+/* key: passed to the command as WARD_CALL_ID (NULL: made up). limit_ms 0:
+ * the tool's default. */
+int box_call_start(struct box_conn *c, const char *tool, const cJSON *args, const char *key, int64_t limit_ms,
+		   bool stream, const struct box_call_cbs *cbs, void *ud, uint32_t *ret_id, struct err *e);
+int box_call_cancel(struct box_conn *c, uint32_t id);
+/* <0: the connection is gone (pending calls were given "unknown"). */
+int box_conn_read(struct box_conn *c);
+int64_t box_conn_deadline(const struct box_conn *c);
+void box_conn_tick(struct box_conn *c);
 int box_evidence(struct box_conn *c, uint32_t id, cJSON **ret, struct err *e);
 
 /* keeper.c: the keeper's entry point after fork (never returns). */

@@ -23,6 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
+struct box_pending {
+	uint32_t id;
+	int64_t limit_ms, deadline;	/* client side: past it the keeper is killed */
+	bool cancelled;
+	struct box_call_cbs cbs;
+	void *ud;
+	struct box_pending *next;
+};
+
 struct box_conn {
 	int fd;
 	char name[BOX_NAME_MAX + 1];
@@ -30,6 +39,7 @@ struct box_conn {
 	struct proto_reader rd;
 	uint32_t next_id;
 	int64_t grace_ms;
+	struct box_pending *pending;	/* async calls */
 };
 
 void box_opts_default(struct box_opts *o)
@@ -187,6 +197,11 @@ void box_disconnect(struct box_conn *c)
 {
 	if (!c)
 		return;
+	while (c->pending) {
+		struct box_pending *p = c->pending;
+		c->pending = p->next;
+		free(p);
+	}
 	close(c->fd);
 	proto_reader_free(&c->rd);
 	free(c);
@@ -473,4 +488,179 @@ int box_list(cJSON **ret, struct err *e)
 int box_reap(unsigned *ret_n, struct err *e)
 {
 	return box_each(NULL, true, ret_n, e);
+}
+
+/* Async calls, for a caller with its own event loop. */
+
+static cJSON *box_synth_result(const char *outcome, const char *text, bool destroyed)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "outcome", outcome);
+	cJSON_AddStringToObject(j, "text", text);
+	if (destroyed)
+		cJSON_AddBoolToObject(j, "box_destroyed", 1);
+	return j;
+}
+
+int box_conn_fd(const struct box_conn *c)
+{
+	return c->fd;
+}
+
+const char *box_conn_name(const struct box_conn *c)
+{
+	return c->name;
+}
+
+int box_call_start(struct box_conn *c, const char *tool, const cJSON *args, const char *key, int64_t limit_ms,
+		   bool stream, const struct box_call_cbs *cbs, void *ud, uint32_t *ret_id, struct err *e)
+{
+	struct box_pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return err_set(e, -ENOMEM, "out of memory");
+	p->id = ++c->next_id;
+	p->limit_ms = limit_ms > 0 ? limit_ms : box_call_limit(tool, args);
+	p->deadline = now_ms() + p->limit_ms + c->grace_ms + BOX_HOST_MARGIN_MS + 4000;
+	p->cbs = *cbs;
+	p->ud = ud;
+	cJSON *req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "tool", tool);
+	cJSON_AddItemToObject(req, "args", cJSON_Duplicate(args, 1));
+	cJSON_AddNumberToObject(req, "timeout_ms", (double)p->limit_ms);
+	cJSON_AddBoolToObject(req, "stream", stream);
+	char gen[64];
+	snprintf(gen, sizeof(gen), "%s-%d-%u", c->name, getpid(), p->id);
+	cJSON_AddStringToObject(req, "key", key && *key ? key : gen);
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (!s) {
+		free(p);
+		return err_set(e, -ENOMEM, "out of memory");
+	}
+	int r = proto_send(c->fd, PROTO_CALL, 0, p->id, s, strlen(s));
+	if (r < 0) {
+		free(p);
+		return err_setc(e, r, "box %s: send", c->name);
+	}
+	p->next = c->pending;
+	c->pending = p;
+	if (ret_id)
+		*ret_id = p->id;
+	return 0;
+}
+
+static struct box_pending *box_pending_take(struct box_conn *c, uint32_t id, bool remove)
+{
+	for (struct box_pending **pp = &c->pending; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			struct box_pending *p = *pp;
+			if (remove)
+				*pp = p->next;
+			return p;
+		}
+	return NULL;
+}
+
+int box_call_cancel(struct box_conn *c, uint32_t id)
+{
+	struct box_pending *p = box_pending_take(c, id, false);
+	if (!p || p->cancelled)
+		return 0;
+	p->cancelled = true;
+	/* After a cancel the guest has its grace to end the call. */
+	int64_t d = now_ms() + c->grace_ms + BOX_HOST_MARGIN_MS + 4000;
+	if (d < p->deadline)
+		p->deadline = d;
+	return proto_send(c->fd, PROTO_CANCEL, 0, id, NULL, 0);
+}
+
+static void box_pending_finish(struct box_conn *c, struct box_pending *p, cJSON *res)
+{
+	struct box_call_cbs cbs = p->cbs;
+	void *ud = p->ud;
+	uint32_t id = p->id;
+	free(p);
+	if (cbs.result)
+		cbs.result(ud, id, res);
+	else
+		cJSON_Delete(res);
+}
+
+/* The connection is gone: every pending call's outcome is unknown. */
+static void box_fail_all(struct box_conn *c, const char *why)
+{
+	while (c->pending) {
+		struct box_pending *p = c->pending;
+		c->pending = p->next;
+		box_pending_finish(c, p, box_synth_result("unknown", why, false));
+	}
+}
+
+int box_conn_read(struct box_conn *c)
+{
+	int r = proto_reader_fill(&c->rd, c->fd);
+	if (r == 0 || (r < 0 && r != -EAGAIN)) {
+		char why[300];
+		snprintf(why, sizeof(why),
+			 "the connection to box %s was lost while this call ran; its outcome is unknown\n", c->name);
+		box_fail_all(c, why);
+		return r == 0 ? -ECONNRESET : r;
+	}
+	for (;;) {
+		struct frame f;
+		r = proto_reader_next(&c->rd, &f);
+		if (r == -EAGAIN)
+			return 0;
+		if (r < 0) {
+			box_fail_all(c, "box protocol error; the call's outcome is unknown\n");
+			return r;
+		}
+		struct box_pending *p = box_pending_take(c, f.id, false);
+		if (!p)
+			continue;
+		if (f.type == PROTO_OUTPUT && p->cbs.output) {
+			p->cbs.output(p->ud, p->id, (const char *)f.payload, f.len);
+		} else if (f.type == PROTO_ERROR) {
+			box_pending_take(c, f.id, true);
+			char msg[600];
+			snprintf(msg, sizeof(msg), "the box refused the call: %.*s\n", (int)MIN(f.len, 500u), f.payload);
+			box_pending_finish(c, p, box_synth_result("bad_input", msg, false));
+		} else if (f.type == PROTO_RESULT) {
+			box_pending_take(c, f.id, true);
+			cJSON *j = cJSON_ParseWithLength((const char *)f.payload, f.len);
+			box_pending_finish(c, p, j ? j : box_synth_result("unknown", "the box sent a malformed result\n", false));
+		}
+	}
+}
+
+int64_t box_conn_deadline(const struct box_conn *c)
+{
+	int64_t d = -1;
+	for (const struct box_pending *p = c->pending; p; p = p->next)
+		if (d < 0 || p->deadline < d)
+			d = p->deadline;
+	return d;
+}
+
+void box_conn_tick(struct box_conn *c)
+{
+	int64_t now = now_ms();
+	bool killed = false;
+	for (;;) {
+		struct box_pending *p = c->pending;
+		while (p && p->deadline > now)
+			p = p->next;
+		if (!p)
+			break;
+		box_pending_take(c, p->id, true);
+		if (!killed) {
+			/* The keeper itself is not answering: kill it, the box with it. */
+			box_kill_keeper(c);
+			killed = true;
+		}
+		char msg[300];
+		snprintf(msg, sizeof(msg), "timed out after %lld s; the box did not answer and was destroyed\n",
+			 (long long)((p->limit_ms + 999) / 1000));
+		box_pending_finish(c, p, box_synth_result("timed_out", msg, true));
+	}
 }

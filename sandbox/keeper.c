@@ -708,7 +708,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	cgroup_remove(&K.cg);
 	unlink(K.sock);
-	if (K.upper[0] && !o->persistent) {
+	if (K.upper[0] && !o->persistent && !o->keep_layers) {
 		char layers[PATH_MAX];
 		if (state_layers_dir(name, layers, sizeof(layers), NULL) == 0)
 			state_rm_rf(layers);

@@ -34,3 +34,8 @@ static inline int tap_done(void)
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
 }
+
+#define like(s, sub, ...) do { \
+	const char *_s = (s), *_sub = (sub); \
+	ok(_s && strstr(_s, _sub), __VA_ARGS__); \
+} while (0)

@@ -1,0 +1,938 @@
+/* ward run: one task to its stop, with no terminal needed. Plain mode: the
+ * model's answer on stdout, progress on stderr. --json: one JSON object per
+ * line on stdout for every event, ending with a "result" event. */
+#include "cmd/cmd.h"
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "base/utf8.h"
+#include "sandbox/box.h"
+#include "sandbox/wsdiff.h"
+#include "tools/tool.h"
+#include "turn/turn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUN_TASK_MAX (1u << 20)
+#define RUN_DEFAULT_ANTHROPIC_MODEL "claude-sonnet-4-20250514"
+#define RUN_DEFAULT_OPENAI_MODEL "gpt-4o"
+
+static const char run_system[] =
+	"You are a coding agent working in a sandbox. The task's files are under /workspace, which is "
+	"your working directory; /tmp is scratch space. Tools: read, write, edit, grep, find, ls, and "
+	"bash (non-interactive: stdin is closed, there is no terminal, and every command has a time "
+	"limit). Work step by step: look before you change, run the tests after a change, and finish "
+	"with a short summary of what you did. If a command times out or is refused, read the message "
+	"and try another way instead of repeating it.";
+
+static const struct option run_opts[] = {
+	{ "provider", required_argument, NULL, 'p' },
+	{ "model", required_argument, NULL, 'm' },
+	{ "base-url", required_argument, NULL, 'u' },
+	{ "approve", required_argument, NULL, 'a' },
+	{ "allow", required_argument, NULL, 'A' },
+	{ "deny", required_argument, NULL, 'D' },
+	{ "deadline", required_argument, NULL, 'd' },
+	{ "max-rounds", required_argument, NULL, 'R' },
+	{ "max-calls", required_argument, NULL, 'C' },
+	{ "max-tokens", required_argument, NULL, 'T' },
+	{ "max-cost", required_argument, NULL, '$' },
+	{ "box", required_argument, NULL, 'b' },
+	{ "workspace", required_argument, NULL, 'w' },
+	{ "rw", no_argument, NULL, 'r' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "resume", required_argument, NULL, 'S' },
+	{ "idle-timeout", required_argument, NULL, 'I' },
+	{ "retries", required_argument, NULL, 'Y' },
+	{ "patch", required_argument, NULL, 'P' },
+	{ "apply", no_argument, NULL, 'X' },
+	{ "approve-cmd", required_argument, NULL, 'G' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static const char run_help[] =
+	"usage: ward run [FLAGS] \"TASK\"   (or - to read the task from stdin)\n"
+	"  --model M          the model (default " RUN_DEFAULT_ANTHROPIC_MODEL "); replay:FILE plays a recorded script\n"
+	"  --provider P       anthropic (default) or openai (any compatible server with --base-url)\n"
+	"  --base-url URL     the API's address\n"
+	"  --approve MODE     ask | edits | auto (default auto: everything runs inside the box)\n"
+	"  --allow RULE       allow TOOL or TOOL:GLOB, e.g. 'bash:git status*' (repeatable)\n"
+	"  --deny RULE        deny likewise; deny rules are checked first (repeatable)\n"
+	"  --approve-cmd CMD  a program that answers when a call needs approval: the call as\n"
+	"                     JSON on stdin; exit 0 allows, 2 stops the turn, else refuses\n"
+	"  --deadline DUR     stop the run after DUR (e.g. 10m); each call's limit is clamped to what is left\n"
+	"  --max-rounds N     at most N model rounds\n"
+	"  --max-calls N      at most N tool calls\n"
+	"  --max-tokens N     at most N tokens (input + output)\n"
+	"  --max-cost USD     at most this much, for models whose prices ward knows\n"
+	"  --box NAME         use this existing box (default: a new one for the run)\n"
+	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
+	"  --rw               let the box change DIR directly\n"
+	"  --json             one JSON event per line on stdout\n"
+	"  --resume ID        continue session ID with TASK as the next instruction\n"
+	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
+	"  --retries N        provider retries (default 2)\n"
+	"  --apply            apply the workspace changes to DIR at the end\n"
+	"  --patch FILE       write the workspace changes to FILE as a patch\n"
+	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 64 usage, 130 cancelled\n";
+
+enum { EXIT_BOUND = 2, EXIT_REFUSED = 3 };
+
+struct out {
+	bool json;
+	bool text_open;		/* stdout's last byte was not a newline */
+	bool thinking_open;
+};
+
+static void json_line(cJSON *j)
+{
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
+	if (s) {
+		fputs(s, stdout);
+		fputc('\n', stdout);
+		fflush(stdout);
+	}
+}
+
+static const char *call_arg(const cJSON *call)
+{
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
+	static const char *const keys[] = { "command", "path", "pattern" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const char *v = json_str(in, keys[i]);
+		if (v)
+			return v;
+	}
+	return "";
+}
+
+static void on_event(void *ud, const struct turn_event *ev)
+{
+	struct out *o = ud;
+	if (o->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "type", turn_ev_name(ev->type));
+		switch (ev->type) {
+		case EV_ROUND:
+			cJSON_AddNumberToObject(j, "round", (double)ev->n);
+			break;
+		case EV_TEXT:
+		case EV_THINKING:
+		case EV_TOOL_OUTPUT: {
+			_cleanup_free_ char *t = utf8_dup(ev->text, ev->len);
+			cJSON_AddStringToObject(j, "text", t ? t : "");
+			if (ev->call)
+				cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+			break;
+		}
+		case EV_RETRY:
+			cJSON_AddStringToObject(j, "why", ev->text);
+			cJSON_AddNumberToObject(j, "delay_ms", (double)ev->n);
+			break;
+		case EV_TOOL_CALL:
+			cJSON_AddItemToObject(j, "call", cJSON_Duplicate(ev->call, 1));
+			break;
+		case EV_APPROVAL:
+			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+			cJSON_AddStringToObject(j, "decision", gate_decision_name((enum gate_decision)ev->n));
+			cJSON_AddStringToObject(j, "why", ev->text);
+			break;
+		case EV_TOOL_RESULT:
+			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+			cJSON_AddItemToObject(j, "result", cJSON_Duplicate(ev->result, 1));
+			break;
+		case EV_USAGE:
+			cJSON_AddNumberToObject(j, "input_tokens", (double)ev->usage->input);
+			cJSON_AddNumberToObject(j, "output_tokens", (double)ev->usage->output);
+			cJSON_AddNumberToObject(j, "cache_read_tokens", (double)ev->usage->cache_read);
+			cJSON_AddNumberToObject(j, "cache_write_tokens", (double)ev->usage->cache_write);
+			break;
+		case EV_STOP:
+			cJSON_AddStringToObject(j, "reason", turn_stop_name(ev->stop->kind));
+			cJSON_AddStringToObject(j, "why", ev->stop->why);
+			break;
+		}
+		json_line(j);
+		cJSON_Delete(j);
+		return;
+	}
+	/* Plain: the answer on stdout, the rest on stderr. Model text is
+	 * sanitised: no control sequences reach the terminal. */
+	switch (ev->type) {
+	case EV_TEXT: {
+		_cleanup_free_ char *t = utf8_term_safe(ev->text, ev->len);
+		if (t) {
+			fputs(t, stdout);
+			fflush(stdout);
+			o->text_open = t[0] && t[strlen(t) - 1] != '\n';
+		}
+		break;
+	}
+	case EV_RETRY:
+		fprintf(stderr, "ward: %s; retrying in %.1f s\n", ev->text, (double)ev->n / 1000);
+		break;
+	case EV_TOOL_CALL: {
+		if (o->text_open) {
+			fputc('\n', stdout);
+			fflush(stdout);
+			o->text_open = false;
+		}
+		_cleanup_free_ char *a = utf8_term_safe(call_arg(ev->call), strlen(call_arg(ev->call)));
+		fprintf(stderr, "● %s %.200s%s\n", json_str(ev->call, "name") ? json_str(ev->call, "name") : "?",
+			a ? a : "", a && strlen(a) > 200 ? "…" : "");
+		break;
+	}
+	case EV_APPROVAL:
+		if (ev->n != GATE_ALLOW)
+			fprintf(stderr, "  ✗ %s\n", ev->text);
+		break;
+	case EV_TOOL_RESULT: {
+		const char *outcome = json_str(ev->result, "outcome");
+		const cJSON *ec = cJSON_GetObjectItemCaseSensitive(ev->result, "exit_code");
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "elapsed_ms");
+		fprintf(stderr, "  ⎿ %s", outcome ? outcome : "?");
+		if (cJSON_IsNumber(ec))
+			fprintf(stderr, " (exit %d)", ec->valueint);
+		if (cJSON_IsNumber(ms))
+			fprintf(stderr, " in %.1f s", ms->valuedouble / 1000);
+		if (outcome && strcmp(outcome, "ok")) {
+			/* The first line of what the model was told. */
+			const char *t = json_str(ev->result, "text");
+			if (t && *t) {
+				size_t l = strcspn(t, "\n");
+				_cleanup_free_ char *s = utf8_term_safe(t, MIN(l, (size_t)300));
+				fprintf(stderr, ": %s", s ? s : "");
+			}
+		}
+		fputc('\n', stderr);
+		break;
+	}
+	case EV_STOP:
+		if (o->text_open) {
+			fputc('\n', stdout);
+			fflush(stdout);
+			o->text_open = false;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static int exit_for(enum turn_stop_kind k)
+{
+	switch (k) {
+	case TURN_DONE:
+		return EXIT_OKAY;
+	case TURN_ROUND_CAP:
+	case TURN_DEADLINE:
+	case TURN_TOKENS:
+	case TURN_COST:
+	case TURN_CALL_CAP:
+		return EXIT_BOUND;
+	case TURN_CANCELLED:
+		return EXIT_CANCELLED;
+	case TURN_REFUSED:
+		return EXIT_REFUSED;
+	case TURN_BOX_ERROR:
+		return EXIT_NOBOX;
+	case TURN_PROVIDER_ERROR:
+		return EXIT_FAIL;
+	}
+	return EXIT_FAIL;
+}
+
+static int read_task(const char *arg, char **ret)
+{
+	if (strcmp(arg, "-")) {
+		*ret = strdup(arg);
+		return *ret ? 0 : -ENOMEM;
+	}
+	struct buf b;
+	buf_init(&b, RUN_TASK_MAX);
+	char tmp[4096];
+	for (;;) {
+		ssize_t n = fdio_read_some(0, tmp, sizeof(tmp));
+		if (n < 0) {
+			buf_free(&b);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		if (buf_append(&b, tmp, (size_t)n) < 0) {
+			buf_free(&b);
+			return -EFBIG;
+		}
+	}
+	buf_append(&b, "", 0);
+	*ret = b.data;
+	return 0;
+}
+
+/* The session's workspace changes: kept in the box's upper layer. */
+static int session_layers(const char *session, char *upper, size_t n, struct err *e)
+{
+	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
+	snprintf(box, sizeof(box), "s-%s", session);
+	int r = state_layers_dir(box, layers, sizeof(layers), e);
+	if (r < 0)
+		return r;
+	snprintf(upper, n, "%s/upper", layers);
+	return 0;
+}
+
+static void session_layers_drop(const char *session)
+{
+	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
+	snprintf(box, sizeof(box), "s-%s", session);
+	if (state_layers_dir(box, layers, sizeof(layers), NULL) == 0)
+		state_rm_rf(layers);
+}
+
+/* Show, write or apply the changes; with none, drop the layers. */
+static int run_changes(const char *session, const char *workspace, bool json, bool apply, const char *patch,
+		       cJSON *files)
+{
+	struct err e = { 0 };
+	char upper[PATH_MAX];
+	struct ws_changes ch = { 0 };
+	if (session_layers(session, upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0)
+		return EXIT_OKAY;
+	if (ws_changes_read(workspace, upper, &ch, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	if (ch.n == 0) {
+		session_layers_drop(session);
+		if (!json)
+			fprintf(stderr, "ward: no changes to the workspace\n");
+		ws_changes_free(&ch);
+		return EXIT_OKAY;
+	}
+	int r = EXIT_OKAY;
+	if (patch) {
+		FILE *f = fopen(patch, "we");
+		if (!f || ws_diff(workspace, upper, &ch, f, &e) < 0) {
+			cmd_error("--patch %s: %s", patch, f ? e.msg : strerror(errno));
+			r = EXIT_FAIL;
+		}
+		if (f)
+			fclose(f);
+	}
+	for (size_t i = 0; files && i < ch.n; i++) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "path", ch.v[i].path);
+		cJSON_AddStringToObject(f, "change", ws_kind_name(ch.v[i].kind));
+		if (ch.v[i].dir)
+			cJSON_AddBoolToObject(f, "dir", 1);
+		cJSON_AddItemToArray(files, f);
+	}
+	if (!json) {
+		fprintf(stderr, "ward: the workspace changes:\n");
+		fflush(stderr);
+		FILE *err = fdopen(dup(2), "w");
+		if (err) {
+			ws_diff(workspace, upper, &ch, err, &e);
+			fclose(err);
+		}
+	}
+	if (apply && r == EXIT_OKAY) {
+		if (ws_apply(workspace, upper, &ch, &e) < 0) {
+			cmd_error("%s", e.msg);
+			r = EXIT_FAIL;
+		} else {
+			session_layers_drop(session);
+			if (!json)
+				fprintf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
+		}
+	} else if (!json) {
+		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, session);
+	}
+	ws_changes_free(&ch);
+	return r;
+}
+
+/* The watchdog: a small process that outlives a stuck ward. If ward is
+ * still running at deadline + grace (a bug in the loop, a SIGSTOP), the
+ * watchdog kills it with SIGKILL and records that in the journal; the
+ * keeper then destroys the box, whose owner has died. It dies with ward
+ * otherwise (PR_SET_PDEATHSIG). */
+#define RUN_WATCHDOG_GRACE_MS 5000
+
+/* --approve-cmd: a program that answers for the person. It gets the call
+ * as JSON on stdin ({"tool","input"}) and WARD_TOOL in its environment;
+ * exit 0 allows the call, 2 stops the turn, anything else refuses it (the
+ * first line it prints is the reason the model is told). 60 s at most. */
+#define RUN_APPROVER_TIMEOUT_MS 60000
+
+static int approver_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
+{
+	const char *cmd = ud;
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return 'n';
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return 'n';
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setenv("WARD_TOOL", tool, 1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	if (pid < 0) {
+		close(in[1]);
+		close(out[0]);
+		snprintf(reason, cap, "the approver could not be started");
+		return 'n';
+	}
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "tool", tool);
+	cJSON_AddItemToObject(j, "input", cJSON_Duplicate(input, 1));
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	signal(SIGPIPE, SIG_IGN);
+	if (s)
+		fdio_write_full(in[1], s, strlen(s));
+	close(in[1]);
+	char buf[512];
+	size_t got = 0;
+	int64_t until = now_ms() + RUN_APPROVER_TIMEOUT_MS;
+	fdio_set_nonblock(out[0], true);
+	int st = -1;
+	for (;;) {
+		struct pollfd pf = { .fd = out[0], .events = POLLIN };
+		int64_t left = until - now_ms();
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
+			close(out[0]);
+			return 'n';
+		}
+		if (poll(&pf, 1, (int)MIN(left, 100)) > 0) {
+			ssize_t n = read(out[0], buf + got, sizeof(buf) - 1 - got);
+			if (n > 0)
+				got += (size_t)n;
+			if (got >= sizeof(buf) - 1)
+				got = sizeof(buf) - 1;
+		}
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+	}
+	ssize_t n = read(out[0], buf + got, sizeof(buf) - 1 - got);
+	if (n > 0)
+		got += (size_t)n;
+	close(out[0]);
+	buf[got] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	_cleanup_free_ char *safe = utf8_dup(buf, strlen(buf));
+	snprintf(reason, cap, "%s", safe ? safe : "");
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 'y';
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+		return 'q';
+	return 'n';
+}
+
+static void watchdog_start(const struct journal *j, int64_t deadline_abs_ms)
+{
+	pid_t ward = getpid();
+	pid_t pid = fork();
+	if (pid != 0)
+		return;	/* ward, or a failed fork: the loop's own deadline still holds */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != ward)
+		_exit(0);
+	prctl(PR_SET_NAME, "ward-watchdog");
+	int keep[] = { j->fd };
+	fdio_close_all_but(3, keep, 1);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGINT, SIG_IGN);
+	int pfd = (int)syscall(SYS_pidfd_open, ward, 0);
+	int64_t until = deadline_abs_ms + RUN_WATCHDOG_GRACE_MS;
+	for (;;) {
+		int64_t left = until - now_ms();
+		if (left <= 0)
+			break;
+		struct pollfd pf = { .fd = pfd, .events = POLLIN };
+		if (pfd >= 0 && poll(&pf, 1, (int)MIN(left, 1000)) > 0)
+			_exit(0);	/* ward ended on its own */
+		if (pfd < 0)
+			usleep(100000);
+	}
+	/* The record first: whoever sees ward gone finds the reason there. */
+	struct journal jj = *j;
+	cJSON *rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "reason", "deadline");
+	cJSON_AddStringToObject(rec, "why", "the watchdog ended the run: ward was still running at the deadline + 5 s");
+	cJSON_AddBoolToObject(rec, "watchdog", 1);
+	journal_write(&jj, "stop", rec);
+	cJSON_Delete(rec);
+	if (pfd >= 0)
+		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+	else
+		kill(ward, SIGKILL);
+	_exit(0);
+}
+
+static int run_run(int argc, char **argv)
+{
+	struct turn_cfg cfg = { .retries = -1 };
+	struct gate gate = { .mode = GATE_AUTO };
+	struct out out = { 0 };
+	const char *provider = NULL, *model = NULL, *base_url = NULL, *box_name = NULL, *workspace = NULL;
+	const char *resume = NULL, *patch = NULL;
+	bool rw = false, apply = false;
+	int64_t deadline_ms = 0;
+	struct err e = { 0 };
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", run_opts, NULL)) != -1) {
+		int64_t ms;
+		uint64_t v;
+		switch (c) {
+		case 'p':
+			provider = optarg;
+			break;
+		case 'm':
+			model = optarg;
+			break;
+		case 'u':
+			base_url = optarg;
+			break;
+		case 'a':
+			if (gate_mode_parse(optarg, &gate.mode) < 0) {
+				cmd_error("--approve: \"%s\" is not a mode; use ask, edits or auto", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'A':
+		case 'D':
+			if (gate_add_rule(&gate, c == 'A', optarg, &e) < 0) {
+				cmd_error("%s", e.msg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'd':
+		case 'I':
+			if (parse_duration_ms(optarg, &ms) < 0 || ms < 1) {
+				cmd_error("--%s: \"%s\" is not a duration (e.g. 90s, 10m)", c == 'd' ? "deadline" : "idle-timeout", optarg);
+				return EXIT_USAGE;
+			}
+			if (c == 'd')
+				deadline_ms = ms;
+			else
+				cfg.idle_ms = ms;
+			break;
+		case 'R':
+		case 'C':
+		case 'T':
+		case 'Y':
+			if (parse_u64(optarg, &v) < 0 || v > 100000000 || (v == 0 && c != 'Y')) {
+				cmd_error("--%s: \"%s\" is not a positive number", c == 'R' ? "max-rounds" : c == 'C' ? "max-calls" : c == 'T' ? "max-tokens" : "retries", optarg);
+				return EXIT_USAGE;
+			}
+			if (c == 'R')
+				cfg.b.max_rounds = (int)v;
+			else if (c == 'C')
+				cfg.b.max_calls = (int)v;
+			else if (c == 'T')
+				cfg.b.max_tokens = (int64_t)v;
+			else
+				cfg.retries = (int)v;
+			break;
+		case '$': {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (*end || d <= 0) {
+				cmd_error("--max-cost: \"%s\" is not an amount in USD (e.g. 0.50)", optarg);
+				return EXIT_USAGE;
+			}
+			cfg.b.max_cost = d;
+			break;
+		}
+		case 'b':
+			box_name = optarg;
+			break;
+		case 'w':
+			workspace = optarg;
+			break;
+		case 'r':
+			rw = true;
+			break;
+		case 'j':
+			out.json = true;
+			break;
+		case 'S':
+			resume = optarg;
+			break;
+		case 'P':
+			patch = optarg;
+			break;
+		case 'X':
+			apply = true;
+			break;
+		case 'G':
+			gate.ask = approver_ask;
+			gate.ask_ud = optarg;
+			break;
+		case 'h':
+			fputs(run_help, stdout);
+			return 0;
+		default:
+			fputs(run_help, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cmd_error("give the task as one argument (quote it), or - to read it from stdin; see `ward run --help`");
+		return EXIT_USAGE;
+	}
+	_cleanup_free_ char *task = NULL;
+	int r = read_task(argv[optind], &task);
+	if (r < 0) {
+		cmd_error("cannot read the task from stdin: %s", strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (!task[strspn(task, " \t\r\n")]) {
+		cmd_error("the task is empty");
+		return EXIT_USAGE;
+	}
+
+	/* The provider and its key. */
+	const char *replay = model && !strncmp(model, "replay:", 7) ? model + 7 : NULL;
+	if (replay) {
+		if (access(replay, R_OK) < 0) {
+			cmd_error("--model %s: cannot read the replay script %s: %s", model, replay, strerror(errno));
+			return EXIT_USAGE;
+		}
+		cfg.replay_path = replay;
+		cfg.pcfg.model = "replay";
+	} else {
+		cfg.provider = provider_find(provider ? provider : "anthropic");
+		if (!cfg.provider) {
+			cmd_error("--provider: \"%s\" is not a provider; use anthropic or openai", provider);
+			return EXIT_USAGE;
+		}
+		cfg.pcfg.model = model ? model
+				       : cfg.provider == &provider_openai ? RUN_DEFAULT_OPENAI_MODEL : RUN_DEFAULT_ANTHROPIC_MODEL;
+		cfg.pcfg.base_url = base_url;
+		const char *key = getenv(cfg.provider->key_env);
+		if ((!key || !*key) && !base_url) {
+			cmd_error("no API key: set %s (or give --base-url for a local server that needs none)",
+				  cfg.provider->key_env);
+			return EXIT_USAGE;
+		}
+		cfg.pcfg.api_key = key && *key ? key : NULL;
+	}
+	struct price pr;
+	if (cfg.b.max_cost > 0 && !price_for(cfg.pcfg.model, &pr)) {
+		cmd_error("--max-cost: ward does not know the prices of %s; use --max-tokens instead", cfg.pcfg.model);
+		return EXIT_USAGE;
+	}
+	cfg.system = run_system;
+	cfg.gate = &gate;
+	cfg.sinks[cfg.nsinks++] = (struct turn_sink){ on_event, &out };
+	if (deadline_ms)
+		cfg.b.deadline_ms = now_ms() + deadline_ms;
+
+	/* Signals are read by the loop; block them from here on. An inherited
+	 * SIG_IGN (a background job of a script) would discard them before
+	 * the loop could see them: ward's own handling replaces it. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct session s = { 0 };
+	s.j.fd = -1;
+	char cwd[PATH_MAX], wsabs[PATH_MAX];
+	if (!workspace)
+		workspace = getcwd(cwd, sizeof(cwd));
+	if (workspace && !resume) {
+		if (!realpath(workspace, wsabs)) {
+			cmd_error("--workspace %s: %s", workspace, strerror(errno));
+			return EXIT_NOINPUT;
+		}
+		workspace = wsabs;
+	}
+	if (resume) {
+		struct journal_state st;
+		if (journal_load(resume, &st, &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_USAGE;
+		}
+		s.messages = TAKE_PTR(st.messages);
+		/* A call found without a result was cut off: its outcome is
+		 * unknown, and it is never run again. */
+		{
+			const cJSON *last = cJSON_GetArrayItem(s.messages, cJSON_GetArraySize(s.messages) - 1);
+			const char *role = json_str(last, "role");
+			if (role && !strcmp(role, "assistant")) {
+				cJSON *m = cJSON_CreateObject();
+				cJSON_AddStringToObject(m, "role", "user");
+				cJSON *content = cJSON_AddArrayToObject(m, "content");
+				const cJSON *b;
+				cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(last, "content")) {
+					const char *type = json_str(b, "type");
+					if (!type || strcmp(type, "tool_use"))
+						continue;
+					const char *id = json_str(b, "id");
+					const cJSON *res = cJSON_GetObjectItemCaseSensitive(st.results, id ? id : "");
+					cJSON *tr = cJSON_CreateObject();
+					cJSON_AddStringToObject(tr, "type", "tool_result");
+					cJSON_AddStringToObject(tr, "tool_use_id", id ? id : "");
+					const char *outcome = json_str(res, "outcome");
+					if (res && json_str(res, "text"))
+						cJSON_AddStringToObject(tr, "content", json_str(res, "text"));
+					else
+						cJSON_AddStringToObject(tr, "content",
+									"outcome unknown: the session was cut off while this call ran "
+									"(ward was stopped); it was not run again; check its effects before "
+									"repeating it");
+					if (!outcome || strcmp(outcome, "ok"))
+						cJSON_AddBoolToObject(tr, "is_error", 1);
+					cJSON_AddItemToArray(content, tr);
+				}
+				if (cJSON_GetArraySize(content) > 0)
+					cJSON_AddItemToArray(s.messages, m);
+				else
+					cJSON_Delete(m);
+			}
+		}
+		const char *ws = json_str(st.header, "workspace");
+		if (ws) {
+			snprintf(wsabs, sizeof(wsabs), "%s", ws);
+			workspace = wsabs;
+		}
+		rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
+		journal_state_free(&st);
+		if (journal_open(&s.j, resume, &e) < 0) {
+			cmd_error("%s", e.msg);
+			r = EXIT_USAGE;
+			goto out;
+		}
+		/* The synthesised results go in the journal too. */
+		const cJSON *last = cJSON_GetArrayItem(s.messages, cJSON_GetArraySize(s.messages) - 1);
+		if (json_str(last, "role") && !strcmp(json_str(last, "role"), "user")) {
+			cJSON *rec = cJSON_Duplicate(last, 1);
+			const cJSON *b0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rec, "content"), 0);
+			if (json_str(b0, "type") && !strcmp(json_str(b0, "type"), "tool_result"))
+				journal_write(&s.j, "message", rec);
+			cJSON_Delete(rec);
+		}
+	} else {
+		s.messages = cJSON_CreateArray();
+		cJSON *h = cJSON_CreateObject();
+		cJSON_AddStringToObject(h, "provider", cfg.replay_path ? "replay" : cfg.provider->name);
+		cJSON_AddStringToObject(h, "model", cfg.replay_path ? cfg.replay_path : cfg.pcfg.model);
+		if (workspace)
+			cJSON_AddStringToObject(h, "workspace", workspace);
+		if (rw)
+			cJSON_AddBoolToObject(h, "rw", 1);
+		if (journal_create(&s.j, h, &e) < 0) {
+			cJSON_Delete(h);
+			cmd_error("%s", e.msg);
+			r = EXIT_FAIL;
+			goto out;
+		}
+		cJSON_Delete(h);
+	}
+
+	/* The box: the one named, or a new one for this run that dies with it. */
+	char name[BOX_NAME_MAX + 1];
+	bool own_box = !box_name;
+	if (own_box) {
+		struct box_opts bo;
+		box_opts_default(&bo);
+		bo.guest_path = cmd_guest_path();
+		bo.workspace = workspace;
+		bo.rw = rw;
+		bo.owner = getpid();
+		/* Named after the session, with its changes kept after the box:
+		 * a resumed session's new box sees them, and `ward apply` finds them. */
+		char bname[BOX_NAME_MAX + 1];
+		snprintf(bname, sizeof(bname), "s-%s", s.j.id);
+		bo.name = bname;
+		bo.keep_layers = true;
+		if (box_create(&bo, name, sizeof(name), &e) < 0) {
+			cmd_error("cannot make a box: %s", e.msg);
+			r = EXIT_NOBOX;
+			goto out_stop;
+		}
+		box_name = name;
+	}
+	if (box_connect(box_name, &s.box, &e) < 0) {
+		cmd_error("%s", e.msg);
+		if (own_box)
+			box_destroy(box_name, &e);
+		r = own_box ? EXIT_NOBOX : EXIT_UNKNOWN_BOX;
+		goto out_stop;
+	}
+	if (cfg.b.deadline_ms)
+		watchdog_start(&s.j, cfg.b.deadline_ms);
+	if (!out.json)
+		fprintf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
+
+	struct turn_stop stop;
+	r = run_turn(&cfg, &s, task, &stop, &e);
+	box_disconnect(s.box);
+	if (own_box)
+		box_destroy(box_name, &e);
+	if (r < 0) {
+		cmd_error("%s", e.msg);
+		r = EXIT_FAIL;
+	} else {
+		r = exit_for(stop.kind);
+		if (!out.json) {
+			fprintf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
+				turn_stop_name(stop.kind), stop.why, stop.rounds, stop.rounds == 1 ? "" : "s", stop.calls,
+				stop.calls == 1 ? "" : "s", (long long)stop.usage.input, (long long)stop.usage.output);
+			if (stop.cost >= 0)
+				fprintf(stderr, ", $%.4f", stop.cost);
+			fprintf(stderr, "); session %s\n", s.j.id);
+		}
+		cJSON *files = cJSON_CreateArray();
+		int w = EXIT_OKAY;
+		/* Only a finished run's changes are applied by --apply; a stopped
+		 * run's are kept for a look first (ward diff / ward apply). */
+		if (apply && r != EXIT_OKAY && !out.json)
+			fprintf(stderr, "ward: --apply: not applied, because the run did not finish\n");
+		if (own_box && !rw && workspace)
+			w = run_changes(s.j.id, workspace, out.json, apply && r == EXIT_OKAY, patch, files);
+		if (out.json) {
+			cJSON *j = cJSON_CreateObject();
+			cJSON_AddStringToObject(j, "type", "result");
+			cJSON_AddStringToObject(j, "stop", turn_stop_name(stop.kind));
+			cJSON_AddStringToObject(j, "why", stop.why);
+			cJSON_AddNumberToObject(j, "exit_code", r == EXIT_OKAY ? w : r);
+			cJSON_AddStringToObject(j, "session", s.j.id);
+			cJSON_AddStringToObject(j, "box", box_name);
+			cJSON_AddNumberToObject(j, "rounds", stop.rounds);
+			cJSON_AddNumberToObject(j, "calls", stop.calls);
+			cJSON_AddNumberToObject(j, "refused", stop.refused);
+			cJSON *u = cJSON_AddObjectToObject(j, "usage");
+			cJSON_AddNumberToObject(u, "input_tokens", (double)stop.usage.input);
+			cJSON_AddNumberToObject(u, "output_tokens", (double)stop.usage.output);
+			cJSON_AddNumberToObject(u, "cache_read_tokens", (double)stop.usage.cache_read);
+			cJSON_AddNumberToObject(u, "cache_write_tokens", (double)stop.usage.cache_write);
+			if (stop.cost >= 0)
+				cJSON_AddNumberToObject(j, "cost_usd", stop.cost);
+			else
+				cJSON_AddNullToObject(j, "cost_usd");
+			cJSON_AddNumberToObject(j, "dispatch_us_median", (double)stop.dispatch_us_median);
+			cJSON_AddNumberToObject(j, "dispatch_us_max", (double)stop.dispatch_us_max);
+			cJSON_AddItemToObject(j, "changed_files", files);
+			files = NULL;
+			cJSON_AddBoolToObject(j, "applied", apply && w == EXIT_OKAY && r == EXIT_OKAY);
+			if (patch)
+				cJSON_AddStringToObject(j, "patch", patch);
+			json_line(j);
+			cJSON_Delete(j);
+		}
+		cJSON_Delete(files);
+		if (r == EXIT_OKAY)
+			r = w;
+	}
+	goto out;
+out_stop:
+	/* The journal says why nothing ran. */
+	{
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "reason", "box_error");
+		cJSON_AddStringToObject(rec, "why", e.msg);
+		journal_write(&s.j, "stop", rec);
+		cJSON_Delete(rec);
+	}
+out:
+	journal_close(&s.j);
+	cJSON_Delete(s.messages);
+	return r;
+}
+
+const struct command cmd_run = {
+	.name = "run", .args = "[FLAGS] TASK", .summary = "work on one task in a box until done or a bound stops it",
+	.run = run_run,
+};
+
+/* ward diff SESSION / ward apply SESSION: the changes a run left. */
+static int changes_cmd(int argc, char **argv, bool apply)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: ward %s SESSION\n", apply ? "apply" : "diff");
+		return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : EXIT_USAGE;
+	}
+	struct err e = { 0 };
+	struct journal_state st;
+	if (journal_load(argv[1], &st, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
+	const char *ws = json_str(st.header, "workspace");
+	_cleanup_free_ char *workspace = ws ? strdup(ws) : NULL;
+	journal_state_free(&st);
+	char upper[PATH_MAX];
+	if (!workspace || session_layers(argv[1], upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0) {
+		cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", argv[1]);
+		return EXIT_FAIL;
+	}
+	if (!apply) {
+		struct ws_changes ch;
+		if (ws_changes_read(workspace, upper, &ch, &e) < 0 || ws_diff(workspace, upper, &ch, stdout, &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_FAIL;
+		}
+		ws_changes_free(&ch);
+		return EXIT_OKAY;
+	}
+	return run_changes(argv[1], workspace, false, true, NULL, NULL);
+}
+
+static int diff_run(int argc, char **argv)
+{
+	return changes_cmd(argc, argv, false);
+}
+
+static int apply_run(int argc, char **argv)
+{
+	return changes_cmd(argc, argv, true);
+}
+
+const struct command cmd_diff = {
+	.name = "diff", .args = "SESSION", .summary = "show the workspace changes a run left", .run = diff_run,
+};
+
+const struct command cmd_apply = {
+	.name = "apply", .args = "SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
+};

@@ -1,0 +1,34 @@
+/* The changes a box made to a copy-on-write workspace: read from the
+ * overlay's upper layer (a whiteout, a character device 0/0, is a deleted
+ * file; an opaque directory hides everything below it in the lower tree),
+ * shown as a unified diff, and applied to the user's tree. Applying never
+ * follows a symlink: every path is resolved beneath the tree's root with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so a symlink the box made
+ * cannot steer a write outside the tree. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "base/err.h"
+
+enum ws_kind { WS_ADDED, WS_MODIFIED, WS_DELETED };
+
+struct ws_change {
+	char *path;		/* relative to the workspace */
+	enum ws_kind kind;
+	bool dir;		/* a directory added or deleted as a whole */
+};
+
+struct ws_changes {
+	struct ws_change *v;
+	size_t n, cap;
+};
+
+const char *ws_kind_name(enum ws_kind k);
+int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret, struct err *e);
+void ws_changes_free(struct ws_changes *c);
+/* A unified diff of every change, written to out (diff(1) per file). */
+int ws_diff(const char *lower, const char *upper, const struct ws_changes *c, FILE *out, struct err *e);
+/* Make lower look like the box's view. */
+int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, struct err *e);

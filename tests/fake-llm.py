@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""A fake LLM API for ward's tests: real HTTP on loopback, real SSE bytes.
+
+It answers POST /v1/messages (Anthropic) and POST /v1/chat/completions
+(OpenAI) from a named scenario: a function of the request number and the
+conversation that returns one response. Every request is appended to the
+log file as one JSON line, so a test can check what ward sent.
+
+usage: fake-llm.py --scenario NAME --port-file FILE --log FILE
+"""
+import argparse
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Turn:
+    """One model message: blocks of ("text", s) / ("tool", name, input) /
+    ("thinking", s), a stop reason, and how to deliver it."""
+
+    def __init__(self, blocks, stop=None, status=200, headers=None, error_body=None,
+                 cut_after=None, stall_after=None, stall_s=0, error_event_after=None,
+                 byte_chunks=False, json_split=None):
+        self.blocks = blocks
+        self.stop = stop or ("tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn")
+        self.status = status
+        self.headers = headers or {}
+        self.error_body = error_body
+        self.cut_after = cut_after          # close after this many SSE events
+        self.stall_after = stall_after      # go silent after this many events
+        self.stall_s = stall_s
+        self.error_event_after = error_event_after
+        self.byte_chunks = byte_chunks      # one byte per write
+        self.json_split = json_split        # tool input pieces of this size
+
+
+def text(s, **kw):
+    return Turn([("text", s)], **kw)
+
+
+def tool(name, inp, say=None, **kw):
+    blocks = ([("text", say)] if say else []) + [("tool", name, inp)]
+    return Turn(blocks, **kw)
+
+
+def last_user_text(messages):
+    """What the last user message says: its text and tool results."""
+    for m in reversed(messages):
+        if m.get("role") in ("user", "tool"):
+            c = m.get("content")
+            if isinstance(c, str):
+                out = [c]
+                # OpenAI: consecutive tool messages belong together.
+                return "\n".join(out)
+            out = []
+            for b in c or []:
+                if b.get("type") == "text":
+                    out.append(b.get("text", ""))
+                elif b.get("type") == "tool_result":
+                    cc = b.get("content")
+                    out.append(cc if isinstance(cc, str) else json.dumps(cc))
+            return "\n".join(out)
+    return ""
+
+
+# Scenarios: fn(n, messages) -> Turn, where n counts requests from 1.
+def sc_text(n, msgs):
+    return text("Hello from the fake model. Nothing to do.")
+
+
+def sc_tool(n, msgs):
+    if n == 1:
+        return tool("bash", {"command": "echo made-by-tool > out.txt; cat out.txt"}, say="Writing a file.")
+    return text("Done: out.txt holds the line.")
+
+
+def sc_parallel(n, msgs):
+    if n == 1:
+        return Turn([("text", "Reading both."), ("tool", "read", {"path": "a.txt"}),
+                     ("tool", "read", {"path": "b.txt"})])
+    return text("Both read.")
+
+
+def sc_split(n, msgs):
+    if n == 1:
+        return Turn([("tool", "write", {"path": "split.txt", "content": "ünïcode ✓ and \"quotes\"\n"})],
+                    byte_chunks=True, json_split=1)
+    return text("Written.")
+
+
+def sc_stall(n, msgs):
+    if n == 1:
+        return Turn([("text", "")], stall_after=1, stall_s=6)
+    if n == 2:
+        return text("Answer after a stalled stream was retried.")
+    return text("unexpected request")
+
+
+def sc_cut(n, msgs):
+    return Turn([("text", "The beginning of an answer that never ends")], cut_after=5)
+
+
+def sc_429(n, msgs):
+    if n == 1:
+        return Turn([], status=429, headers={"retry-after": "1"},
+                    error_body={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+    return text("Answer after a 429.")
+
+
+def sc_529(n, msgs):
+    if n == 1:
+        return Turn([], status=529, headers={"retry-after-ms": "200"},
+                    error_body={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    return text("Answer after a 529.")
+
+
+def sc_400(n, msgs):
+    return Turn([], status=400,
+                error_body={"type": "error", "error": {"type": "invalid_request_error", "message": "bad request body"}})
+
+
+def sc_error_event(n, msgs):
+    return Turn([("text", "Some words shown before the error")], error_event_after=5)
+
+
+def sc_maxtokens(n, msgs):
+    if n == 1:
+        return Turn([("tool", "bash", {"command": "touch cut-call-ran.txt"})], stop="max_tokens")
+    return text("I was cut off; stopping.")
+
+
+def sc_refusal(n, msgs):
+    return Turn([("text", "I can't help with that.")], stop="refusal")
+
+
+def sc_loop(n, msgs):
+    return tool("bash", {"command": "echo round %d" % n})
+
+
+def sc_sleep(n, msgs):
+    if n == 1:
+        return tool("bash", {"command": "sleep 100; touch /workspace/canary-deadline", "timeout": 300})
+    return text("unexpected second round")
+
+
+def sc_callid(n, msgs):
+    if n == 1:
+        return tool("bash", {"command": "echo \"id=$WARD_CALL_ID\" > callid.txt"})
+    return text("Noted.")
+
+
+def sc_write(n, msgs):
+    if n == 1:
+        return tool("write", {"path": "gated.txt", "content": "written\n"})
+    return text("Finished: " + last_user_text(msgs)[:200])
+
+
+def sc_write3(n, msgs):
+    if n <= 3:
+        return tool("write", {"path": "gated%d.txt" % n, "content": "written\n"})
+    return text("Finished.")
+
+
+def sc_unicode_term(n, msgs):
+    return text("colour \x1b[31mRED\x1b[0m and a title \x1b]0;pwned\x07 and bell \x07 done")
+
+
+SCENARIOS = {k[3:].replace("_", "-"): v for k, v in globals().items() if k.startswith("sc_")}
+
+
+def anthropic_events(t):
+    ev = [("message_start", {"type": "message_start", "message": {
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
+        "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}})]
+    ev.append(("ping", {"type": "ping"}))
+    for i, b in enumerate(t.blocks):
+        if b[0] == "text":
+            ev.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                               "content_block": {"type": "text", "text": ""}}))
+            words = b[1].split(" ")
+            for k, w in enumerate(words):
+                piece = w + (" " if k < len(words) - 1 else "")
+                if piece:
+                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": piece}}))
+        elif b[0] == "tool":
+            ev.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                               "content_block": {"type": "tool_use", "id": "toolu_fake_%d" % i,
+                                                                 "name": b[1], "input": {}}}))
+            js = json.dumps(b[2])
+            step = t.json_split or 12
+            for k in range(0, len(js), step):
+                ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                   "delta": {"type": "input_json_delta",
+                                                             "partial_json": js[k:k + step]}}))
+        ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": t.stop},
+                                 "usage": {"output_tokens": 20}}))
+    ev.append(("message_stop", {"type": "message_stop"}))
+    return ["event: %s\ndata: %s\n\n" % (name, json.dumps(data)) for name, data in ev]
+
+
+def openai_events(t):
+    out = []
+
+    def chunk(delta, finish=None, usage=None):
+        d = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake-model",
+             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if usage:
+            d = {"id": "chatcmpl-fake", "choices": [], "usage": usage}
+        out.append("data: %s\n\n" % json.dumps(d))
+
+    chunk({"role": "assistant", "content": ""})
+    k = 0
+    for b in t.blocks:
+        if b[0] == "text":
+            for w in b[1].split(" "):
+                chunk({"content": w + " "})
+        elif b[0] == "tool":
+            js = json.dumps(b[2])
+            step = t.json_split or 12
+            chunk({"tool_calls": [{"index": k, "id": "call_fake_%d" % k, "type": "function",
+                                   "function": {"name": b[1], "arguments": ""}}]})
+            for i in range(0, len(js), step):
+                chunk({"tool_calls": [{"index": k, "function": {"arguments": js[i:i + step]}}]})
+            k += 1
+    finish = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+              "refusal": "content_filter"}.get(t.stop, "stop")
+    chunk({}, finish)
+    chunk(None, usage={"prompt_tokens": 10, "completion_tokens": 20})
+    out.append("data: [DONE]\n\n")
+    return out
+
+
+class State:
+    lock = threading.Lock()
+    n = 0
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length)
+        try:
+            req = json.loads(body)
+        except ValueError:
+            req = {}
+        with State.lock:
+            State.n += 1
+            n = State.n
+        openai = self.path.endswith("/chat/completions")
+        rec = {"n": n, "path": self.path, "body": req,
+               "has_key": bool(self.headers.get("x-api-key") or self.headers.get("authorization")),
+               "anthropic_version": self.headers.get("anthropic-version")}
+        with open(self.server.log_path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        msgs = req.get("messages", [])
+        t = self.server.scenario(n, msgs)
+        if t.status != 200:
+            payload = json.dumps(t.error_body or {}).encode()
+            self.send_response(t.status)
+            self.send_header("content-type", "application/json")
+            self.send_header("request-id", "req_fake_%d" % n)
+            for k, v in t.headers.items():
+                self.send_header(k, v)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        events = openai_events(t) if openai else anthropic_events(t)
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for i, e in enumerate(events):
+                if t.cut_after is not None and i == t.cut_after:
+                    # Cut mid-event: half an event, then the connection goes.
+                    self.wfile.write(e[:len(e) // 2].encode())
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if t.stall_after is not None and i == t.stall_after:
+                    self.wfile.flush()
+                    time.sleep(t.stall_s)
+                if t.error_event_after is not None and i == t.error_event_after:
+                    err = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+                    if openai:
+                        self.wfile.write(("data: %s\n\n" % json.dumps({"error": {"message": "Overloaded", "type": "overloaded_error"}})).encode())
+                    else:
+                        self.wfile.write(("event: error\ndata: %s\n\n" % json.dumps(err)).encode())
+                    self.wfile.flush()
+                    return
+                data = e.encode()
+                if t.byte_chunks:
+                    for k in range(len(data)):
+                        self.wfile.write(data[k:k + 1])
+                        self.wfile.flush()
+                else:
+                    self.wfile.write(data)
+                    self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--log", required=True)
+    a = ap.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.scenario = SCENARIOS[a.scenario]
+    srv.log_path = a.log
+    open(a.log, "w").close()
+    with open(a.port_file + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    import os
+    os.rename(a.port_file + ".tmp", a.port_file)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

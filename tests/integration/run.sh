@@ -1,0 +1,295 @@
+#!/bin/bash
+# ward run end to end: the fake LLM server (real HTTP and SSE on loopback)
+# drives the loop for both providers, in real boxes.
+. "$(dirname "$0")/lib.sh"
+FAKE=$(dirname "$0")/../fake-llm.py
+export XDG_STATE_HOME=$T_TMP/state
+export ANTHROPIC_API_KEY=sk-ant-fake-key OPENAI_API_KEY=sk-oa-fake-key
+SRV=""
+
+serve() { # serve SCENARIO: start the fake server; sets URL and LOG
+	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
+	LOG=$T_TMP/req-$1.jsonl
+	rm -f "$T_TMP/port"
+	python3 "$FAKE" --scenario "$1" --port-file "$T_TMP/port" --log "$LOG" &
+	SRV=$!
+	for _ in $(seq 100); do [ -s "$T_TMP/port" ] && break; sleep 0.05; done
+	URL=http://127.0.0.1:$(cat "$T_TMP/port")
+}
+ws() { # a fresh workspace
+	WS=$T_TMP/ws-$1
+	rm -rf "$WS"; mkdir -p "$WS"
+	printf 'alpha\n' >"$WS/a.txt"; printf 'beta\n' >"$WS/b.txt"
+}
+run() { # run PROVIDER [flags] TASK -> OUT, ERR, RC, MS
+	local p=$1; shift
+	local base=$URL
+	[ "$p" = openai ] && base=$URL/v1
+	local t0; t0=$(now_ms)
+	"$WARD" run --provider "$p" --base-url "$base" --model fake-model --workspace "$WS" "$@" \
+		>"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+	RC=$?
+	MS=$(( $(now_ms) - t0 ))
+	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
+}
+nreq() { wc -l <"$LOG" | tr -d ' '; }
+req() { sed -n "${1}p" "$LOG"; }
+
+for P in anthropic openai; do
+	serve text; ws text
+	run $P "say hello"
+	is "$RC" 0 "$P: text only: exit 0"
+	like "$OUT" "Hello from the fake model" "$P: the answer is on stdout"
+	like "$ERR" "done" "$P: the stop is on stderr"
+	like "$(req 1)" '"has_key": true' "$P: the key is sent"
+	unlike "$ERR$OUT" "fake-key" "$P: the key is never printed"
+
+	serve tool; ws tool
+	run $P --json "write a file"
+	is "$RC" 0 "$P: one tool call: exit 0"
+	is "$(nreq)" 2 "$P: two requests"
+	like "$(req 2)" "made-by-tool" "$P: the tool's output reached the second request"
+	like "$OUT" '"type": *"tool_result"' "$P: --json has the tool_result event"
+	like "$(printf '%s\n' "$OUT" | tail -1)" '"type":"result".*"stop":"done"' "$P: --json ends with the result event"
+	like "$OUT" '"changed_files":\[\{"path":"out.txt","change":"added"' "$P: the result lists the changed file"
+	printf '%s\n' "$OUT" >"$T_TMP/events-$P.jsonl"
+	V=$(python3 - "$(dirname "$0")/../run-events.schema.json" "$T_TMP/events-$P.jsonl" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+n = 0
+for line in open(sys.argv[2]):
+    jsonschema.validate(json.loads(line), schema)
+    n += 1
+print("valid", n)
+PY
+)
+	like "$V" "^valid [0-9]+" "$P: every --json line validates against tests/run-events.schema.json ($V)"
+	[ ! -e "$WS/out.txt" ]; ok $? "$P: the user's tree is untouched without --apply"
+
+	serve parallel; ws parallel
+	run $P "read two"
+	is "$RC" 0 "$P: two parallel calls: exit 0"
+	like "$(req 2)" "alpha" "$P: the first result is sent"
+	like "$(req 2)" "beta" "$P: the second result is sent"
+
+	serve split; ws split
+	run $P --apply "write split"
+	is "$RC" 0 "$P: tool input split at every byte: exit 0"
+	is "$(cat "$WS/split.txt" 2>/dev/null)" 'ünïcode ✓ and "quotes"' "$P: the input arrived whole (--apply wrote it)"
+
+	serve stall; ws stall
+	run $P --idle-timeout 1s "stall"
+	is "$RC" 0 "$P: a stalled stream is cut at the idle limit and retried"
+	is "$(nreq)" 2 "$P: one retry"
+	like "$ERR" "idle" "$P: the retry says why"
+	lt "$MS" 5000 "$P: without waiting for the stall to end"
+
+	serve cut; ws cut
+	run $P "cut"
+	is "$RC" 1 "$P: a connection cut mid-event (after output) is an error, not done"
+	like "$ERR" "incomplete" "$P: it says the stream was incomplete"
+	is "$(nreq)" 1 "$P: not retried once output was shown"
+
+	serve 429; ws 429
+	run $P "rate limited"
+	is "$RC" 0 "$P: 429 then success"
+	is "$(nreq)" 2 "$P: after one retry"
+	lt 950 "$MS" "$P: retry-after (1 s) was honoured"
+
+	serve 529; ws 529
+	run $P "overloaded"
+	is "$RC" 0 "$P: 529 then success"
+
+	serve 400; ws 400
+	run $P "bad"
+	is "$RC" 1 "$P: a 400 is not retried: exit 1"
+	is "$(nreq)" 1 "$P: one request"
+	like "$ERR" "HTTP 400: invalid_request_error: bad request body" "$P: the API's message, in one line"
+
+	serve error-event; ws error-event
+	run $P "error mid-stream"
+	is "$RC" 1 "$P: an error event mid-stream: provider error"
+	like "$ERR" "Overloaded" "$P: with the API's message"
+	is "$(nreq)" 1 "$P: not retried silently after output was shown"
+
+	serve maxtokens; ws maxtokens
+	run $P --json "cut call"
+	is "$RC" 0 "$P: max_tokens inside a tool call"
+	like "$(req 2)" "not run" "$P: the cut call is reported as not run"
+	like "$(printf '%s\n' "$OUT" | tail -1)" '"changed_files":\[\]' "$P: and never ran (no file in the changes)"
+
+	serve refusal; ws refusal
+	run $P "refuse"
+	is "$RC" 0 "$P: a refusal ends the turn"
+	like "$ERR" "declined" "$P: and says so"
+
+	serve loop; ws loop
+	run $P --max-rounds 3 "loop forever"
+	is "$RC" 2 "$P: a model that loops: the round cap stops it (exit 2)"
+	is "$(nreq)" 3 "$P: after 3 rounds"
+	like "$ERR" "round cap" "$P: the stop says round cap"
+done
+
+# A deadline hit while a bash call runs: the call is cancelled in its box.
+for P in anthropic openai; do
+	serve sleep; ws sleep-$P
+	run $P --rw --deadline 3s "sleep"
+	is "$RC" 2 "$P: deadline during a bash call: exit 2"
+	lt "$MS" 4000 "$P: ward returns within 1 s of the 3 s deadline"
+	like "$ERR" "deadline" "$P: the stop says deadline"
+	sleep 1
+	[ ! -e "$WS/canary-deadline" ]; ok $? "$P: the call's process did not survive (canary)"
+done
+
+# The other budgets, each checked before a round or a call.
+serve loop; ws calls
+run anthropic --max-calls 2 "loop"
+is "$RC" 2 "the tool-call cap stops a looping model (exit 2)"
+like "$ERR" "tool-call cap \(2\)" "the stop names the cap"
+is "$(nreq)" 3 "the model asked for a third call in round 3"
+like "$(tail -3 "$XDG_STATE_HOME"/ward/sessions/$(ls -t "$XDG_STATE_HOME"/ward/sessions | head -1))" "not run: the run's tool-call cap" "the call past the cap is journaled as not run"
+serve loop; ws tokens
+run anthropic --max-tokens 50 "loop"
+is "$RC" 2 "the token budget stops a looping model (exit 2)"
+is "$(nreq)" 2 "after the round that used it up (30 tokens a round)"
+like "$ERR" "token budget \(50\)" "the stop names the budget"
+run anthropic --max-cost 1 "loop"
+is "$RC" 64 "--max-cost for a model without known prices: usage error"
+like "$ERR" "does not know the prices of fake-model" "and says so"
+
+# SIGINT during a bash call: cancelled in the box, the stop recorded, 130.
+export XDG_STATE_HOME=$T_TMP/state-sigint
+serve sleep; ws sigint
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "sleep" >/dev/null 2>"$T_TMP/err" &
+WP=$!
+for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
+sleep 0.3
+t0=$(now_ms)
+kill -INT $WP
+wait $WP; RC=$?
+MS=$(( $(now_ms) - t0 ))
+is "$RC" 130 "SIGINT: exit 130"
+lt "$MS" 1500 "SIGINT: the run ends within 1.5 s (the call's sleep dies at SIGTERM)"
+J=$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)
+like "$J" '"type":"result".*"outcome":"cancelled"' "the call's result is recorded as cancelled"
+like "$J" '"type":"stop","reason":"cancelled"' "the stop is recorded"
+sleep 1
+[ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
+export XDG_STATE_HOME=$T_TMP/state
+
+# WARD_CALL_ID is the journal's key for the call; --patch writes the diff.
+serve callid; ws callid
+run anthropic --patch "$T_TMP/changes.patch" "call id"
+is "$RC" 0 "--patch: exit 0"
+KEY=$(grep -h '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl | tail -1 | json key)
+like "$(cat "$T_TMP/changes.patch")" "^\+\+\+ b/callid.txt" "--patch: the patch names the new file"
+like "$(cat "$T_TMP/changes.patch")" "id=$KEY" "the command saw WARD_CALL_ID, the journal's key for the call"
+(cd "$WS" && patch -p1 -s <"$T_TMP/changes.patch")
+is "$(cat "$WS/callid.txt" 2>/dev/null)" "id=$KEY" "the patch applies with patch -p1"
+
+# Gate: no terminal + ask = refused, no hang; a rule allows; deny wins.
+serve write; ws gate
+run anthropic --approve ask "write"
+is "$RC" 0 "ask with no terminal: the run goes on (the model is told)"
+like "$(req 2)" "needs a person's approval" "ask with no terminal: the refusal reaches the model"
+like "$ERR" "no changes to the workspace" "and the write did not happen"
+serve write; ws gate2
+run anthropic --approve ask --allow 'write:*.txt' --apply "write"
+is "$(cat "$WS/gated.txt" 2>/dev/null)" written "positive twin: --allow 'write:*.txt' lets it run"
+serve write; ws gate3
+run anthropic --approve auto --deny 'write:gated*' --allow 'write' --apply "write"
+[ ! -e "$WS/gated.txt" ]; ok $? "deny is checked before allow"
+like "$(req 2)" "denied by the rule" "the model is told which rule"
+# An approver asked before the call runs: the file does not exist yet when
+# it is asked; its yes, no and stop.
+cat >"$T_TMP/approver" <<EOF
+#!/bin/sh
+read -r call
+if [ -e "\$WS_DIR/gated.txt" ]; then echo present >>"$T_TMP/asked"; else echo absent >>"$T_TMP/asked"; fi
+echo "\$call" >>"$T_TMP/asked-calls"
+echo "\$ANSWER_WHY"
+exit \$ANSWER
+EOF
+chmod +x "$T_TMP/approver"
+for a in 0 1 2; do
+	serve write; ws approver-$a; rm -f "$T_TMP/asked"
+	export WS_DIR=$WS ANSWER=$a ANSWER_WHY="not today"
+	run anthropic --rw --approve ask --approve-cmd "$T_TMP/approver" "write"
+	is "$(cat "$T_TMP/asked" 2>/dev/null)" absent "approver exit $a: asked once, before the file existed"
+	case $a in
+	0) is "$(cat "$WS/gated.txt" 2>/dev/null)" written "approver yes: the call ran after the answer"
+	   is "$RC" 0 "approver yes: exit 0" ;;
+	1) [ ! -e "$WS/gated.txt" ]; ok $? "approver no: the call did not run"
+	   like "$(req 2)" "refused by the user: not today" "approver no: the model is told why" ;;
+	2) [ ! -e "$WS/gated.txt" ]; ok $? "approver stop: the call did not run"
+	   is "$RC" 3 "approver stop: the turn stops, exit 3"
+	   is "$(nreq)" 1 "approver stop: no further request" ;;
+	esac
+done
+like "$(cat "$T_TMP/asked-calls")" '"tool":"write","input":\{"path":"gated.txt"' "the approver sees the whole call"
+serve write; ws gate-readonly; rm -f "$T_TMP/asked"
+export ANSWER=1
+run anthropic --rw --approve ask --allow 'write:gated*' --approve-cmd "$T_TMP/approver" "write"
+[ ! -e "$T_TMP/asked" ]; ok $? "an allow rule answers before the approver is asked"
+is "$(cat "$WS/gated.txt" 2>/dev/null)" written "and the call runs"
+
+serve write3; ws gate4
+run anthropic --approve ask "write three"
+is "$RC" 3 "three calls that need a person and none there: exit 3"
+like "$ERR" "refused" "the stop says refused"
+
+# Resume after ward is SIGKILLed mid-call: the dangling call is unknown.
+export XDG_STATE_HOME=$T_TMP/state-resume
+serve sleep; ws resume
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" "sleep" >/dev/null 2>"$T_TMP/err" &
+WP=$!
+for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
+S=$(grep -l '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1 | xargs basename | sed 's/.jsonl$//')
+kill -9 $WP; wait $WP 2>/dev/null
+serve text
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --resume "$S" "go on" >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+is "$RC" 0 "resume after SIGKILL: exit 0"
+like "$(req 1)" "outcome unknown" "the dangling call is reported to the model as unknown"
+like "$(req 1)" "go on" "with the next instruction"
+is "$(grep -c '"type":"result"' "$XDG_STATE_HOME/ward/sessions/$S.jsonl")" 0 "the dangling call was never re-run"
+
+# A ward SIGSTOPped mid-run with --deadline 5s: its watchdog kills it at
+# about 5 s + 5 s grace, the journal says so, and the box is gone.
+export XDG_STATE_HOME=$T_TMP/state-watchdog
+serve sleep; ws watchdog
+t0=$(now_ms)
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw --deadline 5s "sleep" >/dev/null 2>&1 &
+WP=$!
+for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
+kill -STOP $WP
+B=$("$WARD" box ls | awk 'NR>1 && $1 ~ /^s-/ {print $1}' | head -1)
+like "$B" "^s-" "the run's box exists while ward is stopped"
+while kill -0 $WP 2>/dev/null && [ $(( $(now_ms) - t0 )) -lt 20000 ]; do
+	[ "$(ps -o stat= -p $WP 2>/dev/null | cut -c1)" = Z ] && break
+	sleep 0.1
+done
+MS=$(( $(now_ms) - t0 ))
+wait $WP 2>/dev/null; RC=$?
+is "$RC" 137 "the stopped ward was killed (SIGKILL)"
+lt "$MS" 11500 "by its watchdog at the deadline + 5 s grace (5 s deadline)"
+lt 9500 "$MS" "and not before"
+like "$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)" '"watchdog":true' "the journal says the watchdog ended the run"
+for _ in $(seq 30); do "$WARD" box ls | grep -q "^$B " || break; sleep 0.1; done
+unlike "$("$WARD" box ls)" "^$B " "and the box is gone"
+sleep 1
+[ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
+
+# Usage errors, each with one line.
+"$WARD" run >/dev/null 2>"$T_TMP/err"; is $? 64 "no task: exit 64"
+env -u ANTHROPIC_API_KEY "$WARD" run "x" >/dev/null 2>"$T_TMP/err"
+is $? 64 "no key: exit 64"
+like "$(cat "$T_TMP/err")" "set ANTHROPIC_API_KEY" "no key: the line names the variable"
+"$WARD" run --approve sometimes "x" >/dev/null 2>"$T_TMP/err"; is $? 64 "bad --approve: exit 64"
+"$WARD" run --model replay:/no/such/script.json "x" >/dev/null 2>"$T_TMP/err"; is $? 64 "unreadable replay script: exit 64"
+"$WARD" run --base-url "$URL" --workspace /etc/hostname "x" >/dev/null 2>"$T_TMP/err"; is $? 4 "no box can be made (the workspace is a file): exit 4"
+like "$(cat "$T_TMP/err")" "cannot make a box" "and it says so"
+"$WARD" run --box no-such-box --base-url "$URL" "x" >/dev/null 2>"$T_TMP/err"; is $? 69 "unknown --box: exit 69"
+
+kill "$SRV" 2>/dev/null
+done_testing

@@ -1,0 +1,65 @@
+/* The gate: modes, rules (deny first), and a person's answers. */
+#include "turn/gate.h"
+#include "tap.h"
+
+static int answers[8], asked;
+
+static int ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
+{
+	snprintf(reason, cap, "because");
+	return answers[asked++];
+}
+
+static enum gate_decision check(struct gate *g, const char *tool, const char *input_json)
+{
+	cJSON *in = cJSON_Parse(input_json);
+	char why[600];
+	enum gate_decision d = gate_check(g, tool, in, why, sizeof(why));
+	cJSON_Delete(in);
+	return d;
+}
+
+int main(void)
+{
+	struct gate g = { .mode = GATE_ASK };
+	struct err e = { 0 };
+	is_int(check(&g, "read", "{\"path\":\"a\"}"), GATE_ALLOW, "ask mode: a read-only tool runs");
+	is_int(check(&g, "write", "{\"path\":\"a\"}"), GATE_NEEDS_PERSON, "ask mode: a write needs a person");
+	is_int(check(&g, "bash", "{\"command\":\"ls\"}"), GATE_NEEDS_PERSON, "ask mode: bash needs a person");
+	g.mode = GATE_EDITS;
+	is_int(check(&g, "edit", "{\"path\":\"a\"}"), GATE_ALLOW, "edits mode: an edit runs");
+	is_int(check(&g, "bash", "{\"command\":\"ls\"}"), GATE_NEEDS_PERSON, "edits mode: bash needs a person");
+	g.mode = GATE_AUTO;
+	is_int(check(&g, "bash", "{\"command\":\"rm -rf x\"}"), GATE_ALLOW, "auto mode: bash runs");
+
+	ok(gate_add_rule(&g, false, "bash:rm -rf*", &e) == 0, "a deny rule");
+	is_int(check(&g, "bash", "{\"command\":\"rm -rf x\"}"), GATE_DENY, "deny matches the command");
+	is_int(check(&g, "bash", "{\"command\":\"rm x\"}"), GATE_ALLOW, "positive twin: another command runs");
+	ok(gate_add_rule(&g, true, "bash", &e) == 0, "an allow rule for every bash call");
+	is_int(check(&g, "bash", "{\"command\":\"rm -rf y\"}"), GATE_DENY, "deny is checked before allow");
+
+	struct gate g2 = { .mode = GATE_ASK };
+	ok(gate_add_rule(&g2, true, "bash:git status*", &e) == 0, "an allow rule with a pattern");
+	is_int(check(&g2, "bash", "{\"command\":\"git status --short\"}"), GATE_ALLOW, "allow matches");
+	is_int(check(&g2, "bash", "{\"command\":\"git push\"}"), GATE_NEEDS_PERSON, "and only what it matches");
+	ok(gate_add_rule(&g2, true, "write:src/*", &e) == 0, "a path rule");
+	is_int(check(&g2, "write", "{\"path\":\"src/a/b.c\"}"), GATE_ALLOW, "a path rule matches the path");
+	is_int(check(&g2, "write", "{\"path\":\"README\"}"), GATE_NEEDS_PERSON, "and only that path");
+
+	ok(gate_add_rule(&g2, true, "nosuchtool", &e) < 0, "an unknown tool in a rule is refused");
+	like(e.msg, "no tool named nosuchtool", "and says so");
+	ok(gate_add_rule(&g2, true, ":x", &e) < 0, "a rule without a tool is refused");
+
+	struct gate p = { .mode = GATE_ASK, .ask = ask };
+	answers[0] = 'y';
+	answers[1] = 'n';
+	answers[2] = 'a';
+	answers[3] = 'q';
+	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_ALLOW, "a person says yes once");
+	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_DENY, "then no");
+	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "then always (for make)");
+	is_int(check(&p, "bash", "{\"command\":\"make all\"}"), GATE_ALLOW, "always: the next make runs unasked");
+	is_int(asked, 3, "without asking");
+	is_int(check(&p, "bash", "{\"command\":\"cargo build\"}"), GATE_ABORT, "another command is asked: stop the turn");
+	return tap_done();
+}

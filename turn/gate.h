@@ -1,0 +1,46 @@
+/* The approval gate, asked before each call is dispatched. Deny rules
+ * first, then allow rules, then the mode: ask (everything that writes or
+ * runs needs a person), edits (file edits run, bash needs a person), auto
+ * (everything inside the box runs). A rule is TOOL or TOOL:PATTERN, where
+ * PATTERN is a glob over bash's command or a file tool's path. */
+#pragma once
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+
+enum gate_mode { GATE_ASK, GATE_EDITS, GATE_AUTO };
+
+enum gate_decision {
+	GATE_ALLOW,		/* run it */
+	GATE_DENY,		/* a rule or a person said no: the model is told */
+	GATE_NEEDS_PERSON,	/* nobody to ask: refused, the model is told */
+	GATE_ABORT,		/* a person stopped the turn */
+};
+const char *gate_decision_name(enum gate_decision d);
+
+#define GATE_RULES_MAX 64
+struct gate_rule {
+	bool allow;
+	char tool[32];
+	char pattern[256];	/* "" matches every call of the tool */
+};
+
+/* A person's answer to one call: 'y' once, 'n' refuse, 'a' always (this
+ * tool, or for bash this command's first word), 'q' abort the turn. */
+typedef int gate_ask_fn(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap);
+
+struct gate {
+	enum gate_mode mode;
+	struct gate_rule rules[GATE_RULES_MAX];
+	int nrules;
+	gate_ask_fn *ask;	/* NULL: nobody at a terminal */
+	void *ask_ud;
+};
+
+int gate_mode_parse(const char *s, enum gate_mode *ret);
+/* e.g. "bash:git status*", "write", "edit:src/x*" */
+int gate_add_rule(struct gate *g, bool allow, const char *spec, struct err *e);
+/* The decision and a line saying why (for the model and the journal). */
+enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, char *why, size_t cap);

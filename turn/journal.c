@@ -1,0 +1,201 @@
+#include "turn/journal.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "sandbox/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOURNAL_MAX (256u << 20)
+
+int journal_dir(char *out, size_t n, struct err *e)
+{
+	char base[PATH_MAX];
+	int r = state_data_dir(base, sizeof(base), e);
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(out, n, "%s/sessions", base) >= n)
+		return err_set(e, -ENAMETOOLONG, "the sessions directory path is too long");
+	if (state_mkdir_p(out, 0700) < 0)
+		return err_setc(e, -errno, "cannot create %s", out);
+	/* An existing directory made by someone else's umask is tightened. */
+	chmod(out, 0700);
+	return 0;
+}
+
+static bool journal_id_valid(const char *id)
+{
+	if (!id || !*id || strlen(id) > 60)
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			return false;
+	return true;
+}
+
+static int journal_path(const char *id, char *out, size_t n, struct err *e)
+{
+	if (!journal_id_valid(id))
+		return err_set(e, -EINVAL, "invalid session id \"%s\" (see `ward sessions`)", id ? id : "");
+	char dir[PATH_MAX];
+	int r = journal_dir(dir, sizeof(dir), e);
+	if (r < 0)
+		return r;
+	snprintf(out, n, "%s/%s.jsonl", dir, id);
+	return 0;
+}
+
+int journal_create(struct journal *j, cJSON *header, struct err *e)
+{
+	*j = (struct journal){ .fd = -1 };
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	uint8_t rnd[3] = { 0 };
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd[0] = (uint8_t)getpid();
+	snprintf(j->id, sizeof(j->id), "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2]);
+	int r = journal_path(j->id, j->path, sizeof(j->path), e);
+	if (r < 0)
+		return r;
+	j->fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	if (j->fd < 0)
+		return err_setc(e, -errno, "cannot create the session journal %s", j->path);
+	char created[32];
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_DeleteItemFromObject(header, "session");
+	cJSON_DeleteItemFromObject(header, "created");
+	cJSON_AddStringToObject(header, "session", j->id);
+	cJSON_AddStringToObject(header, "created", created);
+	r = journal_write(j, "header", header);
+	if (r < 0)
+		return err_setc(e, r, "cannot write the session journal %s", j->path);
+	return 0;
+}
+
+int journal_open(struct journal *j, const char *id, struct err *e)
+{
+	*j = (struct journal){ .fd = -1 };
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	int r = journal_path(id, j->path, sizeof(j->path), e);
+	if (r < 0)
+		return r;
+	j->fd = open(j->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (j->fd < 0)
+		return err_set(e, -errno, "no session %s (%s)", id, strerror(errno));
+	return 0;
+}
+
+void journal_close(struct journal *j)
+{
+	if (j->fd >= 0) {
+		fsync(j->fd);
+		close(j->fd);
+	}
+	j->fd = -1;
+}
+
+int journal_write(struct journal *j, const char *type, cJSON *rec)
+{
+	if (j->fd < 0)
+		return 0;
+	cJSON_DeleteItemFromObject(rec, "type");
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
+	if (!s || s[0] != '{')
+		return -ENOMEM;
+	/* "type" first, for a person reading the file; type is ours, plain. */
+	size_t n = strlen(s), tl = strlen(type);
+	_cleanup_free_ char *line = malloc(n + tl + 16);
+	if (!line)
+		return -ENOMEM;
+	int k = snprintf(line, n + tl + 16, "{\"type\":\"%s\"%s%s\n", type, n > 2 ? "," : "", n > 2 ? s + 1 : "}");
+	return fdio_write_full(j->fd, line, (size_t)k);
+}
+
+void journal_state_free(struct journal_state *st)
+{
+	cJSON_Delete(st->header);
+	cJSON_Delete(st->messages);
+	cJSON_Delete(st->dangling);
+	cJSON_Delete(st->results);
+	*st = (struct journal_state){ 0 };
+}
+
+static const char *rec_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int journal_load(const char *id, struct journal_state *st, struct err *e)
+{
+	*st = (struct journal_state){ 0 };
+	char path[PATH_MAX];
+	int r = journal_path(id, path, sizeof(path), e);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	r = fdio_read_file(AT_FDCWD, path, JOURNAL_MAX, &data, &len);
+	if (r == -ENOENT)
+		return err_set(e, r, "no session %s (see `ward sessions`)", id);
+	if (r < 0)
+		return err_setc(e, r, "cannot read %s", path);
+	st->messages = cJSON_CreateArray();
+	st->dangling = cJSON_CreateArray();
+	st->results = cJSON_CreateObject();
+	cJSON *intents = cJSON_CreateObject();
+	size_t lineno = 0;
+	for (char *p = data, *nl; p < data + len; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(data + len - p));
+		lineno++;
+		if (!nl)
+			break;	/* a last line cut by a kill */
+		cJSON *rec = cJSON_ParseWithLength(p, (size_t)(nl - p));
+		if (!rec) {
+			cJSON_Delete(intents);
+			journal_state_free(st);
+			return err_set(e, -EBADMSG, "%s: line %zu is not JSON; the journal is damaged", path, lineno);
+		}
+		const char *type = rec_str(rec, "type");
+		const char *cid = rec_str(rec, "call_id");
+		if (type && !strcmp(type, "header") && !st->header) {
+			st->header = rec;
+			continue;
+		}
+		if (type && !strcmp(type, "message")) {
+			cJSON *m = cJSON_CreateObject();
+			cJSON_AddItemToObject(m, "role", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "role"), 1));
+			cJSON_AddItemToObject(m, "content",
+					      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "content"), 1));
+			cJSON_AddItemToArray(st->messages, m);
+		} else if (type && !strcmp(type, "intent") && cid) {
+			cJSON_DeleteItemFromObject(intents, cid);
+			cJSON_AddItemToObject(intents, cid, cJSON_Duplicate(rec, 1));
+		} else if (type && !strcmp(type, "result") && cid) {
+			cJSON_DeleteItemFromObject(st->results, cid);
+			cJSON_AddItemToObject(st->results, cid, cJSON_Duplicate(rec, 1));
+		}
+		cJSON_Delete(rec);
+	}
+	if (!st->header) {
+		cJSON_Delete(intents);
+		journal_state_free(st);
+		return err_set(e, -EBADMSG, "%s has no header; it is not a ward session", path);
+	}
+	const cJSON *it;
+	cJSON_ArrayForEach(it, intents)
+		if (!cJSON_GetObjectItemCaseSensitive(st->results, it->string))
+			cJSON_AddItemToArray(st->dangling, cJSON_Duplicate(it, 1));
+	cJSON_Delete(intents);
+	return 0;
+}

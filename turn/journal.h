@@ -1,0 +1,44 @@
+/* The session journal: one JSON object per line, 0600 in a 0700 directory
+ * ($XDG_STATE_HOME/ward/sessions). Records:
+ *   {"type":"header","session","created","provider","model","workspace","box"}
+ *   {"type":"message","role","content"[,"partial":true]}
+ *   {"type":"intent","call_id","key","tool","input"}   written before dispatch
+ *   {"type":"gate","call_id","decision","by"}
+ *   {"type":"result","call_id","outcome","text",...}   written after
+ *   {"type":"stop","reason","why","rounds","calls","usage"}
+ * Each record is one write(2) of a whole line, so a killed ward leaves at
+ * most its last line cut; the loader skips a cut last line. */
+#pragma once
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+
+struct journal {
+	int fd;
+	char id[64];
+	char path[4096];
+};
+
+/* A new session: its id is made here. header is completed with
+ * "type", "session" and "created". */
+int journal_create(struct journal *j, cJSON *header, struct err *e);
+/* An existing session, for appending. */
+int journal_open(struct journal *j, const char *id, struct err *e);
+void journal_close(struct journal *j);
+/* Append one record (its "type" set to type). */
+int journal_write(struct journal *j, const char *type, cJSON *rec);
+
+/* What a journal holds, for --resume: the header, the conversation, and
+ * which intents have no result. */
+struct journal_state {
+	cJSON *header;
+	cJSON *messages;	/* array, ready to send */
+	cJSON *dangling;	/* array of intents without a result */
+	cJSON *results;		/* object: call_id -> result record */
+};
+int journal_load(const char *id, struct journal_state *st, struct err *e);
+void journal_state_free(struct journal_state *st);
+/* The sessions directory. */
+int journal_dir(char *out, size_t n, struct err *e);

@@ -1,0 +1,125 @@
+/* run_turn: one task (or one more instruction in a session) to its stop.
+ * It builds the request, streams it, assembles the message, gates each
+ * tool call, dispatches it into the box, collects every result, and goes
+ * round again, until the model is done or a bound stops it. One event loop
+ * owns every fd: the HTTP transfer, the box channel, signals, timers.
+ * Front ends only see events. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "turn/gate.h"
+#include "turn/journal.h"
+#include "turn/provider.h"
+
+struct box_conn;
+
+enum turn_stop_kind {
+	TURN_DONE,
+	TURN_ROUND_CAP,
+	TURN_DEADLINE,
+	TURN_TOKENS,
+	TURN_COST,
+	TURN_CALL_CAP,
+	TURN_CANCELLED,
+	TURN_REFUSED,		/* a gate abort, or calls that need a person and none is there */
+	TURN_PROVIDER_ERROR,
+	TURN_BOX_ERROR,
+};
+const char *turn_stop_name(enum turn_stop_kind k);
+
+struct turn_stop {
+	enum turn_stop_kind kind;
+	char why[512];
+	int rounds, calls, refused;
+	struct usage usage;
+	double cost;		/* USD; <0 when the model's prices are unknown */
+	char model_stop[32];	/* the last stop reason the model gave */
+	/* Loop overhead: from the stream's last byte to each call's frame
+	 * written to the box's channel, in microseconds (0 with no calls). */
+	int64_t dispatch_us_median, dispatch_us_max;
+};
+
+enum turn_ev_type {
+	EV_ROUND,		/* a request is about to be sent (n = round) */
+	EV_TEXT,		/* text delta */
+	EV_THINKING,		/* thinking delta */
+	EV_RETRY,		/* text: why; n: delay ms */
+	EV_TOOL_CALL,		/* call: the tool_use block */
+	EV_APPROVAL,		/* call; text: the decision and why */
+	EV_TOOL_OUTPUT,		/* call; text/len: output bytes */
+	EV_TOOL_RESULT,		/* call; result: {outcome, text, ...} */
+	EV_USAGE,		/* usage: the running total */
+	EV_STOP,		/* stop */
+};
+const char *turn_ev_name(enum turn_ev_type t);
+
+struct turn_event {
+	enum turn_ev_type type;
+	const char *text;
+	size_t len;
+	int64_t n;
+	const cJSON *call;
+	const cJSON *result;
+	const struct usage *usage;
+	const struct turn_stop *stop;
+};
+
+struct turn_sink {
+	void (*on_event)(void *ud, const struct turn_event *ev);
+	void *ud;
+};
+
+struct budgets {
+	int64_t deadline_ms;	/* absolute, monotonic; 0: none */
+	int max_rounds;		/* 0: none */
+	int max_calls;
+	int64_t max_tokens;	/* input + output over the run */
+	double max_cost;	/* USD; 0: none */
+};
+
+#define TURN_SINKS_MAX 4
+
+struct turn_cfg {
+	const struct provider *provider;	/* NULL with replay */
+	struct provider_cfg pcfg;
+	const char *replay_path;		/* replay provider's script */
+	const char *system;
+	struct budgets b;
+	struct gate *gate;
+	struct turn_sink sinks[TURN_SINKS_MAX];
+	int nsinks;
+	int retries;		/* provider retries; -1: the default (2) */
+	int64_t idle_ms;	/* stream idle limit */
+	int64_t connect_ms;
+};
+
+/* A session: the conversation so far, its journal, its box. */
+struct session {
+	cJSON *messages;
+	struct journal j;
+	struct box_conn *box;
+	int rounds, calls, refused;	/* over the whole session, for the budgets */
+	struct usage usage;
+};
+
+/* Run until a stop; the stop is always filled. Returns 0, or <0 for a
+ * setup failure (e set) before anything ran. SIGINT/SIGTERM must be
+ * blocked by the caller; run_turn reads them from a signalfd. */
+int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruction, struct turn_stop *stop,
+	     struct err *e);
+
+/* USD per million tokens, where known. */
+struct price {
+	double in, out, cache_read, cache_write;
+};
+bool price_for(const char *model, struct price *ret);
+double price_cost(const struct price *p, const struct usage *u);
+
+/* The replay provider's stream for the conversation so far: SSE bytes of
+ * the next scripted turn in Anthropic's format, or NULL and e set when the
+ * conversation diverged from the script. */
+char *replay_stream(const char *path, const cJSON *messages, struct err *e);
