@@ -795,8 +795,10 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	if (r < 0)
 		return err_setc(e, r, "event loop");
 	r = http_new(&t.http, t.loop);
-	if (r < 0) {
+	if (r < 0 && !cfg->replay_path) {
 		loop_free(t.loop);
+		if (r == -ENOENT || r == -ENOSYS)
+			return err_set(e, r, "cannot load libcurl.so.4 (install the libcurl4 package)");
 		return err_setc(e, r, "HTTP client");
 	}
 	sigset_t mask;
@@ -822,7 +824,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	}
 	start_round(&t);
 	while (!t.finished) {
-		int64_t d = http_deadline(t.http);
+		int64_t d = t.http ? http_deadline(t.http) : -1;
 		if (s->box)
 			d = dmin(d, box_conn_deadline(s->box));
 		if (t.phase == PH_RETRY_WAIT)
@@ -833,7 +835,8 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 			d = dmin(d, cfg->b.deadline_ms);
 		if (loop_run_once(t.loop, d) < 0)
 			break;
-		http_tick(t.http);
+		if (t.http)
+			http_tick(t.http);
 		if (s->box)
 			box_conn_tick(s->box);
 		if (t.finished)
