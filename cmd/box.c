@@ -53,7 +53,8 @@ static const char create_help[] =
 	"  --net              share the host's network (default: none)\n"
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
-	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n";
+	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
+	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n";
 
 /* Parse box-creation flags (and exec's --timeout for `box run`). Returns
  * the index of the first non-option argument, or -1 after printing. */
@@ -128,6 +129,10 @@ static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *time
 			o->rw = true;
 			break;
 		case 'b':
+			if (!box_backend_find(optarg)) {
+				cmd_error("--backend: \"%s\" is not a backend; use ns, vm or auto", optarg);
+				return -1;
+			}
 			o->backend = optarg;
 			break;
 		case 'h':

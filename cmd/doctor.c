@@ -1,5 +1,6 @@
 /* ward doctor: what this machine can enforce, checked, never assumed. */
 #include "cmd/cmd.h"
+#include "sandbox/box.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "sandbox/cgroup.h"
@@ -95,13 +96,18 @@ static int doctor_run(int argc, char **argv)
 		io_uring_queue_exit(&ring);
 	else
 		doctor_fail = 1;
-	/* A node can exist without a hypervisor behind it: ask for the API. */
-	int kfd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	int api = kfd >= 0 ? ioctl(kfd, 0xAE00 /* KVM_GET_API_VERSION */, 0) : -1;
-	if (kfd >= 0)
-		close(kfd);
-	line(api == 12, "kvm", api == 12 ? "/dev/kvm answers (API 12); the vm backend is not in this build yet" :
-	     "no usable /dev/kvm; the vm backend is not in this build yet");
+	/* A node can exist without a hypervisor behind it: vm_kvm_usable
+	 * wants the CPU flag and a VM that can be made. */
+	struct err ve = { 0 };
+	bool vm = vm_available(&ve) == 0;
+	bool kvm = vm_kvm_usable();
+	line(kvm, "kvm", kvm ? "usable: vm boxes run under KVM" :
+	     access("/dev/kvm", F_OK) == 0 ? "/dev/kvm is there but cannot run a VM (no vmx/svm: nested virtualisation is off)"
+					   : "no /dev/kvm");
+	line(vm, "vm backend", vm ? (kvm ? "QEMU microvm with KVM" : "QEMU microvm under TCG emulation (boots in seconds)")
+			      : "%s", ve.msg);
+	line(false, "firecracker", "not supported by this build (QEMU only)");
+	line(true, "backend auto", "%s", kvm && vm ? "vm" : "ns");
 	const char *g = cmd_guest_path();
 	bool gok = access(g, X_OK) == 0;
 	line(gok, "ward-guest", "%s", g);

@@ -23,6 +23,10 @@ struct guest_cfg {
 	int64_t grace_ms;
 	const char *workspace;
 	uint64_t rlimit_as;	/* per-command address-space cap, 0 = none */
+	/* The uid GUEST_TOOL_UID maps to outside the call's namespace: 0 in
+	 * the ns backend (the box's root is an unprivileged host user), 1000
+	 * in a VM (where the box's root is real). */
+	int tool_outer_uid;
 };
 
 struct job;
@@ -55,12 +59,18 @@ struct call {
 	struct call *next;
 };
 
+/* vm.c: PID 1 of a microVM. */
+int vm_setup(struct guest_cfg *cfg);
+int vm_open_port(void);
+void vm_poweroff(const char *why) __attribute__((noreturn));
+
 /* proc.c: one process tree per bash call. */
 int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command);
 void proc_signal(struct call *c, int sig);
 /* evidence.c */
 cJSON *evidence_collect(const struct call *c, int64_t budget_ms);
-/* worker.c: in-process tools on threads. */
+/* worker.c: in-process tools on threads, as this uid when not 0. */
+extern int worker_uid;
 int worker_start(struct call *c, int done_efd);
 /* Jobs completed since the last take, linked through worker_next. */
 struct job *worker_take_done(void);

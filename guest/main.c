@@ -501,7 +501,13 @@ static int guest_parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (guest_parse_args(argc, argv) < 0) {
+	/* Started by a kernel as /init, with no arguments: a microVM. */
+	bool vm = getpid() == 1 && argc == 1;
+	if (vm) {
+		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .grace_ms = GUEST_GRACE_MS };
+		vm_setup(&G.cfg);
+		worker_uid = G.cfg.tool_outer_uid;
+	} else if (guest_parse_args(argc, argv) < 0) {
 		fprintf(stderr, "usage: ward-guest --fd N [--cgroup-fd N] [--grace-ms MS] [--workspace DIR]\n");
 		return 64;
 	}
@@ -536,11 +542,35 @@ int main(int argc, char **argv)
 	proto_hello_payload(hello);
 	guest_send(PROTO_HELLO, 0, 0, hello, sizeof(hello));
 
-	while (!G.quit) {
-		int64_t next = guest_tick();
-		if (loop_run_once(G.loop, next) < 0)
+	for (;;) {
+		while (!G.quit) {
+			int64_t next = guest_tick();
+			if (loop_run_once(G.loop, next) < 0)
+				break;
+		}
+		if (!vm)
 			break;
+		/* The host went away: its calls end; wait for it to come back. */
+		for (struct call *c = G.calls; c; c = c->next) {
+			proc_signal(c, SIGKILL);
+			if (c->job)
+				worker_cancel(c->job);
+		}
+		loop_del(G.loop, G.cfg.chan_fd);
+		close(G.cfg.chan_fd);
+		proto_reader_free(&G.rd);
+		proto_writer_free(&G.wr);
+		G.wr_armed = false;
+		G.quit = false;
+		G.cfg.chan_fd = vm_open_port();
+		fdio_set_nonblock(G.cfg.chan_fd, true);
+		proto_reader_init(&G.rd);
+		proto_writer_init(&G.wr, GUEST_STREAM_QUEUE + 4 * PROTO_MAX_PAYLOAD);
+		loop_add(G.loop, G.cfg.chan_fd, EPOLLIN, on_channel, NULL);
+		guest_send(PROTO_HELLO, 0, 0, hello, sizeof(hello));
 	}
+	if (vm)
+		vm_poweroff(NULL);
 	/* Leaving PID 1 ends the box's PID namespace: the kernel kills all. */
 	for (struct call *c = G.calls; c; c = c->next)
 		proc_signal(c, SIGKILL);

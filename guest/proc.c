@@ -85,6 +85,14 @@ static int proc_exec(void *arg)
 	setsid();
 	if (dup2(sp->devnull, 0) < 0 || dup2(sp->out_w, 1) < 0 || dup2(sp->out_w, 2) < 0)
 		_exit(127);
+	/* In a VM the call's uid 1000 is the VM's own uid 1000: become it
+	 * (raw system calls: glibc's setxid would signal threads this child
+	 * does not have). In the ns backend the process is already uid 1000
+	 * of its namespace and this changes nothing. */
+	if (sp->cfg->tool_outer_uid &&
+	    (syscall(SYS_setresgid, GUEST_TOOL_UID, GUEST_TOOL_UID, GUEST_TOOL_UID) < 0 ||
+	     syscall(SYS_setresuid, GUEST_TOOL_UID, GUEST_TOOL_UID, GUEST_TOOL_UID) < 0))
+		proc_child_fail("setresuid");
 	if (chdir(sp->cfg->workspace) < 0 && chdir("/") < 0)
 		proc_child_fail("chdir");
 	proc_drop_caps();
@@ -227,7 +235,7 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 	close(statp[1]);
 	close(syncp[0]);
 	char map[64];
-	snprintf(map, sizeof(map), "%d 0 1\n", GUEST_TOOL_UID);
+	snprintf(map, sizeof(map), "%d %d 1\n", GUEST_TOOL_UID, cfg->tool_outer_uid);
 	int r = proc_write_map(pid, "uid_map", map);
 	if (r >= 0)
 		r = proc_write_map(pid, "setgroups", "deny");

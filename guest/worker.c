@@ -57,8 +57,17 @@ static void worker_run(struct job *j, struct uio **u)
 	j->call->tool->run(&ctx, &j->res);
 }
 
+int worker_uid;
+
 static void *worker_main(void *arg)
 {
+	/* In a VM, in-process tools act as uid 1000, as tool commands do
+	 * (raw system calls: credentials are per thread, and glibc would
+	 * change every thread's). */
+	if (worker_uid) {
+		syscall(SYS_setresgid, worker_uid, worker_uid, worker_uid);
+		syscall(SYS_setresuid, worker_uid, worker_uid, worker_uid);
+	}
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
 	syscall(SYS_capset, &h, d);

@@ -54,9 +54,17 @@ struct box_backend {
 	const char *name;
 	int (*start)(const struct box_spec *s, struct box_inst *ret, struct err *e);
 	void (*kill)(struct box_inst *b);
+	/* The host cgroup's limits for a box's limits (NULL: the same). */
+	void (*host_limits)(const struct limits *box, struct limits *host);
 };
-extern const struct box_backend box_backend_ns;
+extern const struct box_backend box_backend_ns, box_backend_vm;
+/* "ns", "vm", or "auto" (vm where KVM works, else ns); NULL if unknown. */
 const struct box_backend *box_backend_find(const char *name);
+/* SIGKILL a backend's process and reap it (bounded: 2 s); close its fds. */
+void box_kill_reap(pid_t pid, int pidfd, int chan_fd);
+/* vm.c: whether the vm backend can run here, and KVM. */
+int vm_available(struct err *e);
+bool vm_kvm_usable(void);
 
 /* Spawn a keeper that builds the box; returns when the guest answered. */
 int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e);

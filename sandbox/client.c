@@ -73,7 +73,7 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 		box_gen_name(name, sizeof(name));
 	}
 	if (!box_backend_find(o->backend))
-		return err_set(e, -EINVAL, "unknown backend \"%s\": this ward has \"ns\"", o->backend);
+		return err_set(e, -EINVAL, "unknown backend \"%s\": use ns, vm or auto", o->backend);
 	if (o->workspace) {
 		struct stat st;
 		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode))

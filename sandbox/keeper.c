@@ -225,7 +225,10 @@ static int keeper_restart(struct err *e)
 {
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
-	cgroup_create(K.cgname, &K.o->lim, &K.cg, NULL);
+	struct limits hl = K.o->lim;
+	if (K.be->host_limits)
+		K.be->host_limits(&K.o->lim, &hl);
+	cgroup_create(K.cgname, &hl, &K.cg, NULL);
 	K.restarts++;
 	return keeper_guest_up(e);
 }
@@ -672,7 +675,10 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		goto fail;
 	}
 	loop_add(K.loop, K.sfd, EPOLLIN, on_signal, NULL);
-	cgroup_create(K.cgname, &o->lim, &K.cg, NULL);
+	struct limits hl = o->lim;
+	if (K.be->host_limits)
+		K.be->host_limits(&o->lim, &hl);
+	cgroup_create(K.cgname, &hl, &K.cg, NULL);
 	if (keeper_guest_up(&e) < 0)
 		goto fail;
 	if (keeper_listen(&e) < 0)

@@ -2,6 +2,7 @@
  * steps in its new namespaces; any failure travels back to the parent over a
  * CLOEXEC socket as one line, and an exec that succeeds closes that socket. */
 #include "sandbox/ns.h"
+#include "sandbox/box.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
@@ -468,24 +469,9 @@ void ns_kill(struct ns_box *b)
 {
 	if (b->pid <= 0)
 		return;
-	if (b->pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	else
-		kill(b->pid, SIGKILL);
 	/* PID 1 exits only after the kernel has killed and reaped the rest of
-	 * its namespace; wait for that, bounded. */
-	int64_t until = now_ms() + 2000;
-	while (now_ms() < until) {
-		pid_t p = waitpid(b->pid, NULL, WNOHANG);
-		if (p == b->pid || (p < 0 && errno == ECHILD))
-			break;
-		struct pollfd pf = { .fd = b->pidfd, .events = POLLIN };
-		poll(&pf, 1, 20);
-	}
-	if (b->pidfd >= 0)
-		close(b->pidfd);
-	if (b->chan_fd >= 0)
-		close(b->chan_fd);
+	 * its namespace: the reap waits for that, bounded. */
+	box_kill_reap(b->pid, b->pidfd, b->chan_fd);
 	b->pid = 0;
 	b->pidfd = b->chan_fd = -1;
 }

@@ -1,0 +1,234 @@
+/* ward-guest as /init of a microVM: mount the kernel's file systems, load
+ * the modules the image carries (in the order it lists), mount the host's
+ * /usr (read-only) and the workspace over virtio-9p, set the box's limits
+ * in the VM's own cgroup, and serve the box protocol on the virtio-serial
+ * port named "ward". The port answers ENXIO until the host connects; the
+ * host may also go away and come back. */
+#include "guest/guest.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/timeutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define VM_SHARE_WAIT_MS 5000
+#define VM_PORT_NAME "ward"
+
+static void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void vm_log(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	n = MIN(n, (int)sizeof(msg) - 2);
+	msg[n++] = '\n';
+	fdio_write_full(2, "ward-guest: ", 12);
+	fdio_write_full(2, msg, (size_t)n);
+}
+
+void vm_poweroff(const char *why)
+{
+	if (why)
+		vm_log("%s; powering off", why);
+	sync();
+	reboot(RB_POWER_OFF);
+	_exit(1);
+}
+
+/* ward.NAME=VALUE from the kernel command line. */
+static bool vm_param(const char *cmdline, const char *name, char *out, size_t n)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "ward.%s=", name);
+	for (const char *p = cmdline; (p = strstr(p, key)); p++) {
+		if (p != cmdline && p[-1] != ' ')
+			continue;
+		p += strlen(key);
+		size_t l = strcspn(p, " \n");
+		snprintf(out, n, "%.*s", (int)l, p);
+		return true;
+	}
+	return false;
+}
+
+static int vm_mount(const char *src, const char *dst, const char *type, unsigned long flags, const char *opts)
+{
+	mkdir(dst, 0755);
+	if (mount(src, dst, type, flags, opts) < 0) {
+		vm_log("mount %s on %s: %s", type, dst, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static void vm_modules(void)
+{
+	_cleanup_free_ char *order = NULL;
+	size_t len;
+	if (fdio_read_file(AT_FDCWD, "/ward/modules/order", 1 << 16, &order, &len) < 0)
+		return;
+	for (char *name = strtok(order, "\n"); name; name = strtok(NULL, "\n")) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "/ward/modules/%s", name);
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST))
+			vm_log("module %s: %s", name, strerror(errno));
+	}
+}
+
+/* A 9p share: its virtio device appears a moment after the module loads. */
+static int vm_share(const char *tag, const char *dst, unsigned long flags, const char *cache)
+{
+	char opts[128];
+	snprintf(opts, sizeof(opts), "trans=virtio,version=9p2000.L,msize=524288,cache=%s", cache);
+	mkdir(dst, 0755);
+	int64_t until = now_ms() + VM_SHARE_WAIT_MS;
+	for (;;) {
+		if (mount(tag, dst, "9p", flags, opts) == 0)
+			return 0;
+		if (errno != ENOENT || now_ms() > until)
+			break;
+		usleep(5000);
+	}
+	vm_log("mount the %s share on %s: %s", tag, dst, strerror(errno));
+	return -errno;
+}
+
+static void vm_write(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		fdio_write_full(fd, s, strlen(s));
+}
+
+static void vm_loopback_up(void)
+{
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { 0 };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+}
+
+/* The box's limits on the VM's own cgroup v2; calls get cgroups below it. */
+static int vm_cgroup(const char *cmdline)
+{
+	if (vm_mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -1;
+	fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
+	mkdir("/sys/fs/cgroup/box", 0755);
+	char v[64];
+	if (vm_param(cmdline, "pids", v, sizeof(v)))
+		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/pids.max", v);
+	if (vm_param(cmdline, "mem", v, sizeof(v)))
+		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
+	return open("/sys/fs/cgroup/box", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+}
+
+/* The virtio-serial port named "ward", by its sysfs name. */
+static int vm_port_path(char *out, size_t n)
+{
+	DIR *d = opendir("/sys/class/virtio-ports");
+	struct dirent *de;
+	int r = -ENOENT;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", de->d_name);
+		_cleanup_free_ char *name = NULL;
+		if (fdio_read_file(AT_FDCWD, p, 256, &name, NULL) < 0)
+			continue;
+		name[strcspn(name, "\n")] = 0;
+		if (!strcmp(name, VM_PORT_NAME)) {
+			snprintf(out, n, "/dev/%s", de->d_name);
+			r = 0;
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+int vm_open_port(void)
+{
+	char path[PATH_MAX];
+	for (;;) {
+		if (vm_port_path(path, sizeof(path)) == 0) {
+			int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+			if (fd >= 0)
+				return fd;
+			/* ENXIO: the host side is not connected yet. */
+		}
+		usleep(5000);
+	}
+}
+
+int vm_setup(struct guest_cfg *cfg)
+{
+	vm_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	vm_mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	vm_mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755");
+	int con = open("/dev/console", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (con >= 0) {
+		dup2(con, 1);
+		dup2(con, 2);
+		close(con);
+	}
+	_cleanup_free_ char *cmdline = NULL;
+	if (fdio_read_file(AT_FDCWD, "/proc/cmdline", 8192, &cmdline, NULL) < 0)
+		cmdline = strdup("");
+	vm_modules();
+	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
+		vm_poweroff("no /usr from the host");
+	char ws[8];
+	if (vm_param(cmdline, "ws", ws, sizeof(ws)) && !strcmp(ws, "1") &&
+	    vm_share("ws", "/workspace", MS_NODEV | MS_NOSUID, "mmap") < 0)
+		vm_poweroff("no /workspace from the host");
+	vm_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=50%");
+	vm_mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m");
+	vm_mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%");
+	mkdir("/dev/shm", 01777);
+	vm_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%");
+	vm_write("/etc/passwd", "root:x:0:0:root:/tmp:/bin/bash\n"
+				"ward:x:1000:1000:ward:/tmp:/bin/bash\n"
+				"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	vm_write("/etc/group", "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n");
+	vm_write("/etc/hostname", "ward\n");
+	vm_write("/etc/hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n");
+	vm_write("/etc/resolv.conf", "");
+	sethostname("ward", 4);
+	vm_loopback_up();
+	cfg->cgroup_fd = vm_cgroup(cmdline);
+	char grace[32];
+	if (vm_param(cmdline, "grace", grace, sizeof(grace)))
+		cfg->grace_ms = atoll(grace);
+	cfg->workspace = "/workspace";
+	/* Tool commands run as uid 1000 of the VM itself: they cannot write
+	 * the VM's cgroups or ward-guest's files (the root is read-only too). */
+	cfg->tool_outer_uid = GUEST_TOOL_UID;
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		vm_log("remount / read-only: %s", strerror(errno));
+	cfg->chan_fd = vm_open_port();
+	return 0;
+}

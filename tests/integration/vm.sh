@@ -1,0 +1,90 @@
+#!/bin/bash
+# The vm backend, under whatever the machine has (TCG here): a microVM box
+# boots, answers, runs every tool, bounds its hangs, and is destroyed; the
+# VMM stopped or killed from outside is detected and handled.
+. "$(dirname "$0")/lib.sh"
+command -v qemu-system-x86_64 >/dev/null || skip_all "QEMU is not installed (apt-get install qemu-system-x86)"
+ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no kernel in /boot (apt-get install linux-image-amd64)"
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
+WS=$T_TMP/ws
+mkdir -p "$WS"
+printf 'one\ntwo\nthree\n' >"$WS/a.txt"
+qemu_of() { pgrep -f "qemu-system-x86_64.*/$1/" | head -1; }
+
+t0=$(now_ms)
+B=$(box_new --backend vm --workspace "$WS")
+MS=$(( $(now_ms) - t0 ))
+like "$B" "^box-" "a vm box is created ($MS ms, cold boot)"
+like "$("$WARD" box info "$B")" '"backend":.*"vm"' "box info says vm"
+T() { "$WARD" box tool "$B" "$@" 2>&1; }
+txt() { printf '%s' "$1" | json text 2>/dev/null; }
+
+# Every tool.
+like "$(txt "$(T read '{"path":"a.txt"}')")" "2	two" "read"
+like "$(T write '{"path":"b.txt","content":"bee\n"}')" '"outcome":.*"ok"' "write"
+like "$(T edit '{"path":"b.txt","old_string":"bee","new_string":"BEE"}')" '"outcome":.*"ok"' "edit"
+like "$(txt "$(T grep '{"pattern":"BEE","mode":"content"}')")" "b.txt:1:BEE" "grep"
+like "$(txt "$(T find '{"pattern":"*.txt"}')")" "a.txt" "find"
+like "$(txt "$(T ls '{"path":"."}')")" "b.txt" "ls"
+R=$("$WARD" box exec "$B" -- 'id -u; uname -r; cat /workspace/b.txt' 2>&1)
+like "$R" "^1000" "bash: tool commands run as uid 1000 of the VM"
+like "$R" "BEE" "bash sees the edits"
+[ ! -e "$WS/b.txt" ]; ok $? "the host's tree is untouched (copy-on-write)"
+R=$("$WARD" box exec "$B" -- 'echo x > /sys/fs/cgroup/box/pids.max; touch /init; echo done' 2>&1)
+like "$R" "Permission denied" "a tool command cannot write the VM's cgroups"
+like "$R" "Read-only file system" "nor ward-guest's files"
+
+# Hangs end as time-outs, with the VM intact.
+t0=$(now_ms)
+R=$("$WARD" box exec "$B" --timeout 2s -- 'while true; do :; done' 2>&1)
+MS=$(( $(now_ms) - t0 ))
+like "$R" "timed out after 2 s" "a busy loop in the VM: timed out"
+lt "$MS" 4000 "in under 4 s"
+t0=$(now_ms)
+R=$("$WARD" box exec "$B" --timeout 2s -- 'trap "" TERM; (setsid sh -c "trap \"\" TERM; sleep 3; touch /workspace/canary-vm" &); sleep 100' 2>&1)
+MS=$(( $(now_ms) - t0 ))
+lt "$MS" 4000 "TERM trapped, setsid, double fork: timed out in under 4 s"
+R=$("$WARD" box exec "$B" --timeout 20s -- ':(){ :|:& };:; sleep 1; echo survived' 2>&1)
+like "$("$WARD" box exec "$B" -- 'echo still here')" "still here" "a fork bomb in the VM: the VM still answers"
+R=$(T bash '{"command":"python3 -c \"b=[]\nwhile True: b.append(bytearray(64<<20))\"; echo rc=$?","timeout":60}')
+like "$R" "rc=(137|1)" "a memory balloon ends at the VM's memory ceiling"
+like "$("$WARD" box exec "$B" -- 'echo alive')" "alive" "and the VM answers after it"
+sleep 2
+[ ! -e "$WS/canary-vm" ] && ! "$WARD" box exec "$B" -- 'test -e /workspace/canary-vm'; ok $? "no survivor wrote a canary"
+
+# The VMM stopped from outside: the host's deadline destroys the VM.
+Q=$(qemu_of "$B")
+like "$Q" "^[0-9]+$" "the box's VMM is a host process"
+"$WARD" box exec "$B" --timeout 2s -- 'sleep 30' >"$T_TMP/stop.out" 2>&1 &
+EP=$!
+sleep 0.7
+t0=$(now_ms)
+kill -STOP "$Q"
+wait $EP
+MS=$(( $(now_ms) - t0 ))
+like "$(cat "$T_TMP/stop.out")" "destroyed|did not answer" "a stopped VMM: the call says the box was destroyed"
+lt "$MS" 6000 "detected by the host's deadline (2 s + grace + margin)"
+sleep 0.5
+! kill -0 "$Q" 2>/dev/null; ok $? "the stopped VMM is gone"
+like "$("$WARD" box exec "$B" -- 'cat /workspace/b.txt')" "BEE" "a new VM answers, and sees the workspace's changes"
+
+# The VMM killed from outside during a call: the outcome is unknown, the
+# box is remade.
+Q=$(qemu_of "$B")
+"$WARD" box tool "$B" bash '{"command":"sleep 20"}' >"$T_TMP/kill.out" 2>&1 &
+EP=$!
+sleep 1
+kill -9 "$Q"
+wait $EP
+like "$(cat "$T_TMP/kill.out")" '"outcome":.*"unknown"' "a killed VMM: the call's outcome is unknown"
+like "$("$WARD" box exec "$B" -- 'echo back')" "back" "and a new VM answers"
+
+# Destroy: the VMM is gone at once.
+Q=$(qemu_of "$B")
+t0=$(now_ms)
+"$WARD" box destroy "$B"
+MS=$(( $(now_ms) - t0 ))
+lt "$MS" 1000 "destroy returns in under 1 s"
+! kill -0 "$Q" 2>/dev/null; ok $? "the VMM is gone"
+is "$(pgrep -fc "qemu-system-x86_64.*/$B/")" 0 "no process of the box is left"
+done_testing
