@@ -44,6 +44,25 @@ t0=$(now_ms)
 R=$("$WARD" box exec "$B" --timeout 2s -- 'trap "" TERM; (setsid sh -c "trap \"\" TERM; sleep 3; touch /workspace/canary-vm" &); sleep 100' 2>&1)
 MS=$(( $(now_ms) - t0 ))
 lt "$MS" 4000 "TERM trapped, setsid, double fork: timed out in under 4 s"
+vtimed() { # vtimed DESC CMD: a 2 s limit, back in under 4 s
+	local t0; t0=$(now_ms)
+	OUT=$("$WARD" box exec "$B" --timeout 2s -- "$2" 2>&1); RC=$?
+	lt "$(( $(now_ms) - t0 ))" 4000 "$1: back in under 4 s"
+}
+CAN='(sleep 3; touch /workspace/canary-vm) &'
+vtimed "read -r with stdin closed" "read -r x; echo read-exit=\$?"
+like "$OUT" "read-exit=1" "read -r ends on EOF"
+vtimed "python input()" "python3 -c 'input()'"
+like "$OUT" "EOFError|timed out" "python input() ends (EOFError, or the limit under emulation)"
+vtimed "recv on a socket that never answers" "$CAN python3 -c \"
+import socket
+s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(1)
+c=socket.create_connection(s.getsockname()); c.recv(1)\""
+is "$RC" 124 "recv: time-out"
+vtimed "retry loop without backoff" "$CAN while true; do (echo > /dev/tcp/127.0.0.1/9) 2>/dev/null || true; done"
+is "$RC" 124 "retry loop: time-out"
+vtimed "fork bomb" ':(){ :|:& };:; sleep 30'
+is "$RC" 124 "fork bomb: time-out at the VM's pids ceiling"
 R=$("$WARD" box exec "$B" --timeout 20s -- ':(){ :|:& };:; sleep 1; echo survived' 2>&1)
 like "$("$WARD" box exec "$B" -- 'echo still here')" "still here" "a fork bomb in the VM: the VM still answers"
 R=$(T bash '{"command":"python3 -c \"b=[]\nwhile True: b.append(bytearray(64<<20))\"; echo rc=$?","timeout":60}')
