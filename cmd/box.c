@@ -36,6 +36,7 @@ static const struct option create_opts[] = {
 	{ "rw", no_argument, NULL, 'r' },
 	{ "grace", required_argument, NULL, 'g' },
 	{ "backend", required_argument, NULL, 'b' },
+	{ "no-snapshot", no_argument, NULL, 'S' },
 	{ "timeout", required_argument, NULL, 'T' },
 	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "help", no_argument, NULL, 'h' },
@@ -54,7 +55,8 @@ static const char create_help[] =
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
 	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
-	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n";
+	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n"
+	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n";
 
 /* Parse box-creation flags (and exec's --timeout for `box run`). Returns
  * the index of the first non-option argument, or -1 after printing. */
@@ -134,6 +136,9 @@ static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *time
 				return -1;
 			}
 			o->backend = optarg;
+			break;
+		case 'S':
+			o->no_snapshot = true;
 			break;
 		case 'h':
 			printf("flags:\n%s", create_help);

@@ -62,6 +62,7 @@ struct call {
 /* vm.c: PID 1 of a microVM. */
 int vm_setup(struct guest_cfg *cfg);
 int vm_open_port(void);
+int vm_wait_start(struct guest_cfg *cfg);
 void vm_poweroff(const char *why) __attribute__((noreturn));
 
 /* proc.c: one process tree per bash call. */

@@ -506,6 +506,11 @@ int main(int argc, char **argv)
 	if (vm) {
 		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .grace_ms = GUEST_GRACE_MS };
 		vm_setup(&G.cfg);
+		while (vm_wait_start(&G.cfg) < 0) {
+			/* The host left before START: wait for the next one. */
+			close(G.cfg.chan_fd);
+			G.cfg.chan_fd = vm_open_port();
+		}
 		worker_uid = G.cfg.tool_outer_uid;
 	} else if (guest_parse_args(argc, argv) < 0) {
 		fprintf(stderr, "usage: ward-guest --fd N [--cgroup-fd N] [--grace-ms MS] [--workspace DIR]\n");

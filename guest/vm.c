@@ -8,6 +8,10 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
+#include "sandbox/proto.h"
+
+#include <linux/random.h>
+#include <time.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,22 +54,6 @@ void vm_poweroff(const char *why)
 	sync();
 	reboot(RB_POWER_OFF);
 	_exit(1);
-}
-
-/* ward.NAME=VALUE from the kernel command line. */
-static bool vm_param(const char *cmdline, const char *name, char *out, size_t n)
-{
-	char key[64];
-	snprintf(key, sizeof(key), "ward.%s=", name);
-	for (const char *p = cmdline; (p = strstr(p, key)); p++) {
-		if (p != cmdline && p[-1] != ' ')
-			continue;
-		p += strlen(key);
-		size_t l = strcspn(p, " \n");
-		snprintf(out, n, "%.*s", (int)l, p);
-		return true;
-	}
-	return false;
 }
 
 static int vm_mount(const char *src, const char *dst, const char *type, unsigned long flags, const char *opts)
@@ -129,18 +117,14 @@ static void vm_loopback_up(void)
 	}
 }
 
-/* The box's limits on the VM's own cgroup v2; calls get cgroups below it. */
-static int vm_cgroup(const char *cmdline)
+/* The VM's own cgroup v2 for the box (its limits come with START); calls
+ * get cgroups below it. */
+static int vm_cgroup(void)
 {
 	if (vm_mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return -1;
 	fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
 	mkdir("/sys/fs/cgroup/box", 0755);
-	char v[64];
-	if (vm_param(cmdline, "pids", v, sizeof(v)))
-		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/pids.max", v);
-	if (vm_param(cmdline, "mem", v, sizeof(v)))
-		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
 	return open("/sys/fs/cgroup/box", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 }
 
@@ -195,16 +179,7 @@ int vm_setup(struct guest_cfg *cfg)
 		dup2(con, 2);
 		close(con);
 	}
-	_cleanup_free_ char *cmdline = NULL;
-	if (fdio_read_file(AT_FDCWD, "/proc/cmdline", 8192, &cmdline, NULL) < 0)
-		cmdline = strdup("");
 	vm_modules();
-	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
-		vm_poweroff("no /usr from the host");
-	char ws[8];
-	if (vm_param(cmdline, "ws", ws, sizeof(ws)) && !strcmp(ws, "1") &&
-	    vm_share("ws", "/workspace", MS_NODEV | MS_NOSUID, "mmap") < 0)
-		vm_poweroff("no /workspace from the host");
 	vm_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=50%");
 	vm_mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m");
 	vm_mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%");
@@ -219,16 +194,84 @@ int vm_setup(struct guest_cfg *cfg)
 	vm_write("/etc/resolv.conf", "");
 	sethostname("ward", 4);
 	vm_loopback_up();
-	cfg->cgroup_fd = vm_cgroup(cmdline);
-	char grace[32];
-	if (vm_param(cmdline, "grace", grace, sizeof(grace)))
-		cfg->grace_ms = atoll(grace);
+	cfg->cgroup_fd = vm_cgroup();
 	cfg->workspace = "/workspace";
 	/* Tool commands run as uid 1000 of the VM itself: they cannot write
 	 * the VM's cgroups or ward-guest's files (the root is read-only too). */
 	cfg->tool_outer_uid = GUEST_TOOL_UID;
+	cfg->chan_fd = vm_open_port();
+	return 0;
+}
+
+/* Booted: say so and wait for the host's START (a snapshot of the VM is
+ * taken while it waits, so everything from here on is per box). START
+ * brings fresh entropy (two boxes restored from one snapshot must not
+ * share RNG state), the wall-clock time, and the box's limits; then the
+ * shares are mounted and the root made read-only. */
+int vm_wait_start(struct guest_cfg *cfg)
+{
+	uint8_t hello[8];
+	proto_hello_payload(hello);
+	if (proto_send(cfg->chan_fd, PROTO_HELLO, PROTO_F_READY, 0, hello, sizeof(hello)) < 0)
+		return -EPIPE;
+	struct proto_reader rd;
+	proto_reader_init(&rd);
+	cJSON *start = NULL;
+	while (!start) {
+		struct frame f;
+		int r = proto_reader_next(&rd, &f);
+		if (r == -EAGAIN) {
+			r = proto_reader_fill(&rd, cfg->chan_fd);
+			if (r == 0 || (r < 0 && r != -EAGAIN && r != -EINTR)) {
+				proto_reader_free(&rd);
+				return -EPIPE;
+			}
+			continue;
+		}
+		if (r < 0) {
+			proto_reader_free(&rd);
+			return r;
+		}
+		if (f.type == PROTO_START)
+			start = cJSON_ParseWithLength((const char *)f.payload, f.len);
+	}
+	proto_reader_free(&rd);
+	const char *ent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "entropy"));
+	if (ent && strlen(ent) == 64) {
+		struct {
+			int count, size;
+			unsigned char buf[32];
+		} e = { 256, 32, { 0 } };
+		for (int i = 0; i < 32; i++)
+			sscanf(ent + 2 * i, "%2hhx", &e.buf[i]);
+		_cleanup_close_ int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || ioctl(fd, RNDADDENTROPY, &e) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
+			vm_log("fresh entropy: %s", strerror(errno));
+	}
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(start, "time_ns");
+	if (cJSON_IsNumber(t)) {
+		int64_t ns = (int64_t)t->valuedouble;
+		struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+		clock_settime(CLOCK_REALTIME, &ts);
+	}
+	char v[32];
+	const cJSON *x;
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "pids")) && cJSON_IsNumber(x)) {
+		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
+		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/pids.max", v);
+	}
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "mem")) && cJSON_IsNumber(x)) {
+		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
+		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
+	}
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "grace_ms")) && cJSON_IsNumber(x))
+		cfg->grace_ms = (int64_t)x->valuedouble;
+	cJSON_Delete(start);
+	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
+		vm_poweroff("no /usr from the host");
+	if (vm_share("ws", "/workspace", MS_NODEV | MS_NOSUID, "mmap") < 0)
+		vm_poweroff("no /workspace from the host");
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
 		vm_log("remount / read-only: %s", strerror(errno));
-	cfg->chan_fd = vm_open_port();
 	return 0;
 }

@@ -27,6 +27,7 @@ struct box_opts {
 	int64_t ttl_ms, idle_ms;	/* 0: none */
 	bool persistent;	/* survives the ward that made it */
 	bool keep_layers;	/* keep the workspace's changes after the box (ward run) */
+	bool no_snapshot;	/* vm: cold boot, never from a snapshot */
 	struct limits lim;
 	bool net;
 	const char *workspace;	/* host directory; NULL: an empty one */
@@ -44,6 +45,8 @@ struct box_inst {
 	int pidfd;
 	int chan_fd;
 	bool rlimit_pids, rlimit_memory;
+	bool hello_done;	/* the backend already had the guest's HELLO */
+	bool restored;		/* from a snapshot */
 };
 struct box_spec {
 	const struct box_opts *opts;

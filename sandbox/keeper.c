@@ -201,8 +201,8 @@ static int keeper_guest_up(struct err *e)
 	uint8_t *payload = NULL;
 	struct timeval tv = { .tv_sec = BOX_CREATE_TIMEOUT_MS / 1000 };
 	setsockopt(K.inst.chan_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	r = proto_recv(K.inst.chan_fd, &f, &payload);
-	if (r == 0)
+	r = K.inst.hello_done ? 0 : proto_recv(K.inst.chan_fd, &f, &payload);
+	if (r == 0 && !K.inst.hello_done)
 		r = proto_hello_check(&f);
 	free(payload);
 	if (r < 0) {
@@ -299,6 +299,7 @@ static void keeper_info(struct kclient *c, uint32_t id)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "name", K.name);
+	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
 	cJSON_AddStringToObject(j, "state", K.up ? "running" : "lost");
 	cJSON_AddNumberToObject(j, "keeper_pid", getpid());
@@ -599,6 +600,7 @@ static void keeper_write_files(void)
 	}
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "name", K.name);
+	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
 	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
 	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);

@@ -29,10 +29,15 @@ enum proto_type {
 	PROTO_ERROR = 10,	/* text: what was wrong with a request */
 	PROTO_DESTROY = 11,	/* client -> keeper */
 	PROTO_INFO = 12,	/* client -> keeper: empty; reply JSON */
-	PROTO_TYPE_MAX = 12,
+	PROTO_START = 13,	/* host -> a VM's guest waiting after boot: JSON
+				 * {entropy (hex), time_ns, pids, mem, grace_ms} */
+	PROTO_TYPE_MAX = 13,
 };
 
 #define PROTO_F_OWNER 0x1
+/* On a guest's HELLO: booted and waiting for PROTO_START (a VM; a
+ * snapshot is taken at this point). */
+#define PROTO_F_READY 0x2
 
 struct frame {
 	uint8_t type, flags;

@@ -8,6 +8,7 @@
  * files are theirs. Destroying the box is SIGKILL to the VMM. */
 #include "sandbox/box.h"
 #include "sandbox/image.h"
+#include "sandbox/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
@@ -29,7 +30,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define VM_QEMU "qemu-system-x86_64"
@@ -158,56 +162,71 @@ static int vm_write_map(pid_t pid, const char *file, const char *map)
 	return fdio_write_str(AT_FDCWD, path, map);
 }
 
-static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+/* How to launch one VMM. */
+struct vm_launch {
+	const char *mem_path;	/* RAM in this file (NULL: anonymous) */
+	bool mem_share;		/* MAP_SHARED (a snapshot's template) or private */
+	bool incoming;		/* -incoming defer: a restore */
+};
+
+struct vm_paths {
+	char dir[PATH_MAX], sock[PATH_MAX + 16], qmp[PATH_MAX + 16], con[PATH_MAX + 16], exp[PATH_MAX + 16],
+		mig[PATH_MAX + 16];
+};
+
+static void vm_paths(const struct box_spec *s, struct vm_paths *p)
 {
-	const struct box_opts *o = s->opts;
-	struct vm_image img;
-	int r = image_get(o->guest_path, false, &img, e);
-	if (r < 0)
-		return r;
+	snprintf(p->dir, sizeof(p->dir), "%s", s->root_dir);
+	char *slash = strrchr(p->dir, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(p->sock, sizeof(p->sock), "%s/chan.sock", p->dir);
+	snprintf(p->qmp, sizeof(p->qmp), "%s/qmp.sock", p->dir);
+	snprintf(p->con, sizeof(p->con), "%s/console.log", p->dir);
+	snprintf(p->mig, sizeof(p->mig), "%s/mig.sock", p->dir);
+	snprintf(p->exp, sizeof(p->exp), "%s", s->root_dir);
+}
+
+static uint64_t vm_mem_mib(const struct box_opts *o)
+{
+	uint64_t m = o->lim.memory ? o->lim.memory >> 20 : 1024;
+	return m < 128 ? 128 : m;
+}
+
+/* Start a jailed VMM and connect to its channel. The command line holds
+ * nothing per box but paths, so one snapshot serves every box of a size. */
+static int vm_launch(const struct box_spec *s, const struct vm_image *img, const struct vm_paths *p,
+		     const struct vm_launch *l, struct box_inst *ret, struct err *e)
+{
 	char qemu[PATH_MAX];
 	if (!vm_qemu_path(qemu, sizeof(qemu)))
 		return err_set(e, -ENOENT, "%s is not installed (apt-get install qemu-system-x86)", VM_QEMU);
-	/* Files beside the box's root dir, in its runtime dir. */
-	char dir[PATH_MAX], sock[PATH_MAX + 16], qmp[PATH_MAX + 16], con[PATH_MAX + 16], exp[PATH_MAX + 16];
-	snprintf(dir, sizeof(dir), "%s", s->root_dir);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	snprintf(sock, sizeof(sock), "%s/chan.sock", dir);
-	snprintf(qmp, sizeof(qmp), "%s/qmp.sock", dir);
-	snprintf(con, sizeof(con), "%s/console.log", dir);
-	snprintf(exp, sizeof(exp), "%s", s->root_dir);
-	mkdir(exp, 0700);
-	unlink(sock);
-	unlink(qmp);
+	mkdir(p->exp, 0700);
+	unlink(p->sock);
+	unlink(p->qmp);
 	bool kvm = vm_kvm_usable();
-	uint64_t mem_mib = o->lim.memory ? o->lim.memory >> 20 : 1024;
-	if (mem_mib < 128)
-		mem_mib = 128;
-	char mem[32], append[512], chardev[PATH_MAX + 64], qmparg[PATH_MAX + 32], serial[PATH_MAX + 16];
+	char mem[32], append[256], chardev[PATH_MAX + 64], qmparg[PATH_MAX + 32], serial[PATH_MAX + 16];
 	char fs_usr[] = "local,id=usr,path=/usr,security_model=none,readonly=on";
-	char fs_ws[PATH_MAX + 64];
-	snprintf(mem, sizeof(mem), "%lluM", (unsigned long long)mem_mib);
-	/* The guest's own limits: its RAM less what the kernel and ward-guest
-	 * need, and the box's pids. */
+	char fs_ws[PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
+	snprintf(mem, sizeof(mem), "%lluM", (unsigned long long)vm_mem_mib(s->opts));
 	unsigned long khz = vm_tsc_khz();
 	char tsc[48] = "";
 	if (khz)
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%lu", khz);
-	snprintf(append, sizeof(append),
-		 "console=ttyS0 quiet panic=-1 reboot=t random.trust_cpu=on%s ward.ws=1 ward.pids=%llu ward.mem=%llu "
-		 "ward.grace=%lld",
-		 tsc, (unsigned long long)(o->lim.pids ? o->lim.pids : 512),
-		 (unsigned long long)((mem_mib - MIN(mem_mib / 4, 96ull)) << 20), (long long)o->grace_ms);
-	snprintf(chardev, sizeof(chardev), "socket,id=ch,path=%s,server=on,wait=off", sock);
-	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", qmp);
-	snprintf(serial, sizeof(serial), "file:%s", con);
-	snprintf(fs_ws, sizeof(fs_ws), "local,id=ws,path=%s,security_model=none", exp);
-	char *argv[] = {
-		qemu, "-M", "microvm,rtc=on", "-accel", kvm ? "kvm" : "tcg", "-cpu", kvm ? "host" : "max",
+	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 reboot=t random.trust_cpu=on%s", tsc);
+	snprintf(chardev, sizeof(chardev), "socket,id=ch,path=%s,server=on,wait=off", p->sock);
+	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", p->qmp);
+	snprintf(serial, sizeof(serial), "file:%s", p->con);
+	snprintf(fs_ws, sizeof(fs_ws), "local,id=ws,path=%s,security_model=none", p->exp);
+	if (l->mem_path) {
+		snprintf(machine, sizeof(machine), "microvm,rtc=on,memory-backend=ram");
+		snprintf(memobj, sizeof(memobj), "memory-backend-file,id=ram,size=%s,mem-path=%s,share=%s", mem, l->mem_path,
+			 l->mem_share ? "on" : "off");
+	}
+	char *argv[64] = {
+		qemu, "-M", machine, "-accel", kvm ? "kvm" : "tcg", "-cpu", kvm ? "host" : "max",
 		"-m", mem, "-smp", "1", "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-		"-kernel", img.kernel, "-initrd", img.initrd, "-append", append,
+		"-kernel", (char *)img->kernel, "-initrd", (char *)img->initrd, "-append", append,
 		"-serial", serial,
 		"-device", "virtio-serial-device", "-chardev", chardev,
 		"-device", "virtserialport,chardev=ch,name=ward",
@@ -215,15 +234,26 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		"-fsdev", fs_ws, "-device", "virtio-9p-device,fsdev=ws,mount_tag=ws",
 		"-qmp", qmparg,
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-		NULL,
 	};
+	int ac = 0;
+	while (argv[ac])
+		ac++;
+	if (l->mem_path) {
+		argv[ac++] = "-object";
+		argv[ac++] = memobj;
+	}
+	if (l->incoming) {
+		argv[ac++] = "-incoming";
+		argv[ac++] = "defer";
+	}
+	argv[ac] = NULL;
 	int sync[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)
 		return err_setc(e, -errno, "socketpair");
 	_cleanup_close_ int cgfd = -1;
 	if (s->cg && s->cg->v2[0])
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = exp, .uid = getuid(), .gid = getgid() };
+	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .uid = getuid(), .gid = getgid() };
 	int pidfd = -1;
 	struct clone_args a = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
@@ -241,7 +271,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
 	}
 	if (pid < 0) {
-		r = -errno;
+		int r = -errno;
 		close(sync[0]);
 		close(sync[1]);
 		return err_setc(e, r, "cannot create the VMM's namespaces");
@@ -255,7 +285,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	 * as uid 1000's, the uid tool commands run as in the VM. */
 	char map[64];
 	snprintf(map, sizeof(map), "1000 %u 1\n", c.uid);
-	r = vm_write_map(pid, "uid_map", map);
+	int r = vm_write_map(pid, "uid_map", map);
 	if (r >= 0)
 		r = vm_write_map(pid, "setgroups", "deny");
 	snprintf(map, sizeof(map), "1000 %u 1\n", c.gid);
@@ -275,7 +305,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	int64_t until = now_ms() + VM_CONNECT_MS;
 	while (r >= 0 && chan < 0) {
 		struct pollfd pf = { .fd = sync[0], .events = POLLIN };
-		if (poll(&pf, 1, 5) > 0) {
+		if (poll(&pf, 1, 2) > 0) {
 			char msg[512];
 			ssize_t n = read(sync[0], msg, sizeof(msg) - 1);
 			if (n > 0) {
@@ -286,7 +316,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		}
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->sock);
 		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			chan = fd;
 			break;
@@ -294,7 +324,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		if (fd >= 0)
 			close(fd);
 		if (waitpid(pid, NULL, WNOHANG) == pid) {
-			r = err_set(e, -EIO, "the VMM exited at start (see %s)", con);
+			r = err_set(e, -EIO, "the VMM exited at start (see %s)", p->con);
 			pid = 0;
 			break;
 		}
@@ -303,14 +333,420 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	}
 	close(sync[0]);
 	if (r < 0) {
-		if (pid > 0) {
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			waitpid(pid, NULL, 0);
-		}
-		close(pidfd);
+		if (pid > 0)
+			box_kill_reap(pid, pidfd, -1);
+		else
+			close(pidfd);
 		return r;
 	}
 	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan };
+	return 0;
+}
+
+/* QMP, synchronously: connect, leave capability negotiation, commands. */
+struct qmp {
+	int fd;
+	char buf[65536];
+	size_t len;
+};
+
+static int qmp_line(struct qmp *q, char **line, int64_t until)
+{
+	for (;;) {
+		char *nl = memchr(q->buf, '\n', q->len);
+		if (nl) {
+			*nl = 0;
+			*line = q->buf;
+			return (int)(nl - q->buf) + 1;
+		}
+		if (q->len == sizeof(q->buf))
+			return -EMSGSIZE;
+		struct pollfd pf = { .fd = q->fd, .events = POLLIN };
+		int64_t left = until - now_ms();
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			return -ETIMEDOUT;
+		ssize_t n = read(q->fd, q->buf + q->len, sizeof(q->buf) - q->len);
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : -errno;
+		q->len += (size_t)n;
+	}
+}
+
+static void qmp_consume(struct qmp *q, int n)
+{
+	memmove(q->buf, q->buf + n, q->len - (size_t)n);
+	q->len -= (size_t)n;
+}
+
+/* One command; its "return" (or NULL and e set). */
+static cJSON *qmp_cmd(struct qmp *q, const char *json, struct err *e)
+{
+	size_t l = strlen(json);
+	if (fdio_write_full(q->fd, json, l) < 0 || fdio_write_full(q->fd, "\n", 1) < 0) {
+		err_setc(e, -EPIPE, "QMP");
+		return NULL;
+	}
+	int64_t until = now_ms() + 10000;
+	for (;;) {
+		char *line;
+		int n = qmp_line(q, &line, until);
+		if (n < 0) {
+			err_setc(e, n, "QMP");
+			return NULL;
+		}
+		cJSON *j = cJSON_Parse(line);
+		qmp_consume(q, n);
+		cJSON *ret = cJSON_DetachItemFromObject(j, "return");
+		const cJSON *er = cJSON_GetObjectItemCaseSensitive(j, "error");
+		if (er) {
+			const cJSON *d = cJSON_GetObjectItemCaseSensitive(er, "desc");
+			err_set(e, -EIO, "QMP: %s", cJSON_IsString(d) ? d->valuestring : "error");
+			cJSON_Delete(j);
+			cJSON_Delete(ret);
+			return NULL;
+		}
+		cJSON_Delete(j);
+		if (ret)
+			return ret;	/* events are skipped */
+	}
+}
+
+static int qmp_open(struct qmp *q, const char *path, struct err *e)
+{
+	q->len = 0;
+	int64_t until = now_ms() + VM_CONNECT_MS;
+	for (;;) {
+		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+		if (q->fd >= 0 && connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		if (q->fd >= 0)
+			close(q->fd);
+		q->fd = -1;
+		if (now_ms() > until)
+			return err_set(e, -ETIMEDOUT, "the VMM's QMP socket did not answer");
+		usleep(2000);
+	}
+	char *line;
+	int n = qmp_line(q, &line, now_ms() + 5000);	/* the greeting */
+	if (n < 0)
+		return err_setc(e, n, "QMP greeting");
+	qmp_consume(q, n);
+	cJSON *r = qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", e);
+	if (!r)
+		return -EIO;
+	cJSON_Delete(r);
+	return 0;
+}
+
+static int qmp_ok(struct qmp *q, const char *json, struct err *e)
+{
+	cJSON *r = qmp_cmd(q, json, e);
+	if (!r)
+		return -EIO;
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* Wait for a migration (out or in) to finish. */
+static int qmp_migrated(struct qmp *q, struct err *e)
+{
+	int64_t until = now_ms() + 60000;
+	while (now_ms() < until) {
+		cJSON *r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}", e);
+		if (!r)
+			return -EIO;
+		const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "status"));
+		bool done = st && !strcmp(st, "completed"), failed = st && !strcmp(st, "failed");
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "error-desc"));
+		if (failed)
+			err_set(e, -EIO, "migration failed: %s", why ? why : "?");
+		cJSON_Delete(r);
+		if (done)
+			return 0;
+		if (failed)
+			return -EIO;
+		usleep(2000);
+	}
+	return err_set(e, -ETIMEDOUT, "migration did not finish");
+}
+
+/* RAM in a shared file is left out of the migration stream. */
+static const char qmp_ignore_shared[] =
+	"{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":"
+	"[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}";
+
+/* Copy until EOF; 0 or a negative errno. */
+static int vm_copy(int in, int out)
+{
+	char b[65536];
+	for (;;) {
+		ssize_t n = fdio_read_some(in, b, sizeof(b));
+		if (n <= 0)
+			return (int)n;
+		int r = fdio_write_full(out, b, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+}
+
+static int vm_listen(const char *path)
+{
+	unlink(path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* The booted template waits for START: stop it and write its device state
+ * to a file; its RAM is already in the shared file, and x-ignore-shared
+ * leaves it out of the stream. */
+static int vm_snapshot_take(const struct vm_paths *p, const char *state, struct err *e)
+{
+	struct qmp q = { .fd = -1 };
+	int r = qmp_open(&q, p->qmp, e);
+	_cleanup_close_ int lfd = r < 0 ? -1 : vm_listen(p->mig);
+	if (r >= 0 && lfd < 0)
+		r = err_setc(e, lfd, "migration socket");
+	char cmd[PATH_MAX + 96];
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:%s\"}}", p->mig);
+	if (r >= 0)
+		r = qmp_ok(&q, "{\"execute\":\"stop\"}", e);
+	if (r >= 0)
+		r = qmp_ok(&q, qmp_ignore_shared, e);
+	if (r >= 0)
+		r = qmp_ok(&q, cmd, e);
+	if (r >= 0) {
+		struct pollfd pf = { .fd = lfd, .events = POLLIN };
+		int cfd = poll(&pf, 1, 10000) > 0 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+		char tmp[PATH_MAX + 8];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", state);
+		_cleanup_close_ int ofd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (cfd < 0 || ofd < 0) {
+			r = err_setc(e, -EIO, "the VMM did not send its state");
+		} else {
+			int cr = vm_copy(cfd, ofd);
+			if (cr < 0)
+				r = err_setc(e, cr, "saving the VM's state");
+		}
+		if (cfd >= 0)
+			close(cfd);
+		if (r >= 0)
+			r = qmp_migrated(&q, e);
+		if (r >= 0 && (fsync(ofd) < 0 || rename(tmp, state) < 0))
+			r = err_setc(e, -errno, "saving the VM's state");
+		if (r < 0)
+			unlink(tmp);
+	}
+	unlink(p->mig);
+	if (q.fd >= 0)
+		close(q.fd);
+	return r;
+}
+
+/* A VMM started with -incoming defer: feed it the state and let it run. */
+static int vm_snapshot_restore(const struct vm_paths *p, const char *state, struct err *e)
+{
+	struct qmp q = { .fd = -1 };
+	int r = qmp_open(&q, p->qmp, e);
+	char cmd[PATH_MAX + 96];
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"unix:%s\"}}", p->mig);
+	unlink(p->mig);
+	if (r >= 0)
+		r = qmp_ok(&q, qmp_ignore_shared, e);
+	if (r >= 0)
+		r = qmp_ok(&q, cmd, e);
+	if (r >= 0) {
+		int fd = -1;
+		int64_t until = now_ms() + 5000;
+		while (fd < 0 && now_ms() < until) {
+			fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			struct sockaddr_un sa = { .sun_family = AF_UNIX };
+			snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->mig);
+			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+				close(fd);
+				fd = -1;
+				usleep(1000);
+			}
+		}
+		_cleanup_close_ int sfd = open(state, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || sfd < 0) {
+			r = err_set(e, -EIO, "cannot feed the snapshot to the VMM");
+		} else {
+			vm_copy(sfd, fd);	/* a short feed fails the migration, which says so */
+		}
+		if (fd >= 0)
+			close(fd);
+		if (r >= 0)
+			r = qmp_migrated(&q, e);
+		if (r >= 0)
+			r = qmp_ok(&q, "{\"execute\":\"cont\"}", e);
+	}
+	unlink(p->mig);
+	if (q.fd >= 0)
+		close(q.fd);
+	return r;
+}
+
+/* Wait for the guest's HELLO; READY says it waits for START. */
+static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct frame f;
+	uint8_t *payload = NULL;
+	int r = proto_recv(fd, &f, &payload);
+	if (r == 0)
+		r = proto_hello_check(&f);
+	free(payload);
+	tv = (struct timeval){ 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (r < 0)
+		return err_set(e, r, "the VM's guest did not say hello (%s)", strerror(-r));
+	*ready = f.flags & PROTO_F_READY;
+	return 0;
+}
+
+static int vm_send_start(int fd, const struct box_opts *o)
+{
+	uint8_t rnd[32];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -EIO;
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t mib = vm_mem_mib(o);
+	char json[400];
+	int n = snprintf(json, sizeof(json),
+			 "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"grace_ms\":%lld}", hex,
+			 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+			 (unsigned long long)(o->lim.pids ? o->lim.pids : 512),
+			 (unsigned long long)((mib - MIN(mib / 4, 96ull)) << 20), (long long)o->grace_ms);
+	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
+}
+
+/* START, then the guest's plain HELLO: the box is up. A guest that saw
+ * the channel close and reopen says READY again: START again. */
+static int vm_start_guest(struct box_inst *b, const struct box_opts *o, struct err *e)
+{
+	int r = vm_send_start(b->chan_fd, o);
+	for (int tries = 0; r >= 0 && tries < 3; tries++) {
+		bool ready = false;
+		r = vm_hello(b->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
+		if (r < 0)
+			return r;
+		if (!ready) {
+			b->hello_done = true;
+			return 0;
+		}
+		r = vm_send_start(b->chan_fd, o);
+	}
+	return err_set(e, -EPROTO, "the VM's guest did not start");
+}
+
+static int vm_lock(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		flock(fd, LOCK_EX);
+	return fd;
+}
+
+static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+{
+	const struct box_opts *o = s->opts;
+	struct vm_image img;
+	int r = image_get(o->guest_path, false, &img, e);
+	if (r < 0)
+		return r;
+	struct vm_paths p;
+	vm_paths(s, &p);
+	/* The snapshot: tied to the image, the QEMU binary and the RAM size
+	 * (the command line is otherwise the same for every box). */
+	char qemu[PATH_MAX], snap[PATH_MAX + 64], ram[PATH_MAX + 80], state[PATH_MAX + 80], lock[PATH_MAX + 80];
+	char key[PATH_MAX * 3];
+	struct stat qs = { 0 };
+	if (vm_qemu_path(qemu, sizeof(qemu)))
+		stat(qemu, &qs);
+	snprintf(key, sizeof(key), "%s|%s|%s|%lld|%lld|%llu|%d", img.kernel, img.initrd, qemu, (long long)qs.st_size,
+		 (long long)qs.st_mtime, (unsigned long long)vm_mem_mib(o), vm_kvm_usable());
+	uint64_t h = 1469598103934665603ULL;
+	for (const char *k = key; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
+	snprintf(snap, sizeof(snap), "%s", img.kernel);
+	char *sl = strrchr(snap, '/');
+	if (sl)
+		snprintf(sl, sizeof(snap) - (size_t)(sl - snap), "/snap-%016llx", (unsigned long long)h);
+	snprintf(ram, sizeof(ram), "%s.ram", snap);
+	snprintf(state, sizeof(state), "%s.state", snap);
+	snprintf(lock, sizeof(lock), "%s.lock", snap);
+	if (!o->no_snapshot && access(state, R_OK) != 0) {
+		/* Make it: boot a template into the shared RAM file, snapshot it
+		 * when it waits for START, and throw it away. One at a time. */
+		_cleanup_close_ int lk = vm_lock(lock);
+		if (access(state, R_OK) != 0) {
+			char tram[PATH_MAX + 96];
+			snprintf(tram, sizeof(tram), "%s.tmp", ram);
+			unlink(tram);
+			struct vm_launch l = { .mem_path = tram, .mem_share = true };
+			struct box_inst t;
+			struct err te = { 0 };
+			int tr = vm_launch(s, &img, &p, &l, &t, &te);
+			bool ready = false;
+			if (tr >= 0)
+				tr = vm_hello(t.chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, &te);
+			if (tr >= 0 && ready)
+				tr = vm_snapshot_take(&p, state, &te);
+			if (tr >= 0)
+				box_kill_reap(t.pid, t.pidfd, t.chan_fd);
+			if (tr >= 0 && rename(tram, ram) < 0)
+				tr = -errno;
+			if (tr < 0) {
+				unlink(tram);
+				unlink(state);
+			}
+		}
+	}
+	if (!o->no_snapshot && access(state, R_OK) == 0 && access(ram, R_OK) == 0) {
+		struct vm_launch l = { .mem_path = ram, .mem_share = false, .incoming = true };
+		r = vm_launch(s, &img, &p, &l, ret, e);
+		if (r >= 0)
+			r = vm_snapshot_restore(&p, state, e);
+		if (r >= 0)
+			r = vm_start_guest(ret, o, e);
+		if (r >= 0) {
+			ret->restored = true;
+			return 0;
+		}
+		if (ret->pid > 0)
+			box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
+		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1 };
+		/* A snapshot that does not restore is stale: cold boot. */
+		unlink(state);
+		e->code = 0;
+	}
+	struct vm_launch l = { 0 };
+	r = vm_launch(s, &img, &p, &l, ret, e);
+	if (r < 0)
+		return r;
+	bool ready = false;
+	r = vm_hello(ret->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
+	if (r >= 0)
+		r = vm_start_guest(ret, o, e);
+	if (r < 0) {
+		box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
+		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1 };
+		return r;
+	}
 	return 0;
 }
 

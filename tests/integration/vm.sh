@@ -11,10 +11,36 @@ mkdir -p "$WS"
 printf 'one\ntwo\nthree\n' >"$WS/a.txt"
 qemu_of() { pgrep -f "qemu-system-x86_64.*/$1/" | head -1; }
 
+# A cold boot (no snapshot), then the snapshot made on first use and two
+# boxes restored from it.
+t0=$(now_ms)
+C=$(box_new --backend vm --no-snapshot)
+MS=$(( $(now_ms) - t0 ))
+like "$C" "^box-" "a vm box cold-boots ($MS ms)"
+like "$("$WARD" box exec "$C" -- 'echo cold')" "cold" "and answers"
+"$WARD" box destroy "$C"
 t0=$(now_ms)
 B=$(box_new --backend vm --workspace "$WS")
 MS=$(( $(now_ms) - t0 ))
-like "$B" "^box-" "a vm box is created ($MS ms, cold boot)"
+like "$B" "^box-" "a vm box from the snapshot ($MS ms; the first one makes the snapshot)"
+t0=$(now_ms)
+B2=$(box_new --backend vm)
+MS=$(( $(now_ms) - t0 ))
+lt "$MS" 2000 "a second box restores from the snapshot, well under a cold boot"
+like "$("$WARD" box info "$B2")" '"restored":.*true' "box info says it was restored"
+U=$("$WARD" box exec "$B2" -- 'cut -d" " -f1 /proc/uptime')
+like "$U" "^[0-9]" "the restored VM has the snapshot's state: its uptime ($U s) counts the template's boot"
+lt "$MS" "$(awk -v u="$U" 'BEGIN { printf "%d", u * 1000 }')" "longer than the restore took"
+"$WARD" box exec "$B2" -- 'echo only-in-b2 > /tmp/mark; echo w > /workspace/w2' >/dev/null
+R=$("$WARD" box exec "$B" -- 'cat /tmp/mark 2>&1; ls /workspace')
+like "$R" "No such file" "boxes restored from one snapshot are independent (/tmp)"
+unlike "$R" "w2" "and so are their workspaces"
+R1=$("$WARD" box exec "$B" -- 'head -c 16 /dev/urandom | od -An -tx1')
+R2=$("$WARD" box exec "$B2" -- 'head -c 16 /dev/urandom | od -An -tx1')
+[ -n "$R1" ] && [ "$R1" != "$R2" ]; ok $? "and do not share RNG state (fresh entropy at START)"
+D1=$("$WARD" box exec "$B2" -- 'date +%s'); D0=$(date +%s)
+lt "$(( D0 > D1 ? D0 - D1 : D1 - D0 ))" 3 "the restored guest's clock is the host's"
+"$WARD" box destroy "$B2"
 like "$("$WARD" box info "$B")" '"backend":.*"vm"' "box info says vm"
 T() { "$WARD" box tool "$B" "$@" 2>&1; }
 txt() { printf '%s' "$1" | json text 2>/dev/null; }
@@ -44,10 +70,13 @@ t0=$(now_ms)
 R=$("$WARD" box exec "$B" --timeout 2s -- 'trap "" TERM; (setsid sh -c "trap \"\" TERM; sleep 3; touch /workspace/canary-vm" &); sleep 100' 2>&1)
 MS=$(( $(now_ms) - t0 ))
 lt "$MS" 4000 "TERM trapped, setsid, double fork: timed out in under 4 s"
-vtimed() { # vtimed DESC CMD: a 2 s limit, back in under 4 s
+# A 2 s limit; back by 1 s after the host's deadline (limit + 2 s grace +
+# 1 s margin), where the keeper would destroy the VM: under emulation,
+# killing hundreds of processes can take the guest seconds.
+vtimed() { # vtimed DESC CMD
 	local t0; t0=$(now_ms)
 	OUT=$("$WARD" box exec "$B" --timeout 2s -- "$2" 2>&1); RC=$?
-	lt "$(( $(now_ms) - t0 ))" 4000 "$1: back in under 4 s"
+	lt "$(( $(now_ms) - t0 ))" 6000 "$1: back within 1 s of the host's deadline"
 }
 CAN='(sleep 3; touch /workspace/canary-vm) &'
 vtimed "read -r with stdin closed" "read -r x; echo read-exit=\$?"
