@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -449,6 +450,49 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 	return 0;
 }
 
+struct aged {
+	char *path;
+	time_t mtime;
+};
+
+static int aged_cmp(const void *a, const void *b)
+{
+	const struct aged *x = a, *y = b;
+	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
+}
+
+void image_prune(const char *pattern, size_t keep, const char *const *suffixes)
+{
+	glob_t g;
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		globfree(&g);
+		return;
+	}
+	struct aged *v = calloc(g.gl_pathc, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; v && i < g.gl_pathc; i++) {
+		struct stat st;
+		if (stat(g.gl_pathv[i], &st) == 0)
+			v[n++] = (struct aged){ g.gl_pathv[i], st.st_mtime };
+	}
+	if (v)
+		qsort(v, n, sizeof(*v), aged_cmp);
+	for (size_t i = keep; v && i < n; i++) {
+		unlink(v[i].path);
+		/* Files that belong with it: a snapshot's RAM beside its state. */
+		char base[PATH_MAX];
+		snprintf(base, sizeof(base), "%s", v[i].path);
+		char *dot = strrchr(base, '.');
+		for (const char *const *sfx = suffixes; dot && sfx && *sfx; sfx++) {
+			char other[PATH_MAX + 16];
+			snprintf(other, sizeof(other), "%.*s%s", (int)(dot - base), base, *sfx);
+			unlink(other);
+		}
+	}
+	free(v);
+	globfree(&g);
+}
+
 int image_get(const char *guest_path, bool force, struct vm_image *out, struct err *e)
 {
 	char vmlinuz[PATH_MAX], dir[PATH_MAX];
@@ -476,6 +520,10 @@ int image_get(const char *guest_path, bool force, struct vm_image *out, struct e
 		r = build_initrd(guest_path, out->kver, out->initrd, e);
 		if (r < 0)
 			return r;
+		/* Each new ward-guest makes a new image: keep the newest few. */
+		char pat[PATH_MAX + 32];
+		snprintf(pat, sizeof(pat), "%s/initramfs-*.cpio", dir);
+		image_prune(pat, IMAGE_KEEP, NULL);
 	}
 	return 0;
 }

@@ -713,6 +713,13 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 			if (tr < 0) {
 				unlink(tram);
 				unlink(state);
+			} else {
+				/* A snapshot's RAM file is the size of the guest's RAM
+				 * (sparse): keep the newest few. */
+				char pat[PATH_MAX + 16];
+				snprintf(pat, sizeof(pat), "%.*s/snap-*.state", (int)(sl ? sl - snap : 0), snap);
+				static const char *const sfx[] = { ".ram", ".lock", NULL };
+				image_prune(pat, IMAGE_KEEP, sfx);
 			}
 		}
 	}
