@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const struct command *const commands[] = { &cmd_run, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_doctor, &cmd_version, NULL };
+static const struct command *const commands[] = { &cmd_run, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_doctor, &cmd_version, NULL };
 
 void cmd_error(const char *fmt, ...)
 {

@@ -13,6 +13,7 @@
 #include "tools/tool.h"
 #include "turn/turn.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -935,4 +936,58 @@ const struct command cmd_diff = {
 
 const struct command cmd_apply = {
 	.name = "apply", .args = "SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
+};
+
+/* ward sessions: the journals, newest last, with how each ended. */
+static int sessions_run(int argc, char **argv)
+{
+	if (argc > 1) {
+		fprintf(stderr, "usage: ward sessions\n");
+		return !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ? 0 : EXIT_USAGE;
+	}
+	struct err e = { 0 };
+	char dir[PATH_MAX];
+	if (journal_dir(dir, sizeof(dir), &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
+		cmd_error("cannot read %s: %s", dir, strerror(errno));
+		return EXIT_FAIL;
+	}
+	printf("%-24s %-14s %-16s %s\n", "SESSION", "STOP", "MODEL", "WORKSPACE");
+	for (int i = 0; i < n; i++) {
+		char *dot = strstr(names[i]->d_name, ".jsonl");
+		if (dot && !dot[6]) {
+			*dot = 0;
+			struct journal_state st;
+			if (journal_load(names[i]->d_name, &st, &e) == 0) {
+				/* The last stop record, if any: read the file's tail. */
+				char path[PATH_MAX + 300];
+				snprintf(path, sizeof(path), "%s/%s.jsonl", dir, names[i]->d_name);
+				char stop[32] = "-";
+				FILE *f = fopen(path, "re");
+				char line[4096];
+				while (f && fgets(line, sizeof(line), f)) {
+					const char *k = strstr(line, "\"type\":\"stop\",\"reason\":\"");
+					if (k == line + 1)
+						sscanf(k + 24, "%31[^\"]", stop);
+				}
+				if (f)
+					fclose(f);
+				const char *model = json_str(st.header, "model"), *ws = json_str(st.header, "workspace");
+				printf("%-24s %-14s %-16.16s %s\n", names[i]->d_name, stop, model ? model : "?", ws ? ws : "");
+				journal_state_free(&st);
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+	return 0;
+}
+
+const struct command cmd_sessions = {
+	.name = "sessions", .args = "", .summary = "list the sessions ward run keeps", .run = sessions_run,
 };

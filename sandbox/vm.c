@@ -664,6 +664,8 @@ static int vm_lock(const char *path)
 static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
 {
 	const struct box_opts *o = s->opts;
+	if (o->net)
+		return err_set(e, -ENOTSUP, "the vm backend has no network device yet; use --backend ns for --net");
 	struct vm_image img;
 	int r = image_get(o->guest_path, false, &img, e);
 	if (r < 0)

@@ -253,6 +253,7 @@ is "$RC" 0 "resume after SIGKILL: exit 0"
 like "$(req 1)" "outcome unknown" "the dangling call is reported to the model as unknown"
 like "$(req 1)" "go on" "with the next instruction"
 is "$(grep -c '"type":"result"' "$XDG_STATE_HOME/ward/sessions/$S.jsonl")" 0 "the dangling call was never re-run"
+like "$("$WARD" sessions)" "^$S +done +fake-model" "ward sessions lists it, with how it ended"
 
 # A ward SIGSTOPped mid-run with --deadline 5s: its watchdog kills it at
 # about 5 s + 5 s grace, the journal says so, and the box is gone.
