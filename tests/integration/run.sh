@@ -130,6 +130,13 @@ PY
 	like "$ERR" "round cap" "$P: the stop says round cap"
 done
 
+# Model text with escape sequences does not reach the terminal raw.
+serve unicode-term; ws term
+run anthropic "colours"
+is "$RC" 0 "escape sequences in model text: exit 0"
+[ "$(printf '%s' "$OUT" | tr -d -c '\033\007' | wc -c)" -eq 0 ]; ok $? "no ESC or BEL byte reaches stdout"
+like "$OUT" 'colour \^\[\[31mRED' "they are shown, made harmless"
+
 # A deadline hit while a bash call runs: the call is cancelled in its box.
 for P in anthropic openai; do
 	serve sleep; ws sleep-$P
