@@ -503,6 +503,41 @@ static void watchdog_start(const struct journal *j, int64_t deadline_abs_ms)
 	_exit(0);
 }
 
+/* A session that ends with the model's calls and no results for them was
+ * cut off mid-call: each call gets the result the journal has, or "outcome
+ * unknown" (it is never run again). NULL when nothing is missing. */
+static cJSON *resume_results(const cJSON *messages, const cJSON *results)
+{
+	const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
+	const char *role = json_str(last, "role");
+	if (!role || strcmp(role, "assistant"))
+		return NULL;
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON *content = cJSON_AddArrayToObject(m, "content");
+	const cJSON *b;
+	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(last, "content")) {
+		const char *type = json_str(b, "type"), *id = json_str(b, "id");
+		if (!type || strcmp(type, "tool_use"))
+			continue;
+		const cJSON *res = cJSON_GetObjectItemCaseSensitive(results, id ? id : "");
+		cJSON *unknown = NULL;
+		if (!res || !json_str(res, "text")) {
+			unknown = cJSON_CreateObject();
+			cJSON_AddStringToObject(unknown, "outcome", "unknown");
+			cJSON_AddStringToObject(unknown, "text",
+						"outcome unknown: the session was cut off while this call ran (ward was "
+						"stopped); it was not run again; check its effects before repeating it");
+		}
+		cJSON_AddItemToArray(content, turn_tool_result(id ? id : "", unknown ? unknown : res));
+		cJSON_Delete(unknown);
+	}
+	if (cJSON_GetArraySize(content) > 0)
+		return m;
+	cJSON_Delete(m);
+	return NULL;
+}
+
 static int run_run(int argc, char **argv)
 {
 	struct turn_cfg cfg = { .retries = -1 };
@@ -695,43 +730,7 @@ static int run_run(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		s.messages = TAKE_PTR(st.messages);
-		/* A call found without a result was cut off: its outcome is
-		 * unknown, and it is never run again. */
-		{
-			const cJSON *last = cJSON_GetArrayItem(s.messages, cJSON_GetArraySize(s.messages) - 1);
-			const char *role = json_str(last, "role");
-			if (role && !strcmp(role, "assistant")) {
-				cJSON *m = cJSON_CreateObject();
-				cJSON_AddStringToObject(m, "role", "user");
-				cJSON *content = cJSON_AddArrayToObject(m, "content");
-				const cJSON *b;
-				cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(last, "content")) {
-					const char *type = json_str(b, "type");
-					if (!type || strcmp(type, "tool_use"))
-						continue;
-					const char *id = json_str(b, "id");
-					const cJSON *res = cJSON_GetObjectItemCaseSensitive(st.results, id ? id : "");
-					cJSON *tr = cJSON_CreateObject();
-					cJSON_AddStringToObject(tr, "type", "tool_result");
-					cJSON_AddStringToObject(tr, "tool_use_id", id ? id : "");
-					const char *outcome = json_str(res, "outcome");
-					if (res && json_str(res, "text"))
-						cJSON_AddStringToObject(tr, "content", json_str(res, "text"));
-					else
-						cJSON_AddStringToObject(tr, "content",
-									"outcome unknown: the session was cut off while this call ran "
-									"(ward was stopped); it was not run again; check its effects before "
-									"repeating it");
-					if (!outcome || strcmp(outcome, "ok"))
-						cJSON_AddBoolToObject(tr, "is_error", 1);
-					cJSON_AddItemToArray(content, tr);
-				}
-				if (cJSON_GetArraySize(content) > 0)
-					cJSON_AddItemToArray(s.messages, m);
-				else
-					cJSON_Delete(m);
-			}
-		}
+		cJSON *cut = resume_results(s.messages, st.results);
 		const char *ws = json_str(st.header, "workspace");
 		if (ws) {
 			snprintf(wsabs, sizeof(wsabs), "%s", ws);
@@ -740,18 +739,15 @@ static int run_run(int argc, char **argv)
 		rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
 		journal_state_free(&st);
 		if (journal_open(&s.j, resume, &e) < 0) {
+			cJSON_Delete(cut);
 			cmd_error("%s", e.msg);
 			r = EXIT_USAGE;
 			goto out;
 		}
-		/* The synthesised results go in the journal too. */
-		const cJSON *last = cJSON_GetArrayItem(s.messages, cJSON_GetArraySize(s.messages) - 1);
-		if (json_str(last, "role") && !strcmp(json_str(last, "role"), "user")) {
-			cJSON *rec = cJSON_Duplicate(last, 1);
-			const cJSON *b0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rec, "content"), 0);
-			if (json_str(b0, "type") && !strcmp(json_str(b0, "type"), "tool_result"))
-				journal_write(&s.j, "message", rec);
-			cJSON_Delete(rec);
+		/* The results made here go in the journal too, once. */
+		if (cut) {
+			journal_write(&s.j, "message", cut);
+			cJSON_AddItemToArray(s.messages, cut);
 		}
 	} else {
 		s.messages = cJSON_CreateArray();

@@ -67,7 +67,6 @@ static void proc_drop_caps(void)
  * copied held. */
 struct spawn {
 	const struct guest_cfg *cfg;
-	const char *command;
 	int out_w, devnull;
 	char idvar[128];
 	char *env[24];
@@ -131,7 +130,7 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0)
 		_exit(126);
-	struct spawn sp = { .cfg = cfg, .command = command, .out_w = out_w };
+	struct spawn sp = { .cfg = cfg, .out_w = out_w };
 	sp.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (sp.devnull < 0)
 		_exit(126);

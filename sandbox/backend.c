@@ -1,7 +1,13 @@
 #include "sandbox/box.h"
 #include "sandbox/ns.h"
 
+#include "base/fdio.h"
 #include "base/timeutil.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -10,6 +16,60 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+pid_t box_clone3(uint64_t flags, int *cgfd, int *pidfd)
+{
+	struct clone_args a = {
+		.flags = flags | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	if (*cgfd >= 0) {
+		a.flags |= CLONE_INTO_CGROUP;
+		a.cgroup = (uint64_t)*cgfd;
+	}
+	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	if (pid < 0 && *cgfd >= 0) {
+		/* Placement refused (a cgroup we cannot write after all). */
+		a.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
+		a.cgroup = 0;
+		close(*cgfd);
+		*cgfd = -1;
+		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	}
+	return pid;
+}
+
+static int box_write_proc(pid_t pid, const char *file, const char *s)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	return fdio_write_str(AT_FDCWD, path, s);
+}
+
+int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid)
+{
+	char map[64];
+	snprintf(map, sizeof(map), "%u %u 1\n", inside, uid);
+	int r = box_write_proc(pid, "uid_map", map);
+	if (r < 0)
+		return r;
+	r = box_write_proc(pid, "setgroups", "deny");
+	if (r < 0 && r != -ENOENT)
+		return r;
+	snprintf(map, sizeof(map), "%u %u 1\n", inside, gid);
+	return box_write_proc(pid, "gid_map", map);
+}
+
+int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid)
+{
+	int r = fdio_write_full(sync_fd, "m", 1);
+	if (r >= 0 && cg)
+		cgroup_attach_v1(cg, pid);
+	if (r >= 0)
+		r = fdio_write_full(sync_fd, "g", 1);
+	return r;
+}
 
 void box_kill_reap(pid_t pid, int pidfd, int chan_fd)
 {

@@ -63,6 +63,16 @@ struct box_backend {
 extern const struct box_backend box_backend_ns, box_backend_vm;
 /* "ns", "vm", or "auto" (vm where KVM works, else ns); NULL if unknown. */
 const struct box_backend *box_backend_find(const char *name);
+/* What the backends share to start their process in fresh namespaces.
+ * clone3 with CLONE_PIDFD (and into *cgfd's cgroup; a refused placement
+ * falls back without it and closes *cgfd). */
+pid_t box_clone3(uint64_t flags, int *cgfd, int *pidfd);
+/* Map inside (uid and gid) in pid's new user namespace to the caller's
+ * uid and gid; setgroups denied. */
+int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid);
+/* The two go-aheads a backend's child waits for: "m" (the maps are
+ * written), then the v1 cgroup attach, then "g" (the cgroups hold). */
+int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid);
 /* SIGKILL a backend's process and reap it (bounded: 2 s); close its fds. */
 void box_kill_reap(pid_t pid, int pidfd, int chan_fd);
 /* vm.c: whether the vm backend can run here, and KVM. */
@@ -98,7 +108,6 @@ struct box_call_cbs {
 	void (*result)(void *ud, uint32_t id, cJSON *result);
 };
 int box_conn_fd(const struct box_conn *c);
-const char *box_conn_name(const struct box_conn *c);
 /* key: passed to the command as WARD_CALL_ID (NULL: made up). limit_ms 0:
  * the tool's default. */
 int box_call_start(struct box_conn *c, const char *tool, const cJSON *args, const char *key, int64_t limit_ms,

@@ -256,26 +256,54 @@ static int64_t box_call_limit(const char *tool, const cJSON *args)
 	return BASH_TIMEOUT_DEFAULT_S * 1000;
 }
 
-int box_call(struct box_conn *c, const char *tool, const cJSON *args, bool stream,
-	     box_output_cb *cb, void *ud, int cancel_fd, cJSON **ret_result, struct err *e)
+/* One CALL frame: {tool, args, timeout_ms, stream, key}; the key is
+ * made up when none is given. */
+static int box_send_call(struct box_conn *c, uint32_t id, const char *tool, const cJSON *args, const char *key,
+			 int64_t limit_ms, bool stream, struct err *e)
 {
-	uint32_t id = ++c->next_id;
-	int64_t limit = box_call_limit(tool, args);
 	cJSON *req = cJSON_CreateObject();
 	cJSON_AddStringToObject(req, "tool", tool);
 	cJSON_AddItemToObject(req, "args", cJSON_Duplicate(args, 1));
-	cJSON_AddNumberToObject(req, "timeout_ms", (double)limit);
+	cJSON_AddNumberToObject(req, "timeout_ms", (double)limit_ms);
 	cJSON_AddBoolToObject(req, "stream", stream);
-	char key[64];
-	snprintf(key, sizeof(key), "%s-%d-%u", c->name, getpid(), id);
-	cJSON_AddStringToObject(req, "key", key);
+	char gen[64];
+	snprintf(gen, sizeof(gen), "%s-%d-%u", c->name, getpid(), id);
+	cJSON_AddStringToObject(req, "key", key && *key ? key : gen);
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (!s)
 		return err_set(e, -ENOMEM, "out of memory");
 	int r = proto_send(c->fd, PROTO_CALL, 0, id, s, strlen(s));
+	return r < 0 ? err_setc(e, r, "box %s: send", c->name) : 0;
+}
+
+static cJSON *box_synth_result(const char *outcome, const char *text, bool destroyed)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "outcome", outcome);
+	cJSON_AddStringToObject(j, "text", text);
+	if (destroyed)
+		cJSON_AddBoolToObject(j, "box_destroyed", 1);
+	return j;
+}
+
+/* The keeper did not answer past the host's deadline and was killed. */
+static cJSON *box_timed_out(int64_t limit_ms)
+{
+	char msg[300];
+	snprintf(msg, sizeof(msg), "timed out after %lld s; the box did not answer and was destroyed\n",
+		 (long long)((limit_ms + 999) / 1000));
+	return box_synth_result("timed_out", msg, true);
+}
+
+int box_call(struct box_conn *c, const char *tool, const cJSON *args, bool stream,
+	     box_output_cb *cb, void *ud, int cancel_fd, cJSON **ret_result, struct err *e)
+{
+	uint32_t id = ++c->next_id;
+	int64_t limit = box_call_limit(tool, args);
+	int r = box_send_call(c, id, tool, args, NULL, limit, stream, e);
 	if (r < 0)
-		return err_setc(e, r, "box %s: send", c->name);
+		return r;
 	/* The keeper destroys a stuck box at limit + grace + margin; this
 	 * process gives it that much and a few seconds more. */
 	int64_t deadline = now_ms() + limit + c->grace_ms + BOX_HOST_MARGIN_MS + 4000;
@@ -292,14 +320,7 @@ int box_call(struct box_conn *c, const char *tool, const cJSON *args, bool strea
 		}
 		if (r == -ETIMEDOUT) {
 			box_kill_keeper(c);
-			cJSON *j = cJSON_CreateObject();
-			cJSON_AddStringToObject(j, "outcome", "timed_out");
-			char msg[300];
-			snprintf(msg, sizeof(msg), "timed out after %lld s; the box did not answer and was destroyed\n",
-				 (long long)((limit + 999) / 1000));
-			cJSON_AddStringToObject(j, "text", msg);
-			cJSON_AddBoolToObject(j, "box_destroyed", 1);
-			*ret_result = j;
+			*ret_result = box_timed_out(limit);
 			return 0;
 		}
 		if (r < 0) {
@@ -492,24 +513,9 @@ int box_reap(unsigned *ret_n, struct err *e)
 
 /* Async calls, for a caller with its own event loop. */
 
-static cJSON *box_synth_result(const char *outcome, const char *text, bool destroyed)
-{
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "outcome", outcome);
-	cJSON_AddStringToObject(j, "text", text);
-	if (destroyed)
-		cJSON_AddBoolToObject(j, "box_destroyed", 1);
-	return j;
-}
-
 int box_conn_fd(const struct box_conn *c)
 {
 	return c->fd;
-}
-
-const char *box_conn_name(const struct box_conn *c)
-{
-	return c->name;
 }
 
 int box_call_start(struct box_conn *c, const char *tool, const cJSON *args, const char *key, int64_t limit_ms,
@@ -523,24 +529,10 @@ int box_call_start(struct box_conn *c, const char *tool, const cJSON *args, cons
 	p->deadline = now_ms() + p->limit_ms + c->grace_ms + BOX_HOST_MARGIN_MS + 4000;
 	p->cbs = *cbs;
 	p->ud = ud;
-	cJSON *req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "tool", tool);
-	cJSON_AddItemToObject(req, "args", cJSON_Duplicate(args, 1));
-	cJSON_AddNumberToObject(req, "timeout_ms", (double)p->limit_ms);
-	cJSON_AddBoolToObject(req, "stream", stream);
-	char gen[64];
-	snprintf(gen, sizeof(gen), "%s-%d-%u", c->name, getpid(), p->id);
-	cJSON_AddStringToObject(req, "key", key && *key ? key : gen);
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
-	cJSON_Delete(req);
-	if (!s) {
-		free(p);
-		return err_set(e, -ENOMEM, "out of memory");
-	}
-	int r = proto_send(c->fd, PROTO_CALL, 0, p->id, s, strlen(s));
+	int r = box_send_call(c, p->id, tool, args, key, p->limit_ms, stream, e);
 	if (r < 0) {
 		free(p);
-		return err_setc(e, r, "box %s: send", c->name);
+		return r;
 	}
 	p->next = c->pending;
 	c->pending = p;
@@ -658,9 +650,6 @@ void box_conn_tick(struct box_conn *c)
 			box_kill_keeper(c);
 			killed = true;
 		}
-		char msg[300];
-		snprintf(msg, sizeof(msg), "timed out after %lld s; the box did not answer and was destroyed\n",
-			 (long long)((p->limit_ms + 999) / 1000));
-		box_pending_finish(c, p, box_synth_result("timed_out", msg, true));
+		box_pending_finish(c, p, box_timed_out(p->limit_ms));
 	}
 }

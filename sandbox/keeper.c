@@ -221,14 +221,20 @@ static int keeper_guest_up(struct err *e)
 	return 0;
 }
 
-static int keeper_restart(struct err *e)
+/* The box's host cgroup, with the limits its backend asks of the host. */
+static void keeper_cgroup_create(void)
 {
-	keeper_guest_down();
-	cgroup_remove(&K.cg);
 	struct limits hl = K.o->lim;
 	if (K.be->host_limits)
 		K.be->host_limits(&K.o->lim, &hl);
 	cgroup_create(K.cgname, &hl, &K.cg, NULL);
+}
+
+static int keeper_restart(struct err *e)
+{
+	keeper_guest_down();
+	cgroup_remove(&K.cg);
+	keeper_cgroup_create();
 	K.restarts++;
 	return keeper_guest_up(e);
 }
@@ -677,10 +683,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		goto fail;
 	}
 	loop_add(K.loop, K.sfd, EPOLLIN, on_signal, NULL);
-	struct limits hl = o->lim;
-	if (K.be->host_limits)
-		K.be->host_limits(&o->lim, &hl);
-	cgroup_create(K.cgname, &hl, &K.cg, NULL);
+	keeper_cgroup_create();
 	if (keeper_guest_up(&e) < 0)
 		goto fail;
 	if (keeper_listen(&e) < 0)

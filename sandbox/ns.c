@@ -350,23 +350,6 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	ns_fail(c, "exec ward-guest");
 }
 
-static int ns_map(pid_t pid, uid_t uid, gid_t gid)
-{
-	char path[64], map[64];
-	snprintf(map, sizeof(map), "0 %u 1\n", uid);
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-	int r = fdio_write_str(AT_FDCWD, path, map);
-	if (r < 0)
-		return r;
-	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
-	r = fdio_write_str(AT_FDCWD, path, "deny");
-	if (r < 0 && r != -ENOENT)
-		return r;
-	snprintf(map, sizeof(map), "0 %u 1\n", gid);
-	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
-	return fdio_write_str(AT_FDCWD, path, map);
-}
-
 int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 {
 	int chan[2], sync[2];
@@ -393,25 +376,10 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		.cgroup_fd = cgfd, .uid = getuid(), .gid = getgid(),
 	};
 	int pidfd = -1;
-	struct clone_args a = {
-		.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-			 CLONE_NEWCGROUP | CLONE_PIDFD | (s->net ? 0 : CLONE_NEWNET),
-		.pidfd = (uint64_t)(uintptr_t)&pidfd,
-		.exit_signal = SIGCHLD,
-	};
-	if (cgfd >= 0) {
-		a.flags |= CLONE_INTO_CGROUP;
-		a.cgroup = (uint64_t)cgfd;
-	}
-	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	if (pid < 0 && cgfd >= 0) {
-		/* Placement refused (a cgroup we cannot write after all). */
-		a.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
-		a.cgroup = 0;
-		close(cgfd);
-		cgfd = c.cgroup_fd = -1;
-		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	}
+	pid_t pid = box_clone3(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
+				       (s->net ? 0 : CLONE_NEWNET),
+			       &cgfd, &pidfd);
+	c.cgroup_fd = cgfd;
 	if (pid < 0) {
 		int r = -errno;
 		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
@@ -424,17 +392,13 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	}
 	close(chan[1]);
 	close(sync[1]);
-	int r = ns_map(pid, c.uid, c.gid);
+	int r = box_userns_map(pid, 0, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the box's user namespace maps");
 	/* Two go-aheads: "m", the maps are written, build the box; "g", the
 	 * cgroups hold, exec the guest. The attach overlaps the build. */
 	if (r >= 0)
-		r = fdio_write_full(sync[0], "m", 1);
-	if (r >= 0 && s->cg)
-		cgroup_attach_v1(s->cg, pid);
-	if (r >= 0)
-		r = fdio_write_full(sync[0], "g", 1);
+		r = box_go_ahead(sync[0], s->cg, pid);
 	if (r >= 0) {
 		/* EOF: the exec happened. Bytes: the child's one-line error. */
 		char msg[512];

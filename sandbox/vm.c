@@ -44,7 +44,7 @@
 /* /dev/kvm can be there and answer, yet fail at the first vCPU (a VM
  * without nested virtualisation): want the CPU flag and a VM that can be
  * made. */
-bool vm_kvm_usable(void)
+static bool vm_kvm_probe(void)
 {
 	_cleanup_free_ char *ci = NULL;
 	if (fdio_read_file(AT_FDCWD, "/proc/cpuinfo", 4u << 20, &ci, NULL) < 0 ||
@@ -58,6 +58,15 @@ bool vm_kvm_usable(void)
 		return false;
 	close(vm);
 	return true;
+}
+
+/* Asked at every launch and for the snapshot's key: probe once. */
+bool vm_kvm_usable(void)
+{
+	static int usable = -1;
+	if (usable < 0)
+		usable = vm_kvm_probe();
+	return usable;
 }
 
 static bool vm_qemu_path(char *out, size_t n)
@@ -155,11 +164,20 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	vm_fail(c, "exec " VM_QEMU);
 }
 
-static int vm_write_map(pid_t pid, const char *file, const char *map)
+/* A connection to a unix socket QEMU listens on, or -errno. */
+static int vm_connect(const char *path)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
-	return fdio_write_str(AT_FDCWD, path, map);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 /* How to launch one VMM. */
@@ -255,21 +273,9 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .uid = getuid(), .gid = getgid() };
 	int pidfd = -1;
-	struct clone_args a = {
-		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-			 CLONE_NEWCGROUP | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)&pidfd,
-		.exit_signal = SIGCHLD,
-	};
-	if (cgfd >= 0) {
-		a.flags |= CLONE_INTO_CGROUP;
-		a.cgroup = (uint64_t)cgfd;
-	}
-	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	if (pid < 0 && cgfd >= 0) {
-		a.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
-		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	}
+	pid_t pid = box_clone3(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+				       CLONE_NEWCGROUP,
+			       &cgfd, &pidfd);
 	if (pid < 0) {
 		int r = -errno;
 		close(sync[0]);
@@ -283,22 +289,11 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	close(sync[1]);
 	/* The host user is uid 1000 to the VMM: 9p shows the workspace's files
 	 * as uid 1000's, the uid tool commands run as in the VM. */
-	char map[64];
-	snprintf(map, sizeof(map), "1000 %u 1\n", c.uid);
-	int r = vm_write_map(pid, "uid_map", map);
-	if (r >= 0)
-		r = vm_write_map(pid, "setgroups", "deny");
-	snprintf(map, sizeof(map), "1000 %u 1\n", c.gid);
-	if (r >= 0)
-		r = vm_write_map(pid, "gid_map", map);
+	int r = box_userns_map(pid, 1000, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the VMM's user namespace maps");
 	if (r >= 0)
-		r = fdio_write_full(sync[0], "m", 1);
-	if (r >= 0 && s->cg)
-		cgroup_attach_v1(s->cg, pid);
-	if (r >= 0)
-		r = fdio_write_full(sync[0], "g", 1);
+		r = box_go_ahead(sync[0], s->cg, pid);
 	/* Connect to QEMU's end of the channel as soon as it listens; the
 	 * sync socket says if the exec failed first. */
 	int chan = -1;
@@ -314,15 +309,9 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 				break;
 			}
 		}
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->sock);
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			chan = fd;
+		chan = vm_connect(p->sock);
+		if (chan >= 0)
 			break;
-		}
-		if (fd >= 0)
-			close(fd);
 		if (waitpid(pid, NULL, WNOHANG) == pid) {
 			r = err_set(e, -EIO, "the VMM exited at start (see %s)", p->con);
 			pid = 0;
@@ -416,14 +405,9 @@ static int qmp_open(struct qmp *q, const char *path, struct err *e)
 	q->len = 0;
 	int64_t until = now_ms() + VM_CONNECT_MS;
 	for (;;) {
-		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-		if (q->fd >= 0 && connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			break;
+		q->fd = vm_connect(path);
 		if (q->fd >= 0)
-			close(q->fd);
-		q->fd = -1;
+			break;
 		if (now_ms() > until)
 			return err_set(e, -ETIMEDOUT, "the VMM's QMP socket did not answer");
 		usleep(2000);
@@ -567,14 +551,9 @@ static int vm_snapshot_restore(const struct vm_paths *p, const char *state, stru
 		int fd = -1;
 		int64_t until = now_ms() + 5000;
 		while (fd < 0 && now_ms() < until) {
-			fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			struct sockaddr_un sa = { .sun_family = AF_UNIX };
-			snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->mig);
-			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-				close(fd);
-				fd = -1;
+			fd = vm_connect(p->mig);
+			if (fd < 0)
 				usleep(1000);
-			}
 		}
 		_cleanup_close_ int sfd = open(state, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || sfd < 0) {

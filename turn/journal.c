@@ -125,7 +125,6 @@ void journal_state_free(struct journal_state *st)
 {
 	cJSON_Delete(st->header);
 	cJSON_Delete(st->messages);
-	cJSON_Delete(st->dangling);
 	cJSON_Delete(st->results);
 	*st = (struct journal_state){ 0 };
 }
@@ -151,9 +150,7 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 	if (r < 0)
 		return err_setc(e, r, "cannot read %s", path);
 	st->messages = cJSON_CreateArray();
-	st->dangling = cJSON_CreateArray();
 	st->results = cJSON_CreateObject();
-	cJSON *intents = cJSON_CreateObject();
 	size_t lineno = 0;
 	for (char *p = data, *nl; p < data + len; p = nl + 1) {
 		nl = memchr(p, '\n', (size_t)(data + len - p));
@@ -162,7 +159,6 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 			break;	/* a last line cut by a kill */
 		cJSON *rec = cJSON_ParseWithLength(p, (size_t)(nl - p));
 		if (!rec) {
-			cJSON_Delete(intents);
 			journal_state_free(st);
 			return err_set(e, -EBADMSG, "%s: line %zu is not JSON; the journal is damaged", path, lineno);
 		}
@@ -178,9 +174,6 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 			cJSON_AddItemToObject(m, "content",
 					      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "content"), 1));
 			cJSON_AddItemToArray(st->messages, m);
-		} else if (type && !strcmp(type, "intent") && cid) {
-			cJSON_DeleteItemFromObject(intents, cid);
-			cJSON_AddItemToObject(intents, cid, cJSON_Duplicate(rec, 1));
 		} else if (type && !strcmp(type, "result") && cid) {
 			cJSON_DeleteItemFromObject(st->results, cid);
 			cJSON_AddItemToObject(st->results, cid, cJSON_Duplicate(rec, 1));
@@ -188,14 +181,8 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 		cJSON_Delete(rec);
 	}
 	if (!st->header) {
-		cJSON_Delete(intents);
 		journal_state_free(st);
 		return err_set(e, -EBADMSG, "%s has no header; it is not a ward session", path);
 	}
-	const cJSON *it;
-	cJSON_ArrayForEach(it, intents)
-		if (!cJSON_GetObjectItemCaseSensitive(st->results, it->string))
-			cJSON_AddItemToArray(st->dangling, cJSON_Duplicate(it, 1));
-	cJSON_Delete(intents);
 	return 0;
 }

@@ -31,11 +31,10 @@ void journal_close(struct journal *j);
 int journal_write(struct journal *j, const char *type, cJSON *rec);
 
 /* What a journal holds, for --resume: the header, the conversation, and
- * which intents have no result. */
+ * the results recorded for calls (an intent without one was cut off). */
 struct journal_state {
 	cJSON *header;
 	cJSON *messages;	/* array, ready to send */
-	cJSON *dangling;	/* array of intents without a result */
 	cJSON *results;		/* object: call_id -> result record */
 };
 int journal_load(const char *id, struct journal_state *st, struct err *e);

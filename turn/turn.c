@@ -100,7 +100,7 @@ struct turn {
 	int64_t stream_end_us;
 	int64_t lat[512];	/* dispatch latencies, for the stop's median */
 	size_t nlat;
-	uint64_t nlat_all;
+	cJSON *tools;		/* the tool schemas, the same every round */
 };
 
 static void emit(struct turn *t, const struct turn_event *ev)
@@ -413,7 +413,6 @@ static bool dispatch(struct turn *t, struct tcall *c)
 		/* A reservoir of the first 512 is plenty for a median. */
 		if (t->nlat < ARRAY_SIZE(t->lat))
 			t->lat[t->nlat++] = us;
-		t->nlat_all++;
 		/* The first call of a message only: later ones wait for others. */
 		t->stream_end_us = 0;
 	}
@@ -428,23 +427,26 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	return true;
 }
 
+cJSON *turn_tool_result(const char *id, const cJSON *result)
+{
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "type", "tool_result");
+	cJSON_AddStringToObject(b, "tool_use_id", id);
+	const char *outcome = json_str(result, "outcome");
+	const char *text = json_str(result, "text");
+	cJSON_AddStringToObject(b, "content", text && *text ? text : outcome ? outcome : "");
+	if (!outcome || strcmp(outcome, "ok"))
+		cJSON_AddBoolToObject(b, "is_error", 1);
+	return b;
+}
+
 static void calls_end(struct turn *t)
 {
 	cJSON *m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "role", "user");
 	cJSON *content = cJSON_AddArrayToObject(m, "content");
-	for (size_t i = 0; i < t->ncalls; i++) {
-		struct tcall *c = &t->calls[i];
-		cJSON *b = cJSON_CreateObject();
-		cJSON_AddStringToObject(b, "type", "tool_result");
-		cJSON_AddStringToObject(b, "tool_use_id", c->id);
-		const char *outcome = json_str(c->result, "outcome");
-		const char *text = json_str(c->result, "text");
-		cJSON_AddStringToObject(b, "content", text && *text ? text : outcome ? outcome : "");
-		if (!outcome || strcmp(outcome, "ok"))
-			cJSON_AddBoolToObject(b, "is_error", 1);
-		cJSON_AddItemToArray(content, b);
-	}
+	for (size_t i = 0; i < t->ncalls; i++)
+		cJSON_AddItemToArray(content, turn_tool_result(t->calls[i].id, t->calls[i].result));
 	journal_write(&t->s->j, "message", m);
 	cJSON_AddItemToArray(t->s->messages, m);
 	calls_free(t);
@@ -563,13 +565,12 @@ static bool budget_check(struct turn *t)
 	return true;
 }
 
-static int tool_schemas(cJSON **ret)
+static cJSON *tool_schemas(void)
 {
 	cJSON *a = cJSON_CreateArray();
 	for (const struct tool *const *tp = tool_table; *tp; tp++)
 		cJSON_AddItemToArray(a, tool_schema(*tp));
-	*ret = a;
-	return 0;
+	return a;
 }
 
 static int http_head(void *ud, const struct http_result *h)
@@ -623,11 +624,8 @@ static void start_attempt(struct turn *t)
 		t->replay_len = strlen(t->replay);
 		return;
 	}
-	cJSON *tools = NULL;
-	tool_schemas(&tools);
-	struct provider_req q = { .system = t->cfg->system, .tools = tools, .messages = t->s->messages };
+	struct provider_req q = { .system = t->cfg->system, .tools = t->tools, .messages = t->s->messages };
 	int r = t->prov->request(&t->cfg->pcfg, &q, &t->hc, &e);
-	cJSON_Delete(tools);
 	if (r >= 0) {
 		struct http_opts o = {
 			.connect_ms = t->cfg->connect_ms,
@@ -742,24 +740,23 @@ static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
 	struct turn *t = data;
 	struct signalfd_siginfo si;
 	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGINT)
-			t->sigints++;
-		if (si.ssi_signo == SIGTERM || t->sigints >= 2) {
-			/* A second interrupt, or TERM after a first: leave now. The
-			 * journal keeps the intents; a resume reports them unknown. */
-			if (t->stopping || si.ssi_signo == SIGTERM) {
-				if (t->req) {
-					http_abort(t->req);
-					t->req = NULL;
-				}
-				t->phase = PH_IDLE;
-				if (!t->stopping)
-					wind_down(t, TURN_CANCELLED, "cancelled (SIGTERM)");
-				finish(t, TURN_CANCELLED, "%s", si.ssi_signo == SIGTERM ? "cancelled (SIGTERM)" : "cancelled (a second interrupt)");
-				return;
-			}
+		bool term = si.ssi_signo == SIGTERM;
+		if (!term && (++t->sigints < 2 || !t->stopping)) {
+			/* A first interrupt: cancel, and wait for the calls' results. */
+			wind_down(t, TURN_CANCELLED, "cancelled by an interrupt");
+			continue;
 		}
-		wind_down(t, TURN_CANCELLED, "cancelled by an interrupt");
+		/* SIGTERM, or a second interrupt: send the cancels and leave now.
+		 * The journal keeps the intents; a resume reports them unknown. */
+		if (!t->stopping)
+			wind_down(t, TURN_CANCELLED, "cancelled (SIGTERM)");
+		if (t->req) {
+			http_abort(t->req);
+			t->req = NULL;
+		}
+		t->phase = PH_IDLE;
+		finish(t, TURN_CANCELLED, "%s", term ? "cancelled (SIGTERM)" : "cancelled (a second interrupt)");
+		return;
 	}
 }
 
@@ -789,6 +786,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	if (!t.prov)
 		return err_set(e, -EINVAL, "no provider");
 	t.priced = price_for(cfg->pcfg.model, &t.price);
+	t.tools = tool_schemas();
 	buf_init(&t.errbody, TURN_ERRBODY_MAX);
 	buf_init(&t.partial, TURN_SSE_EVENT_MAX);
 	int r = loop_new(&t.loop);
@@ -862,6 +860,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		close(t.sfd);
 	http_free(t.http);
 	loop_free(t.loop);
+	cJSON_Delete(t.tools);
 	return 0;
 }
 

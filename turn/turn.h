@@ -112,6 +112,9 @@ struct session {
 int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruction, struct turn_stop *stop,
 	     struct err *e);
 
+/* The tool_result block the model gets for a call's result. */
+cJSON *turn_tool_result(const char *id, const cJSON *result);
+
 /* USD per million tokens, where known. */
 struct price {
 	double in, out, cache_read, cache_write;
