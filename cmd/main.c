@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const struct command *const commands[] = { &cmd_run, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_doctor, &cmd_version, NULL };
+static const struct command *const commands[] = { &cmd_run, &cmd_chat, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_doctor, &cmd_version, NULL };
 
 void cmd_error(const char *fmt, ...)
 {
@@ -65,6 +65,10 @@ const struct command cmd_version = {
 
 int main(int argc, char **argv)
 {
+	/* `ward` alone at a terminal, or `ward --FLAG...`: the interactive session. */
+	if ((argc < 2 && isatty(0) && isatty(1)) ||
+	    (argc >= 2 && argv[1][0] == '-' && argv[1][1] && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))
+		return cmd_chat.run(argc, argv);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : 0;

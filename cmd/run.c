@@ -2,6 +2,7 @@
  * model's answer on stdout, progress on stderr. --json: one JSON object per
  * line on stdout for every event, ending with a "result" event. */
 #include "cmd/cmd.h"
+#include "cmd/session.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -29,36 +30,10 @@
 #include <unistd.h>
 
 #define RUN_TASK_MAX (1u << 20)
-#define RUN_DEFAULT_ANTHROPIC_MODEL "claude-sonnet-4-20250514"
-#define RUN_DEFAULT_OPENAI_MODEL "gpt-4o"
-
-static const char run_system[] =
-	"You are a coding agent working in a sandbox. The task's files are under /workspace, which is "
-	"your working directory; /tmp is scratch space. Tools: read, write, edit, grep, find, ls, and "
-	"bash (non-interactive: stdin is closed, there is no terminal, and every command has a time "
-	"limit). Work step by step: look before you change, run the tests after a change, and finish "
-	"with a short summary of what you did. If a command times out or is refused, read the message "
-	"and try another way instead of repeating it.";
 
 static const struct option run_opts[] = {
-	{ "provider", required_argument, NULL, 'p' },
-	{ "model", required_argument, NULL, 'm' },
-	{ "base-url", required_argument, NULL, 'u' },
-	{ "approve", required_argument, NULL, 'a' },
-	{ "allow", required_argument, NULL, 'A' },
-	{ "deny", required_argument, NULL, 'D' },
-	{ "deadline", required_argument, NULL, 'd' },
-	{ "max-rounds", required_argument, NULL, 'R' },
-	{ "max-calls", required_argument, NULL, 'C' },
-	{ "max-tokens", required_argument, NULL, 'T' },
-	{ "max-cost", required_argument, NULL, '$' },
-	{ "box", required_argument, NULL, 'b' },
-	{ "workspace", required_argument, NULL, 'w' },
-	{ "rw", no_argument, NULL, 'r' },
+	RUN_FLAG_OPTIONS,
 	{ "json", no_argument, NULL, 'j' },
-	{ "resume", required_argument, NULL, 'S' },
-	{ "idle-timeout", required_argument, NULL, 'I' },
-	{ "retries", required_argument, NULL, 'Y' },
 	{ "patch", required_argument, NULL, 'P' },
 	{ "apply", no_argument, NULL, 'X' },
 	{ "approve-cmd", required_argument, NULL, 'G' },
@@ -110,17 +85,6 @@ static void json_line(cJSON *j)
 	}
 }
 
-static const char *call_arg(const cJSON *call)
-{
-	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
-	static const char *const keys[] = { "command", "path", "pattern" };
-	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		const char *v = json_str(in, keys[i]);
-		if (v)
-			return v;
-	}
-	return "";
-}
 
 static void on_event(void *ud, const struct turn_event *ev)
 {
@@ -193,7 +157,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			fflush(stdout);
 			o->text_open = false;
 		}
-		_cleanup_free_ char *a = utf8_term_safe(call_arg(ev->call), strlen(call_arg(ev->call)));
+		_cleanup_free_ char *a = utf8_term_safe(session_call_arg(ev->call), strlen(session_call_arg(ev->call)));
 		fprintf(stderr, "● %s %.200s%s\n", json_str(ev->call, "name") ? json_str(ev->call, "name") : "?",
 			a ? a : "", a && strlen(a) > 200 ? "…" : "");
 		break;
@@ -283,89 +247,6 @@ static int read_task(const char *arg, char **ret)
 	buf_append(&b, "", 0);
 	*ret = b.data;
 	return 0;
-}
-
-/* The session's workspace changes: kept in the box's upper layer. */
-static int session_layers(const char *session, char *upper, size_t n, struct err *e)
-{
-	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
-	snprintf(box, sizeof(box), "s-%s", session);
-	int r = state_layers_dir(box, layers, sizeof(layers), e);
-	if (r < 0)
-		return r;
-	snprintf(upper, n, "%s/upper", layers);
-	return 0;
-}
-
-static void session_layers_drop(const char *session)
-{
-	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
-	snprintf(box, sizeof(box), "s-%s", session);
-	if (state_layers_dir(box, layers, sizeof(layers), NULL) == 0)
-		state_rm_rf(layers);
-}
-
-/* Show, write or apply the changes; with none, drop the layers. */
-static int run_changes(const char *session, const char *workspace, bool json, bool apply, const char *patch,
-		       cJSON *files)
-{
-	struct err e = { 0 };
-	char upper[PATH_MAX];
-	struct ws_changes ch = { 0 };
-	if (session_layers(session, upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0)
-		return EXIT_OKAY;
-	if (ws_changes_read(workspace, upper, &ch, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_FAIL;
-	}
-	if (ch.n == 0) {
-		session_layers_drop(session);
-		if (!json)
-			fprintf(stderr, "ward: no changes to the workspace\n");
-		ws_changes_free(&ch);
-		return EXIT_OKAY;
-	}
-	int r = EXIT_OKAY;
-	if (patch) {
-		FILE *f = fopen(patch, "we");
-		if (!f || ws_diff(workspace, upper, &ch, f, &e) < 0) {
-			cmd_error("--patch %s: %s", patch, f ? e.msg : strerror(errno));
-			r = EXIT_FAIL;
-		}
-		if (f)
-			fclose(f);
-	}
-	for (size_t i = 0; files && i < ch.n; i++) {
-		cJSON *f = cJSON_CreateObject();
-		cJSON_AddStringToObject(f, "path", ch.v[i].path);
-		cJSON_AddStringToObject(f, "change", ws_kind_name(ch.v[i].kind));
-		if (ch.v[i].dir)
-			cJSON_AddBoolToObject(f, "dir", 1);
-		cJSON_AddItemToArray(files, f);
-	}
-	if (!json) {
-		fprintf(stderr, "ward: the workspace changes:\n");
-		fflush(stderr);
-		FILE *err = fdopen(dup(2), "w");
-		if (err) {
-			ws_diff(workspace, upper, &ch, err, &e);
-			fclose(err);
-		}
-	}
-	if (apply && r == EXIT_OKAY) {
-		if (ws_apply(workspace, upper, &ch, &e) < 0) {
-			cmd_error("%s", e.msg);
-			r = EXIT_FAIL;
-		} else {
-			session_layers_drop(session);
-			if (!json)
-				fprintf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
-		}
-	} else if (!json) {
-		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, session);
-	}
-	ws_changes_free(&ch);
-	return r;
 }
 
 /* The watchdog: a small process that outlives a stuck ward. If ward is
@@ -503,131 +384,25 @@ static void watchdog_start(const struct journal *j, int64_t deadline_abs_ms)
 	_exit(0);
 }
 
-/* A session that ends with the model's calls and no results for them was
- * cut off mid-call: each call gets the result the journal has, or "outcome
- * unknown" (it is never run again). NULL when nothing is missing. */
-static cJSON *resume_results(const cJSON *messages, const cJSON *results)
-{
-	const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
-	const char *role = json_str(last, "role");
-	if (!role || strcmp(role, "assistant"))
-		return NULL;
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON *content = cJSON_AddArrayToObject(m, "content");
-	const cJSON *b;
-	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(last, "content")) {
-		const char *type = json_str(b, "type"), *id = json_str(b, "id");
-		if (!type || strcmp(type, "tool_use"))
-			continue;
-		const cJSON *res = cJSON_GetObjectItemCaseSensitive(results, id ? id : "");
-		cJSON *unknown = NULL;
-		if (!res || !json_str(res, "text")) {
-			unknown = cJSON_CreateObject();
-			cJSON_AddStringToObject(unknown, "outcome", "unknown");
-			cJSON_AddStringToObject(unknown, "text",
-						"outcome unknown: the session was cut off while this call ran (ward was "
-						"stopped); it was not run again; check its effects before repeating it");
-		}
-		cJSON_AddItemToArray(content, turn_tool_result(id ? id : "", unknown ? unknown : res));
-		cJSON_Delete(unknown);
-	}
-	if (cJSON_GetArraySize(content) > 0)
-		return m;
-	cJSON_Delete(m);
-	return NULL;
-}
-
 static int run_run(int argc, char **argv)
 {
-	struct turn_cfg cfg = { .retries = -1 };
-	struct gate gate = { .mode = GATE_AUTO };
+	struct run_flags f;
+	run_flags_init(&f, GATE_AUTO);
+	struct turn_cfg *cfg = &f.cfg;
 	struct out out = { 0 };
-	const char *provider = NULL, *model = NULL, *base_url = NULL, *box_name = NULL, *workspace = NULL;
-	const char *resume = NULL, *patch = NULL;
-	bool rw = false, apply = false;
-	int64_t deadline_ms = 0;
-	struct err e = { 0 };
+	const char *patch = NULL;
+	bool apply = false;
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", run_opts, NULL)) != -1) {
-		int64_t ms;
-		uint64_t v;
+		int k = run_flag(&f, c, optarg);
+		if (k < 0)
+			return EXIT_USAGE;
+		if (k > 0)
+			continue;
 		switch (c) {
-		case 'p':
-			provider = optarg;
-			break;
-		case 'm':
-			model = optarg;
-			break;
-		case 'u':
-			base_url = optarg;
-			break;
-		case 'a':
-			if (gate_mode_parse(optarg, &gate.mode) < 0) {
-				cmd_error("--approve: \"%s\" is not a mode; use ask, edits or auto", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'A':
-		case 'D':
-			if (gate_add_rule(&gate, c == 'A', optarg, &e) < 0) {
-				cmd_error("%s", e.msg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'd':
-		case 'I':
-			if (parse_duration_ms(optarg, &ms) < 0 || ms < 1) {
-				cmd_error("--%s: \"%s\" is not a duration (e.g. 90s, 10m)", c == 'd' ? "deadline" : "idle-timeout", optarg);
-				return EXIT_USAGE;
-			}
-			if (c == 'd')
-				deadline_ms = ms;
-			else
-				cfg.idle_ms = ms;
-			break;
-		case 'R':
-		case 'C':
-		case 'T':
-		case 'Y':
-			if (parse_u64(optarg, &v) < 0 || v > 100000000 || (v == 0 && c != 'Y')) {
-				cmd_error("--%s: \"%s\" is not a positive number", c == 'R' ? "max-rounds" : c == 'C' ? "max-calls" : c == 'T' ? "max-tokens" : "retries", optarg);
-				return EXIT_USAGE;
-			}
-			if (c == 'R')
-				cfg.b.max_rounds = (int)v;
-			else if (c == 'C')
-				cfg.b.max_calls = (int)v;
-			else if (c == 'T')
-				cfg.b.max_tokens = (int64_t)v;
-			else
-				cfg.retries = (int)v;
-			break;
-		case '$': {
-			char *end;
-			double d = strtod(optarg, &end);
-			if (*end || d <= 0) {
-				cmd_error("--max-cost: \"%s\" is not an amount in USD (e.g. 0.50)", optarg);
-				return EXIT_USAGE;
-			}
-			cfg.b.max_cost = d;
-			break;
-		}
-		case 'b':
-			box_name = optarg;
-			break;
-		case 'w':
-			workspace = optarg;
-			break;
-		case 'r':
-			rw = true;
-			break;
 		case 'j':
 			out.json = true;
-			break;
-		case 'S':
-			resume = optarg;
 			break;
 		case 'P':
 			patch = optarg;
@@ -636,8 +411,8 @@ static int run_run(int argc, char **argv)
 			apply = true;
 			break;
 		case 'G':
-			gate.ask = approver_ask;
-			gate.ask_ud = optarg;
+			f.gate.ask = approver_ask;
+			f.gate.ask_ud = optarg;
 			break;
 		case 'h':
 			fputs(run_help, stdout);
@@ -661,43 +436,12 @@ static int run_run(int argc, char **argv)
 		cmd_error("the task is empty");
 		return EXIT_USAGE;
 	}
-
-	/* The provider and its key. */
-	const char *replay = model && !strncmp(model, "replay:", 7) ? model + 7 : NULL;
-	if (replay) {
-		if (access(replay, R_OK) < 0) {
-			cmd_error("--model %s: cannot read the replay script %s: %s", model, replay, strerror(errno));
-			return EXIT_USAGE;
-		}
-		cfg.replay_path = replay;
-		cfg.pcfg.model = "replay";
-	} else {
-		cfg.provider = provider_find(provider ? provider : "anthropic");
-		if (!cfg.provider) {
-			cmd_error("--provider: \"%s\" is not a provider; use anthropic or openai", provider);
-			return EXIT_USAGE;
-		}
-		cfg.pcfg.model = model ? model
-				       : cfg.provider == &provider_openai ? RUN_DEFAULT_OPENAI_MODEL : RUN_DEFAULT_ANTHROPIC_MODEL;
-		cfg.pcfg.base_url = base_url;
-		const char *key = getenv(cfg.provider->key_env);
-		if ((!key || !*key) && !base_url) {
-			cmd_error("no API key: set %s (or give --base-url for a local server that needs none)",
-				  cfg.provider->key_env);
-			return EXIT_USAGE;
-		}
-		cfg.pcfg.api_key = key && *key ? key : NULL;
-	}
-	struct price pr;
-	if (cfg.b.max_cost > 0 && !price_for(cfg.pcfg.model, &pr)) {
-		cmd_error("--max-cost: ward does not know the prices of %s; use --max-tokens instead", cfg.pcfg.model);
-		return EXIT_USAGE;
-	}
-	cfg.system = run_system;
-	cfg.gate = &gate;
-	cfg.sinks[cfg.nsinks++] = (struct turn_sink){ on_event, &out };
-	if (deadline_ms)
-		cfg.b.deadline_ms = now_ms() + deadline_ms;
+	r = run_flags_finish(&f);
+	if (r)
+		return r;
+	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ on_event, &out };
+	if (f.deadline_ms)
+		cfg->b.deadline_ms = now_ms() + f.deadline_ms;
 
 	/* Signals are read by the loop; block them from here on. An inherited
 	 * SIG_IGN (a background job of a script) would discard them before
@@ -708,103 +452,44 @@ static int run_run(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	/* A hangup ends the run as SIGTERM does (nohup's SIG_IGN is kept). */
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct session s = { 0 };
-	s.j.fd = -1;
-	char cwd[PATH_MAX], wsabs[PATH_MAX];
-	if (!workspace)
-		workspace = getcwd(cwd, sizeof(cwd));
-	if (workspace && !resume) {
-		if (!realpath(workspace, wsabs)) {
-			cmd_error("--workspace %s: %s", workspace, strerror(errno));
-			return EXIT_NOINPUT;
-		}
-		workspace = wsabs;
-	}
-	if (resume) {
-		struct journal_state st;
-		if (journal_load(resume, &st, &e) < 0) {
-			cmd_error("%s", e.msg);
-			return EXIT_USAGE;
-		}
-		s.messages = TAKE_PTR(st.messages);
-		cJSON *cut = resume_results(s.messages, st.results);
-		const char *ws = json_str(st.header, "workspace");
-		if (ws) {
-			snprintf(wsabs, sizeof(wsabs), "%s", ws);
-			workspace = wsabs;
-		}
-		rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
-		journal_state_free(&st);
-		if (journal_open(&s.j, resume, &e) < 0) {
-			cJSON_Delete(cut);
-			cmd_error("%s", e.msg);
-			r = EXIT_USAGE;
-			goto out;
-		}
-		/* The results made here go in the journal too, once. */
-		if (cut) {
-			journal_write(&s.j, "message", cut);
-			cJSON_AddItemToArray(s.messages, cut);
-		}
-	} else {
-		s.messages = cJSON_CreateArray();
-		cJSON *h = cJSON_CreateObject();
-		cJSON_AddStringToObject(h, "provider", cfg.replay_path ? "replay" : cfg.provider->name);
-		cJSON_AddStringToObject(h, "model", cfg.replay_path ? cfg.replay_path : cfg.pcfg.model);
-		if (workspace)
-			cJSON_AddStringToObject(h, "workspace", workspace);
-		if (rw)
-			cJSON_AddBoolToObject(h, "rw", 1);
-		if (journal_create(&s.j, h, &e) < 0) {
-			cJSON_Delete(h);
-			cmd_error("%s", e.msg);
-			r = EXIT_FAIL;
-			goto out;
-		}
-		cJSON_Delete(h);
-	}
+	struct session s;
+	char wsabs[PATH_MAX];
+	r = session_start(&f, &s, wsabs);
+	if (r)
+		return r;
+	const char *workspace = wsabs[0] ? wsabs : NULL;
 
 	/* The box: the one named, or a new one for this run that dies with it. */
 	char name[BOX_NAME_MAX + 1];
+	const char *box_name = f.box_name;
 	bool own_box = !box_name;
+	struct err e = { 0 };
 	if (own_box) {
-		struct box_opts bo;
-		box_opts_default(&bo);
-		bo.guest_path = cmd_guest_path();
-		bo.workspace = workspace;
-		bo.rw = rw;
-		bo.owner = getpid();
-		/* Named after the session, with its changes kept after the box:
-		 * a resumed session's new box sees them, and `ward apply` finds them. */
-		char bname[BOX_NAME_MAX + 1];
-		snprintf(bname, sizeof(bname), "s-%s", s.j.id);
-		bo.name = bname;
-		bo.keep_layers = true;
-		if (box_create(&bo, name, sizeof(name), &e) < 0) {
-			cmd_error("cannot make a box: %s", e.msg);
-			r = EXIT_NOBOX;
-			goto out_stop;
+		r = session_box(&s, workspace, f.rw, name, sizeof(name));
+		if (r) {
+			session_end(&s);
+			return r;
 		}
 		box_name = name;
-	}
-	if (box_connect(box_name, &s.box, &e) < 0) {
+	} else if (box_connect(box_name, &s.box, &e) < 0) {
 		cmd_error("%s", e.msg);
-		if (own_box)
-			box_destroy(box_name, &e);
-		r = own_box ? EXIT_NOBOX : EXIT_UNKNOWN_BOX;
-		goto out_stop;
+		session_end(&s);
+		return EXIT_UNKNOWN_BOX;
 	}
-	if (cfg.b.deadline_ms)
-		watchdog_start(&s.j, cfg.b.deadline_ms);
+	if (cfg->b.deadline_ms)
+		watchdog_start(&s.j, cfg->b.deadline_ms);
 	if (!out.json)
 		fprintf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
 
 	struct turn_stop stop;
-	r = run_turn(&cfg, &s, task, &stop, &e);
+	r = run_turn(cfg, &s, task, &stop, &e);
 	box_disconnect(s.box);
+	s.box = NULL;
 	if (own_box)
 		box_destroy(box_name, &e);
 	if (r < 0) {
@@ -826,8 +511,8 @@ static int run_run(int argc, char **argv)
 		 * run's are kept for a look first (ward diff / ward apply). */
 		if (apply && r != EXIT_OKAY && !out.json)
 			fprintf(stderr, "ward: --apply: not applied, because the run did not finish\n");
-		if (own_box && !rw && workspace)
-			w = run_changes(s.j.id, workspace, out.json, apply && r == EXIT_OKAY, patch, files);
+		if (own_box && !f.rw && workspace)
+			w = session_changes(s.j.id, workspace, out.json, apply && r == EXIT_OKAY, patch, files);
 		if (out.json) {
 			cJSON *j = cJSON_CreateObject();
 			cJSON_AddStringToObject(j, "type", "result");
@@ -862,19 +547,7 @@ static int run_run(int argc, char **argv)
 		if (r == EXIT_OKAY)
 			r = w;
 	}
-	goto out;
-out_stop:
-	/* The journal says why nothing ran. */
-	{
-		cJSON *rec = cJSON_CreateObject();
-		cJSON_AddStringToObject(rec, "reason", "box_error");
-		cJSON_AddStringToObject(rec, "why", e.msg);
-		journal_write(&s.j, "stop", rec);
-		cJSON_Delete(rec);
-	}
-out:
-	journal_close(&s.j);
-	cJSON_Delete(s.messages);
+	session_end(&s);
 	return r;
 }
 
@@ -913,7 +586,7 @@ static int changes_cmd(int argc, char **argv, bool apply)
 		ws_changes_free(&ch);
 		return EXIT_OKAY;
 	}
-	return run_changes(argv[1], workspace, false, true, NULL, NULL);
+	return session_changes(argv[1], workspace, false, true, NULL, NULL);
 }
 
 static int diff_run(int argc, char **argv)
@@ -942,45 +615,17 @@ static int sessions_run(int argc, char **argv)
 		return !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ? 0 : EXIT_USAGE;
 	}
 	struct err e = { 0 };
-	char dir[PATH_MAX];
-	if (journal_dir(dir, sizeof(dir), &e) < 0) {
+	cJSON *list = NULL;
+	if (session_list(&list, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	struct dirent **names = NULL;
-	int n = scandir(dir, &names, NULL, alphasort);
-	if (n < 0) {
-		cmd_error("cannot read %s: %s", dir, strerror(errno));
-		return EXIT_FAIL;
-	}
 	printf("%-24s %-14s %-16s %s\n", "SESSION", "STOP", "MODEL", "WORKSPACE");
-	for (int i = 0; i < n; i++) {
-		char *dot = strstr(names[i]->d_name, ".jsonl");
-		if (dot && !dot[6]) {
-			*dot = 0;
-			struct journal_state st;
-			if (journal_load(names[i]->d_name, &st, &e) == 0) {
-				/* The last stop record, if any: read the file's tail. */
-				char path[PATH_MAX + 300];
-				snprintf(path, sizeof(path), "%s/%s.jsonl", dir, names[i]->d_name);
-				char stop[32] = "-";
-				FILE *f = fopen(path, "re");
-				char line[4096];
-				while (f && fgets(line, sizeof(line), f)) {
-					const char *k = strstr(line, "\"type\":\"stop\",\"reason\":\"");
-					if (k == line + 1)
-						sscanf(k + 24, "%31[^\"]", stop);
-				}
-				if (f)
-					fclose(f);
-				const char *model = json_str(st.header, "model"), *ws = json_str(st.header, "workspace");
-				printf("%-24s %-14s %-16.16s %s\n", names[i]->d_name, stop, model ? model : "?", ws ? ws : "");
-				journal_state_free(&st);
-			}
-		}
-		free(names[i]);
-	}
-	free(names);
+	const cJSON *x;
+	cJSON_ArrayForEach(x, list)
+		printf("%-24s %-14s %-16.16s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"),
+		       json_str(x, "workspace"));
+	cJSON_Delete(list);
 	return 0;
 }
 

@@ -23,7 +23,7 @@ class Turn:
 
     def __init__(self, blocks, stop=None, status=200, headers=None, error_body=None,
                  cut_after=None, stall_after=None, stall_s=0, error_event_after=None,
-                 byte_chunks=False, json_split=None):
+                 byte_chunks=False, json_split=None, slow_s=0):
         self.blocks = blocks
         self.stop = stop or ("tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn")
         self.status = status
@@ -35,6 +35,7 @@ class Turn:
         self.error_event_after = error_event_after
         self.byte_chunks = byte_chunks      # one byte per write
         self.json_split = json_split        # tool input pieces of this size
+        self.slow_s = slow_s                # a pause before each event
 
 
 def text(s, **kw):
@@ -168,6 +169,36 @@ def sc_unicode_term(n, msgs):
     return text("colour \x1b[31mRED\x1b[0m and a title \x1b]0;pwned\x07 and bell \x07 done")
 
 
+def sc_chat(n, msgs):
+    """The terminal session's tests: what the model does follows what the
+    person said last; after a tool's result it answers with the result."""
+    last = msgs[-1] if msgs else {}
+    content = last.get("content") if isinstance(last.get("content"), list) else []
+    said = last_user_text(msgs)
+    if last.get("role") == "tool" or any(b.get("type") == "tool_result" for b in content):
+        return text("Tool said: " + " ".join(said.split())[:160])
+    words = said.split()
+    if said.startswith("run ") and len(words) > 1:
+        w = words[1]
+        return tool("bash", {"command": "echo ran-%s > %s.txt; echo ran-%s" % (w, w, w)}, say="Running %s." % w)
+    if said.startswith("count"):
+        return tool("bash", {"command": "for i in $(seq 1 40); do echo line-$i; done"}, say="Counting.")
+    if said.startswith("note"):
+        return tool("write", {"path": "note.txt", "content": "a note\n"}, say="Writing a note.")
+    if said.startswith("sleep"):
+        return tool("bash", {"command": "sleep 107; touch /workspace/canary-tui", "timeout": 300},
+                    say="Sleeping.")
+    if said.startswith("slowrun"):
+        return Turn([("text", "Taking my time before a command."),
+                     ("tool", "bash", {"command": "printf slow > slow.txt"})], slow_s=0.1)
+    if said.startswith("stream"):
+        return Turn([("text", "Streaming slowly: " + " ".join("word%d" % i for i in range(60)))], slow_s=0.25)
+    if said.startswith("escape"):
+        return text("colour \x1b[31mRED\x1b[0m title \x1b]0;pwned\x07 clear \x1b[2J"
+                    " alt \x1b[?1049h cursor \x1b[?25l bell \x07 done")
+    return text("You said: " + " ".join(words)[:200])
+
+
 SCENARIOS = {k[3:].replace("_", "-"): v for k, v in globals().items() if k.startswith("sc_")}
 
 
@@ -290,6 +321,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                if t.slow_s:
+                    time.sleep(t.slow_s)
                 if t.stall_after is not None and i == t.stall_after:
                     self.wfile.flush()
                     time.sleep(t.stall_s)

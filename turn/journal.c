@@ -174,6 +174,10 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 			cJSON_AddItemToObject(m, "content",
 					      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "content"), 1));
 			cJSON_AddItemToArray(st->messages, m);
+		} else if (type && !strcmp(type, "clear")) {
+			/* /clear: the conversation starts again from here. */
+			cJSON_Delete(st->messages);
+			st->messages = cJSON_CreateArray();
 		} else if (type && !strcmp(type, "result") && cid) {
 			cJSON_DeleteItemFromObject(st->results, cid);
 			cJSON_AddItemToObject(st->results, cid, cJSON_Duplicate(rec, 1));

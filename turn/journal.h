@@ -6,6 +6,7 @@
  *   {"type":"gate","call_id","decision","by"}
  *   {"type":"result","call_id","outcome","text",...}   written after
  *   {"type":"stop","reason","why","rounds","calls","usage"}
+ *   {"type":"clear"}        the conversation starts again (the box does not)
  * Each record is one write(2) of a whole line, so a killed ward leaves at
  * most its last line cut; the loader skips a cut last line. */
 #pragma once

@@ -735,29 +735,54 @@ static void replay_feed(struct turn *t)
 	}
 }
 
+void turn_interrupt(struct turn *t, bool now, const char *why)
+{
+	if (t->finished)
+		return;
+	if (!now) {
+		wind_down(t, TURN_CANCELLED, why);
+		return;
+	}
+	if (!t->stopping)
+		wind_down(t, TURN_CANCELLED, why);
+	if (t->req) {
+		http_abort(t->req);
+		t->req = NULL;
+	}
+	t->phase = PH_IDLE;
+	finish(t, TURN_CANCELLED, "%s", why);
+}
+
+bool turn_stopping(const struct turn *t)
+{
+	return t->stopping || t->finished;
+}
+
 static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct turn *t = data;
 	struct signalfd_siginfo si;
-	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
-		bool term = si.ssi_signo == SIGTERM;
-		if (!term && (++t->sigints < 2 || !t->stopping)) {
+	while (!t->finished && read(fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGINT && (++t->sigints < 2 || !t->stopping)) {
 			/* A first interrupt: cancel, and wait for the calls' results. */
-			wind_down(t, TURN_CANCELLED, "cancelled by an interrupt");
+			t->stop->signal = SIGINT;
+			turn_interrupt(t, false, "cancelled by an interrupt");
 			continue;
 		}
-		/* SIGTERM, or a second interrupt: send the cancels and leave now.
-		 * The journal keeps the intents; a resume reports them unknown. */
-		if (!t->stopping)
-			wind_down(t, TURN_CANCELLED, "cancelled (SIGTERM)");
-		if (t->req) {
-			http_abort(t->req);
-			t->req = NULL;
-		}
-		t->phase = PH_IDLE;
-		finish(t, TURN_CANCELLED, "%s", term ? "cancelled (SIGTERM)" : "cancelled (a second interrupt)");
-		return;
+		/* SIGTERM, SIGHUP, or a second interrupt: send the cancels and
+		 * leave now. */
+		t->stop->signal = (int)si.ssi_signo;
+		turn_interrupt(t, true,
+			       si.ssi_signo == SIGTERM ? "cancelled (SIGTERM)"
+			       : si.ssi_signo == SIGHUP ? "cancelled (the terminal hung up)"
+							: "cancelled (a second interrupt)");
 	}
+}
+
+static void on_input(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct turn *t = data;
+	t->cfg->input.on_ready(t->cfg->input.ud, t);
 }
 
 static void on_box(struct loop *l, int fd, uint32_t events, void *data)
@@ -803,11 +828,16 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	t.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (t.sfd >= 0)
 		loop_add(t.loop, t.sfd, EPOLLIN, on_signal, &t);
 	if (s->box)
 		loop_add(t.loop, box_conn_fd(s->box), EPOLLIN, on_box, &t);
+	const struct turn_input *in = &cfg->input;
+	if (in->on_ready)
+		loop_add(t.loop, in->fd, EPOLLIN, on_input, &t);
+	int64_t next_tick = in->tick_ms > 0 && in->on_tick ? now_ms() + in->tick_ms : -1;
 
 	if (instruction) {
 		cJSON *m = cJSON_CreateObject();
@@ -831,8 +861,13 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 			d = now_ms();
 		if (cfg->b.deadline_ms && !t.stopping)
 			d = dmin(d, cfg->b.deadline_ms);
+		d = dmin(d, next_tick);
 		if (loop_run_once(t.loop, d) < 0)
 			break;
+		if (next_tick >= 0 && now_ms() >= next_tick && !t.finished) {
+			in->on_tick(in->ud, &t);
+			next_tick = now_ms() + in->tick_ms;
+		}
 		if (t.http)
 			http_tick(t.http);
 		if (s->box)
@@ -856,6 +891,8 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	buf_free(&t.partial);
 	if (s->box)
 		loop_del(t.loop, box_conn_fd(s->box));
+	if (in->on_ready)
+		loop_del(t.loop, in->fd);
 	if (t.sfd >= 0)
 		close(t.sfd);
 	http_free(t.http);

@@ -38,6 +38,7 @@ struct turn_stop {
 	struct usage usage;
 	double cost;		/* USD; <0 when the model's prices are unknown */
 	char model_stop[32];	/* the last stop reason the model gave */
+	int signal;		/* the signal that stopped the turn, or 0 */
 	/* Loop overhead: from the stream's last byte to each call's frame
 	 * written to the box's channel, in microseconds (0 with no calls). */
 	int64_t dispatch_us_median, dispatch_us_max;
@@ -83,6 +84,19 @@ struct budgets {
 
 #define TURN_SINKS_MAX 4
 
+struct turn;
+
+/* A front end's own input while a turn runs (a terminal's keyboard): the
+ * turn's loop watches fd and calls on_ready when it is readable, and calls
+ * on_tick every tick_ms (a spinner). Either may call turn_interrupt. */
+struct turn_input {
+	int fd;
+	void (*on_ready)(void *ud, struct turn *t);
+	int64_t tick_ms;	/* 0: no ticks */
+	void (*on_tick)(void *ud, struct turn *t);
+	void *ud;
+};
+
 struct turn_cfg {
 	const struct provider *provider;	/* NULL with replay */
 	struct provider_cfg pcfg;
@@ -92,6 +106,7 @@ struct turn_cfg {
 	struct gate *gate;
 	struct turn_sink sinks[TURN_SINKS_MAX];
 	int nsinks;
+	struct turn_input input;	/* on_ready NULL: none */
 	int retries;		/* provider retries; -1: the default (2) */
 	int64_t idle_ms;	/* stream idle limit */
 	int64_t connect_ms;
@@ -107,10 +122,21 @@ struct session {
 };
 
 /* Run until a stop; the stop is always filled. Returns 0, or <0 for a
- * setup failure (e set) before anything ran. SIGINT/SIGTERM must be
- * blocked by the caller; run_turn reads them from a signalfd. */
+ * setup failure (e set) before anything ran. SIGINT, SIGTERM and SIGHUP
+ * must be blocked by the caller; run_turn reads them from a signalfd. A
+ * first SIGINT is turn_interrupt(now=false); a second, SIGTERM or SIGHUP
+ * is turn_interrupt(now=true). */
 int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruction, struct turn_stop *stop,
 	     struct err *e);
+
+/* Stop the turn from a front end's callback. now=false: the stream is
+ * cut (its text kept, marked partial), running calls are cancelled in the
+ * box, and the turn ends when their results are in. now=true: the cancels
+ * are sent and the turn ends at once (the journal keeps the intents; a
+ * resume reports those calls as unknown). */
+void turn_interrupt(struct turn *t, bool now, const char *why);
+/* Whether the turn is already winding down. */
+bool turn_stopping(const struct turn *t);
 
 /* The tool_result block the model gets for a call's result. */
 cJSON *turn_tool_result(const char *id, const cJSON *result);

@@ -48,6 +48,18 @@ tool() { # tool BOX NAME JSON -> prints result JSON
 	"$WARD" box tool "$@"
 }
 
+FAKE=$(dirname "$0")/../fake-llm.py
+SRV=""
+serve() { # serve SCENARIO: start the fake LLM server; sets URL and LOG
+	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
+	LOG=$T_TMP/req-$1.jsonl
+	rm -f "$T_TMP/port"
+	python3 "$FAKE" --scenario "$1" --port-file "$T_TMP/port" --log "$LOG" &
+	SRV=$!
+	for _ in $(seq 100); do [ -s "$T_TMP/port" ] && break; sleep 0.05; done
+	URL=http://127.0.0.1:$(cat "$T_TMP/port")
+}
+
 done_testing() {
 	for b in $T_BOXES $(cat "$T_TMP/boxes" 2>/dev/null); do "$WARD" box destroy "$b" >/dev/null 2>&1; done
 	rm -rf "$T_TMP"

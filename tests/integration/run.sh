@@ -2,20 +2,9 @@
 # ward run end to end: the fake LLM server (real HTTP and SSE on loopback)
 # drives the loop for both providers, in real boxes.
 . "$(dirname "$0")/lib.sh"
-FAKE=$(dirname "$0")/../fake-llm.py
 export XDG_STATE_HOME=$T_TMP/state
 export ANTHROPIC_API_KEY=sk-ant-fake-key OPENAI_API_KEY=sk-oa-fake-key
-SRV=""
 
-serve() { # serve SCENARIO: start the fake server; sets URL and LOG
-	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
-	LOG=$T_TMP/req-$1.jsonl
-	rm -f "$T_TMP/port"
-	python3 "$FAKE" --scenario "$1" --port-file "$T_TMP/port" --log "$LOG" &
-	SRV=$!
-	for _ in $(seq 100); do [ -s "$T_TMP/port" ] && break; sleep 0.05; done
-	URL=http://127.0.0.1:$(cat "$T_TMP/port")
-}
 ws() { # a fresh workspace
 	WS=$T_TMP/ws-$1
 	rm -rf "$WS"; mkdir -p "$WS"

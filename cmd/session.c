@@ -1,0 +1,444 @@
+#include "cmd/session.h"
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "cmd/cmd.h"
+#include "sandbox/box.h"
+#include "sandbox/wsdiff.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char run_system[] =
+	"You are a coding agent working in a sandbox. The task's files are under /workspace, which is "
+	"your working directory; /tmp is scratch space. Tools: read, write, edit, grep, find, ls, and "
+	"bash (non-interactive: stdin is closed, there is no terminal, and every command has a time "
+	"limit). Work step by step: look before you change, run the tests after a change, and finish "
+	"with a short summary of what you did. If a command times out or is refused, read the message "
+	"and try another way instead of repeating it.";
+
+void run_flags_init(struct run_flags *f, enum gate_mode mode)
+{
+	*f = (struct run_flags){ .cfg.retries = -1, .gate.mode = mode };
+}
+
+int run_flag(struct run_flags *f, int c, const char *arg)
+{
+	struct err e = { 0 };
+	int64_t ms;
+	uint64_t v;
+	switch (c) {
+	case 'p':
+		f->provider = arg;
+		return 1;
+	case 'm':
+		f->model = arg;
+		return 1;
+	case 'u':
+		f->base_url = arg;
+		return 1;
+	case 'a':
+		if (gate_mode_parse(arg, &f->gate.mode) < 0) {
+			cmd_error("--approve: \"%s\" is not a mode; use ask, edits or auto", arg);
+			return -1;
+		}
+		return 1;
+	case 'A':
+	case 'D':
+		if (gate_add_rule(&f->gate, c == 'A', arg, &e) < 0) {
+			cmd_error("%s", e.msg);
+			return -1;
+		}
+		return 1;
+	case 'd':
+	case 'I':
+		if (parse_duration_ms(arg, &ms) < 0 || ms < 1) {
+			cmd_error("--%s: \"%s\" is not a duration (e.g. 90s, 10m)", c == 'd' ? "deadline" : "idle-timeout", arg);
+			return -1;
+		}
+		if (c == 'd')
+			f->deadline_ms = ms;
+		else
+			f->cfg.idle_ms = ms;
+		return 1;
+	case 'R':
+	case 'C':
+	case 'T':
+	case 'Y':
+		if (parse_u64(arg, &v) < 0 || v > 100000000 || (v == 0 && c != 'Y')) {
+			cmd_error("--%s: \"%s\" is not a positive number",
+				  c == 'R' ? "max-rounds" : c == 'C' ? "max-calls" : c == 'T' ? "max-tokens" : "retries", arg);
+			return -1;
+		}
+		if (c == 'R')
+			f->cfg.b.max_rounds = (int)v;
+		else if (c == 'C')
+			f->cfg.b.max_calls = (int)v;
+		else if (c == 'T')
+			f->cfg.b.max_tokens = (int64_t)v;
+		else
+			f->cfg.retries = (int)v;
+		return 1;
+	case '$': {
+		char *end;
+		double d = strtod(arg, &end);
+		if (*end || d <= 0) {
+			cmd_error("--max-cost: \"%s\" is not an amount in USD (e.g. 0.50)", arg);
+			return -1;
+		}
+		f->cfg.b.max_cost = d;
+		return 1;
+	}
+	case 'b':
+		f->box_name = arg;
+		return 1;
+	case 'w':
+		f->workspace = arg;
+		return 1;
+	case 'r':
+		f->rw = true;
+		return 1;
+	case 'S':
+		f->resume = arg;
+		return 1;
+	}
+	return 0;
+}
+
+int run_flags_finish(struct run_flags *f)
+{
+	struct turn_cfg *cfg = &f->cfg;
+	const char *model = f->model;
+	const char *replay = model && !strncmp(model, "replay:", 7) ? model + 7 : NULL;
+	if (replay) {
+		if (access(replay, R_OK) < 0) {
+			cmd_error("--model %s: cannot read the replay script %s: %s", model, replay, strerror(errno));
+			return EXIT_USAGE;
+		}
+		cfg->replay_path = replay;
+		cfg->pcfg.model = "replay";
+	} else {
+		cfg->provider = provider_find(f->provider ? f->provider : "anthropic");
+		if (!cfg->provider) {
+			cmd_error("--provider: \"%s\" is not a provider; use anthropic or openai", f->provider);
+			return EXIT_USAGE;
+		}
+		cfg->pcfg.model = model ? model
+				  : cfg->provider == &provider_openai ? RUN_DEFAULT_OPENAI_MODEL
+								     : RUN_DEFAULT_ANTHROPIC_MODEL;
+		cfg->pcfg.base_url = f->base_url;
+		const char *key = getenv(cfg->provider->key_env);
+		if ((!key || !*key) && !f->base_url) {
+			cmd_error("no API key: set %s (or give --base-url for a local server that needs none)",
+				  cfg->provider->key_env);
+			return EXIT_USAGE;
+		}
+		cfg->pcfg.api_key = key && *key ? key : NULL;
+	}
+	struct price pr;
+	if (cfg->b.max_cost > 0 && !price_for(cfg->pcfg.model, &pr)) {
+		cmd_error("--max-cost: ward does not know the prices of %s; use --max-tokens instead", cfg->pcfg.model);
+		return EXIT_USAGE;
+	}
+	cfg->system = run_system;
+	cfg->gate = &f->gate;
+	return 0;
+}
+
+/* A session that ends with the model's calls and no results for them was
+ * cut off mid-call: each call gets the result the journal has, or "outcome
+ * unknown" (it is never run again). NULL when nothing is missing. */
+static cJSON *resume_results(const cJSON *messages, const cJSON *results)
+{
+	const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
+	const char *role = json_str(last, "role");
+	if (!role || strcmp(role, "assistant"))
+		return NULL;
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON *content = cJSON_AddArrayToObject(m, "content");
+	const cJSON *b;
+	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(last, "content")) {
+		const char *type = json_str(b, "type"), *id = json_str(b, "id");
+		if (!type || strcmp(type, "tool_use"))
+			continue;
+		const cJSON *res = cJSON_GetObjectItemCaseSensitive(results, id ? id : "");
+		cJSON *unknown = NULL;
+		if (!res || !json_str(res, "text")) {
+			unknown = cJSON_CreateObject();
+			cJSON_AddStringToObject(unknown, "outcome", "unknown");
+			cJSON_AddStringToObject(unknown, "text",
+						"outcome unknown: the session was cut off while this call ran (ward was "
+						"stopped); it was not run again; check its effects before repeating it");
+		}
+		cJSON_AddItemToArray(content, turn_tool_result(id ? id : "", unknown ? unknown : res));
+		cJSON_Delete(unknown);
+	}
+	if (cJSON_GetArraySize(content) > 0)
+		return m;
+	cJSON_Delete(m);
+	return NULL;
+}
+
+int session_start(struct run_flags *f, struct session *s, char *ws)
+{
+	struct err e = { 0 };
+	*s = (struct session){ .j.fd = -1 };
+	char cwd[PATH_MAX];
+	const char *workspace = f->workspace ? f->workspace : getcwd(cwd, sizeof(cwd));
+	if (f->resume) {
+		struct journal_state st;
+		if (journal_load(f->resume, &st, &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_USAGE;
+		}
+		s->messages = TAKE_PTR(st.messages);
+		cJSON *cut = resume_results(s->messages, st.results);
+		const char *w = json_str(st.header, "workspace");
+		snprintf(ws, PATH_MAX, "%s", w ? w : "");
+		f->rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
+		journal_state_free(&st);
+		if (journal_open(&s->j, f->resume, &e) < 0) {
+			cJSON_Delete(cut);
+			cmd_error("%s", e.msg);
+			session_end(s);
+			return EXIT_USAGE;
+		}
+		/* The results made here go in the journal too, once. */
+		if (cut) {
+			journal_write(&s->j, "message", cut);
+			cJSON_AddItemToArray(s->messages, cut);
+		}
+	} else {
+		ws[0] = 0;
+		if (workspace && !realpath(workspace, ws)) {
+			cmd_error("--workspace %s: %s", workspace, strerror(errno));
+			return EXIT_NOINPUT;
+		}
+		s->messages = cJSON_CreateArray();
+		const struct turn_cfg *cfg = &f->cfg;
+		cJSON *h = cJSON_CreateObject();
+		cJSON_AddStringToObject(h, "provider", cfg->replay_path ? "replay" : cfg->provider->name);
+		cJSON_AddStringToObject(h, "model", cfg->replay_path ? cfg->replay_path : cfg->pcfg.model);
+		if (ws[0])
+			cJSON_AddStringToObject(h, "workspace", ws);
+		if (f->rw)
+			cJSON_AddBoolToObject(h, "rw", 1);
+		int r = journal_create(&s->j, h, &e);
+		cJSON_Delete(h);
+		if (r < 0) {
+			cmd_error("%s", e.msg);
+			session_end(s);
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
+int session_box(struct session *s, const char *workspace, bool rw, char *name, size_t n)
+{
+	struct err e = { 0 };
+	struct box_opts bo;
+	box_opts_default(&bo);
+	bo.guest_path = cmd_guest_path();
+	bo.workspace = workspace && *workspace ? workspace : NULL;
+	bo.rw = rw;
+	bo.owner = getpid();
+	/* Named after the session, with its changes kept after the box:
+	 * a resumed session's new box sees them, and `ward apply` finds them. */
+	char bname[BOX_NAME_MAX + 1];
+	snprintf(bname, sizeof(bname), "s-%s", s->j.id);
+	bo.name = bname;
+	bo.keep_layers = true;
+	int r = box_create(&bo, name, n, &e);
+	if (r >= 0) {
+		r = box_connect(name, &s->box, &e);
+		if (r < 0) {
+			struct err e2 = { 0 };
+			box_destroy(name, &e2);
+		}
+	}
+	if (r < 0) {
+		cmd_error("cannot make a box: %s", e.msg);
+		/* The journal says why nothing ran. */
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "reason", "box_error");
+		cJSON_AddStringToObject(rec, "why", e.msg);
+		journal_write(&s->j, "stop", rec);
+		cJSON_Delete(rec);
+		return EXIT_NOBOX;
+	}
+	return 0;
+}
+
+void session_end(struct session *s)
+{
+	if (s->box)
+		box_disconnect(s->box);
+	s->box = NULL;
+	journal_close(&s->j);
+	cJSON_Delete(s->messages);
+	s->messages = NULL;
+}
+
+/* The session's workspace changes: kept in the box's upper layer. */
+int session_layers(const char *session, char *upper, size_t n, struct err *e)
+{
+	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
+	snprintf(box, sizeof(box), "s-%s", session);
+	int r = state_layers_dir(box, layers, sizeof(layers), e);
+	if (r < 0)
+		return r;
+	snprintf(upper, n, "%s/upper", layers);
+	return 0;
+}
+
+void session_layers_drop(const char *session)
+{
+	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
+	snprintf(box, sizeof(box), "s-%s", session);
+	if (state_layers_dir(box, layers, sizeof(layers), NULL) == 0)
+		state_rm_rf(layers);
+}
+
+/* Show, write or apply the changes; with none, drop the layers. */
+int session_changes(const char *session, const char *workspace, bool json, bool apply, const char *patch,
+		       cJSON *files)
+{
+	struct err e = { 0 };
+	char upper[PATH_MAX];
+	struct ws_changes ch = { 0 };
+	if (session_layers(session, upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0)
+		return EXIT_OKAY;
+	if (ws_changes_read(workspace, upper, &ch, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	if (ch.n == 0) {
+		session_layers_drop(session);
+		if (!json)
+			fprintf(stderr, "ward: no changes to the workspace\n");
+		ws_changes_free(&ch);
+		return EXIT_OKAY;
+	}
+	int r = EXIT_OKAY;
+	if (patch) {
+		FILE *f = fopen(patch, "we");
+		if (!f || ws_diff(workspace, upper, &ch, f, &e) < 0) {
+			cmd_error("--patch %s: %s", patch, f ? e.msg : strerror(errno));
+			r = EXIT_FAIL;
+		}
+		if (f)
+			fclose(f);
+	}
+	for (size_t i = 0; files && i < ch.n; i++) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "path", ch.v[i].path);
+		cJSON_AddStringToObject(f, "change", ws_kind_name(ch.v[i].kind));
+		if (ch.v[i].dir)
+			cJSON_AddBoolToObject(f, "dir", 1);
+		cJSON_AddItemToArray(files, f);
+	}
+	if (!json) {
+		fprintf(stderr, "ward: the workspace changes:\n");
+		fflush(stderr);
+		FILE *err = fdopen(dup(2), "w");
+		if (err) {
+			ws_diff(workspace, upper, &ch, err, &e);
+			fclose(err);
+		}
+	}
+	if (apply && r == EXIT_OKAY) {
+		if (ws_apply(workspace, upper, &ch, &e) < 0) {
+			cmd_error("%s", e.msg);
+			r = EXIT_FAIL;
+		} else {
+			session_layers_drop(session);
+			if (!json)
+				fprintf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
+		}
+	} else if (!json) {
+		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, session);
+	}
+	ws_changes_free(&ch);
+	return r;
+}
+
+
+int session_list(cJSON **ret, struct err *e)
+{
+	char dir[PATH_MAX];
+	int r = journal_dir(dir, sizeof(dir), e);
+	if (r < 0)
+		return r;
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
+		if (errno == ENOENT) {
+			*ret = cJSON_CreateArray();
+			return 0;
+		}
+		return err_setc(e, -errno, "cannot read %s", dir);
+	}
+	cJSON *list = cJSON_CreateArray();
+	for (int i = 0; i < n; i++) {
+		char *dot = strstr(names[i]->d_name, ".jsonl");
+		struct journal_state st;
+		struct err e2 = { 0 };
+		if (dot && !dot[6] && (*dot = 0, journal_load(names[i]->d_name, &st, &e2) == 0)) {
+			/* The last stop record, if any: read the file's lines. */
+			char path[PATH_MAX + 300];
+			snprintf(path, sizeof(path), "%s/%s.jsonl", dir, names[i]->d_name);
+			char stop[32] = "-";
+			FILE *f = fopen(path, "re");
+			char line[4096];
+			while (f && fgets(line, sizeof(line), f)) {
+				const char *k = strstr(line, "\"type\":\"stop\",\"reason\":\"");
+				if (k == line + 1)
+					sscanf(k + 24, "%31[^\"]", stop);
+			}
+			if (f)
+				fclose(f);
+			/* The first thing the person asked. */
+			const char *first = "";
+			const cJSON *m;
+			cJSON_ArrayForEach(m, st.messages) {
+				const char *role = json_str(m, "role");
+				const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "content"), 0);
+				if (role && !strcmp(role, "user") && json_str(b, "text")) {
+					first = json_str(b, "text");
+					break;
+				}
+			}
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "session", names[i]->d_name);
+			cJSON_AddStringToObject(x, "stop", stop);
+			cJSON_AddStringToObject(x, "model", json_str(st.header, "model") ? json_str(st.header, "model") : "?");
+			cJSON_AddStringToObject(x, "workspace",
+						json_str(st.header, "workspace") ? json_str(st.header, "workspace") : "");
+			cJSON_AddStringToObject(x, "first", first);
+			cJSON_AddItemToArray(list, x);
+			journal_state_free(&st);
+		}
+		free(names[i]);
+	}
+	free(names);
+	*ret = list;
+	return 0;
+}
+
+const char *session_call_arg(const cJSON *call)
+{
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
+	static const char *const keys[] = { "command", "path", "pattern" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const char *v = json_str(in, keys[i]);
+		if (v)
+			return v;
+	}
+	return "";
+}

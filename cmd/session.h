@@ -1,0 +1,66 @@
+/* What ward run and the terminal session share: the flags that pick the
+ * model, the gate and the budgets; opening a session (new or resumed) and
+ * its box; the workspace changes a session keeps. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "turn/turn.h"
+
+#define RUN_DEFAULT_ANTHROPIC_MODEL "claude-sonnet-4-20250514"
+#define RUN_DEFAULT_OPENAI_MODEL "gpt-4o"
+
+/* getopt_long entries for the flags run_flag handles. */
+#define RUN_FLAG_OPTIONS                                                                                     \
+	{ "provider", required_argument, NULL, 'p' }, { "model", required_argument, NULL, 'm' },               \
+	{ "base-url", required_argument, NULL, 'u' }, { "approve", required_argument, NULL, 'a' },             \
+	{ "allow", required_argument, NULL, 'A' }, { "deny", required_argument, NULL, 'D' },                   \
+	{ "deadline", required_argument, NULL, 'd' }, { "max-rounds", required_argument, NULL, 'R' },          \
+	{ "max-calls", required_argument, NULL, 'C' }, { "max-tokens", required_argument, NULL, 'T' },         \
+	{ "max-cost", required_argument, NULL, '$' }, { "box", required_argument, NULL, 'b' },                 \
+	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
+	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
+	{ "retries", required_argument, NULL, 'Y' }
+
+struct run_flags {
+	struct turn_cfg cfg;
+	struct gate gate;
+	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
+	bool rw;
+	int64_t deadline_ms;	/* from now; 0: none */
+};
+
+void run_flags_init(struct run_flags *f, enum gate_mode mode);
+/* One of the shared flags, by its getopt_long value (see the option
+ * letters in session.c): 1 handled, 0 not one of them, -1 after an error
+ * line (exit EXIT_USAGE). */
+int run_flag(struct run_flags *f, int c, const char *arg);
+/* After the flags: the provider, its key, the prices. 0, or an exit code
+ * after an error line. */
+int run_flags_finish(struct run_flags *f);
+
+/* A new session, or the one --resume names (its conversation, with a
+ * result made up for each call that was cut off, and its workspace). The
+ * workspace's absolute path is written to ws (PATH_MAX). 0, or an exit
+ * code after an error line. */
+int session_start(struct run_flags *f, struct session *s, char *ws);
+/* The session's own box, named s-SESSION, with its changes kept after it
+ * (a resumed session's new box sees them): made and connected. 0, or an
+ * exit code after an error line (and the journal says why). */
+int session_box(struct session *s, const char *workspace, bool rw, char *name, size_t n);
+void session_end(struct session *s);
+
+/* Where the session's workspace changes are kept (the box's upper layer). */
+int session_layers(const char *session, char *upper, size_t n, struct err *e);
+void session_layers_drop(const char *session);
+/* Show (on stderr unless json), write to patch, or apply the changes;
+ * with none, drop the layers. files, if given, gets {path, change}. */
+int session_changes(const char *session, const char *workspace, bool json, bool apply, const char *patch,
+		    cJSON *files);
+/* The sessions, oldest first: [{session, stop, model, workspace, first}]
+ * (first: the first thing the person asked). */
+int session_list(cJSON **ret, struct err *e);
+/* A call's key argument, for a one-line card: bash's command, a file
+ * tool's path, grep's pattern. */
+const char *session_call_arg(const cJSON *call);

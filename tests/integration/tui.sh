@@ -1,0 +1,246 @@
+#!/bin/bash
+# The interactive session, driven through tmux: send-keys types, capture-pane
+# reads, against the fake LLM server (real HTTP and SSE on loopback) and real
+# boxes. Each session runs in its own pane of a private tmux server; the pane
+# records the terminal's settings before ward starts and after it ends.
+. "$(dirname "$0")/lib.sh"
+command -v tmux >/dev/null || skip_all "tmux is not installed (apt-get install tmux)"
+export XDG_STATE_HOME=$T_TMP/state ANTHROPIC_API_KEY=sk-ant-fake-key
+SESS=$XDG_STATE_HOME/ward/sessions
+TM="tmux -u -L ward-test-$$ -f /dev/null"
+serve chat
+
+start() { # start NAME [ward flags]: ward in a new pane, at its first prompt
+	local name=$1; shift
+	WS=$T_TMP/ws-$name
+	mkdir -p "$WS"
+	printf 'alpha\n' >"$WS/a.txt"
+	$TM new-session -d -x 150 -y 50 -s "$name" \
+		"stty -g >$T_TMP/$name.before; env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST \
+TERM=screen '$WARD' --base-url $URL --model fake-model --workspace $WS $*; echo EXIT=\$?; \
+stty -g >$T_TMP/$name.after; stty -a >$T_TMP/$name.after-a; sleep 600"
+	wait_for "$name" 'Esc interrupts' 10000
+}
+screen() { $TM capture-pane -p -J -S -300 -t "$1" 2>/dev/null; }
+wait_for() { # wait_for NAME REGEX MS: 0 once it is on the screen
+	local until=$(($(now_ms) + $3))
+	while [ "$(now_ms)" -lt $until ]; do
+		screen "$1" | grep -Eq -- "$2" && return 0
+		sleep 0.05
+	done
+	show "$1"
+	return 1
+}
+say() { $TM send-keys -t "$1" -l "$2"; $TM send-keys -t "$1" Enter; }
+key() { $TM send-keys -t "$1" "$2"; }
+show() { screen "$1" | grep -v '^$' | tail -15 | sed 's/^/#   screen| /'; }
+count() { screen "$1" | grep -Ec -- "$2"; }
+wait_count() { # wait_count NAME REGEX N MS: 0 once REGEX is on N lines
+	local until=$(($(now_ms) + $4))
+	while [ "$(now_ms)" -lt $until ]; do
+		[ "$(count "$1" "$2")" -ge "$3" ] && return 0
+		sleep 0.05
+	done
+	show "$1"
+	return 1
+}
+ward_pid() { pgrep -f "^$WARD --base-url .* --workspace $T_TMP/ws-$1( |\$)" | head -1; }
+session_of() { screen "$1" | sed -n 's/.*· session \([0-9a-f-]*\) ·.*/\1/p' | head -1; }
+journal() { cat "$SESS/$(session_of "$1").jsonl"; }
+sleeper() { pgrep -f '^sleep 107$' >/dev/null; }
+
+# --- A two-turn conversation, a tool call in each turn.
+start conv --approve auto
+ok $? "the session starts at a prompt"
+say conv "run one"
+wait_for conv 'Tool said: ran-one' 10000
+ok $? "turn 1: the answer after the tool's result"
+S=$(screen conv)
+like "$S" "Running one\." "turn 1: the model's text"
+like "$S" "● bash echo ran-one > one.txt" "turn 1: the call's card: tool and command"
+like "$S" "│ ran-one" "turn 1: the card streams the call's output"
+like "$S" "⎿ ok \(exit 0\)" "turn 1: the card's result"
+like "$S" "fake-model · box s-[0-9a-f-]+ · [0-9]+ in / [0-9]+ out tokens" "turn 1: the status line: model, box, tokens"
+say conv "count"
+wait_for conv 'Tool said: line-1 line-2' 10000
+ok $? "turn 2: the answer after the tool's result"
+S=$(screen conv)
+like "$S" "│ line-12" "turn 2: output shown up to the cap"
+unlike "$S" "│ line-13" "turn 2: and not past it"
+like "$S" "… 28 more lines" "turn 2: the rest counted"
+J=$(journal conv)
+is "$(printf '%s\n' "$J" | grep -c '"type":"result",.*"outcome":"ok"')" 2 "the journal has both calls' results"
+is "$(printf '%s\n' "$J" | grep -c '"role":"user","content":\[{"type":"text"')" 2 "and both of the person's messages"
+like "$(tail -1 "$LOG")" '"text": "run one"' "the second turn's request carries the first turn"
+
+# --- Model output with escape sequences does not change the terminal's state.
+say conv "escape"
+wait_for conv 'bell \^G done' 10000
+ok $? "escape sequences are shown in caret notation"
+like "$(screen conv)" 'colour \^\[\[31mRED\^\[\[0m title \^\[\]0;pwned' "colour and title sequences are shown, not obeyed"
+is "$($TM display -p -t conv '#{alternate_on} #{cursor_flag}')" "0 1" "no alternate screen, cursor still shown"
+unlike "$($TM display -p -t conv '#{pane_title}')" "pwned" "the title is not set"
+like "$(screen conv)" "Esc interrupts" "the screen was not cleared"
+
+# --- The end of a session offers the changes; apply them.
+key conv C-d
+wait_for conv 'd show the diff' 5000
+ok $? "Ctrl-D: the changes are offered"
+like "$(screen conv)" "added +one.txt" "and listed"
+key conv d
+wait_for conv '\+ran-one' 5000
+ok $? "d shows the diff"
+key conv a
+wait_for conv 'EXIT=0' 5000
+ok $? "a applies them and ward exits 0"
+is "$(cat "$T_TMP/ws-conv/one.txt" 2>/dev/null)" "ran-one" "the change reached the workspace"
+is "$(cat "$T_TMP/conv.after")" "$(cat "$T_TMP/conv.before")" "the terminal is as it was"
+
+# --- Approvals: y, n (with a reason), a; the gate records each decision.
+start gate --approve ask
+say gate "run alpha"
+wait_for gate 'needs your approval' 10000
+ok $? "a bash call asks for approval"
+like "$(screen gate)" "echo ran-alpha > alpha.txt; echo ran-alpha" "the call is shown in full"
+key gate y
+wait_for gate 'Tool said: ran-alpha' 10000
+ok $? "y: it ran"
+say gate "run beta"
+wait_count gate 'needs your approval' 2 10000
+key gate n
+wait_for gate 'why \(Enter to skip\)' 5000
+ok $? "n: a reason is asked for"
+say gate "not now"
+wait_for gate 'Tool said: refused by the user: not now' 10000
+ok $? "n: the model is told it was refused, and why"
+say gate "run gamma"
+wait_count gate 'needs your approval' 3 10000
+key gate a
+wait_for gate 'Tool said: ran-gamma' 10000
+ok $? "a: it ran"
+say gate "run delta"
+wait_for gate 'Tool said: ran-delta' 10000
+ok $? "after a, the same command prefix runs without asking"
+is "$(count gate 'needs your approval')" 3 "three questions in all"
+J=$(journal gate)
+like "$J" '"decision":"allow","why":"approved once by the user"' "journal: y"
+like "$J" '"decision":"deny","why":"refused by the user: not now"' "journal: n, with the reason"
+like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo\*'\"" "journal: a, with the rule"
+like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo\*'\"" "journal: the rule allowed the next call"
+
+# Typeahead is thrown away before a question: a y typed early answers nothing.
+say gate "slowrun"
+sleep 0.2
+key gate y
+wait_for gate 'printf slow > slow.txt$' 10000
+ok $? "the slow call's question is shown"
+sleep 1
+unlike "$(screen gate | tail -3)" "→ yes" "the y typed before the question did not answer it"
+key gate n
+wait_count gate 'why \(Enter to skip\)' 2 5000
+key gate Enter
+wait_count gate 'Tool said: refused by the user' 2 10000
+ok $? "the question's own answer did"
+say gate "/approve auto"
+wait_for gate 'Approvals: auto' 5000
+ok $? "/approve changes the mode"
+say gate "/diff"
+wait_for gate '\+ran-delta' 5000
+ok $? "/diff shows the changes so far"
+unlike "$(screen gate)" '\+ran-beta' "and not the refused call's"
+GID=$(session_of gate)
+key gate C-d
+wait_for gate 'd show the diff' 5000
+key gate k
+wait_for gate 'EXIT=0' 5000
+ok $? "k keeps the changes and ward exits"
+like "$("$WARD" diff "$GID")" '\+ran-delta' "ward diff shows them afterwards"
+[ ! -e "$T_TMP/ws-gate/delta.txt" ]
+ok $? "the workspace is untouched"
+
+# --- Esc during `sleep 107`: cancelled in the box within a second.
+start esc --approve auto
+say esc "sleep"
+for _ in $(seq 100); do sleeper && break; sleep 0.05; done
+sleeper
+ok $? "the call's sleep runs in the box"
+wait_for esc 'bash [0-9.]+s · esc to interrupt' 3000
+ok $? "the live line shows the call and its time"
+T0=$(now_ms)
+key esc Escape
+wait_for esc '⎿ cancelled' 3000
+T1=$(now_ms)
+ok $? "the card shows cancelled"
+lt $((T1 - T0)) 1000 "within 1 s of Esc"
+for _ in $(seq 20); do sleeper || break; sleep 0.05; done
+sleeper
+ok $((!$?)) "the call's process is gone within 1 s"
+sleep 0.5
+like "$(journal esc)" '"outcome":"cancelled"' "the journal records the cancelled result"
+like "$(screen esc)" "■ cancelled: interrupted by the user \(Esc\)" "the turn stopped and says why"
+say esc "hello after"
+wait_for esc 'You said: hello after' 10000
+ok $? "the next message works"
+is "$("$WARD" box exec "s-$(session_of esc)" -- sh -c 'test -e /workspace/canary-tui && echo made || echo absent' 2>&1)" \
+	absent "the canary was never made"
+
+# --- Esc while the model streams: stopped at once, partial text kept and marked.
+say esc "stream"
+wait_for esc 'word3' 10000
+key esc Escape
+wait_for esc '\[interrupted: the partial answer is kept\]' 2000
+ok $? "the stream stops and the partial text is marked"
+N1=$(screen esc | grep -o 'word[0-9]*' | wc -l)
+sleep 1
+N2=$(screen esc | grep -o 'word[0-9]*' | wc -l)
+is "$N2" "$N1" "no more text arrives"
+like "$(journal esc)" '"text":"Streaming slowly: word0 [^"]*"}\],"partial":true' "the journal keeps the partial text, marked partial"
+
+# --- Ctrl-C twice at the prompt exits, the terminal restored; resume works.
+ID=$(session_of esc)
+key esc C-c
+wait_for esc 'Ctrl-C again to exit' 3000
+ok $? "a first Ctrl-C says how to exit"
+key esc C-c
+wait_for esc 'EXIT=0' 5000
+ok $? "a second Ctrl-C exits"
+is "$(cat "$T_TMP/esc.after")" "$(cat "$T_TMP/esc.before")" "the terminal's settings are as they were"
+like "$(cat "$T_TMP/esc.after-a")" " icanon .* echo " "canonical mode and echo are on"
+start again --approve auto --resume "$ID"
+like "$(screen again)" "Resumed session $ID" "the session resumes"
+say again "hello again"
+wait_for again 'You said: hello again' 10000
+ok $? "and answers"
+like "$(tail -1 "$LOG")" '"text": "hello after"' "with the earlier conversation in the request"
+key again C-d
+wait_for again 'EXIT=0' 5000
+ok $? "Ctrl-D exits"
+
+# --- A hangup during a call: the session ends cleanly, the journal intact.
+start hup --approve auto
+HID=$(session_of hup)
+say hup "sleep"
+for _ in $(seq 100); do sleeper && break; sleep 0.05; done
+HP=$(ward_pid hup)
+$TM kill-session -t hup
+for _ in $(seq 60); do [ -e /proc/$HP ] || break; sleep 0.05; done
+[ -n "$HP" ] && [ ! -e /proc/$HP ]
+ok $? "ward exits when its terminal hangs up"
+for _ in $(seq 40); do sleeper || break; sleep 0.05; done
+sleeper
+ok $((!$?)) "the running call's process is gone"
+like "$(tail -1 "$SESS/$HID.jsonl")" '"type":"stop","reason":"cancelled"' "the journal ends with the stop"
+"$WARD" box ls 2>/dev/null | grep -q "s-$HID"
+ok $((!$?)) "the box is gone"
+like "$("$WARD" sessions)" "$HID +cancelled" "ward sessions reads the journal"
+
+# --- A crash restores the terminal too.
+start crash
+kill -SEGV "$(ward_pid crash)"
+wait_for crash 'EXIT=' 5000
+ok $? "ward died of SIGSEGV"
+is "$(cat "$T_TMP/crash.after")" "$(cat "$T_TMP/crash.before")" "and the terminal's settings are as they were"
+
+$TM kill-server 2>/dev/null
+kill "$SRV" 2>/dev/null
+done_testing
