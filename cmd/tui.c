@@ -374,6 +374,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			put(u, DIM "✻ ");
 			u->thinking_open = true;
 		}
+		put(u, DIM);
 		put_safe(u, ev->text, ev->len);
 		break;
 	case EV_RETRY: {

@@ -183,6 +183,11 @@ def sc_chat(n, msgs):
         return tool("bash", {"command": "echo ran-%s > %s.txt; echo ran-%s" % (w, w, w)}, say="Running %s." % w)
     if said.startswith("count"):
         return tool("bash", {"command": "for i in $(seq 1 40); do echo line-$i; done"}, say="Counting.")
+    if said.startswith("ponder"):
+        return Turn([("thinking", "Let me weigh this first."), ("text", "Pondered and answered.")])
+    if said.startswith("bignote"):
+        return tool("write", {"path": "big.txt", "content": "".join("row %04d of a long file\n" % i for i in range(400))},
+                    say="Writing a big file.")
     if said.startswith("note"):
         return tool("write", {"path": "note.txt", "content": "a note\n"}, say="Writing a note.")
     if said.startswith("sleep"):
@@ -217,6 +222,13 @@ def anthropic_events(t):
                 if piece:
                     ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
                                                        "delta": {"type": "text_delta", "text": piece}}))
+        elif b[0] == "thinking":
+            ev.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                               "content_block": {"type": "thinking", "thinking": ""}}))
+            ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                               "delta": {"type": "thinking_delta", "thinking": b[1]}}))
+            ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                               "delta": {"type": "signature_delta", "signature": "sig-fake"}}))
         elif b[0] == "tool":
             ev.append(("content_block_start", {"type": "content_block_start", "index": i,
                                                "content_block": {"type": "tool_use", "id": "toolu_fake_%d" % i,

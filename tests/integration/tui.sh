@@ -49,6 +49,11 @@ session_of() { screen "$1" | sed -n 's/.*· session \([0-9a-f-]*\) ·.*/\1/p' | 
 journal() { cat "$SESS/$(session_of "$1").jsonl"; }
 sleeper() { pgrep -f '^sleep 107$' >/dev/null; }
 
+# Without a terminal there is no session, and ward says what to use.
+"$WARD" chat </dev/null >/dev/null 2>"$T_TMP/err"
+is $? 64 "ward chat without a terminal: exit 64"
+like "$(cat "$T_TMP/err")" "needs a terminal.*ward run TASK" "and it says to use ward run"
+
 # --- A two-turn conversation, a tool call in each turn.
 start conv --approve auto
 ok $? "the session starts at a prompt"
@@ -72,6 +77,11 @@ J=$(journal conv)
 is "$(printf '%s\n' "$J" | grep -c '"type":"result",.*"outcome":"ok"')" 2 "the journal has both calls' results"
 is "$(printf '%s\n' "$J" | grep -c '"role":"user","content":\[{"type":"text"')" 2 "and both of the person's messages"
 like "$(tail -1 "$LOG")" '"text": "run one"' "the second turn's request carries the first turn"
+
+say conv "ponder"
+wait_for conv 'Pondered and answered' 10000
+ok $? "a turn with thinking"
+like "$($TM capture-pane -e -p -J -S -300 -t conv)" $'\e\\[2m✻ Let me weigh this first' "the thinking is shown dimmed"
 
 # --- Model output with escape sequences does not change the terminal's state.
 say conv "escape"
@@ -141,6 +151,14 @@ wait_count gate 'why \(Enter to skip\)' 2 5000
 key gate Enter
 wait_count gate 'Tool said: refused by the user' 2 10000
 ok $? "the question's own answer did"
+say gate "bignote"
+wait_count gate 'needs your approval' 5 10000
+ok $? "a big write asks"
+like "$(screen gate)" "… cut here: [0-9]+ more bytes not shown" "its long value is cut in the question, and the cut marked"
+key gate Escape
+wait_for gate '■ refused: the user stopped the turn' 5000
+ok $? "esc at a question stops the turn"
+like "$(journal gate)" '"tool":"write","decision":"abort"' "journal: the abort"
 say gate "/approve auto"
 wait_for gate 'Approvals: auto' 5000
 ok $? "/approve changes the mode"
@@ -172,6 +190,7 @@ wait_for esc '⎿ cancelled' 3000
 T1=$(now_ms)
 ok $? "the card shows cancelled"
 lt $((T1 - T0)) 1000 "within 1 s of Esc"
+echo "# Esc to the cancelled card: $((T1 - T0)) ms"
 for _ in $(seq 20); do sleeper || break; sleep 0.05; done
 sleeper
 ok $((!$?)) "the call's process is gone within 1 s"
@@ -208,6 +227,23 @@ is "$(cat "$T_TMP/esc.after")" "$(cat "$T_TMP/esc.before")" "the terminal's sett
 like "$(cat "$T_TMP/esc.after-a")" " icanon .* echo " "canonical mode and echo are on"
 start again --approve auto --resume "$ID"
 like "$(screen again)" "Resumed session $ID" "the session resumes"
+key again Up
+wait_for again '› stream$' 3000
+ok $? "Up brings back the last message of an earlier session (history)"
+key again C-u
+$TM set-buffer -b p "$(printf 'line one\nline two\nline three')"
+$TM paste-buffer -p -b p -t again
+wait_for again '\[pasted text #1, 3 lines\]' 3000
+ok $? "a paste of several lines is one piece"
+key again Enter
+wait_for again 'You said: line one line two line three' 10000
+ok $? "and is sent whole"
+like "$(tail -1 "$LOG")" '"text": "line one\\nline two\\nline three"' "with its newlines"
+say again 'first part\'
+say again "second part"
+wait_for again 'You said: first part second part' 10000
+ok $? "a line ending in \\ goes on to the next"
+like "$(tail -1 "$LOG")" '"text": "first part\\nsecond part"' "as one message"
 say again "hello again"
 wait_for again 'You said: hello again' 10000
 ok $? "and answers"
@@ -215,6 +251,55 @@ like "$(tail -1 "$LOG")" '"text": "hello after"' "with the earlier conversation 
 key again C-d
 wait_for again 'EXIT=0' 5000
 ok $? "Ctrl-D exits"
+
+# --- The slash commands.
+start slash --approve auto
+say slash "/help"
+wait_for slash '/resume \[N\|ID\]' 3000
+ok $? "/help lists the commands"
+say slash "note"
+wait_for slash 'Tool said: created' 10000
+say slash "/box"
+wait_for slash 'memory 1024 MiB \(cgroup\), processes 512 \(cgroup\)' 3000
+ok $? "/box shows the box's state and limits"
+say slash "/box recreate"
+wait_for slash 'New box s-' 10000
+ok $? "/box recreate makes a new box"
+say slash "/diff"
+wait_for slash '\+a note' 3000
+ok $? "the changes survive it"
+say slash "/cost"
+wait_for slash '^[0-9]+ tokens in, [0-9]+ out' 3000
+ok $? "/cost gives the tokens"
+say slash "/clear"
+wait_for slash 'The conversation starts again' 3000
+say slash "hi"
+wait_for slash 'You said: hi' 10000
+is "$(tail -1 "$LOG" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["body"]["messages"]))')" 1 "/clear: the next request has only the new message"
+say slash "/apply"
+wait_for slash 'Applied 1 change' 5000
+ok $? "/apply applies the changes"
+is "$(cat "$T_TMP/ws-slash/note.txt" 2>/dev/null)" "a note" "and they are in the workspace"
+say slash "/resume"
+wait_for slash 'Continue one with /resume N' 3000
+ok $? "/resume lists the sessions"
+like "$(screen slash)" " $ID +done +sleep" "with how each ended and what it was asked"
+say slash "/resume $ID"
+wait_for slash "Resumed session $ID" 10000
+ok $? "/resume ID continues one"
+say slash "and more"
+wait_for slash 'You said: and more' 10000
+like "$(tail -1 "$LOG")" '"text": "hello after"' "with its conversation"
+say slash "/quit"
+wait_for slash 'EXIT=0' 5000
+ok $? "/quit ends the session"
+
+# --- SIGTERM at the prompt: a clean exit, the terminal restored.
+start term
+kill -TERM "$(ward_pid term)"
+wait_for term 'EXIT=143' 5000
+ok $? "SIGTERM ends the session (exit 143)"
+is "$(cat "$T_TMP/term.after")" "$(cat "$T_TMP/term.before")" "and the terminal's settings are as they were"
 
 # --- A hangup during a call: the session ends cleanly, the journal intact.
 start hup --approve auto
