@@ -171,6 +171,20 @@ like "$J" '"type":"result".*"outcome":"cancelled"' "the call's result is recorde
 like "$J" '"type":"stop","reason":"cancelled"' "the stop is recorded"
 sleep 1
 [ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
+
+# SIGHUP (the terminal went away): as SIGTERM, the stop recorded with why.
+export XDG_STATE_HOME=$T_TMP/state-sighup
+serve sleep; ws sighup
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "sleep" >/dev/null 2>"$T_TMP/err" &
+WP=$!
+for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
+sleep 0.3
+kill -HUP $WP
+wait $WP; RC=$?
+is "$RC" 130 "SIGHUP: exit 130"
+like "$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)" '"type":"stop","reason":"cancelled","why":"cancelled \(the terminal hung up\)"' "SIGHUP: the stop is recorded, with why"
+sleep 1
+[ ! -e "$WS/canary-deadline" ]; ok $? "SIGHUP: nothing of the call survived (canary)"
 export XDG_STATE_HOME=$T_TMP/state
 
 # WARD_CALL_ID is the journal's key for the call; --patch writes the diff.
