@@ -327,7 +327,7 @@ static void card_result(struct tui *u, const cJSON *result)
 	bool ok = outcome && !strcmp(outcome, "ok") && (!cJSON_IsNumber(ec) || ec->valueint == 0);
 	bool cancelled = outcome && !strcmp(outcome, "cancelled");
 	putf(u, "  ⎿ %s%s" RESET, ok ? GREEN : cancelled ? YELLOW : RED,
-	     !outcome ? "?" : !strcmp(outcome, "ok") && !ok ? "failed" : !strcmp(outcome, "timeout") ? "timed out" : outcome);
+	     !outcome ? "?" : !strcmp(outcome, "ok") && !ok ? "failed" : !strcmp(outcome, "timed_out") ? "timed out" : outcome);
 	if (cJSON_IsNumber(ec))
 		putf(u, " (exit %d)", ec->valueint);
 	if (cJSON_IsNumber(ms))
@@ -506,10 +506,11 @@ static void signals_read(struct tui *u)
 
 /* Wait for the terminal or a signal. >0: bytes read; 0: only signals came
  * (now read); -1: the terminal went away. */
-static ssize_t tty_wait(struct tui *u, char *buf, size_t cap)
+static ssize_t tty_wait(struct tui *u, char *buf, size_t cap, int64_t until)
 {
 	struct pollfd pf[2] = { { .fd = u->in, .events = POLLIN }, { .fd = u->sfd, .events = POLLIN } };
-	if (poll(pf, 2, -1) < 0 && errno != EINTR) {
+	int64_t left = until ? MAX(until - now_ms(), 0) : -1;
+	if (poll(pf, 2, (int)MIN(left, INT_MAX)) < 0 && errno != EINTR) {
 		u->gone = true;
 		return -1;
 	}
@@ -544,7 +545,7 @@ static int tui_byte(void *ud, unsigned char *c)
 			return 1;
 		}
 		char buf[4096];
-		ssize_t n = tty_wait(u, buf, sizeof(buf));
+		ssize_t n = tty_wait(u, buf, sizeof(buf), 0);
 		if (n > 0)
 			feed(u, buf, (size_t)n);
 	}
@@ -590,15 +591,17 @@ static void on_tick(void *ud, struct turn *t)
 
 /* One key from the person, in turn mode: typeahead is thrown away first,
  * so nothing typed before the question answers it. 0 when the terminal
- * went away or a signal came. */
-static int read_key(struct tui *u)
+ * went away or a signal came; -1 at until (0: none). */
+static int read_key(struct tui *u, int64_t until)
 {
 	tcflush(u->in, TCIFLUSH);
 	u->ahead.len = 0;
 	u->qh = u->qt;
 	for (;;) {
+		if (until && now_ms() >= until)
+			return -1;
 		char buf[64];
-		ssize_t n = tty_wait(u, buf, sizeof(buf));
+		ssize_t n = tty_wait(u, buf, sizeof(buf), until);
 		if (n < 0 || u->quit_sig)
 			return 0;
 		if (u->qt != u->qh) {
@@ -663,8 +666,14 @@ static int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason,
 	     sc ? sc : "");
 	flush(u);
 	for (;;) {
-		int k = read_key(u);
+		/* The message's deadline holds while the question waits. */
+		int k = read_key(u, u->deadline);
 		switch (k) {
+		case -1:
+			put(u, RED "  → no answer before the deadline" RESET "\n");
+			flush(u);
+			snprintf(reason, cap, "no answer came before the deadline");
+			return 'n';
 		case 'y':
 		case 'Y':
 			put(u, GREEN "  → yes, once" RESET "\n");
@@ -1114,7 +1123,7 @@ static void offer_changes(struct tui *u)
 		       " keep them for later\n");
 		fflush(stdout);
 		tty_turn_mode(u);
-		int k = read_key(u);
+		int k = read_key(u, 0);
 		tty_cooked(u);
 		if (k == 'd' || k == 'D') {
 			show_diff(u, true);

@@ -78,6 +78,16 @@ is "$(printf '%s\n' "$J" | grep -c '"type":"result",.*"outcome":"ok"')" 2 "the j
 is "$(printf '%s\n' "$J" | grep -c '"role":"user","content":\[{"type":"text"')" 2 "and both of the person's messages"
 like "$(tail -1 "$LOG")" '"text": "run one"' "the second turn's request carries the first turn"
 
+say conv "fail"
+wait_for conv '⎿ failed \(exit 3\)' 10000
+ok $? "a failed call's card says so, with the exit code"
+say conv "overrun"
+wait_for conv 'Tool said: timed out after 1 s' 10000
+ok $? "a call past its limit times out"
+S=$(screen conv)
+like "$S" "⎿ timed out in 1\.[0-9] s" "its card says timed out"
+like "$S" "    before-the-limit" "with the output's tail"
+like "$S" "    hint: process [0-9]+ \(sleep 30\) was sleeping" "and the hint"
 say conv "ponder"
 wait_for conv 'Pondered and answered' 10000
 ok $? "a turn with thinking"
@@ -175,6 +185,19 @@ ok $? "k keeps the changes and ward exits"
 like "$("$WARD" diff "$GID")" '\+ran-delta' "ward diff shows them afterwards"
 [ ! -e "$T_TMP/ws-gate/delta.txt" ]
 ok $? "the workspace is untouched"
+
+# --- A question left unanswered: the message's deadline still holds.
+start late --approve ask --deadline 2s
+say late "run late"
+wait_for late 'needs your approval' 10000
+T0=$(now_ms)
+wait_for late 'no answer before the deadline' 4000
+ok $? "no answer before the deadline: the call is refused"
+lt $(($(now_ms) - T0)) 3000 "at the deadline (2 s), not later"
+wait_for late '■ deadline' 3000
+ok $? "and the turn stops at the deadline"
+key late C-d
+wait_for late 'EXIT=0' 5000
 
 # --- Esc during `sleep 107`: cancelled in the box within a second.
 start esc --approve auto
