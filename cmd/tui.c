@@ -103,7 +103,6 @@ struct tui {
 	struct editor *ed;
 	int in, sfd;
 	struct termios saved;
-	bool have_saved;
 
 	/* Input, after paste handling: what the prompt reads next. */
 	unsigned char q[TUI_QUEUE];
@@ -124,9 +123,11 @@ struct tui {
 	bool bol;		/* the cursor is at the start of a line */
 	bool live;		/* the live line is drawn */
 	bool text_open, thinking_open;
+	bool streamed;		/* text came since the last round or call */
 	bool waiting;		/* for the model's first bytes */
 	int64_t since;		/* of the wait, or of the running call */
-	char call_name[32], call_arg[200];
+	char call_name[32];
+	char card_id[128];	/* the call whose card is the last one shown */
 	bool call_running;
 	int out_lines;
 	size_t out_more;
@@ -135,7 +136,6 @@ struct tui {
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */
 	struct usage usage;
-	double cost;
 	bool priced;
 	struct price price;
 };
@@ -185,6 +185,12 @@ static int term_cols(void)
 }
 
 /* ---- output ---- */
+
+/* Attributes only: the cursor does not move. */
+static void put_attr(struct tui *u, const char *s)
+{
+	fputs(s, stdout);
+}
 
 static void put(struct tui *u, const char *s)
 {
@@ -250,7 +256,7 @@ static char *short_safe(const char *s, size_t max)
 static void newline_if_open(struct tui *u)
 {
 	if (u->thinking_open) {
-		put(u, UNDIM);
+		put_attr(u, UNDIM);
 		u->thinking_open = false;
 	}
 	if (!u->bol)
@@ -315,12 +321,21 @@ static void card_output(struct tui *u, const char *p, size_t n)
 	}
 }
 
-static void card_result(struct tui *u, const cJSON *result)
+static void card_result(struct tui *u, const cJSON *call, const cJSON *result)
 {
+	const char *id = json_str(call, "id") ? json_str(call, "id") : "";
 	if (!u->out_bol)
 		put(u, "\n");
+	u->out_bol = true;
 	if (u->out_more)
 		putf(u, DIM "  │ … %zu more line%s" UNDIM "\n", u->out_more, u->out_more == 1 ? "" : "s");
+	u->out_more = 0;
+	if (strcmp(id, u->card_id)) {
+		/* Calls that ran side by side: say whose result this is. */
+		_cleanup_free_ char *n = short_safe(json_str(call, "name") ? json_str(call, "name") : "?", 31);
+		_cleanup_free_ char *a = short_safe(session_call_arg(call), 60);
+		putf(u, "  " BOLD "%s" RESET " %s\n", n ? n : "", a ? a : "");
+	}
 	const char *outcome = json_str(result, "outcome");
 	const cJSON *ec = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(result, "elapsed_ms");
@@ -357,6 +372,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 	live_clear(u);
 	switch (ev->type) {
 	case EV_ROUND:
+		u->streamed = false;
 		u->waiting = true;
 		u->since = now_ms();
 		break;
@@ -366,6 +382,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			newline_if_open(u);
 		put_safe(u, ev->text, ev->len);
 		u->text_open = !u->bol;
+		u->streamed = true;
 		break;
 	case EV_THINKING:
 		u->waiting = false;
@@ -374,7 +391,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			put(u, DIM "✻ ");
 			u->thinking_open = true;
 		}
-		put(u, DIM);
+		put_attr(u, DIM);
 		put_safe(u, ev->text, ev->len);
 		break;
 	case EV_RETRY: {
@@ -390,7 +407,8 @@ static void on_event(void *ud, const struct turn_event *ev)
 		snprintf(u->call_name, sizeof(u->call_name), "%s", name ? name : "?");
 		const char *a = session_call_arg(ev->call);
 		_cleanup_free_ char *s = short_safe(a, (size_t)MAX(20, term_cols() - (int)strlen(u->call_name) - 6));
-		snprintf(u->call_arg, sizeof(u->call_arg), "%s", s ? s : "");
+		snprintf(u->card_id, sizeof(u->card_id), "%s", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+		u->streamed = false;
 		_cleanup_free_ char *n = short_safe(u->call_name, 31);
 		putf(u, CYAN "●" RESET " " BOLD "%s" RESET " %s\n", n ? n : "", s ? s : "");
 		u->out_lines = 0;
@@ -412,19 +430,17 @@ static void on_event(void *ud, const struct turn_event *ev)
 		break;
 	case EV_TOOL_RESULT:
 		u->call_running = false;
-		card_result(u, ev->result);
+		card_result(u, ev->call, ev->result);
 		break;
 	case EV_USAGE:
 		u->usage = *ev->usage;
 		break;
 	case EV_STOP: {
 		const struct turn_stop *st = ev->stop;
-		bool cut_text = u->text_open;
-		if (st->kind == TURN_CANCELLED && cut_text)
+		if (st->kind == TURN_CANCELLED && u->streamed)
 			put(u, DIM " [interrupted: the partial answer is kept]" UNDIM);
 		newline_if_open(u);
 		u->waiting = u->call_running = false;
-		u->cost = st->cost;
 		if (st->kind != TURN_DONE) {
 			_cleanup_free_ char *s = short_safe(st->why, 400);
 			putf(u, "%s■ %s: %s" RESET "\n", st->kind == TURN_CANCELLED ? YELLOW : RED, turn_stop_name(st->kind),

@@ -183,6 +183,9 @@ def sc_chat(n, msgs):
         return tool("bash", {"command": "echo ran-%s > %s.txt; echo ran-%s" % (w, w, w)}, say="Running %s." % w)
     if said.startswith("count"):
         return tool("bash", {"command": "for i in $(seq 1 40); do echo line-$i; done"}, say="Counting.")
+    if said.startswith("readboth"):
+        return Turn([("text", "Reading two."), ("tool", "read", {"path": "a.txt"}),
+                     ("tool", "read", {"path": "missing.txt"})])
     if said.startswith("overrun"):
         return tool("bash", {"command": "echo before-the-limit; sleep 30", "timeout": 1})
     if said.startswith("fail"):

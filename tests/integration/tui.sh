@@ -78,6 +78,14 @@ is "$(printf '%s\n' "$J" | grep -c '"type":"result",.*"outcome":"ok"')" 2 "the j
 is "$(printf '%s\n' "$J" | grep -c '"role":"user","content":\[{"type":"text"')" 2 "and both of the person's messages"
 like "$(tail -1 "$LOG")" '"text": "run one"' "the second turn's request carries the first turn"
 
+say conv "readboth"
+wait_for conv 'Tool said: .*alpha' 10000
+ok $? "two read calls run side by side"
+S=$(screen conv)
+like "$S" "● read a\.txt" "a card for the first"
+like "$S" "● read missing\.txt" "and for the second"
+like "$S" "  read a\.txt
+  ⎿ ok" "the result that is not the last card's says whose it is"
 say conv "fail"
 wait_for conv '⎿ failed \(exit 3\)' 10000
 ok $? "a failed call's card says so, with the exit code"
