@@ -259,12 +259,19 @@ static int read_task(const char *arg, char **ret)
 /* --approve-cmd: a program that answers for the person. It gets the call
  * as JSON on stdin ({"tool","input"}) and WARD_TOOL in its environment;
  * exit 0 allows the call, 2 stops the turn, anything else refuses it (the
- * first line it prints is the reason the model is told). 60 s at most. */
+ * first line it prints is the reason the model is told). 60 s at most, and
+ * never past the run's deadline. */
 #define RUN_APPROVER_TIMEOUT_MS 60000
+
+struct approver {
+	const char *cmd;
+	const int64_t *deadline_ms;	/* the run's, or 0 */
+};
 
 static int approver_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
 {
-	const char *cmd = ud;
+	const struct approver *ap = ud;
+	const char *cmd = ap->cmd;
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return 'n';
@@ -303,7 +310,11 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 	close(in[1]);
 	char buf[512];
 	size_t got = 0;
+	/* 60 s, or less: the run's deadline holds while the approver thinks. */
 	int64_t until = now_ms() + RUN_APPROVER_TIMEOUT_MS;
+	bool by_deadline = *ap->deadline_ms && *ap->deadline_ms < until;
+	if (by_deadline)
+		until = *ap->deadline_ms;
 	fdio_set_nonblock(out[0], true);
 	int st = -1;
 	for (;;) {
@@ -312,7 +323,10 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 		if (left <= 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
-			snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
+			if (by_deadline)
+				snprintf(reason, cap, "the approver did not answer before the run's deadline");
+			else
+				snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
 			close(out[0]);
 			return 'n';
 		}
@@ -392,6 +406,7 @@ static int run_run(int argc, char **argv)
 	struct out out = { 0 };
 	const char *patch = NULL;
 	bool apply = false;
+	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", run_opts, NULL)) != -1) {
@@ -411,8 +426,9 @@ static int run_run(int argc, char **argv)
 			apply = true;
 			break;
 		case 'G':
+			approver.cmd = optarg;
 			f.gate.ask = approver_ask;
-			f.gate.ask_ud = optarg;
+			f.gate.ask_ud = &approver;
 			break;
 		case 'h':
 			fputs(run_help, stdout);

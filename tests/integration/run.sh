@@ -243,6 +243,17 @@ run anthropic --rw --approve ask --allow 'write:gated*' --approve-cmd "$T_TMP/ap
 [ ! -e "$T_TMP/asked" ]; ok $? "an allow rule answers before the approver is asked"
 is "$(cat "$WS/gated.txt" 2>/dev/null)" written "and the call runs"
 
+# An approver that never answers: the run's deadline still holds (the
+# watchdog, at deadline + 5 s, is not needed).
+printf '#!/bin/sh\nexec sleep 300\n' >"$T_TMP/approver-stuck"
+chmod +x "$T_TMP/approver-stuck"
+serve write; ws approver-stuck
+run anthropic --rw --approve ask --deadline 2s --approve-cmd "$T_TMP/approver-stuck" "write"
+is "$RC" 2 "a stuck approver: the run stops at its deadline (exit 2)"
+lt "$MS" 4000 "within 4 s of a 2 s deadline"
+like "$(req 2)$ERR" "before the run's deadline" "and says the approver did not answer in time"
+[ ! -e "$WS/gated.txt" ]; ok $? "the call did not run"
+
 serve write3; ws gate4
 run anthropic --approve ask "write three"
 is "$RC" 3 "three calls that need a person and none there: exit 3"
@@ -274,8 +285,8 @@ t0=$(now_ms)
 WP=$!
 for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
 kill -STOP $WP
-B=$("$WARD" box ls | awk 'NR>1 && $1 ~ /^s-/ {print $1}' | head -1)
-like "$B" "^s-" "the run's box exists while ward is stopped"
+B=s-$(basename "$(ls "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)" .jsonl)
+like "$("$WARD" box ls)" "^$B " "the run's box exists while ward is stopped"
 while kill -0 $WP 2>/dev/null && [ $(( $(now_ms) - t0 )) -lt 20000 ]; do
 	[ "$(ps -o stat= -p $WP 2>/dev/null | cut -c1)" = Z ] && break
 	sleep 0.1
