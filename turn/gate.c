@@ -108,17 +108,32 @@ enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *inp
 		snprintf(why, cap, "approved once by the user");
 		return GATE_ALLOW;
 	case 'a': {
-		/* Always: this tool, or for bash this command's first word. */
-		char spec[300];
+		/* Always: this tool, or for bash this command's first word (the
+		 * word alone, or followed by a space: "make" is not "makeover"). */
+		char spec[300], spec2[300];
 		const char *subj = gate_subject(tool, input);
 		size_t w = strcspn(subj, " \t\n;&|");
-		if (!strcmp(tool, "bash") && w > 0 && w < 200)
-			snprintf(spec, sizeof(spec), "bash:%.*s*", (int)w, subj);
-		else
-			snprintf(spec, sizeof(spec), "%s", tool);
 		struct err e = { 0 };
-		gate_add_rule(g, true, spec, &e);
-		snprintf(why, cap, "approved by the user, and from now on '%s'", spec);
+		if (!strcmp(tool, "bash") && w > 0 && w < 100 && !memchr(subj, '\'', w)) {
+			/* The word as a pattern: its own *, ?, [ and \\ escaped. */
+			char word[220];
+			size_t k = 0;
+			for (size_t i = 0; i < w; i++) {
+				if (strchr("*?[\\", subj[i]))
+					word[k++] = '\\';
+				word[k++] = subj[i];
+			}
+			word[k] = 0;
+			snprintf(spec, sizeof(spec), "bash:%s", word);
+			snprintf(spec2, sizeof(spec2), "bash:%s *", word);
+			gate_add_rule(g, true, spec, &e);
+			gate_add_rule(g, true, spec2, &e);
+			snprintf(why, cap, "approved by the user, and from now on '%s' and '%s'", spec, spec2);
+		} else {
+			snprintf(spec, sizeof(spec), "%s", tool);
+			gate_add_rule(g, true, spec, &e);
+			snprintf(why, cap, "approved by the user, and from now on '%s'", spec);
+		}
 		return GATE_ALLOW;
 	}
 	case 'q':

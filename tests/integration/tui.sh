@@ -153,8 +153,8 @@ is "$(count gate 'needs your approval')" 3 "three questions in all"
 J=$(journal gate)
 like "$J" '"decision":"allow","why":"approved once by the user"' "journal: y"
 like "$J" '"decision":"deny","why":"refused by the user: not now"' "journal: n, with the reason"
-like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo\*'\"" "journal: a, with the rule"
-like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo\*'\"" "journal: the rule allowed the next call"
+like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo' and 'bash:echo \*'\"" "journal: a, with the rules"
+like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo \*'\"" "journal: the rule allowed the next call"
 
 # Typeahead is thrown away before a question: a y typed early answers nothing.
 say gate "slowrun"

@@ -54,12 +54,23 @@ int main(void)
 	answers[0] = 'y';
 	answers[1] = 'n';
 	answers[2] = 'a';
-	answers[3] = 'q';
+	answers[3] = 'y';
+	answers[4] = 'q';
 	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_ALLOW, "a person says yes once");
 	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_DENY, "then no");
 	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "then always (for make)");
 	is_int(check(&p, "bash", "{\"command\":\"make all\"}"), GATE_ALLOW, "always: the next make runs unasked");
+	is_int(check(&p, "bash", "{\"command\":\"make\"}"), GATE_ALLOW, "always: the word alone too");
 	is_int(asked, 3, "without asking");
+	is_int(check(&p, "bash", "{\"command\":\"makeover --all\"}"), GATE_ALLOW, "a longer word is not the same command");
+	is_int(asked, 4, "so it is asked");
 	is_int(check(&p, "bash", "{\"command\":\"cargo build\"}"), GATE_ABORT, "another command is asked: stop the turn");
+	struct gate p2 = { .mode = GATE_ASK, .ask = ask };
+	asked = 0;
+	answers[0] = 'a';
+	answers[1] = 'n';
+	is_int(check(&p2, "bash", "{\"command\":\"l* -la\"}"), GATE_ALLOW, "always for a word with a glob character");
+	is_int(check(&p2, "bash", "{\"command\":\"ls -la\"}"), GATE_DENY, "the word is literal, not a pattern: ls is asked");
+	is_int(check(&p2, "bash", "{\"command\":\"l* /tmp\"}"), GATE_ALLOW, "and the word itself still runs");
 	return tap_done();
 }
