@@ -440,7 +440,8 @@ cJSON *turn_tool_result(const char *id, const cJSON *result)
 	return b;
 }
 
-static void calls_end(struct turn *t)
+/* The results of the message's calls, as the next user message. */
+static void calls_message(struct turn *t)
 {
 	cJSON *m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "role", "user");
@@ -451,6 +452,11 @@ static void calls_end(struct turn *t)
 	cJSON_AddItemToArray(t->s->messages, m);
 	calls_free(t);
 	t->phase = PH_IDLE;
+}
+
+static void calls_end(struct turn *t)
+{
+	calls_message(t);
 	if (t->stopping) {
 		finish(t, t->stop_kind, "%s", t->stop_why);
 		return;
@@ -739,15 +745,31 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 {
 	if (t->finished)
 		return;
-	if (!now) {
+	if (!now || !t->stopping)
 		wind_down(t, TURN_CANCELLED, why);
+	if (!now || t->finished)
 		return;
-	}
-	if (!t->stopping)
-		wind_down(t, TURN_CANCELLED, why);
 	if (t->req) {
 		http_abort(t->req);
 		t->req = NULL;
+	}
+	if (t->phase == PH_CALLS) {
+		/* Not waiting for the cancelled calls' results: each gets one
+		 * that says so, and the conversation stays whole for the next
+		 * message (a model is never left with a call and no result). */
+		for (size_t i = 0; i < t->ncalls; i++) {
+			struct tcall *c = &t->calls[i];
+			if (c->state == TC_RUNNING)
+				call_done(t, c,
+					  result_new("unknown",
+						     "outcome unknown: ward stopped waiting for this call (%s) after "
+						     "sending its cancel; check its effects before repeating it",
+						     why),
+					  true);
+			else if (c->state == TC_WAIT)
+				call_done(t, c, result_new("cancelled", "not run: %s", why), false);
+		}
+		calls_message(t);
 	}
 	t->phase = PH_IDLE;
 	finish(t, TURN_CANCELLED, "%s", why);

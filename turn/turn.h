@@ -132,8 +132,9 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 /* Stop the turn from a front end's callback. now=false: the stream is
  * cut (its text kept, marked partial), running calls are cancelled in the
  * box, and the turn ends when their results are in. now=true: the cancels
- * are sent and the turn ends at once (the journal keeps the intents; a
- * resume reports those calls as unknown). */
+ * are sent and the turn ends at once; each call still running gets the
+ * result "unknown" (and each not started "cancelled"), so the conversation
+ * can go on. */
 void turn_interrupt(struct turn *t, bool now, const char *why);
 /* Whether the turn is already winding down. */
 bool turn_stopping(const struct turn *t);

@@ -234,6 +234,22 @@ ok $? "the next message works"
 is "$("$WARD" box exec "s-$(session_of esc)" -- sh -c 'test -e /workspace/canary-tui && echo made || echo absent' 2>&1)" \
 	absent "the canary was never made"
 
+# A second Ctrl-C does not wait for the cancelled call: its result is
+# "unknown", and the conversation goes on.
+say esc "sleep"
+for _ in $(seq 100); do sleeper && break; sleep 0.05; done
+wait_count esc 'bash [0-9.]+s · esc to interrupt' 1 3000
+$TM send-keys -t esc C-c C-c
+wait_for esc '⎿ unknown' 3000
+ok $? "Ctrl-C twice during a call: the card says unknown"
+for _ in $(seq 20); do sleeper || break; sleep 0.05; done
+sleeper
+ok $((!$?)) "the call's process is gone within 1 s all the same"
+say esc "hello twice"
+wait_for esc 'You said: hello twice' 10000
+ok $? "the next message works"
+like "$(tail -1 "$LOG")" 'outcome unknown: ward stopped waiting for this call' "the model was told the call's outcome is unknown"
+
 # --- Esc while the model streams: stopped at once, partial text kept and marked.
 say esc "stream"
 wait_for esc 'word3' 10000
