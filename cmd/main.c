@@ -47,7 +47,7 @@ const char *cmd_guest_path(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ward COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: ward COMMAND [ARGS]\n       ward [FLAGS]   at a terminal: the interactive session (see `ward chat --help`)\n\ncommands:\n");
 	for (const struct command *const *c = commands; *c; c++)
 		fprintf(f, "  %-8s %-28s %s\n", (*c)->name, (*c)->args, (*c)->summary);
 	fprintf(f, "\nRun `ward COMMAND --help` for a command's flags.\n");

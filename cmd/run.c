@@ -646,5 +646,5 @@ static int sessions_run(int argc, char **argv)
 }
 
 const struct command cmd_sessions = {
-	.name = "sessions", .args = "", .summary = "list the sessions ward run keeps", .run = sessions_run,
+	.name = "sessions", .args = "", .summary = "list the sessions (ward run's and the terminal's)", .run = sessions_run,
 };
