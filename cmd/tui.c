@@ -733,7 +733,8 @@ static int box_up(struct tui *u)
 	struct err e = { 0 };
 	if (!u->own_box) {
 		if (box_connect(u->box, &u->s.box, &e) < 0) {
-			putf(u, RED "ward: %s" RESET "\n", e.msg);
+			fflush(stdout);
+			cmd_error("%s", e.msg);
 			return -1;
 		}
 		return 0;
@@ -1269,8 +1270,20 @@ static int tui_run(int argc, char **argv)
 	if (u->f.resume)
 		putf(u, "Resumed session %s (%d messages).\n", u->s.j.id, cJSON_GetArraySize(u->s.messages));
 	fflush(stdout);
-	if (box_up(u) == 0)
-		putf(u, DIM "box %s · session %s · /help for commands · Esc interrupts" UNDIM "\n", u->box, u->s.j.id);
+	if (box_up(u) < 0) {
+		/* As ward run: no box, no session (the journal says why). */
+		fflush(stdout);
+		session_end(&u->s);
+		editor_close(u->ed);
+		tty_restore_now();
+		close(u->sfd);
+		buf_free(&u->ahead);
+		buf_free(&u->paste);
+		r = u->own_box ? EXIT_NOBOX : EXIT_UNKNOWN_BOX;
+		free(u);
+		return r;
+	}
+	putf(u, DIM "box %s · session %s · /help for commands · Esc interrupts" UNDIM "\n", u->box, u->s.j.id);
 
 	int ctrl_c_count = 0;
 	while (!u->quit_sig && !u->gone) {

@@ -54,6 +54,17 @@ sleeper() { pgrep -f '^sleep 107$' >/dev/null; }
 is $? 64 "ward chat without a terminal: exit 64"
 like "$(cat "$T_TMP/err")" "needs a terminal.*ward run TASK" "and it says to use ward run"
 
+# No box, no session: one line saying why, and ward run's exit codes.
+$TM new-session -d -x 150 -y 20 -s nobox "env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k \
+'$WARD' --base-url $URL --model fake-model --workspace /etc/hostname; echo EXIT=\$?; sleep 600"
+wait_for nobox 'EXIT=4' 5000
+ok $? "a workspace that is not a directory: exit 4"
+like "$(screen nobox)" "cannot make a box: workspace /etc/hostname is not a directory" "and it says why"
+$TM new-session -d -x 150 -y 20 -s nosuchbox "env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k \
+'$WARD' --base-url $URL --model fake-model --box no-such-box; echo EXIT=\$?; sleep 600"
+wait_for nosuchbox 'EXIT=69' 5000
+ok $? "--box that does not exist: exit 69"
+
 # --- A two-turn conversation, a tool call in each turn.
 start conv --approve auto
 ok $? "the session starts at a prompt"
