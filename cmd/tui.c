@@ -1325,7 +1325,7 @@ static int tui_run(int argc, char **argv)
 	pastes_free(u);
 	buf_free(&u->ahead);
 	buf_free(&u->paste);
-	int sig = u->quit_sig;
+	int sig = u->quit_sig ? u->quit_sig : u->gone ? SIGHUP : 0;
 	close(u->sfd);
 	free(u);
 	return sig ? 128 + sig : EXIT_OKAY;
