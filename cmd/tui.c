@@ -638,7 +638,9 @@ static void show_field(struct tui *u, const char *label, const char *v)
 	size_t k = MIN(n, (size_t)TUI_ASK_SHOW);
 	while (k > 0 && k < n && ((unsigned char)v[k] & 0xc0) == 0x80)
 		k--;
-	putf(u, "  %s:\n", label);
+	/* The key is the model's too. */
+	_cleanup_free_ char *l = short_safe(label ? label : "?", 60);
+	putf(u, "  %s:\n", l ? l : "");
 	const char *p = v, *end = v + k;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -668,15 +670,10 @@ static int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason,
 			show_field(u, f->string, j ? j : "");
 		}
 	}
-	/* What "always" would allow, as the gate will word it. */
-	char scope[128];
-	const char *cmd = json_str(input, "command");
-	size_t w = cmd ? strcspn(cmd, " \t\n;&|") : 0;
-	if (!strcmp(tool, "bash") && w > 0 && w < 60)
-		snprintf(scope, sizeof(scope), "commands starting with \"%.*s\"", (int)w, cmd);
-	else
-		snprintf(scope, sizeof(scope), "every %s call", tool);
-	_cleanup_free_ char *sc = short_safe(scope, 100);
+	/* What "always" would allow: the gate's own words. */
+	char rules[2][GATE_SPEC_MAX], scope[200];
+	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
+	_cleanup_free_ char *sc = short_safe(scope, 120);
 	putf(u, "  " BOLD "y" RESET " yes   " BOLD "n" RESET " no   " BOLD "a" RESET " always: %s   " BOLD "esc" RESET
 		" stop the turn\n",
 	     sc ? sc : "");
@@ -697,7 +694,10 @@ static int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason,
 			return 'y';
 		case 'a':
 		case 'A':
-			putf(u, GREEN "  → yes, and from now on %s" RESET "\n", sc ? sc : "");
+			if (nrules)
+				putf(u, GREEN "  → yes, and from now on %s" RESET "\n", sc ? sc : "");
+			else
+				put(u, GREEN "  → yes, once (no rule fits this call)" RESET "\n");
 			flush(u);
 			return 'a';
 		case 'n':

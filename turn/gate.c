@@ -1,4 +1,5 @@
 #include "turn/gate.h"
+#include "base/cleanup.h"
 #include "tools/tool.h"
 
 #include <errno.h>
@@ -73,6 +74,50 @@ static bool rule_matches(const struct gate_rule *r, const char *tool, const cJSO
 	return fnmatch(r->pattern, gate_subject(tool, input), 0) == 0;
 }
 
+/* s[0..n) as a pattern that matches only itself; -1 when it does not fit. */
+static int glob_escape(const char *s, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k + 3 > cap)
+			return -1;
+		if (strchr("*?[\\", s[i]))
+			out[k++] = '\\';
+		out[k++] = s[i];
+	}
+	out[k] = 0;
+	return 0;
+}
+
+int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap)
+{
+	/* A rule's pattern is at most 255 bytes: "bash:" and that. */
+	char pat[256];
+	if (strcmp(tool, "bash")) {
+		snprintf(rules[0], GATE_SPEC_MAX, "%s", tool);
+		snprintf(desc, cap, "every %s call", tool);
+		return 1;
+	}
+	const char *cmd = gate_subject(tool, input);
+	size_t w = strcspn(cmd, " \t\n;&|");
+	/* The first word, when it is a plain name (no quoting, expansion or
+	 * redirection that would make it something else). */
+	bool plain = w > 0 && strcspn(cmd, "'\"\\$`()<>{}=") >= w;
+	if (plain && glob_escape(cmd, w, pat, sizeof(pat) - 2) == 0) {
+		snprintf(rules[0], GATE_SPEC_MAX, "bash:%s", pat);
+		snprintf(rules[1], GATE_SPEC_MAX, "bash:%s *", pat);
+		snprintf(desc, cap, "commands starting with \"%.*s\"", (int)MIN(w, (size_t)80), cmd);
+		return 2;
+	}
+	if (*cmd && glob_escape(cmd, strlen(cmd), pat, sizeof(pat)) == 0) {
+		snprintf(rules[0], GATE_SPEC_MAX, "bash:%s", pat);
+		snprintf(desc, cap, "this exact command");
+		return 1;
+	}
+	snprintf(desc, cap, "nothing more (this call once: it is too long for a rule)");
+	return 0;
+}
+
 enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, char *why, size_t cap)
 {
 	for (int i = 0; i < g->nrules; i++)
@@ -108,32 +153,17 @@ enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *inp
 		snprintf(why, cap, "approved once by the user");
 		return GATE_ALLOW;
 	case 'a': {
-		/* Always: this tool, or for bash this command's first word (the
-		 * word alone, or followed by a space: "make" is not "makeover"). */
-		char spec[300], spec2[300];
-		const char *subj = gate_subject(tool, input);
-		size_t w = strcspn(subj, " \t\n;&|");
+		char rules[2][GATE_SPEC_MAX], desc[200];
+		int n = gate_always(tool, input, rules, desc, sizeof(desc));
 		struct err e = { 0 };
-		if (!strcmp(tool, "bash") && w > 0 && w < 100 && !memchr(subj, '\'', w)) {
-			/* The word as a pattern: its own *, ?, [ and \\ escaped. */
-			char word[220];
-			size_t k = 0;
-			for (size_t i = 0; i < w; i++) {
-				if (strchr("*?[\\", subj[i]))
-					word[k++] = '\\';
-				word[k++] = subj[i];
-			}
-			word[k] = 0;
-			snprintf(spec, sizeof(spec), "bash:%s", word);
-			snprintf(spec2, sizeof(spec2), "bash:%s *", word);
-			gate_add_rule(g, true, spec, &e);
-			gate_add_rule(g, true, spec2, &e);
-			snprintf(why, cap, "approved by the user, and from now on '%s' and '%s'", spec, spec2);
-		} else {
-			snprintf(spec, sizeof(spec), "%s", tool);
-			gate_add_rule(g, true, spec, &e);
-			snprintf(why, cap, "approved by the user, and from now on '%s'", spec);
-		}
+		for (int k = 0; k < n; k++)
+			gate_add_rule(g, true, rules[k], &e);
+		if (n == 2)
+			snprintf(why, cap, "approved by the user, and from now on '%s' and '%s'", rules[0], rules[1]);
+		else if (n == 1)
+			snprintf(why, cap, "approved by the user, and from now on '%s'", rules[0]);
+		else
+			snprintf(why, cap, "approved once by the user (no rule fits this call)");
 		return GATE_ALLOW;
 	}
 	case 'q':

@@ -39,7 +39,15 @@ struct gate {
 	void *ask_ud;
 };
 
+#define GATE_SPEC_MAX 300
+
 int gate_mode_parse(const char *s, enum gate_mode *ret);
+/* The allow rules 'a' (always) adds for a call, and a line for a person
+ * saying what they allow. bash: the command's first word, alone or followed
+ * by a space, taken literally ("make" is not "makeover"); when that word is
+ * not a plain name, this exact command. Other tools: every call of the
+ * tool. Returns how many rules (0: none fits; 'a' then allows once). */
+int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap);
 /* e.g. "bash:git status*", "write", "edit:src/x*" */
 int gate_add_rule(struct gate *g, bool allow, const char *spec, struct err *e);
 /* The decision and a line saying why (for the model and the journal). */

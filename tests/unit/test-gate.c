@@ -72,5 +72,25 @@ int main(void)
 	is_int(check(&p2, "bash", "{\"command\":\"l* -la\"}"), GATE_ALLOW, "always for a word with a glob character");
 	is_int(check(&p2, "bash", "{\"command\":\"ls -la\"}"), GATE_DENY, "the word is literal, not a pattern: ls is asked");
 	is_int(check(&p2, "bash", "{\"command\":\"l* /tmp\"}"), GATE_ALLOW, "and the word itself still runs");
+	asked = 0;
+	answers[0] = 'a';
+	answers[1] = 'n';
+	struct gate p3 = { .mode = GATE_ASK, .ask = ask };
+	is_int(check(&p3, "bash", "{\"command\":\"$(rm -rf x) && ls\"}"), GATE_ALLOW,
+	       "always for a command whose first word is not a plain name");
+	is_int(check(&p3, "bash", "{\"command\":\"$(touch y) && ls\"}"), GATE_DENY, "is that exact command only");
+	is_int(check(&p3, "bash", "{\"command\":\"$(rm -rf x) && ls\"}"), GATE_ALLOW, "which then runs unasked");
+	is_int(asked, 2, "asked twice");
+	char rules[2][GATE_SPEC_MAX], desc[200];
+	cJSON *in = cJSON_Parse("{\"command\":\"git push --force\"}");
+	is_int(gate_always("bash", in, rules, desc, sizeof(desc)), 2, "always for git: two rules");
+	is_str(rules[0], "bash:git", "the word alone");
+	is_str(rules[1], "bash:git *", "or followed by a space");
+	is_str(desc, "commands starting with \"git\"", "and a person is told so");
+	cJSON_Delete(in);
+	in = cJSON_Parse("{\"path\":\"a.txt\"}");
+	is_int(gate_always("write", in, rules, desc, sizeof(desc)), 1, "always for a write: one rule");
+	is_str(desc, "every write call", "every write");
+	cJSON_Delete(in);
 	return tap_done();
 }
