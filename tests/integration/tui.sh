@@ -359,6 +359,19 @@ wait_for term 'EXIT=143' 5000
 ok $? "SIGTERM ends the session (exit 143)"
 is "$(cat "$T_TMP/term.after")" "$(cat "$T_TMP/term.before")" "and the terminal's settings are as they were"
 
+# --- SIGTERM during a call: the same, and the call's process is gone.
+start term2 --approve auto
+say term2 "sleep"
+for _ in $(seq 100); do sleeper && break; sleep 0.05; done
+kill -TERM "$(ward_pid term2)"
+wait_for term2 'EXIT=143' 5000
+ok $? "SIGTERM during a call ends the session (exit 143)"
+for _ in $(seq 20); do sleeper || break; sleep 0.05; done
+sleeper
+ok $((!$?)) "the call's process is gone"
+like "$(journal term2)" '"outcome":"unknown","text":"outcome unknown: ward stopped waiting for this call \(cancelled \(SIGTERM\)\)' "the journal has the call's result: unknown"
+is "$(cat "$T_TMP/term2.after")" "$(cat "$T_TMP/term2.before")" "the terminal's settings are as they were"
+
 # --- A hangup during a call: the session ends cleanly, the journal intact.
 start hup --approve auto
 HID=$(session_of hup)
