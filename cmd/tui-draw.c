@@ -1,0 +1,381 @@
+/* What the terminal session prints: model text and thinking, a card for
+ * each call (its output capped, its result), the live line with a spinner,
+ * and the approval question. Everything untrusted is made term-safe here. */
+#include "cmd/tui.h"
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/timeutil.h"
+#include "base/utf8.h"
+#include "cmd/edit.h"
+#include "cmd/cmd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+int tui_cols(void)
+{
+	struct winsize w;
+	if (ioctl(1, TIOCGWINSZ, &w) == 0 && w.ws_col >= 20)
+		return w.ws_col;
+	return 80;
+}
+
+/* Attributes only: the cursor does not move. */
+void tui_put_attr(struct tui *u, const char *s)
+{
+	fputs(s, stdout);
+}
+
+void tui_put(struct tui *u, const char *s)
+{
+	size_t n = strlen(s);
+	if (!n)
+		return;
+	fwrite(s, 1, n, stdout);
+	u->bol = s[n - 1] == '\n';
+}
+
+void tui_putf(struct tui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tui_putf(struct tui *u, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		tui_put(u, s);
+	free(s);
+}
+
+/* Untrusted text (the model's, a tool's, a file's): no control sequence
+ * reaches the terminal. */
+void tui_put_safe(struct tui *u, const char *p, size_t n)
+{
+	_cleanup_free_ char *s = utf8_term_safe(p, n);
+	if (s)
+		tui_put(u, s);
+}
+
+/* At most max bytes of s's n, cut at a character boundary, "…" when
+ * cut; newlines shown as ⏎. Term-safe. */
+char *tui_short_n(const char *s, size_t n, size_t max)
+{
+	size_t k = n;
+	if (k > max) {
+		k = max;
+		while (k > 0 && ((unsigned char)s[k] & 0xc0) == 0x80)
+			k--;
+	}
+	struct buf b;
+	buf_init(&b, max * 3 + 16);
+	for (size_t i = 0; i < k; i++) {
+		if (s[i] == '\n')
+			buf_append(&b, "⏎", strlen("⏎"));
+		else
+			buf_append(&b, &s[i], 1);
+	}
+	if (k < n)
+		buf_append(&b, "…", strlen("…"));
+	char *r = utf8_term_safe(b.data ? b.data : "", b.len);
+	buf_free(&b);
+	return r;
+}
+
+char *tui_short(const char *s, size_t max)
+{
+	return tui_short_n(s, strlen(s), max);
+}
+
+void tui_newline(struct tui *u)
+{
+	if (u->thinking_open) {
+		tui_put_attr(u, UNDIM);
+		u->thinking_open = false;
+	}
+	if (!u->bol)
+		tui_put(u, "\n");
+	u->text_open = false;
+}
+
+void tui_live_clear(struct tui *u)
+{
+	if (u->live) {
+		fputs("\r\033[K", stdout);
+		u->live = false;
+	}
+}
+
+void tui_live_draw(struct tui *u)
+{
+	static const char *const frames[] = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" };
+	if (!u->bol || (!u->waiting && !u->call_running))
+		return;
+	double secs = (double)(now_ms() - u->since) / 1000;
+	char left[48] = "";
+	if (u->deadline) {
+		int64_t l = u->deadline - now_ms();
+		snprintf(left, sizeof(left), " · %llds left", (long long)(l > 0 ? l / 1000 : 0));
+	}
+	if (u->call_running)
+		fprintf(stdout, DIM "%s %s %.1fs%s · esc to interrupt" UNDIM, frames[u->spin % 10], u->call_name, secs,
+			left);
+	else
+		fprintf(stdout, DIM "%s waiting for the model %.1fs%s · esc to interrupt" UNDIM, frames[u->spin % 10],
+			secs, left);
+	u->live = true;
+}
+
+void tui_flush(struct tui *u)
+{
+	fflush(stdout);
+}
+
+
+static void card_output(struct tui *u, const char *p, size_t n)
+{
+	const char *end = p + n;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t seg = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		if (u->out_lines >= TUI_OUT_LINES) {
+			if (nl)
+				u->out_more++;
+		} else {
+			if (u->out_bol)
+				tui_put(u, DIM "  │ " UNDIM);
+			tui_put_safe(u, p, seg);
+			u->out_bol = nl != NULL;
+			if (nl)
+				u->out_lines++;
+		}
+		p += seg;
+	}
+}
+
+static void card_result(struct tui *u, const cJSON *call, const cJSON *result)
+{
+	const char *id = json_str(call, "id") ? json_str(call, "id") : "";
+	if (!u->out_bol)
+		tui_put(u, "\n");
+	u->out_bol = true;
+	if (u->out_more)
+		tui_putf(u, DIM "  │ … %zu more line%s" UNDIM "\n", u->out_more, u->out_more == 1 ? "" : "s");
+	u->out_more = 0;
+	if (strcmp(id, u->card_id)) {
+		/* Calls that ran side by side: say whose result this is. */
+		_cleanup_free_ char *n = tui_short(json_str(call, "name") ? json_str(call, "name") : "?", 31);
+		_cleanup_free_ char *a = tui_short(session_call_arg(call), 60);
+		tui_putf(u, "  " BOLD "%s" RESET " %s\n", n ? n : "", a ? a : "");
+	}
+	const char *outcome = json_str(result, "outcome");
+	const cJSON *ec = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(result, "elapsed_ms");
+	bool ok = outcome && !strcmp(outcome, "ok") && (!cJSON_IsNumber(ec) || ec->valueint == 0);
+	bool cancelled = outcome && !strcmp(outcome, "cancelled");
+	tui_putf(u, "  ⎿ %s%s" RESET, ok ? GREEN : cancelled ? YELLOW : RED,
+	     !outcome ? "?" : !strcmp(outcome, "ok") && !ok ? "failed" : !strcmp(outcome, "timed_out") ? "timed out" : outcome);
+	if (cJSON_IsNumber(ec))
+		tui_putf(u, " (exit %d)", ec->valueint);
+	if (cJSON_IsNumber(ms))
+		tui_putf(u, " in %.1f s", ms->valuedouble / 1000);
+	tui_put(u, "\n");
+	if (!ok) {
+		/* What the model was told: the reason, the tail, the hint. */
+		const char *t = json_str(result, "text");
+		int lines = 0;
+		while (t && *t && lines < 8) {
+			size_t l = strcspn(t, "\n");
+			if (l) {
+				_cleanup_free_ char *s = tui_short_n(t, l, (size_t)tui_cols() - 6);
+				tui_putf(u, DIM "    %s" UNDIM "\n", s ? s : "");
+				lines++;
+			}
+			t += l + (t[l] == '\n');
+		}
+	}
+}
+
+void tui_on_event(void *ud, const struct turn_event *ev)
+{
+	struct tui *u = ud;
+	tui_live_clear(u);
+	switch (ev->type) {
+	case EV_ROUND:
+		u->streamed = false;
+		u->waiting = true;
+		u->since = now_ms();
+		break;
+	case EV_TEXT:
+		u->waiting = false;
+		if (u->thinking_open)
+			tui_newline(u);
+		tui_put_safe(u, ev->text, ev->len);
+		u->text_open = !u->bol;
+		u->streamed = true;
+		break;
+	case EV_THINKING:
+		u->waiting = false;
+		if (!u->thinking_open) {
+			tui_newline(u);
+			tui_put(u, DIM "✻ ");
+			u->thinking_open = true;
+		}
+		tui_put_attr(u, DIM);
+		tui_put_safe(u, ev->text, ev->len);
+		break;
+	case EV_RETRY: {
+		tui_newline(u);
+		_cleanup_free_ char *s = tui_short(ev->text, 300);
+		tui_putf(u, YELLOW "↻ %s; retrying in %.1f s" RESET "\n", s ? s : "", (double)ev->n / 1000);
+		break;
+	}
+	case EV_TOOL_CALL: {
+		u->waiting = false;
+		tui_newline(u);
+		const char *name = json_str(ev->call, "name");
+		snprintf(u->call_name, sizeof(u->call_name), "%s", name ? name : "?");
+		const char *a = session_call_arg(ev->call);
+		_cleanup_free_ char *s = tui_short(a, (size_t)MAX(20, tui_cols() - (int)strlen(u->call_name) - 6));
+		snprintf(u->card_id, sizeof(u->card_id), "%s", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+		u->streamed = false;
+		_cleanup_free_ char *n = tui_short(u->call_name, 31);
+		tui_putf(u, CYAN "●" RESET " " BOLD "%s" RESET " %s\n", n ? n : "", s ? s : "");
+		u->out_lines = 0;
+		u->out_more = 0;
+		u->out_bol = true;
+		break;
+	}
+	case EV_APPROVAL:
+		if (ev->n == GATE_ALLOW) {
+			u->call_running = true;
+			u->since = now_ms();
+		} else {
+			_cleanup_free_ char *s = tui_short(ev->text, 400);
+			tui_putf(u, RED "  ✗ %s" RESET "\n", s ? s : "");
+		}
+		break;
+	case EV_TOOL_OUTPUT:
+		card_output(u, ev->text, ev->len);
+		break;
+	case EV_TOOL_RESULT:
+		u->call_running = false;
+		card_result(u, ev->call, ev->result);
+		break;
+	case EV_USAGE:
+		u->usage = *ev->usage;
+		break;
+	case EV_STOP: {
+		const struct turn_stop *st = ev->stop;
+		if (st->kind == TURN_CANCELLED && u->streamed)
+			tui_put(u, DIM " [interrupted: the partial answer is kept]" UNDIM);
+		tui_newline(u);
+		u->waiting = u->call_running = false;
+		if (st->kind != TURN_DONE) {
+			_cleanup_free_ char *s = tui_short(st->why, 400);
+			tui_putf(u, "%s■ %s: %s" RESET "\n", st->kind == TURN_CANCELLED ? YELLOW : RED, turn_stop_name(st->kind),
+			     s ? s : "");
+		}
+		break;
+	}
+	}
+	tui_live_draw(u);
+	tui_flush(u);
+}
+
+static void show_field(struct tui *u, const char *label, const char *v)
+{
+	size_t n = strlen(v);
+	size_t k = MIN(n, (size_t)TUI_ASK_SHOW);
+	while (k > 0 && k < n && ((unsigned char)v[k] & 0xc0) == 0x80)
+		k--;
+	/* The key is the model's too. */
+	_cleanup_free_ char *l = tui_short(label ? label : "?", 60);
+	tui_putf(u, "  %s:\n", l ? l : "");
+	const char *p = v, *end = v + k;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		tui_put(u, "    ");
+		tui_put_safe(u, p, l);
+		tui_put(u, "\n");
+		p += l + (nl != NULL);
+	}
+	if (k < n)
+		tui_putf(u, DIM "    … cut here: %zu more bytes not shown" UNDIM "\n", n - k);
+}
+
+int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
+{
+	struct tui *u = ud;
+	tui_live_clear(u);
+	tui_newline(u);
+	_cleanup_free_ char *tn = tui_short(tool, 31);
+	tui_putf(u, YELLOW "? " RESET BOLD "%s" RESET " needs your approval\n", tn ? tn : "");
+	const cJSON *f;
+	cJSON_ArrayForEach(f, input) {
+		if (cJSON_IsString(f)) {
+			show_field(u, f->string, f->valuestring);
+		} else {
+			_cleanup_free_ char *j = cJSON_PrintUnformatted(f);
+			show_field(u, f->string, j ? j : "");
+		}
+	}
+	/* What "always" would allow: the gate's own words. */
+	char rules[2][GATE_SPEC_MAX], scope[200];
+	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
+	_cleanup_free_ char *sc = tui_short(scope, 120);
+	tui_putf(u, "  " BOLD "y" RESET " yes   " BOLD "n" RESET " no   " BOLD "a" RESET " always: %s   " BOLD "esc" RESET
+		" stop the turn\n",
+	     sc ? sc : "");
+	tui_flush(u);
+	for (;;) {
+		/* The message's deadline holds while the question waits. */
+		int k = tui_read_key(u, u->deadline);
+		switch (k) {
+		case -1:
+			tui_put(u, RED "  → no answer before the deadline" RESET "\n");
+			tui_flush(u);
+			snprintf(reason, cap, "no answer came before the deadline");
+			return 'n';
+		case 'y':
+		case 'Y':
+			tui_put(u, GREEN "  → yes, once" RESET "\n");
+			tui_flush(u);
+			return 'y';
+		case 'a':
+		case 'A':
+			if (nrules)
+				tui_putf(u, GREEN "  → yes, and from now on %s" RESET "\n", sc ? sc : "");
+			else
+				tui_put(u, GREEN "  → yes, once (no rule fits this call)" RESET "\n");
+			tui_flush(u);
+			return 'a';
+		case 'n':
+		case 'N': {
+			tui_put(u, RED "  → no" RESET "\n");
+			tui_flush(u);
+			tui_tty_cooked(u);
+			_cleanup_free_ char *why = editor_line(u->ed, "  why (Enter to skip): ", false);
+			tui_tty_turn(u);
+			if (why && !u->ctrl_c)
+				snprintf(reason, cap, "%s", why);
+			u->ctrl_c = false;
+			return 'n';
+		}
+		case 033:
+		case 3:
+		case 0:
+			tui_put(u, YELLOW "  → stop the turn" RESET "\n");
+			tui_flush(u);
+			return 'q';
+		default:
+			break;
+		}
+	}
+}
+
