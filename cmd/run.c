@@ -85,7 +85,6 @@ static void json_line(cJSON *j)
 	}
 }
 
-
 static void on_event(void *ud, const struct turn_event *ev)
 {
 	struct out *o = ud;
@@ -157,7 +156,8 @@ static void on_event(void *ud, const struct turn_event *ev)
 			fflush(stdout);
 			o->text_open = false;
 		}
-		_cleanup_free_ char *a = utf8_term_safe(session_call_arg(ev->call), strlen(session_call_arg(ev->call)));
+		const char *arg = session_call_arg(ev->call);
+		_cleanup_free_ char *a = utf8_term_safe(arg, strlen(arg));
 		fprintf(stderr, "● %s %.200s%s\n", json_str(ev->call, "name") ? json_str(ev->call, "name") : "?",
 			a ? a : "", a && strlen(a) > 200 ? "…" : "");
 		break;
@@ -589,13 +589,15 @@ static int changes_cmd(int argc, char **argv, bool apply)
 	_cleanup_free_ char *workspace = ws ? strdup(ws) : NULL;
 	journal_state_free(&st);
 	char upper[PATH_MAX];
-	if (!workspace || session_layers(argv[1], upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0) {
+	struct ws_changes ch = { 0 };
+	int k = session_changes_read(argv[1], workspace, upper, apply ? NULL : &ch, &e);
+	if (k == 0) {
 		cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", argv[1]);
 		return EXIT_FAIL;
 	}
 	if (!apply) {
-		struct ws_changes ch;
-		if (ws_changes_read(workspace, upper, &ch, &e) < 0 || ws_diff(workspace, upper, &ch, stdout, &e) < 0) {
+		if (k < 0 || ws_diff(workspace, upper, &ch, stdout, &e) < 0) {
+			ws_changes_free(&ch);
 			cmd_error("%s", e.msg);
 			return EXIT_FAIL;
 		}

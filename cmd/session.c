@@ -286,7 +286,7 @@ void session_end(struct session *s)
 }
 
 /* The session's workspace changes: kept in the box's upper layer. */
-int session_layers(const char *session, char *upper, size_t n, struct err *e)
+static int session_layers(const char *session, char *upper, size_t n, struct err *e)
 {
 	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
 	snprintf(box, sizeof(box), "s-%s", session);
@@ -295,6 +295,16 @@ int session_layers(const char *session, char *upper, size_t n, struct err *e)
 		return r;
 	snprintf(upper, n, "%s/upper", layers);
 	return 0;
+}
+
+int session_changes_read(const char *session, const char *workspace, char *upper, struct ws_changes *ch,
+			 struct err *e)
+{
+	if (!workspace || !*workspace || session_layers(session, upper, PATH_MAX, NULL) < 0 || access(upper, F_OK) < 0)
+		return 0;
+	if (ch && ws_changes_read(workspace, upper, ch, e) < 0)
+		return -1;
+	return 1;
 }
 
 void session_layers_drop(const char *session)
@@ -312,9 +322,10 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 	struct err e = { 0 };
 	char upper[PATH_MAX];
 	struct ws_changes ch = { 0 };
-	if (session_layers(session, upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0)
+	int k = session_changes_read(session, workspace, upper, &ch, &e);
+	if (k == 0)
 		return EXIT_OKAY;
-	if (ws_changes_read(workspace, upper, &ch, &e) < 0) {
+	if (k < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}

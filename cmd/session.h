@@ -51,8 +51,12 @@ int session_start(struct run_flags *f, struct session *s, char *ws);
 int session_box(struct session *s, const char *workspace, bool rw, char *name, size_t n);
 void session_end(struct session *s);
 
-/* Where the session's workspace changes are kept (the box's upper layer). */
-int session_layers(const char *session, char *upper, size_t n, struct err *e);
+struct ws_changes;
+/* The workspace changes a session keeps (its box's upper layer, below
+ * upper, PATH_MAX): 1 with ch read (ch->n may be 0; ch NULL: only whether
+ * they are kept), 0 when none are kept, -1 with e set. */
+int session_changes_read(const char *session, const char *workspace, char *upper, struct ws_changes *ch,
+			 struct err *e);
 void session_layers_drop(const char *session);
 /* Show (on stderr unless json), write to patch, or apply the changes;
  * with none, drop the layers. files, if given, gets {path, change}. */

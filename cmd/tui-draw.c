@@ -39,7 +39,6 @@ void tui_put(struct tui *u, const char *s)
 	u->bol = s[n - 1] == '\n';
 }
 
-void tui_putf(struct tui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tui_putf(struct tui *u, const char *fmt, ...)
 {
 	char *s = NULL;
@@ -99,7 +98,6 @@ void tui_newline(struct tui *u)
 	}
 	if (!u->bol)
 		tui_put(u, "\n");
-	u->text_open = false;
 }
 
 void tui_live_clear(struct tui *u)
@@ -135,7 +133,6 @@ void tui_flush(struct tui *u)
 	fflush(stdout);
 }
 
-
 static void card_output(struct tui *u, const char *p, size_t n)
 {
 	const char *end = p + n;
@@ -146,10 +143,9 @@ static void card_output(struct tui *u, const char *p, size_t n)
 			if (nl)
 				u->out_more++;
 		} else {
-			if (u->out_bol)
+			if (u->bol)
 				tui_put(u, DIM "  │ " UNDIM);
 			tui_put_safe(u, p, seg);
-			u->out_bol = nl != NULL;
 			if (nl)
 				u->out_lines++;
 		}
@@ -160,9 +156,8 @@ static void card_output(struct tui *u, const char *p, size_t n)
 static void card_result(struct tui *u, const cJSON *call, const cJSON *result)
 {
 	const char *id = json_str(call, "id") ? json_str(call, "id") : "";
-	if (!u->out_bol)
+	if (!u->bol)
 		tui_put(u, "\n");
-	u->out_bol = true;
 	if (u->out_more)
 		tui_putf(u, DIM "  │ … %zu more line%s" UNDIM "\n", u->out_more, u->out_more == 1 ? "" : "s");
 	u->out_more = 0;
@@ -215,7 +210,6 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 		if (u->thinking_open)
 			tui_newline(u);
 		tui_put_safe(u, ev->text, ev->len);
-		u->text_open = !u->bol;
 		u->streamed = true;
 		break;
 	case EV_THINKING:
@@ -237,17 +231,17 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 	case EV_TOOL_CALL: {
 		u->waiting = false;
 		tui_newline(u);
+		/* The name is the model's: term-safe, also for the live line. */
 		const char *name = json_str(ev->call, "name");
-		snprintf(u->call_name, sizeof(u->call_name), "%s", name ? name : "?");
+		_cleanup_free_ char *n = tui_short(name ? name : "?", 24);
+		snprintf(u->call_name, sizeof(u->call_name), "%s", n ? n : "?");
 		const char *a = session_call_arg(ev->call);
 		_cleanup_free_ char *s = tui_short(a, (size_t)MAX(20, tui_cols() - (int)strlen(u->call_name) - 6));
 		snprintf(u->card_id, sizeof(u->card_id), "%s", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
 		u->streamed = false;
-		_cleanup_free_ char *n = tui_short(u->call_name, 31);
-		tui_putf(u, CYAN "●" RESET " " BOLD "%s" RESET " %s\n", n ? n : "", s ? s : "");
+		tui_putf(u, CYAN "●" RESET " " BOLD "%s" RESET " %s\n", u->call_name, s ? s : "");
 		u->out_lines = 0;
 		u->out_more = 0;
-		u->out_bol = true;
 		break;
 	}
 	case EV_APPROVAL:

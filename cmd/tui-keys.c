@@ -251,14 +251,21 @@ char *tui_expand_pastes(struct tui *u, const char *line)
 {
 	struct buf b;
 	buf_init(&b, TUI_MSG_MAX);
+	static const char tag[] = "[pasted text #";
 	for (const char *p = line; *p;) {
-		int k, used = 0;
-		size_t lines;
-		if (sscanf(p, "[pasted text #%d, %zu lines]%n", &k, &lines, &used) == 2 && used > 0 && k >= 1 &&
-		    k <= u->npastes && u->pastes[k - 1]) {
-			buf_append(&b, u->pastes[k - 1], strlen(u->pastes[k - 1]));
-			p += used;
-			continue;
+		/* "[pasted text #K, N lines]", as paste_end wrote it. */
+		if (!strncmp(p, tag, sizeof(tag) - 1)) {
+			char *end;
+			unsigned long k = strtoul(p + sizeof(tag) - 1, &end, 10);
+			const char *q = end;
+			if (k >= 1 && k <= (unsigned long)u->npastes && u->pastes[k - 1] && !strncmp(q, ", ", 2)) {
+				strtoul(q + 2, &end, 10);
+				if (end > q + 2 && !strncmp(end, " lines]", 7)) {
+					buf_append(&b, u->pastes[k - 1], strlen(u->pastes[k - 1]));
+					p = end + 7;
+					continue;
+				}
+			}
 		}
 		buf_append(&b, p, 1);
 		p++;

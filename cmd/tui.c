@@ -120,13 +120,9 @@ static int show_diff(struct tui *u, bool quiet)
 			tui_put(u, "The box works on the directory directly (--rw or --box): there is no diff to show.\n");
 		return 0;
 	}
-	if (session_layers(u->s.j.id, upper, sizeof(upper), &e) < 0 || access(upper, F_OK) < 0 || !u->ws[0]) {
-		if (!quiet)
-			tui_put(u, "No changes to the workspace.\n");
-		return 0;
-	}
-	struct ws_changes ch;
-	if (ws_changes_read(u->ws, upper, &ch, &e) < 0) {
+	struct ws_changes ch = { 0 };
+	int k = session_changes_read(u->s.j.id, u->ws, upper, &ch, &e);
+	if (k < 0) {
 		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
 		return 0;
 	}
@@ -352,13 +348,12 @@ static bool slash(struct tui *u, char *line)
 	} else if (!strcmp(line, "/resume")) {
 		cmd_resume(u, arg);
 	} else if (!strcmp(line, "/approve")) {
-		static const char *const names[] = { [GATE_ASK] = "ask", [GATE_EDITS] = "edits", [GATE_AUTO] = "auto" };
 		if (*arg && gate_mode_parse(arg, &u->f.gate.mode) < 0)
 			tui_putf(u, "\"%s\" is not a mode; use ask, edits or auto.\n", arg);
 		else
 			tui_putf(u, "Approvals: %s (ask: every write and command is asked; edits: file changes run, commands "
 				"are asked; auto: everything in the box runs).\n",
-			     names[u->f.gate.mode]);
+			     gate_mode_name(u->f.gate.mode));
 	} else {
 		_cleanup_free_ char *s = tui_short(line, 40);
 		tui_putf(u, "Unknown command %s; /help lists them.\n", s ? s : "");
@@ -443,9 +438,8 @@ static void offer_changes(struct tui *u)
 	for (;;) {
 		struct err e = { 0 };
 		char upper[PATH_MAX];
-		struct ws_changes ch;
-		if (u->f.rw || !u->own_box || !u->ws[0] || session_layers(u->s.j.id, upper, sizeof(upper), &e) < 0 ||
-		    access(upper, F_OK) < 0 || ws_changes_read(u->ws, upper, &ch, &e) < 0)
+		struct ws_changes ch = { 0 };
+		if (u->f.rw || !u->own_box || session_changes_read(u->s.j.id, u->ws, upper, &ch, &e) <= 0)
 			return;
 		if (ch.n == 0) {
 			ws_changes_free(&ch);
@@ -493,11 +487,27 @@ static int history_path(char *out, size_t n)
 	return 0;
 }
 
+/* Everything the session holds, let go; the terminal as it was found. */
+static void tui_free(struct tui *u)
+{
+	session_end(&u->s);
+	editor_close(u->ed);
+	tui_tty_restore();
+	tui_pastes_free(u);
+	buf_free(&u->ahead);
+	buf_free(&u->paste);
+	if (u->sfd >= 0)
+		close(u->sfd);
+	free(u);
+}
+
 static int tui_run(int argc, char **argv)
 {
 	struct tui *u = calloc(1, sizeof(*u));
 	if (!u)
 		return EXIT_FAIL;
+	u->s.j.fd = -1;
+	u->sfd = -1;
 	run_flags_init(&u->f, GATE_EDITS);
 	bool mode_given = false;
 	optind = 1;
@@ -566,36 +576,28 @@ static int tui_run(int argc, char **argv)
 	char hist[PATH_MAX];
 	if (editor_open(&u->ed, history_path(hist, sizeof(hist)) == 0 ? hist : NULL, tui_byte, u, &e) < 0) {
 		cmd_error("%s", e.msg);
-		free(u);
+		tui_free(u);
 		return EXIT_FAIL;
 	}
 	r = session_start(&u->f, &u->s, u->ws);
 	if (r) {
-		editor_close(u->ed);
-		free(u);
+		tui_free(u);
 		return r;
 	}
 	u->own_box = !u->f.box_name;
 	if (!u->own_box)
 		snprintf(u->box, sizeof(u->box), "%s", u->f.box_name);
 	u->bol = true;
-	static const char *const modes[] = { [GATE_ASK] = "ask", [GATE_EDITS] = "edits", [GATE_AUTO] = "auto" };
 	tui_putf(u, BOLD "ward" RESET " · %s · workspace %s (%s) · approvals: %s\n", u->f.cfg.pcfg.model,
-	     u->ws[0] ? u->ws : "(none)", u->f.rw ? "read-write" : "copy-on-write", modes[u->f.gate.mode]);
+	     u->ws[0] ? u->ws : "(none)", u->f.rw ? "read-write" : "copy-on-write", gate_mode_name(u->f.gate.mode));
 	if (u->f.resume)
 		tui_putf(u, "Resumed session %s (%d messages).\n", u->s.j.id, cJSON_GetArraySize(u->s.messages));
 	fflush(stdout);
 	if (box_up(u) < 0) {
 		/* As ward run: no box, no session (the journal says why). */
 		fflush(stdout);
-		session_end(&u->s);
-		editor_close(u->ed);
-		tui_tty_restore();
-		close(u->sfd);
-		buf_free(&u->ahead);
-		buf_free(&u->paste);
 		r = u->own_box ? EXIT_NOBOX : EXIT_UNKNOWN_BOX;
-		free(u);
+		tui_free(u);
 		return r;
 	}
 	tui_putf(u, DIM "box %s · session %s · /help for commands · Esc interrupts" UNDIM "\n", u->box, u->s.j.id);
@@ -634,15 +636,8 @@ static int tui_run(int argc, char **argv)
 	if (!u->gone)
 		printf("\nSession %s. Continue it with: ward --resume %s\n", u->s.j.id, u->s.j.id);
 	fflush(stdout);
-	session_end(&u->s);
-	editor_close(u->ed);
-	tui_tty_restore();
-	tui_pastes_free(u);
-	buf_free(&u->ahead);
-	buf_free(&u->paste);
 	int sig = u->quit_sig ? u->quit_sig : u->gone ? SIGHUP : 0;
-	close(u->sfd);
-	free(u);
+	tui_free(u);
 	return sig ? 128 + sig : EXIT_OKAY;
 }
 

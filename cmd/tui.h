@@ -62,7 +62,7 @@ struct tui {
 	/* Rendering. */
 	bool bol;		/* the cursor is at the start of a line */
 	bool live;		/* the live line is drawn */
-	bool text_open, thinking_open;
+	bool thinking_open;
 	bool streamed;		/* text came since the last round or call */
 	bool waiting;		/* for the model's first bytes */
 	int64_t since;		/* of the wait, or of the running call */
@@ -71,7 +71,6 @@ struct tui {
 	bool call_running;
 	int out_lines;
 	size_t out_more;
-	bool out_bol;
 	unsigned spin;
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +70,19 @@ int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid)
 	if (r >= 0)
 		r = fdio_write_full(sync_fd, "g", 1);
 	return r;
+}
+
+int box_mount_overlay(const char *lower, const char *upper, const char *work, const char *target)
+{
+	char opts[3 * PATH_MAX + 64];
+	/* userxattr: overlayfs in a user namespace keeps its own metadata in
+	 * user.* xattrs. */
+	if (snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work) >=
+	    (int)sizeof(opts)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
 }
 
 void box_kill_reap(pid_t pid, int pidfd, int chan_fd)

@@ -73,6 +73,9 @@ int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid);
 /* The two go-aheads a backend's child waits for: "m" (the maps are
  * written), then the v1 cgroup attach, then "g" (the cgroups hold). */
 int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid);
+/* The copy-on-write workspace at target: lower, with the box's changes
+ * going to upper (work: overlayfs's scratch dir). 0, or -1 with errno. */
+int box_mount_overlay(const char *lower, const char *upper, const char *work, const char *target);
 /* SIGKILL a backend's process and reap it (bounded: 2 s); close its fds. */
 void box_kill_reap(pid_t pid, int pidfd, int chan_fd);
 /* vm.c: whether the vm backend can run here, and KVM. */

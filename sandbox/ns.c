@@ -232,10 +232,7 @@ static void ns_workspace(struct ns_child *c, const char *root)
 			ns_fail(c, "bind the workspace %s", s->workspace);
 		return;
 	}
-	char opts[3 * PATH_MAX + 64];
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr",
-		 s->workspace, s->upper_dir, s->work_dir);
-	if (mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+	if (box_mount_overlay(s->workspace, s->upper_dir, s->work_dir, p) < 0)
 		ns_fail(c, "mount the copy-on-write workspace over %s (overlayfs)", s->workspace);
 }
 

@@ -134,10 +134,7 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	/* The workspace QEMU exports: the copy-on-write overlay, the live
 	 * directory with --rw, or an empty directory. */
 	if (o->workspace && !o->rw) {
-		char opts[3 * PATH_MAX + 64];
-		snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", o->workspace,
-			 c->s->upper_dir, c->s->work_dir);
-		if (mount("overlay", c->export_dir, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		if (box_mount_overlay(o->workspace, c->s->upper_dir, c->s->work_dir, c->export_dir) < 0)
 			vm_fail(c, "mount the copy-on-write workspace (overlayfs)");
 	} else if (o->workspace) {
 		if (mount(o->workspace, c->export_dir, NULL, MS_BIND | MS_REC, NULL) < 0)

@@ -22,6 +22,19 @@ const char *gate_decision_name(enum gate_decision d)
 	return "?";
 }
 
+const char *gate_mode_name(enum gate_mode m)
+{
+	switch (m) {
+	case GATE_ASK:
+		return "ask";
+	case GATE_EDITS:
+		return "edits";
+	case GATE_AUTO:
+		return "auto";
+	}
+	return "?";
+}
+
 int gate_mode_parse(const char *s, enum gate_mode *ret)
 {
 	if (!strcmp(s, "ask"))

@@ -42,6 +42,7 @@ struct gate {
 #define GATE_SPEC_MAX 300
 
 int gate_mode_parse(const char *s, enum gate_mode *ret);
+const char *gate_mode_name(enum gate_mode m);
 /* The allow rules 'a' (always) adds for a call, and a line for a person
  * saying what they allow. bash: the command's first word, alone or followed
  * by a space, taken literally ("make" is not "makeover"); when that word is
