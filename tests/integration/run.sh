@@ -10,6 +10,10 @@ ws() { # a fresh workspace
 	rm -rf "$WS"; mkdir -p "$WS"
 	printf 'alpha\n' >"$WS/a.txt"; printf 'beta\n' >"$WS/b.txt"
 }
+sleeper_gone() { # the scenario's `sleep 100` is not running on the host (waits up to 1 s)
+	for _ in $(seq 20); do pgrep -f '^sleep 100$' >/dev/null || return 0; sleep 0.05; done
+	return 1
+}
 run() { # run PROVIDER [flags] TASK -> OUT, ERR, RC, MS
 	local p=$1; shift
 	local base=$URL
@@ -135,6 +139,7 @@ for P in anthropic openai; do
 	like "$ERR" "deadline" "$P: the stop says deadline"
 	sleep 1
 	[ ! -e "$WS/canary-deadline" ]; ok $? "$P: the call's process did not survive (canary)"
+	sleeper_gone; ok $? "$P: its sleep is gone from the host"
 done
 
 # The other budgets, each checked before a round or a call.
@@ -171,6 +176,7 @@ like "$J" '"type":"result".*"outcome":"cancelled"' "the call's result is recorde
 like "$J" '"type":"stop","reason":"cancelled"' "the stop is recorded"
 sleep 1
 [ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
+sleeper_gone; ok $? "SIGINT: the call's sleep is gone from the host"
 
 # SIGHUP (the terminal went away): as SIGTERM, the stop recorded with why.
 export XDG_STATE_HOME=$T_TMP/state-sighup
@@ -185,6 +191,7 @@ is "$RC" 130 "SIGHUP: exit 130"
 like "$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)" '"type":"stop","reason":"cancelled","why":"cancelled \(the terminal hung up\)"' "SIGHUP: the stop is recorded, with why"
 sleep 1
 [ ! -e "$WS/canary-deadline" ]; ok $? "SIGHUP: nothing of the call survived (canary)"
+sleeper_gone; ok $? "SIGHUP: the call's sleep is gone from the host"
 export XDG_STATE_HOME=$T_TMP/state
 
 # WARD_CALL_ID is the journal's key for the call; --patch writes the diff.
@@ -301,6 +308,7 @@ for _ in $(seq 30); do "$WARD" box ls | grep -q "^$B " || break; sleep 0.1; done
 unlike "$("$WARD" box ls)" "^$B " "and the box is gone"
 sleep 1
 [ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
+sleeper_gone; ok $? "the stopped run's sleep is gone from the host"
 
 # Usage errors, each with one line.
 "$WARD" run >/dev/null 2>"$T_TMP/err"; is $? 64 "no task: exit 64"
