@@ -88,7 +88,7 @@ static void block_text(struct buf *b, int idx, const char *type, const char *fie
 	sse_add(b, "content_block_stop", stop);
 }
 
-char *replay_stream(const char *path, const cJSON *messages, struct err *e)
+cJSON *replay_load(const char *path, struct err *e)
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len;
@@ -98,12 +98,17 @@ char *replay_stream(const char *path, const cJSON *messages, struct err *e)
 		return NULL;
 	}
 	cJSON *script = cJSON_ParseWithLength(data, len);
-	const cJSON *turns = cJSON_GetObjectItemCaseSensitive(script, "turns");
-	if (!cJSON_IsArray(turns)) {
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(script, "turns"))) {
 		cJSON_Delete(script);
 		err_set(e, -EINVAL, "%s is not a replay script: it needs {\"turns\": [...]}", path);
 		return NULL;
 	}
+	return script;
+}
+
+char *replay_stream(const cJSON *script, const char *path, const cJSON *messages, struct err *e)
+{
+	const cJSON *turns = cJSON_GetObjectItemCaseSensitive(script, "turns");
 	int n = 0;
 	const cJSON *m;
 	cJSON_ArrayForEach(m, messages) {
@@ -114,7 +119,6 @@ char *replay_stream(const char *path, const cJSON *messages, struct err *e)
 	if (!turn) {
 		err_set(e, -ERANGE, "replay diverged: %s has %d turns and the conversation asks for turn %d",
 			path, cJSON_GetArraySize(turns), n + 1);
-		cJSON_Delete(script);
 		return NULL;
 	}
 	const char *expect = json_str(turn, "expect");
@@ -134,10 +138,8 @@ char *replay_stream(const char *path, const cJSON *messages, struct err *e)
 				n + 1, path, expect, seen);
 		}
 		buf_free(&last);
-		if (!found) {
-			cJSON_Delete(script);
+		if (!found)
 			return NULL;
-		}
 	}
 	struct buf b;
 	buf_init(&b, REPLAY_MAX);
@@ -192,6 +194,5 @@ char *replay_stream(const char *path, const cJSON *messages, struct err *e)
 	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(md, "delta"), "stop_reason", stop);
 	sse_add(&b, "message_delta", md);
 	sse_add(&b, "message_stop", obj("{\"type\":\"message_stop\"}"));
-	cJSON_Delete(script);
 	return b.data;
 }

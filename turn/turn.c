@@ -87,6 +87,7 @@ struct turn {
 	struct err perr;
 	unsigned attempt;
 	int64_t retry_at;
+	cJSON *replay_script;	/* read once a turn, at its first round */
 	char *replay;
 	size_t replay_len, replay_off;
 	struct buf partial;	/* text shown this round */
@@ -621,7 +622,10 @@ static void start_attempt(struct turn *t)
 	t->sse_on = true;
 	struct err e = { 0 };
 	if (t->cfg->replay_path) {
-		t->replay = replay_stream(t->cfg->replay_path, t->s->messages, &e);
+		if (!t->replay_script)
+			t->replay_script = replay_load(t->cfg->replay_path, &e);
+		t->replay = t->replay_script ? replay_stream(t->replay_script, t->cfg->replay_path, t->s->messages, &e)
+					     : NULL;
 		if (!t->replay) {
 			t->phase = PH_IDLE;
 			finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
@@ -920,6 +924,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	http_free(t.http);
 	loop_free(t.loop);
 	cJSON_Delete(t.tools);
+	cJSON_Delete(t.replay_script);
 	return 0;
 }
 

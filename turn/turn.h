@@ -149,7 +149,9 @@ struct price {
 bool price_for(const char *model, struct price *ret);
 double price_cost(const struct price *p, const struct usage *u);
 
-/* The replay provider's stream for the conversation so far: SSE bytes of
- * the next scripted turn in Anthropic's format, or NULL and e set when the
- * conversation diverged from the script. */
-char *replay_stream(const char *path, const cJSON *messages, struct err *e);
+/* The replay provider: its script, read and checked once (NULL, e set);
+ * then the stream for the conversation so far: SSE bytes of the next
+ * scripted turn in Anthropic's format, or NULL and e set when the
+ * conversation diverged from the script (path names it in the message). */
+cJSON *replay_load(const char *path, struct err *e);
+char *replay_stream(const cJSON *script, const char *path, const cJSON *messages, struct err *e);
