@@ -379,7 +379,6 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 	return r;
 }
 
-
 int session_list(cJSON **ret, struct err *e)
 {
 	char dir[PATH_MAX];
@@ -401,19 +400,6 @@ int session_list(cJSON **ret, struct err *e)
 		struct journal_state st;
 		struct err e2 = { 0 };
 		if (dot && !dot[6] && (*dot = 0, journal_load(names[i]->d_name, &st, &e2) == 0)) {
-			/* The last stop record, if any: read the file's lines. */
-			char path[PATH_MAX + 300];
-			snprintf(path, sizeof(path), "%s/%s.jsonl", dir, names[i]->d_name);
-			char stop[32] = "-";
-			FILE *f = fopen(path, "re");
-			char line[4096];
-			while (f && fgets(line, sizeof(line), f)) {
-				const char *k = strstr(line, "\"type\":\"stop\",\"reason\":\"");
-				if (k == line + 1)
-					sscanf(k + 24, "%31[^\"]", stop);
-			}
-			if (f)
-				fclose(f);
 			/* The first thing the person asked. */
 			const char *first = "";
 			const cJSON *m;
@@ -427,7 +413,7 @@ int session_list(cJSON **ret, struct err *e)
 			}
 			cJSON *x = cJSON_CreateObject();
 			cJSON_AddStringToObject(x, "session", names[i]->d_name);
-			cJSON_AddStringToObject(x, "stop", stop);
+			cJSON_AddStringToObject(x, "stop", st.stop[0] ? st.stop : "-");
 			cJSON_AddStringToObject(x, "model", json_str(st.header, "model") ? json_str(st.header, "model") : "?");
 			cJSON_AddStringToObject(x, "workspace",
 						json_str(st.header, "workspace") ? json_str(st.header, "workspace") : "");

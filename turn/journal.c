@@ -178,6 +178,8 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 			/* /clear: the conversation starts again from here. */
 			cJSON_Delete(st->messages);
 			st->messages = cJSON_CreateArray();
+		} else if (type && !strcmp(type, "stop") && rec_str(rec, "reason")) {
+			snprintf(st->stop, sizeof(st->stop), "%s", rec_str(rec, "reason"));
 		} else if (type && !strcmp(type, "result") && cid) {
 			cJSON_DeleteItemFromObject(st->results, cid);
 			cJSON_AddItemToObject(st->results, cid, cJSON_Duplicate(rec, 1));

@@ -32,11 +32,13 @@ void journal_close(struct journal *j);
 int journal_write(struct journal *j, const char *type, cJSON *rec);
 
 /* What a journal holds, for --resume: the header, the conversation, and
- * the results recorded for calls (an intent without one was cut off). */
+ * the results recorded for calls (an intent without one was cut off); and
+ * how it last stopped, for a listing. */
 struct journal_state {
 	cJSON *header;
 	cJSON *messages;	/* array, ready to send */
 	cJSON *results;		/* object: call_id -> result record */
+	char stop[32];		/* the last stop record's reason; "" if none */
 };
 int journal_load(const char *id, struct journal_state *st, struct err *e);
 void journal_state_free(struct journal_state *st);
