@@ -86,3 +86,25 @@ int parse_size(const char *s, uint64_t *ret_bytes)
 	*ret_bytes = v * mul;
 	return 0;
 }
+
+bool parse_json_has_nul(const char *s, size_t n)
+{
+	bool in_str = false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (ch == 0)
+			return true;
+		if (!in_str) {
+			in_str = ch == '"';
+			continue;
+		}
+		if (ch == '"') {
+			in_str = false;
+		} else if (ch == '\\' && i + 1 < n) {
+			if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4))
+				return true;
+			i++;
+		}
+	}
+	return false;
+}

@@ -1,5 +1,7 @@
 /* Strict parsers for numbers, durations and sizes from untrusted text. */
 #pragma once
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Decimal unsigned; the whole string must be consumed. */
@@ -8,3 +10,7 @@ int parse_u64(const char *s, uint64_t *ret);
 int parse_duration_ms(const char *s, int64_t *ret_ms);
 /* "512M", "1G", "4096", "64K". */
 int parse_size(const char *s, uint64_t *ret_bytes);
+/* Does JSON text hold a NUL character: a \u0000 escape in a string, or a
+ * raw NUL byte? A JSON parser that returns C strings cuts such a string
+ * short without a word, so "a\u0000b" would silently become "a". */
+bool parse_json_has_nul(const char *s, size_t n);

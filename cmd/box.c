@@ -31,6 +31,7 @@ static const struct option create_opts[] = {
 	{ "memory", required_argument, NULL, 'm' },
 	{ "pids", required_argument, NULL, 'P' },
 	{ "cpus", required_argument, NULL, 'c' },
+	{ "disk", required_argument, NULL, 'K' },
 	{ "net", no_argument, NULL, 'N' },
 	{ "workspace", required_argument, NULL, 'w' },
 	{ "rw", no_argument, NULL, 'r' },
@@ -51,6 +52,8 @@ static const char create_help[] =
 	"  --memory SIZE      memory ceiling (default 1G)\n"
 	"  --pids N           process ceiling (default 512)\n"
 	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
+	"  --disk SIZE        disk ceiling of the copy-on-write workspace's changes (default 10G;\n"
+	"                     enforced where ward runs as root with loop devices; see ward doctor)\n"
 	"  --net              share the host's network (default: none)\n"
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
@@ -103,6 +106,13 @@ static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *time
 				return -1;
 			}
 			o->lim.memory = v;
+			break;
+		case 'K':
+			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
+				cmd_error("--disk: \"%s\" is not a size of at least 16M (e.g. 512M, 10G)", optarg);
+				return -1;
+			}
+			o->lim.disk = v;
 			break;
 		case 'P':
 			if (parse_u64(optarg, &v) < 0 || v < 8 || v > 1000000) {
@@ -368,6 +378,11 @@ static int sub_tool(int argc, char **argv)
 		cmd_error("usage: ward box tool BOX NAME JSON (e.g. ward box tool b1 read '{\"path\":\"x\"}')");
 		return EXIT_USAGE;
 	}
+	if (parse_json_has_nul(argv[3], strlen(argv[3]))) {
+		cmd_error("box tool: the arguments hold a NUL character (\\u0000), which no path, command or "
+			  "pattern may contain");
+		return EXIT_BADINPUT;
+	}
 	cJSON *args = cJSON_Parse(argv[3]);
 	if (!args) {
 		cmd_error("box tool: the arguments are not valid JSON near: %.40s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : argv[3]);
@@ -421,6 +436,15 @@ static int sub_destroy(int argc, char **argv)
 	return rc;
 }
 
+static void ls_number(const cJSON *b, const char *key, double unit, const char *suffix, char *out, size_t n)
+{
+	const cJSON *v = cJSON_GetObjectItem(b, key);
+	if (cJSON_IsNumber(v) && v->valuedouble == v->valuedouble)
+		snprintf(out, n, "%.0f%s", v->valuedouble / unit, suffix);
+	else
+		snprintf(out, n, "-");
+}
+
 static int sub_ls(int argc, char **argv)
 {
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
@@ -439,12 +463,14 @@ static int sub_ls(int argc, char **argv)
 		cJSON_ArrayForEach(b, arr) {
 			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
 						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
-			printf("%-20s %-8s %-7s %7.0fs %9.0fs %5d  %s\n",
+			/* A dead box's keeper cannot say these: "-", not a NaN. */
+			char up[24], ttl[24], calls[16];
+			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
+			ls_number(b, "ttl_left_ms", 1000, "s", ttl, sizeof(ttl));
+			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
+			printf("%-20s %-8s %-7s %8s %10s %5s  %s\n",
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-",
-			       cJSON_GetNumberValue(cJSON_GetObjectItem(b, "uptime_ms")) / 1000,
-			       cJSON_GetNumberValue(cJSON_GetObjectItem(b, "ttl_left_ms")) / 1000,
-			       (int)cJSON_GetNumberValue(cJSON_GetObjectItem(b, "calls_running")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ttl, calls,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
 		}
 	}

@@ -1,6 +1,7 @@
 /* ward doctor: what this machine can enforce, checked, never assumed. */
 #include "cmd/cmd.h"
 #include "sandbox/box.h"
+#include "sandbox/layers.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "sandbox/cgroup.h"
@@ -82,6 +83,9 @@ static int doctor_run(int argc, char **argv)
 	     v2pids ? "cgroup v2 pids.max" : c.pids1_writable ? "cgroup v1 pids controller (%s)" :
 	     "no cgroup: RLIMIT_NPROC per user namespace stands in%s", c.pids1_writable ? c.pids1_base : "");
 	line(v2cpu, "cpu ceiling", v2cpu ? "cgroup v2 cpu.max" : "not enforced on this machine (no writable cpu controller)");
+	char dwhy[160];
+	bool disk = layers_disk_capable(dwhy, sizeof(dwhy));
+	line(disk, "disk ceiling", "%s", dwhy);
 	line(c.v2_writable && c.v2_kill, "kill a whole box",
 	     c.v2_writable && c.v2_kill ? "cgroup.kill plus SIGKILL to the box's PID 1" :
 	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it)");

@@ -59,6 +59,7 @@ static const char run_help[] =
 	"  --box NAME         use this existing box (default: a new one for the run)\n"
 	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
 	"  --rw               let the box change DIR directly\n"
+	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
 	"  --json             one JSON event per line on stdout\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
@@ -486,7 +487,7 @@ static int run_run(int argc, char **argv)
 	bool own_box = !box_name;
 	struct err e = { 0 };
 	if (own_box) {
-		r = session_box(&s, workspace, f.rw, name, sizeof(name));
+		r = session_box(&s, workspace, f.rw, f.disk, name, sizeof(name));
 		if (r) {
 			session_end(&s);
 			return r;
@@ -596,12 +597,14 @@ static int changes_cmd(int argc, char **argv, bool apply)
 		return EXIT_FAIL;
 	}
 	if (!apply) {
-		if (k < 0 || ws_diff(workspace, upper, &ch, stdout, &e) < 0) {
-			ws_changes_free(&ch);
+		int r = k < 0 ? -1 : ws_diff(workspace, upper, &ch, stdout, &e);
+		ws_changes_free(&ch);
+		if (r == -EPIPE)
+			return EXIT_OKAY;	/* the reader had enough (ward diff | head) */
+		if (r < 0) {
 			cmd_error("%s", e.msg);
 			return EXIT_FAIL;
 		}
-		ws_changes_free(&ch);
 		return EXIT_OKAY;
 	}
 	return session_changes(argv[1], workspace, false, true, NULL, NULL);

@@ -4,6 +4,7 @@
 #include "base/timeutil.h"
 #include "cmd/cmd.h"
 #include "sandbox/box.h"
+#include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
 
 #include <dirent.h>
@@ -64,6 +65,13 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 			f->deadline_ms = ms;
 		else
 			f->cfg.idle_ms = ms;
+		return 1;
+	case 'K':
+		if (parse_size(arg, &v) < 0 || v < (16u << 20)) {
+			cmd_error("--disk: \"%s\" is not a size of at least 16M (e.g. 512M, 10G)", arg);
+			return -1;
+		}
+		f->disk = v;
 		return 1;
 	case 'R':
 	case 'C':
@@ -239,11 +247,13 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 	return 0;
 }
 
-int session_box(struct session *s, const char *workspace, bool rw, char *name, size_t n)
+int session_box(struct session *s, const char *workspace, bool rw, uint64_t disk, char *name, size_t n)
 {
 	struct err e = { 0 };
 	struct box_opts bo;
 	box_opts_default(&bo);
+	if (disk)
+		bo.lim.disk = disk;
 	bo.guest_path = cmd_guest_path();
 	bo.workspace = workspace && *workspace ? workspace : NULL;
 	bo.rw = rw;
@@ -285,23 +295,17 @@ void session_end(struct session *s)
 	s->messages = NULL;
 }
 
-/* The session's workspace changes: kept in the box's upper layer. */
-static int session_layers(const char *session, char *upper, size_t n, struct err *e)
-{
-	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
-	snprintf(box, sizeof(box), "s-%s", session);
-	int r = state_layers_dir(box, layers, sizeof(layers), e);
-	if (r < 0)
-		return r;
-	snprintf(upper, n, "%s/upper", layers);
-	return 0;
-}
-
+/* The session's workspace changes: kept in its box's upper layer. */
 int session_changes_read(const char *session, const char *workspace, char *upper, struct ws_changes *ch,
 			 struct err *e)
 {
-	if (!workspace || !*workspace || session_layers(session, upper, PATH_MAX, NULL) < 0 || access(upper, F_OK) < 0)
+	char box[BOX_NAME_MAX + 1];
+	snprintf(box, sizeof(box), "s-%s", session);
+	if (!workspace || !*workspace)
 		return 0;
+	int r = layers_find(box, upper, PATH_MAX, e);
+	if (r <= 0)
+		return r;
 	if (ch && ws_changes_read(workspace, upper, ch, e) < 0)
 		return -1;
 	return 1;
@@ -309,10 +313,9 @@ int session_changes_read(const char *session, const char *workspace, char *upper
 
 void session_layers_drop(const char *session)
 {
-	char box[BOX_NAME_MAX + 1], layers[PATH_MAX];
+	char box[BOX_NAME_MAX + 1];
 	snprintf(box, sizeof(box), "s-%s", session);
-	if (state_layers_dir(box, layers, sizeof(layers), NULL) == 0)
-		state_rm_rf(layers);
+	layers_drop(box);
 }
 
 /* Show, write or apply the changes; with none, drop the layers. */
@@ -369,6 +372,10 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 			r = EXIT_FAIL;
 		} else {
 			session_layers_drop(session);
+			for (size_t i = 0; i < ch.n; i++)
+				if (ch.v[i].setid_dropped)
+					fprintf(stderr, "ward: %s: applied without the setuid/setgid bit the box set\n",
+						ch.v[i].path);
 			if (!json)
 				fprintf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
 		}

@@ -21,13 +21,14 @@
 	{ "max-cost", required_argument, NULL, '$' }, { "box", required_argument, NULL, 'b' },                 \
 	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
 	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
-	{ "retries", required_argument, NULL, 'Y' }
+	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' }
 
 struct run_flags {
 	struct turn_cfg cfg;
 	struct gate gate;
 	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
 	bool rw;
+	uint64_t disk;		/* the box's --disk; 0: the default */
 	int64_t deadline_ms;	/* from now; 0: none */
 };
 
@@ -48,7 +49,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws);
 /* The session's own box, named s-SESSION, with its changes kept after it
  * (a resumed session's new box sees them): made and connected. 0, or an
  * exit code after an error line (and the journal says why). */
-int session_box(struct session *s, const char *workspace, bool rw, char *name, size_t n);
+int session_box(struct session *s, const char *workspace, bool rw, uint64_t disk, char *name, size_t n);
 void session_end(struct session *s);
 
 struct ws_changes;

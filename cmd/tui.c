@@ -58,6 +58,7 @@ static const char tui_help[] =
 	"  --max-rounds N, --max-calls N, --max-tokens N, --max-cost USD\n"
 	"  --workspace DIR    the task's directory (default: the current one)\n"
 	"  --rw               let the box change DIR directly\n"
+	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
 	"  --box NAME         use this existing box\n"
 	"  --resume ID        continue a session\n";
 
@@ -90,7 +91,7 @@ static int box_up(struct tui *u)
 		return 0;
 	}
 	fflush(stdout);
-	if (session_box(&u->s, u->ws[0] ? u->ws : NULL, u->f.rw, u->box, sizeof(u->box)) != 0) {
+	if (session_box(&u->s, u->ws[0] ? u->ws : NULL, u->f.rw, u->f.disk, u->box, sizeof(u->box)) != 0) {
 		u->box[0] = 0;
 		return -1;
 	}

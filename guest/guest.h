@@ -19,7 +19,8 @@
 
 struct guest_cfg {
 	int chan_fd;
-	int cgroup_fd;		/* v2 cgroup of the box, or -1 */
+	int cgroup_fd;		/* a VM's own v2 cgroup for per-call groups, or -1 (ns: the
+				 * call's PID namespace is what ends it) */
 	int64_t grace_ms;
 	const char *workspace;
 	uint64_t rlimit_as;	/* per-command address-space cap, 0 = none */
@@ -65,13 +66,19 @@ int vm_open_port(void);
 int vm_wait_start(struct guest_cfg *cfg);
 void vm_poweroff(const char *why) __attribute__((noreturn));
 
-/* proc.c: one process tree per bash call. */
+/* proc.c: one process tree per bash call. proc_title_init: where
+ * ward-guest's command line lies, so that a call's init can overwrite its
+ * copy (a call's /proc/1/cmdline is its own init, not ward-guest). */
+void proc_title_init(int argc, char **argv);
 int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command);
 void proc_signal(struct call *c, int sig);
 /* evidence.c */
 cJSON *evidence_collect(const struct call *c, int64_t budget_ms);
 /* worker.c: in-process tools on threads, as this uid when not 0. */
 extern int worker_uid;
+/* Once the box's root is in place: open it for the tools; cwd is where
+ * their relative paths start. */
+int worker_setup(const char *cwd);
 int worker_start(struct call *c, int done_efd);
 /* Jobs completed since the last take, linked through worker_next. */
 struct job *worker_take_done(void);

@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,20 @@ static void guest_result_simple(struct call *c, enum outcome o, const char *msg)
 	buf_free(&b);
 }
 
+/* A file system of the box with no room left, after a command failed. */
+static const char *guest_disk_full(void)
+{
+	static const char *const where[] = { "/workspace", "/tmp" };
+	for (size_t i = 0; i < ARRAY_SIZE(where); i++) {
+		struct statvfs sv;
+		/* Under 1 % or 2 MiB free: a failed write's last block does not fit. */
+		if (statvfs(where[i], &sv) == 0 && !(sv.f_flag & ST_RDONLY) && sv.f_blocks &&
+		    (sv.f_bavail < sv.f_blocks / 100 || (uint64_t)sv.f_bavail * sv.f_frsize < (2u << 20)))
+			return where[i];
+	}
+	return NULL;
+}
+
 static void bash_finish(struct call *c)
 {
 	struct bash_report r = {
@@ -158,6 +173,8 @@ static void bash_finish(struct call *c)
 	};
 	cJSON *extra = cJSON_CreateObject();
 	if (c->end == OUTCOME_OK) {
+		if (!c->have_status || WIFSIGNALED(c->wstatus) || WEXITSTATUS(c->wstatus))
+			r.disk_full = guest_disk_full();
 		if (!c->have_status) {
 			r.outcome = OUTCOME_FAILED;
 			r.signal = SIGKILL;
@@ -354,6 +371,11 @@ static void guest_call(const struct frame *f)
 	c->next = G.calls;
 	G.calls = c;
 	capture_init(&c->cap, BASH_OUT_HEAD, BASH_OUT_TAIL);
+	if (parse_json_has_nul((const char *)f->payload, f->len)) {
+		guest_result_simple(c, OUTCOME_BAD_INPUT, "the call's arguments hold a NUL character (\\u0000), "
+				    "which no path, command or pattern may contain");
+		return;
+	}
 	c->req = cJSON_ParseWithLength((const char *)f->payload, f->len);
 	const char *toolname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->req, "tool"));
 	c->args = cJSON_GetObjectItemCaseSensitive(c->req, "args");
@@ -484,8 +506,6 @@ static int guest_parse_args(int argc, char **argv)
 			return -EINVAL;
 		if (!strcmp(a, "--fd") && parse_u64(val, &v) == 0)
 			G.cfg.chan_fd = (int)v;
-		else if (!strcmp(a, "--cgroup-fd") && parse_u64(val, &v) == 0)
-			G.cfg.cgroup_fd = (int)v;
 		else if (!strcmp(a, "--grace-ms") && parse_u64(val, &v) == 0)
 			G.cfg.grace_ms = (int64_t)v;
 		else if (!strcmp(a, "--rlimit-as") && parse_u64(val, &v) == 0)
@@ -513,10 +533,16 @@ int main(int argc, char **argv)
 		}
 		worker_uid = G.cfg.tool_outer_uid;
 	} else if (guest_parse_args(argc, argv) < 0) {
-		fprintf(stderr, "usage: ward-guest --fd N [--cgroup-fd N] [--grace-ms MS] [--workspace DIR]\n");
+		fprintf(stderr, "usage: ward-guest --fd N [--grace-ms MS] [--rlimit-as BYTES] [--workspace DIR]\n");
 		return 64;
 	}
 	prctl(PR_SET_NAME, "ward-guest");
+	proc_title_init(argc, argv);
+	int wr = worker_setup(G.cfg.workspace);
+	if (wr < 0) {
+		fprintf(stderr, "ward-guest: cannot open the box's root: %s\n", strerror(-wr));
+		return 1;
+	}
 	int pr = policy_prepare();
 	if (pr < 0) {
 		fprintf(stderr, "ward-guest: cannot build the seccomp filter: %s\n", strerror(-pr));

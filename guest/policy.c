@@ -1,6 +1,7 @@
 #include "guest/policy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -65,6 +67,33 @@ static const struct {
 	{ "lookup_dcookie", "profiling interface" },
 	{ "vhangup", "terminal control" },
 	{ "chroot", "no new roots" },
+	{ "io_uring_setup", "io_uring: a large, often-exploited kernel surface; hardened platforms deny it" },
+	{ "io_uring_enter", "io_uring" },
+	{ "io_uring_register", "io_uring" },
+};
+
+/* No setuid or setgid bit on anything a tool command makes or changes: a
+ * file the box writes must not carry privilege back to the host (its
+ * workspace, an --rw tree, a vm box's 9p share). Refused with EPERM when the
+ * mode argument has S_ISUID or S_ISGID; for the open family only when the
+ * call can create (O_CREAT, O_TMPFILE). File capabilities need
+ * CAP_SETFCAP, which no tool command has. */
+static const struct {
+	const char *name;
+	unsigned mode_arg;	/* index of the mode argument */
+	int flags_arg;		/* index of open flags, or -1 */
+} policy_mode[] = {
+	{ "chmod", 1, -1 },
+	{ "fchmod", 1, -1 },
+	{ "fchmodat", 2, -1 },
+	{ "fchmodat2", 2, -1 },
+	{ "creat", 1, -1 },
+	{ "mkdir", 1, -1 },
+	{ "mkdirat", 2, -1 },
+	{ "mknod", 1, -1 },
+	{ "mknodat", 2, -1 },
+	{ "open", 2, 1 },
+	{ "openat", 3, 2 },
 };
 
 static int policy_build(scmp_filter_ctx *ret)
@@ -93,6 +122,28 @@ static int policy_build(scmp_filter_ctx *ret)
 	 * libc fall back to clone, which the rules above check. */
 	if (r >= 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(policy_mode) && r >= 0; i++) {
+		int nr = seccomp_syscall_resolve_name(policy_mode[i].name);
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		static const unsigned long bits[] = { S_ISUID, S_ISGID };
+		static const unsigned long creates[][2] = { { O_CREAT, O_CREAT }, { O_TMPFILE, O_TMPFILE } };
+		for (size_t b = 0; b < ARRAY_SIZE(bits) && r >= 0; b++) {
+			struct scmp_arg_cmp mode = SCMP_CMP(policy_mode[i].mode_arg, SCMP_CMP_MASKED_EQ, bits[b], bits[b]);
+			if (policy_mode[i].flags_arg < 0) {
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, mode);
+				continue;
+			}
+			for (size_t k = 0; k < ARRAY_SIZE(creates) && r >= 0; k++)
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, mode,
+						     SCMP_CMP((unsigned)policy_mode[i].flags_arg, SCMP_CMP_MASKED_EQ,
+							      creates[k][0], creates[k][1]));
+		}
+	}
+	/* openat2 passes its mode in memory a filter cannot read: ENOSYS makes
+	 * programs fall back to openat, which the rules above check. */
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
 	/* TIOCSTI and TIOCLINUX inject input into a terminal. */
 	if (r >= 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

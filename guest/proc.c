@@ -1,26 +1,32 @@
-/* A bash call's process tree: a nested user and PID namespace whose PID 1
- * is a tiny init forked from ward-guest. SIGTERM to that init is passed to
- * every process in the namespace; SIGKILL to it ends the namespace, and with
- * it every process the call started, setsid'd and double-forked ones
- * included. With a v2 cgroup, the tree also starts in a cgroup of its own
- * (clone3 CLONE_INTO_CGROUP) so cgroup.kill can end it too. */
+/* A bash call's process tree: a nested PID, mount and user namespace whose
+ * PID 1 is a tiny init forked from ward-guest. SIGTERM to that init is
+ * passed to every process in the namespace; SIGKILL to it ends the
+ * namespace, and with it every process the call started, setsid'd and
+ * double-forked ones included. The call's /proc is its own (mounted for its
+ * PID namespace in its mount namespace), so it sees only its own processes:
+ * not ward-guest, not other calls. In a VM the tree also starts in a cgroup
+ * of its own (clone3 CLONE_INTO_CGROUP) so cgroup.kill can end it too. */
 #include "guest/guest.h"
 #include "guest/policy.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/mnt.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/mount.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -114,6 +120,35 @@ static int proc_exec(void *arg)
 
 static char proc_spawn_stack[64 * 1024] __attribute__((aligned(16)));
 
+static char *proc_title_area;
+static size_t proc_title_len;
+
+void proc_title_init(int argc, char **argv)
+{
+	if (argc < 1 || !argv[0])
+		return;
+	/* The command line and, where they follow it in memory (as the kernel
+	 * lays them out), the environment strings: the kernel reads a
+	 * command line on into them when its last byte is not NUL. */
+	char *end = argv[argc - 1] + strlen(argv[argc - 1]);
+	for (char **e = environ; e && *e && *e == end + 1; e++)
+		end = *e + strlen(*e);
+	proc_title_area = argv[0];
+	proc_title_len = (size_t)(end - argv[0]);
+}
+
+/* In call-init's own copy of the memory: what its /proc/PID/cmdline shows
+ * (setproctitle's way: ward-guest's strings overwritten in place). */
+static void proc_title_set(const char *title)
+{
+	size_t l = strlen(title);
+	if (proc_title_area && proc_title_len >= l) {
+		memset(proc_title_area, 0, proc_title_len);
+		memcpy(proc_title_area, title, l);
+	}
+	prctl(PR_SET_NAME, title);
+}
+
 /* PID 1 of the call's namespace: start the command, pass SIGTERM on to
  * everything, reap, and report the command's wait status. Exiting ends the
  * namespace: whatever the command left behind is killed by the kernel. */
@@ -121,7 +156,6 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 						 const char *command, int out_w, int status_w)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	prctl(PR_SET_NAME, "ward-call-init");
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -132,7 +166,7 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 		_exit(126);
 	struct spawn sp = { .cfg = cfg, .out_w = out_w };
 	sp.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (sp.devnull < 0)
+	if (sp.devnull < 0 || dup2(sp.devnull, 0) < 0 || dup2(sp.devnull, 1) < 0 || dup2(sp.devnull, 2) < 0)
 		_exit(126);
 	snprintf(sp.idvar, sizeof(sp.idvar), "WARD_CALL_ID=%s", key);
 	static const char *const env[] = {
@@ -184,6 +218,62 @@ static int proc_write_map(pid_t pid, const char *file, const char *map)
 	return fdio_write_str(AT_FDCWD, path, map);
 }
 
+/* In call-init, still as ward-guest's user: the call's own /proc, then its
+ * own user namespace (whose maps ward-guest writes). A failure goes back to
+ * ward-guest as one line on the sync socket. */
+static void proc_init_namespaces(int sync_fd)
+{
+	const char *what = "make the call's mounts private";
+	int r = mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ? -errno : 0;
+	if (r >= 0)
+		r = mnt_proc("/proc", &what);
+	if (r >= 0 && unshare(CLONE_NEWUSER) < 0) {
+		r = -errno;
+		what = "a user namespace for the call";
+	}
+	char b;
+	if (r >= 0 && fdio_write_full(sync_fd, "u", 1) >= 0 && fdio_read_full(sync_fd, &b, 1) >= 0 && b == 'g')
+		return;
+	if (r < 0) {
+		char msg[200];
+		int n = snprintf(msg, sizeof(msg), "E%s: %s", what, strerror(-r));
+		if (n > 0)
+			fdio_write_full(sync_fd, msg, MIN((size_t)n, sizeof(msg) - 1));
+	}
+	_exit(126);
+}
+
+/* ward-guest's half: wait (bounded) for call-init's "u", write the call's
+ * user namespace maps, and say "g". */
+static int proc_map_call(pid_t pid, int sync_fd, const struct guest_cfg *cfg, const char **ret_why)
+{
+	char msg[200];
+	struct pollfd pf = { .fd = sync_fd, .events = POLLIN };
+	*ret_why = NULL;
+	if (poll(&pf, 1, 5000) <= 0)
+		return -ETIMEDOUT;
+	ssize_t n = read(sync_fd, msg, sizeof(msg) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -ECHILD;
+	if (msg[0] != 'u') {
+		static char why[200];
+		msg[n] = 0;
+		snprintf(why, sizeof(why), "%s", msg + 1);
+		*ret_why = why;
+		return -EPERM;
+	}
+	char map[64];
+	snprintf(map, sizeof(map), "%d %d 1\n", GUEST_TOOL_UID, cfg->tool_outer_uid);
+	int r = proc_write_map(pid, "uid_map", map);
+	if (r >= 0)
+		r = proc_write_map(pid, "setgroups", "deny");
+	if (r >= 0)
+		r = proc_write_map(pid, "gid_map", map);
+	if (r >= 0)
+		r = fdio_write_full(sync_fd, "g", 1);
+	return r;
+}
+
 int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 {
 	int outp[2], statp[2], syncp[2];
@@ -194,7 +284,7 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 		close(outp[1]);
 		return -errno;
 	}
-	if (pipe2(syncp, O_CLOEXEC) < 0) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, syncp) < 0) {
 		close(outp[0]);
 		close(outp[1]);
 		close(statp[0]);
@@ -208,12 +298,15 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 		if (mkdirat(cfg->cgroup_fd, name, 0755) == 0 || errno == EEXIST)
 			c->cg_fd = openat(cfg->cgroup_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	}
-	pid_t pid = proc_clone3(CLONE_NEWUSER | CLONE_NEWPID, c->cg_fd);
+	/* PID and mount namespaces owned by ward-guest's user namespace, so
+	 * call-init may mount the call's /proc; the call's user namespace
+	 * comes after, from call-init. */
+	pid_t pid = proc_clone3(CLONE_NEWPID | CLONE_NEWNS, c->cg_fd);
 	if (pid < 0 && c->cg_fd >= 0) {
 		/* The cgroup may refuse (no delegation): the namespace still ends all. */
 		close(c->cg_fd);
 		c->cg_fd = -1;
-		pid = proc_clone3(CLONE_NEWUSER | CLONE_NEWPID, -1);
+		pid = proc_clone3(CLONE_NEWPID | CLONE_NEWNS, -1);
 	}
 	if (pid < 0) {
 		int r = -errno;
@@ -223,38 +316,42 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 	if (pid == 0) {
 		close(outp[0]);
 		close(statp[0]);
-		close(syncp[1]);
-		char b;
-		if (fdio_read_full(syncp[0], &b, 1) < 0)
-			_exit(126);
 		close(syncp[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* call-init is a copy of ward-guest: of its descriptors (the
+		 * channel, the tools' root, other calls' pipes) it keeps none. */
+		int keep[] = { outp[1], statp[1], syncp[1] };
+		fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
+		proc_title_set("ward-call-init");
+		proc_init_namespaces(syncp[1]);
+		close(syncp[1]);
 		proc_init(cfg, c->key, command, outp[1], statp[1]);
 	}
 	close(outp[1]);
 	close(statp[1]);
+	close(syncp[1]);
+	const char *why;
+	int r = proc_map_call(pid, syncp[0], cfg, &why);
 	close(syncp[0]);
-	char map[64];
-	snprintf(map, sizeof(map), "%d %d 1\n", GUEST_TOOL_UID, cfg->tool_outer_uid);
-	int r = proc_write_map(pid, "uid_map", map);
-	if (r >= 0)
-		r = proc_write_map(pid, "setgroups", "deny");
-	if (r >= 0)
-		r = proc_write_map(pid, "gid_map", map);
 	char path[64];
 	struct stat st;
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
 	if (r >= 0 && stat(path, &st) == 0)
 		c->pidns = st.st_ino;
-	if (r >= 0)
-		r = fdio_write_full(syncp[1], "g", 1);
-	close(syncp[1]);
 	c->init_pid = pid;
 	c->out_fd = outp[0];
 	c->status_fd = statp[0];
 	fdio_set_nonblock(c->out_fd, true);
 	fdio_set_nonblock(c->status_fd, true);
-	if (r < 0)
+	if (r < 0) {
+		if (why) {
+			/* The model sees why on the call's output. */
+			char line[256];
+			int n = snprintf(line, sizeof(line), "ward: could not start the command: %s\n", why);
+			capture_add(&c->cap, line, (size_t)MIN(n, (int)sizeof(line) - 1));
+		}
 		proc_signal(c, SIGKILL);
+	}
 	return r;
 }
 

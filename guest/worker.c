@@ -7,6 +7,7 @@
 #include "tools/uio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +36,21 @@ static pthread_cond_t worker_cond = PTHREAD_COND_INITIALIZER;
 static struct job *worker_queue, *worker_queue_tail, *worker_done;
 static unsigned worker_idle, worker_queued;
 
+static int worker_root_fd = -1;
+static const char *worker_cwd = "/workspace";
+
+int worker_setup(const char *cwd)
+{
+	/* The box's root, as ward-guest sees it once the box is built: every
+	 * path a tool names is resolved beneath it (tools/fsutil.h). */
+	worker_root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (worker_root_fd < 0)
+		return -errno;
+	if (cwd)
+		worker_cwd = cwd;
+	return 0;
+}
+
 static void worker_run(struct job *j, struct uio **u)
 {
 	int r = *u ? uio_rebind(*u, j->cancel.efd) : uio_new(u, j->cancel.efd);
@@ -52,7 +68,8 @@ static void worker_run(struct job *j, struct uio **u)
 		.args = j->call->args,
 		.cancel = &j->cancel,
 		.uio = *u,
-		.root = "/workspace",
+		.root_fd = worker_root_fd,
+		.cwd = worker_cwd,
 	};
 	j->call->tool->run(&ctx, &j->res);
 }

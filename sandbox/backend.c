@@ -124,17 +124,17 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 	int r = ns_start(&ns, &b, e);
 	if (r < 0)
 		return r;
-	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd,
+	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
 				  .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory };
 	return 0;
 }
 
 static void ns_backend_kill(struct box_inst *b)
 {
-	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd };
+	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd, .log_fd = b->log_fd };
 	ns_kill(&nb);
 	b->pid = 0;
-	b->pidfd = b->chan_fd = -1;
+	b->pidfd = b->chan_fd = b->log_fd = -1;
 }
 
 const struct box_backend box_backend_ns = {

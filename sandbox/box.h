@@ -15,6 +15,7 @@
 /* Defaults, pinned in tests/unit/test-defaults.c. */
 #define BOX_DEFAULT_MEMORY (1ULL << 30)
 #define BOX_DEFAULT_PIDS 512
+#define BOX_DEFAULT_DISK (10ULL << 30)
 #define BOX_DEFAULT_TTL_MS (8LL * 3600 * 1000)
 #define BOX_DEFAULT_IDLE_MS (30LL * 60 * 1000)
 /* The host's clock runs at limit + guest grace + this before it destroys. */
@@ -44,6 +45,7 @@ struct box_inst {
 	pid_t pid;
 	int pidfd;
 	int chan_fd;
+	int log_fd;		/* the guest's stderr, or -1 (the keeper copies it to its log) */
 	bool rlimit_pids, rlimit_memory;
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */

@@ -13,6 +13,7 @@ struct limits {
 	uint64_t memory;	/* bytes, 0 = none */
 	uint64_t pids;		/* 0 = none */
 	uint32_t cpus_milli;	/* 1000 = one CPU, 0 = none */
+	uint64_t disk;		/* bytes for the workspace layer (and /tmp), 0 = none */
 };
 
 struct cgroup_set {

@@ -1,6 +1,7 @@
 /* ward's side of a box: spawning its keeper, and calls over the keeper's
  * socket. */
 #include "sandbox/box.h"
+#include "sandbox/layers.h"
 #include "sandbox/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -48,7 +49,7 @@ void box_opts_default(struct box_opts *o)
 		.backend = "ns",
 		.ttl_ms = BOX_DEFAULT_TTL_MS,
 		.idle_ms = BOX_DEFAULT_IDLE_MS,
-		.lim = { .memory = BOX_DEFAULT_MEMORY, .pids = BOX_DEFAULT_PIDS },
+		.lim = { .memory = BOX_DEFAULT_MEMORY, .pids = BOX_DEFAULT_PIDS, .disk = BOX_DEFAULT_DISK },
 		.grace_ms = 2000,
 	};
 }
@@ -459,11 +460,10 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 				cg.v2_kill = true;
 				cgroup_kill(&cg);
 				cgroup_remove(&cg);
-				if (!cJSON_IsTrue(cJSON_GetObjectItem(j, "persistent"))) {
-					char layers[PATH_MAX];
-					if (state_layers_dir(de->d_name, layers, sizeof(layers), NULL) == 0)
-						state_rm_rf(layers);
-				}
+				/* A session's layers outlive its box: they are its
+				 * changes, kept until applied or dropped. */
+				if (!cJSON_IsTrue(cJSON_GetObjectItem(j, "keep_layers")))
+					layers_drop(de->d_name);
 				cJSON_Delete(j);
 			}
 			state_rm_rf(boxdir);

@@ -1,24 +1,21 @@
 #include "sandbox/image.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/child.h"
 #include "sandbox/state.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* The modules ward-guest loads, with their dependencies from modules.dep. */
 static const char *const image_modules[] = {
@@ -63,29 +60,6 @@ int image_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e)
 	return 0;
 }
 
-/* Run argv with stdin from in_fd (or /dev/null) and stdout to out_fd. */
-static int run_to(char *const argv[], int in_fd, int out_fd)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	if (in_fd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (out_fd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0)
-		return -r;
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* vmlinuz is a bzImage: a decompressor and a compressed ELF. Find the
  * payload by its magic and decompress it with the matching tool. */
 static int extract_vmlinux(const char *vmlinuz, const char *out, struct err *e)
@@ -119,7 +93,8 @@ static int extract_vmlinux(const char *vmlinuz, const char *out, struct err *e)
 			if (ofd < 0)
 				return err_setc(e, -errno, "cannot write %s", tmp);
 			char *argv[] = { (char *)fmts[f].tool, "-dc", NULL };
-			run_to(argv, pfd, ofd);	/* trailing bytes make it complain; the ELF is whole */
+			int fds[] = { pfd, ofd };
+			child_wait(argv, fds, 2);	/* trailing bytes make it complain; the ELF is whole */
 			unlink(pay);
 			char hdr[4];
 			_cleanup_close_ int chk = open(tmp, O_RDONLY | O_CLOEXEC);
@@ -324,16 +299,13 @@ static int ldd_libs(const char *bin, char libs[][PATH_MAX], size_t *n, size_t ma
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	char *argv[] = { "ldd", (char *)bin, NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	int fds[] = { -1, p[1] };
 	pid_t pid;
-	int r = posix_spawnp(&pid, "ldd", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	int r = child_start(argv, fds, 2, &pid);
 	close(p[1]);
-	if (r != 0) {
+	if (r < 0) {
 		close(p[0]);
-		return -r;
+		return r;
 	}
 	FILE *f = fdopen(p[0], "r");
 	char line[1024];
@@ -348,8 +320,7 @@ static int ldd_libs(const char *bin, char libs[][PATH_MAX], size_t *n, size_t ma
 	}
 	if (f)
 		fclose(f);
-	int st;
-	waitpid(pid, &st, 0);
+	child_reap(pid);
 	return *n ? 0 : -ENOEXEC;
 }
 

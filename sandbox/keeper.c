@@ -4,6 +4,7 @@
  * box's TTL, idle timeout and owner. It outlives a ward that is SIGKILLed;
  * the box dies with the keeper (PR_SET_PDEATHSIG on the guest). */
 #include "sandbox/box.h"
+#include "sandbox/layers.h"
 #include "sandbox/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -27,6 +28,8 @@
 #include <unistd.h>
 
 #define KEEPER_CLIENT_QUEUE (16u << 20)
+/* What of the guest's stderr reaches the keeper's log, per box. */
+#define KEEPER_GUEST_LOG_MAX (1u << 20)
 
 struct kclient {
 	int fd;
@@ -47,6 +50,8 @@ static struct {
 	const struct box_opts *o;
 	const char *name, *boxdir;
 	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
+	uint64_t disk;		/* the layers' enforced size, 0 = none */
+	char disk_by[160];
 	const struct box_backend *be;
 	struct cgroup_set cg;
 	char cgname[96];
@@ -63,6 +68,7 @@ static struct {
 	int64_t created_ms, ttl_at, idle_at, last_activity;
 	time_t created_wall;
 	unsigned restarts;
+	size_t guest_log_bytes;
 	bool quit;
 	const char *why;
 } K;
@@ -169,6 +175,8 @@ static void keeper_guest_down(void)
 	if (K.inst.pid > 0) {
 		loop_del(K.loop, K.inst.chan_fd);
 		loop_del(K.loop, K.inst.pidfd);
+		if (K.inst.log_fd >= 0)
+			loop_del(K.loop, K.inst.log_fd);
 		cgroup_kill(&K.cg);
 		K.be->kill(&K.inst);
 	}
@@ -185,6 +193,27 @@ static void on_guest_exit(struct loop *l, int fd, uint32_t events, void *data)
 	keeper_fail_calls("unknown",
 			  "the box was lost while this call ran (its guest process ended); the call's outcome "
 			  "is unknown; a new box will be created; files under /workspace are kept\n", NULL);
+}
+
+/* The guest's stderr (sanitizer reports, a failed start): copied into the
+ * keeper's log up to a cap, then read and dropped, so the guest never
+ * blocks on it. */
+static void on_guest_log(struct loop *l, int fd, uint32_t events, void *data)
+{
+	char b[16384];
+	ssize_t n = fdio_read_some(fd, b, sizeof(b));
+	if (n == -EAGAIN)
+		return;
+	if (n <= 0) {
+		loop_del(l, fd);
+		return;
+	}
+	size_t room = KEEPER_GUEST_LOG_MAX - MIN(K.guest_log_bytes, KEEPER_GUEST_LOG_MAX);
+	if (room && fdio_write_full(STDERR_FILENO, b, MIN((size_t)n, room)) < 0)
+		room = 0;
+	if (K.guest_log_bytes < KEEPER_GUEST_LOG_MAX && (size_t)n >= room)
+		keeper_log("\nkeeper: the guest's stderr is over %u bytes; the rest is dropped", KEEPER_GUEST_LOG_MAX);
+	K.guest_log_bytes += (size_t)n;
 }
 
 static int keeper_guest_up(struct err *e)
@@ -217,6 +246,8 @@ static int keeper_guest_up(struct err *e)
 	fdio_set_nonblock(K.inst.chan_fd, true);
 	loop_add(K.loop, K.inst.chan_fd, EPOLLIN, on_guest, NULL);
 	loop_add(K.loop, K.inst.pidfd, EPOLLIN, on_guest_exit, NULL);
+	if (K.inst.log_fd >= 0)
+		loop_add(K.loop, K.inst.log_fd, EPOLLIN, on_guest_log, NULL);
 	K.up = true;
 	return 0;
 }
@@ -328,6 +359,8 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
 	cJSON_AddStringToObject(lim, "memory_by", cgroup_memory_enforced(&K.cg) ? "cgroup" :
 				K.inst.rlimit_memory ? "rlimit (per process)" : "not enforced");
+	cJSON_AddNumberToObject(lim, "disk_bytes", (double)K.disk);
+	cJSON_AddStringToObject(lim, "disk_by", K.disk_by);
 	cJSON_AddNumberToObject(lim, "pids", (double)K.o->lim.pids);
 	cJSON_AddStringToObject(lim, "pids_by", cgroup_pids_enforced(&K.cg) ? "cgroup" :
 				K.inst.rlimit_pids ? "rlimit (per user namespace)" : "not enforced");
@@ -610,6 +643,7 @@ static void keeper_write_files(void)
 	cJSON_AddStringToObject(j, "backend", K.be->name);
 	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
 	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
+	cJSON_AddBoolToObject(j, "keep_layers", K.o->keep_layers);
 	if (K.o->workspace)
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
 	cJSON_AddStringToObject(j, "layers", K.upper[0] ? K.upper : "");
@@ -668,15 +702,16 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
 	if (o->workspace && !o->rw) {
-		char layers[PATH_MAX];
-		if (state_layers_dir(name, layers, sizeof(layers), &e) < 0)
+		struct layers L;
+		if (layers_open(name, o->lim.disk, &L, &e) < 0)
 			goto fail;
-		snprintf(K.upper, sizeof(K.upper), "%s/upper", layers);
-		snprintf(K.work, sizeof(K.work), "%s/work", layers);
-		if (state_mkdir_p(K.upper, 0755) < 0 || state_mkdir_p(K.work, 0700) < 0) {
-			err_setc(&e, -errno, "cannot create the workspace layers under %s", layers);
-			goto fail;
-		}
+		snprintf(K.upper, sizeof(K.upper), "%s", L.upper);
+		snprintf(K.work, sizeof(K.work), "%s", L.work);
+		K.disk = L.disk;
+		snprintf(K.disk_by, sizeof(K.disk_by), "%s", L.disk_by);
+	} else {
+		snprintf(K.disk_by, sizeof(K.disk_by), "%s",
+			 o->rw ? "not enforced: --rw writes the user's tree directly" : "no workspace layer");
 	}
 	if (loop_new(&K.loop) < 0 || K.sfd < 0) {
 		err_set(&e, -ENOMEM, "keeper setup failed");
@@ -719,11 +754,10 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	cgroup_remove(&K.cg);
 	unlink(K.sock);
-	if (K.upper[0] && !o->persistent && !o->keep_layers) {
-		char layers[PATH_MAX];
-		if (state_layers_dir(name, layers, sizeof(layers), NULL) == 0)
-			state_rm_rf(layers);
-	}
+	/* A box's changes go with it (nothing reads them after); a session's
+	 * are kept until they are applied or dropped. */
+	if (K.upper[0] && !o->keep_layers)
+		layers_drop(name);
 	state_rm_rf(boxdir);
 	_exit(0);
 

@@ -5,6 +5,7 @@
 #include "sandbox/box.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/mnt.h"
 #include "base/timeutil.h"
 
 #include <errno.h>
@@ -29,14 +30,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NS_TMP_SIZE "size=1g"
+/* /tmp is a tmpfs, that is memory: its size is the smaller of the box's
+ * disk and memory ceilings (1 GiB with neither). */
+static uint64_t ns_tmp_size(const struct limits *l)
+{
+	uint64_t n = 1ULL << 30;
+	if (l->disk)
+		n = l->disk;
+	if (l->memory && l->memory < n)
+		n = l->memory;
+	return n;
+}
 
 struct ns_child {
 	const struct ns_spec *s;
 	int sync_fd;		/* child end: setup errors go here */
 	int chan_fd;		/* guest end of the channel */
 	int guest_fd;		/* O_PATH of the guest binary, exec'd by fd */
-	int cgroup_fd;		/* v2 box cgroup for per-call groups, or -1 */
+	int log_fd;		/* write end of the guest's stderr pipe */
 	uid_t uid;
 	gid_t gid;
 };
@@ -63,29 +74,6 @@ static void ns_mkdir(struct ns_child *c, const char *root, const char *rel, mode
 		ns_fail(c, "mkdir %s", rel);
 }
 
-/* Remount a bind read-only, keeping the flags the kernel locks in a user
- * namespace (nosuid, nodev, noexec, atime). */
-static int ns_remount_ro(const char *dst, unsigned long extra)
-{
-	struct statvfs sv;
-	if (statvfs(dst, &sv) < 0)
-		return -errno;
-	unsigned long fl = MS_REMOUNT | MS_BIND | MS_RDONLY | extra;
-	if (sv.f_flag & ST_NOSUID)
-		fl |= MS_NOSUID;
-	if (sv.f_flag & ST_NODEV)
-		fl |= MS_NODEV;
-	if (sv.f_flag & ST_NOEXEC)
-		fl |= MS_NOEXEC;
-	if (sv.f_flag & ST_NOATIME)
-		fl |= MS_NOATIME;
-	if (sv.f_flag & ST_NODIRATIME)
-		fl |= MS_NODIRATIME;
-	if (sv.f_flag & ST_RELATIME)
-		fl |= MS_RELATIME;
-	return mount(NULL, dst, NULL, fl, NULL) < 0 ? -errno : 0;
-}
-
 static void ns_bind(struct ns_child *c, const char *src, const char *dst, bool ro, bool dir)
 {
 	if (dir) {
@@ -99,7 +87,7 @@ static void ns_bind(struct ns_child *c, const char *src, const char *dst, bool r
 	}
 	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 		ns_fail(c, "bind %s", src);
-	if (ro && ns_remount_ro(dst, MS_NOSUID | MS_NODEV) < 0)
+	if (ro && mnt_remount_ro(dst, MS_NOSUID | MS_NODEV) < 0)
 		ns_fail(c, "read-only %s", src);
 }
 
@@ -176,11 +164,17 @@ static void ns_dev(struct ns_child *c, const char *root)
 	ns_mkdir(c, root, "dev", 0755);
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m") < 0)
 		ns_fail(c, "mount /dev");
+	/* A user namespace cannot make device nodes, so these are binds of
+	 * the host's. Each bind is read-only: the device still reads and
+	 * writes (a read-only mount does not apply to device I/O), but its
+	 * inode's mode, owner and times cannot be changed from the box. */
 	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
 		char host[64], dst[PATH_MAX];
 		snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
 		snprintf(dst, sizeof(dst), "%s/dev/%s", root, nodes[i]);
 		ns_bind(c, host, dst, false, false);
+		if (mnt_remount_ro(dst, MS_NOSUID | MS_NOEXEC) < 0)
+			ns_fail(c, "read-only /dev/%s", nodes[i]);
 	}
 	static const char *const links[][2] = {
 		{ "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
@@ -201,19 +195,13 @@ static void ns_dev(struct ns_child *c, const char *root)
  * kernel (sysctls, sysrq, irq affinity) read-only. */
 static void ns_proc(struct ns_child *c, const char *root)
 {
-	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "scsi" };
 	char p[PATH_MAX];
+	const char *what;
 	ns_mkdir(c, root, "proc", 0555);
 	snprintf(p, sizeof(p), "%s/proc", root);
-	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		ns_fail(c, "mount /proc");
-	for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
-		snprintf(p, sizeof(p), "%s/proc/%s", root, ro[i]);
-		if (access(p, F_OK) < 0)
-			continue;
-		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 || ns_remount_ro(p, 0) < 0)
-			ns_fail(c, "read-only /proc/%s", ro[i]);
-	}
+	errno = -mnt_proc(p, &what);
+	if (errno)
+		ns_fail(c, "/proc: %s", what);
 }
 
 static void ns_workspace(struct ns_child *c, const char *root)
@@ -290,7 +278,9 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	ns_proc(c, root);
 	ns_mkdir(c, root, "tmp", 01777);
 	snprintf(p, sizeof(p), "%s/tmp", root);
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," NS_TMP_SIZE) < 0)
+	char tmpopt[64];
+	snprintf(tmpopt, sizeof(tmpopt), "mode=1777,size=%llu", (unsigned long long)ns_tmp_size(&s->lim));
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, tmpopt) < 0)
 		ns_fail(c, "mount /tmp");
 	ns_workspace(c, root);
 	ns_mkdir(c, root, "run", 0755);
@@ -298,23 +288,18 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
 	    chdir("/") < 0)
 		ns_fail(c, "pivot into the box's root");
-	if (ns_remount_ro("/", MS_NOSUID | MS_NODEV) < 0)
+	if (mnt_remount_ro("/", MS_NOSUID | MS_NODEV) < 0)
 		ns_fail(c, "make the box's root read-only");
 	sethostname("ward", 4);
 	if (!s->net)
 		ns_loopback_up();
 	ns_rlimits(c);
 
-	char fdarg[16], cgarg[16], gracearg[24], asarg[32];
+	char fdarg[16], gracearg[24], asarg[32];
 	snprintf(fdarg, sizeof(fdarg), "%d", c->chan_fd);
-	snprintf(cgarg, sizeof(cgarg), "%d", c->cgroup_fd);
 	snprintf(gracearg, sizeof(gracearg), "%lld", (long long)s->grace_ms);
 	char *argv[10] = { "ward-guest", "--fd", fdarg, "--grace-ms", gracearg };
 	int ac = 5;
-	if (c->cgroup_fd >= 0) {
-		argv[ac++] = "--cgroup-fd";
-		argv[ac++] = cgarg;
-	}
 	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
 		snprintf(asarg, sizeof(asarg), "%llu", (unsigned long long)s->lim.memory);
 		argv[ac++] = "--rlimit-as";
@@ -327,19 +312,15 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	 * period); nothing of the box runs before they hold. */
 	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
 		_exit(1);
-	int keep[] = { c->chan_fd, c->cgroup_fd, c->guest_fd, c->sync_fd };
+	/* No descriptor of the host's goes into the box: what the guest holds
+	 * from here on is the channel, the box's own /dev/null, and a pipe
+	 * whose other end the keeper reads (the guest's stderr). */
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(c->log_fd, 2) < 0)
+		ns_fail(c, "the guest's standard descriptors");
+	int keep[] = { c->chan_fd, c->guest_fd, c->sync_fd };
 	fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
-	int devnull = open("/dev/null", O_RDWR);
-	if (devnull >= 0) {
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		/* stderr stays: the keeper's stderr is /dev/null too, or a log. */
-		if (devnull > 2)
-			close(devnull);
-	}
 	fcntl(c->chan_fd, F_SETFD, 0);
-	if (c->cgroup_fd >= 0)
-		fcntl(c->cgroup_fd, F_SETFD, 0);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -349,7 +330,7 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 
 int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 {
-	int chan[2], sync[2];
+	int chan[2], sync[2], logp[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
 		return err_setc(e, -errno, "socketpair");
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0) {
@@ -358,10 +339,15 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		close(chan[1]);
 		return err_setc(e, r, "socketpair");
 	}
+	if (pipe2(logp, O_CLOEXEC) < 0) {
+		int r = -errno;
+		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
+		return err_setc(e, r, "pipe");
+	}
 	_cleanup_close_ int guest_fd = open(s->guest_path, O_PATH | O_CLOEXEC);
 	if (guest_fd < 0) {
 		int r = -errno;
-		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
+		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]), close(logp[0]), close(logp[1]);
 		return err_setc(e, r, "cannot open ward-guest at %s", s->guest_path);
 	}
 	_cleanup_close_ int cgfd = -1;
@@ -370,25 +356,28 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 
 	struct ns_child c = {
 		.s = s, .sync_fd = sync[1], .chan_fd = chan[1], .guest_fd = guest_fd,
-		.cgroup_fd = cgfd, .uid = getuid(), .gid = getgid(),
+		.log_fd = logp[1], .uid = getuid(), .gid = getgid(),
 	};
 	int pidfd = -1;
+	/* The box starts in its v2 cgroup (for cgroup.kill on destroy); its
+	 * descriptor stays out here. */
 	pid_t pid = box_clone3(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
 				       (s->net ? 0 : CLONE_NEWNET),
 			       &cgfd, &pidfd);
-	c.cgroup_fd = cgfd;
 	if (pid < 0) {
 		int r = -errno;
-		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
+		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]), close(logp[0]), close(logp[1]);
 		return err_setc(e, r, "cannot create the box's namespaces (are unprivileged user namespaces enabled?)");
 	}
 	if (pid == 0) {
 		close(chan[0]);
 		close(sync[0]);
+		close(logp[0]);
 		ns_child_main(&c);
 	}
 	close(chan[1]);
 	close(sync[1]);
+	close(logp[1]);
 	int r = box_userns_map(pid, 0, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the box's user namespace maps");
@@ -416,10 +405,12 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		waitpid(pid, NULL, 0);
 		close(pidfd);
 		close(chan[0]);
+		close(logp[0]);
 		return r;
 	}
+	fdio_set_nonblock(logp[0], true);
 	*ret = (struct ns_box){
-		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0],
+		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0], .log_fd = logp[0],
 		.rlimit_pids = s->lim.pids && !cgroup_pids_enforced(s->cg),
 		.rlimit_memory = s->lim.memory && !cgroup_memory_enforced(s->cg),
 	};
@@ -433,6 +424,8 @@ void ns_kill(struct ns_box *b)
 	/* PID 1 exits only after the kernel has killed and reaped the rest of
 	 * its namespace: the reap waits for that, bounded. */
 	box_kill_reap(b->pid, b->pidfd, b->chan_fd);
+	if (b->log_fd >= 0)
+		close(b->log_fd);
 	b->pid = 0;
-	b->pidfd = b->chan_fd = -1;
+	b->pidfd = b->chan_fd = b->log_fd = -1;
 }

@@ -24,6 +24,7 @@ struct ns_box {
 	pid_t pid;		/* the guest, PID 1 of the box */
 	int pidfd;
 	int chan_fd;		/* the host end of the box protocol stream */
+	int log_fd;		/* the guest's stderr, to read (non-blocking) */
 	bool rlimit_pids, rlimit_memory; /* rlimits stood in for cgroups */
 };
 

@@ -325,7 +325,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 			close(pidfd);
 		return r;
 	}
-	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan };
+	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan, .log_fd = -1 };
 	return 0;
 }
 
@@ -714,7 +714,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		}
 		if (ret->pid > 0)
 			box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
-		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1 };
+		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1 };
 		/* A snapshot that does not restore is stale: cold boot. */
 		unlink(state);
 		e->code = 0;
@@ -729,7 +729,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		r = vm_start_guest(ret, o, e);
 	if (r < 0) {
 		box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
-		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1 };
+		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1 };
 		return r;
 	}
 	return 0;

@@ -1,13 +1,16 @@
 #include "sandbox/wsdiff.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/child.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <spawn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,7 +20,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-extern char **environ;
+/* The modes ward applies: never setuid or setgid. */
+#define WS_MODE_MASK 01777
 
 const char *ws_kind_name(enum ws_kind k)
 {
@@ -30,6 +34,39 @@ void ws_changes_free(struct ws_changes *c)
 		free(c->v[i].path);
 	free(c->v);
 	*c = (struct ws_changes){ 0 };
+}
+
+/* rel beneath root, with no symlink in any component. With O_PATH |
+ * O_NOFOLLOW a symlink as the last component is opened as itself. "" is
+ * the root. */
+static int ws_open(int root, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, root, *rel ? rel : ".", &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+static int ws_lstat(int root, const char *rel, struct stat *st)
+{
+	_cleanup_close_ int fd = ws_open(root, rel, O_PATH | O_NOFOLLOW);
+	if (fd < 0)
+		return fd;
+	return fstat(fd, st) < 0 ? -errno : 0;
+}
+
+static int ws_readlink(int root, const char *rel, char *buf, size_t n)
+{
+	_cleanup_close_ int fd = ws_open(root, rel, O_PATH | O_NOFOLLOW);
+	if (fd < 0)
+		return fd;
+	ssize_t k = readlinkat(fd, "", buf, n - 1);
+	if (k < 0)
+		return -errno;
+	buf[k] = 0;
+	return (int)k;
 }
 
 static int push(struct ws_changes *c, const char *path, enum ws_kind k, bool dir)
@@ -54,35 +91,6 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Sorted names in a directory, without . and .. */
-static int list_dir(const char *path, char ***ret, size_t *n)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	char **v = NULL;
-	size_t k = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (k == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **nv = realloc(v, cap * sizeof(*nv));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[k++] = strdup(de->d_name);
-	}
-	closedir(d);
-	if (k)
-		qsort(v, k, sizeof(*v), name_cmp);
-	*ret = v;
-	*n = k;
-	return 0;
-}
-
 static void free_list(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -90,27 +98,75 @@ static void free_list(char **v, size_t n)
 	free(v);
 }
 
-static bool opaque(const char *dir)
+/* Sorted names in a directory (no symlink on the way), without . and .. */
+static int list_dir(int root, const char *rel, char ***ret, size_t *n)
 {
+	int fd = ws_open(root, rel, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	char **v = NULL;
+	size_t k = 0, cap = 0;
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (k == cap) {
+			cap = cap ? cap * 2 : 32;
+			char **nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[k] = strdup(de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		k++;
+	}
+	closedir(d);
+	if (r < 0) {
+		free_list(v, k);
+		return r;
+	}
+	if (k)
+		qsort(v, k, sizeof(*v), name_cmp);
+	*ret = v;
+	*n = k;
+	return 0;
+}
+
+static bool opaque(int root, const char *rel)
+{
+	_cleanup_close_ int fd = ws_open(root, rel, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return false;
 	char v[4];
-	ssize_t n = getxattr(dir, "user.overlay.opaque", v, sizeof(v));
+	ssize_t n = fgetxattr(fd, "user.overlay.opaque", v, sizeof(v));
 	if (n <= 0)
-		n = getxattr(dir, "trusted.overlay.opaque", v, sizeof(v));
+		n = fgetxattr(fd, "trusted.overlay.opaque", v, sizeof(v));
 	return n == 1 && v[0] == 'y';
 }
 
-static bool same_file(const char *a, const char *b, const struct stat *sa, const struct stat *sb)
+static bool same_file(int lroot, int uroot, const char *p, const struct stat *sa, const struct stat *sb)
 {
 	if ((sa->st_mode & S_IFMT) != (sb->st_mode & S_IFMT) || sa->st_size != sb->st_size ||
-	    (sa->st_mode & 07777) != (sb->st_mode & 07777))
+	    (sa->st_mode & WS_MODE_MASK) != (sb->st_mode & WS_MODE_MASK))
 		return false;
 	if (S_ISLNK(sa->st_mode)) {
 		char ta[PATH_MAX], tb[PATH_MAX];
-		ssize_t na = readlink(a, ta, sizeof(ta)), nb = readlink(b, tb, sizeof(tb));
+		int na = ws_readlink(lroot, p, ta, sizeof(ta)), nb = ws_readlink(uroot, p, tb, sizeof(tb));
 		return na == nb && na >= 0 && !memcmp(ta, tb, (size_t)na);
 	}
-	_cleanup_close_ int fa = open(a, O_RDONLY | O_CLOEXEC);
-	_cleanup_close_ int fb = open(b, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fa = ws_open(lroot, p, O_RDONLY | O_NOFOLLOW);
+	_cleanup_close_ int fb = ws_open(uroot, p, O_RDONLY | O_NOFOLLOW);
 	if (fa < 0 || fb < 0)
 		return false;
 	char x[65536], y[65536];
@@ -125,44 +181,40 @@ static bool same_file(const char *a, const char *b, const struct stat *sa, const
 	}
 }
 
-static int walk(const char *lower, const char *upper, const char *rel, struct ws_changes *c)
+static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 {
-	char ud[PATH_MAX], ld[PATH_MAX];
-	snprintf(ud, sizeof(ud), "%s%s%s", upper, rel[0] ? "/" : "", rel);
-	snprintf(ld, sizeof(ld), "%s%s%s", lower, rel[0] ? "/" : "", rel);
 	char **names;
 	size_t n;
-	int r = list_dir(ud, &names, &n);
+	int r = list_dir(uroot, rel, &names, &n);
 	if (r < 0)
 		return r;
 	/* Under an opaque directory, what the lower tree had and the upper
-	 * does not have is gone. */
-	if (rel[0] && opaque(ud)) {
+	 * does not have is gone: only where the lower tree has a directory
+	 * there (never what a symlink of the tree points at). */
+	struct stat lds;
+	if (rel[0] && opaque(uroot, rel) && ws_lstat(lroot, rel, &lds) == 0 && S_ISDIR(lds.st_mode)) {
 		char **lnames;
 		size_t ln;
-		if (list_dir(ld, &lnames, &ln) == 0) {
+		if (list_dir(lroot, rel, &lnames, &ln) == 0) {
 			for (size_t i = 0; i < ln && r >= 0; i++) {
 				if (bsearch(&lnames[i], names, n, sizeof(*names), name_cmp))
 					continue;
-				char p[PATH_MAX], lp[PATH_MAX];
+				char p[PATH_MAX];
 				snprintf(p, sizeof(p), "%s/%s", rel, lnames[i]);
-				snprintf(lp, sizeof(lp), "%s/%s", ld, lnames[i]);
 				struct stat st;
-				if (lstat(lp, &st) == 0)
+				if (ws_lstat(lroot, p, &st) == 0)
 					r = push(c, p, WS_DELETED, S_ISDIR(st.st_mode));
 			}
 			free_list(lnames, ln);
 		}
 	}
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		char p[PATH_MAX], up[PATH_MAX], lp[PATH_MAX];
+		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
-		snprintf(up, sizeof(up), "%s/%s", upper, p);
-		snprintf(lp, sizeof(lp), "%s/%s", lower, p);
 		struct stat us, ls;
-		if (lstat(up, &us) < 0)
+		if (ws_lstat(uroot, p, &us) < 0)
 			continue;
-		bool has_lower = lstat(lp, &ls) == 0;
+		bool has_lower = ws_lstat(lroot, p, &ls) == 0;
 		if (S_ISCHR(us.st_mode) && us.st_rdev == makedev(0, 0)) {
 			if (has_lower)
 				r = push(c, p, WS_DELETED, S_ISDIR(ls.st_mode));
@@ -172,14 +224,18 @@ static int walk(const char *lower, const char *upper, const char *rel, struct ws
 			if (r >= 0 && (!has_lower || !S_ISDIR(ls.st_mode)))
 				r = push(c, p, WS_ADDED, true);
 			if (r >= 0)
-				r = walk(lower, upper, p, c);
+				r = walk(lroot, uroot, p, c);
 		} else if (S_ISREG(us.st_mode) || S_ISLNK(us.st_mode)) {
 			if (has_lower && S_ISDIR(ls.st_mode))
 				r = push(c, p, WS_DELETED, true);
 			if (r >= 0 && (!has_lower || S_ISDIR(ls.st_mode)))
 				r = push(c, p, WS_ADDED, false);
-			else if (r >= 0 && !same_file(lp, up, &ls, &us))
+			else if (r >= 0 && !same_file(lroot, uroot, p, &ls, &us))
 				r = push(c, p, WS_MODIFIED, false);
+			else if (r >= 0)
+				continue;
+			if (r >= 0 && S_ISREG(us.st_mode) && (us.st_mode & (S_ISUID | S_ISGID)))
+				c->v[c->n - 1].setid_dropped = true;
 		}
 		/* Sockets, FIFOs, devices: not part of a patch. */
 	}
@@ -187,10 +243,30 @@ static int walk(const char *lower, const char *upper, const char *rel, struct ws
 	return r;
 }
 
+/* The two roots, opened once; the tree's own path is the user's choice. */
+static int ws_roots(const char *lower, const char *upper, int *lroot, int *uroot, struct err *e)
+{
+	*lroot = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*lroot < 0)
+		return err_setc(e, -errno, "cannot open %s", lower);
+	*uroot = open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*uroot < 0) {
+		int r = -errno;
+		close(*lroot);
+		*lroot = -1;
+		return err_setc(e, r, "cannot open the workspace changes in %s", upper);
+	}
+	return 0;
+}
+
 int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret, struct err *e)
 {
 	*ret = (struct ws_changes){ 0 };
-	int r = walk(lower, upper, "", ret);
+	_cleanup_close_ int lroot = -1, uroot = -1;
+	int r = ws_roots(lower, upper, &lroot, &uroot, e);
+	if (r < 0)
+		return r;
+	r = walk(lroot, uroot, "", ret);
 	if (r < 0) {
 		ws_changes_free(ret);
 		return err_setc(e, r, "cannot read the workspace changes in %s", upper);
@@ -198,64 +274,99 @@ int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret
 	return 0;
 }
 
-static int run_diff(FILE *out, const char *la, const char *lb, const char *a, const char *b)
+/* diff(1) of two files already opened without following any symlink: it
+ * reads them as /dev/fd/3 and /dev/fd/4 (-1: /dev/null), and its output
+ * comes back through a pipe into out, whatever out is (a file, a terminal,
+ * a memory stream). */
+static int run_diff(FILE *out, const char *la, const char *lb, int fa, int fb)
 {
-	fflush(out);
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fileno(out), 1);
-	char *argv[] = { "diff", "-u", "--label", (char *)la, "--label", (char *)lb, (char *)a, (char *)b, NULL };
+	char *argv[] = { "diff", "-u", "--label", (char *)la, "--label", (char *)lb,
+			 fa >= 0 ? "/dev/fd/3" : "/dev/null", fb >= 0 ? "/dev/fd/4" : "/dev/null", NULL };
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	int fds[] = { -1, p[1], -1, fa, fb };
 	pid_t pid;
-	int r = posix_spawnp(&pid, "diff", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0)
-		return -r;
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	int r = child_start(argv, fds, ARRAY_SIZE(fds), &pid);
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		return r;
+	}
+	char b[65536];
+	ssize_t n;
+	while ((n = fdio_read_some(p[0], b, sizeof(b))) > 0) {
+		if (fwrite(b, 1, (size_t)n, out) != (size_t)n) {
+			r = errno == EPIPE ? -EPIPE : -EIO;
+			kill(pid, SIGKILL);
+			break;
+		}
+	}
+	close(p[0]);
+	int st = child_reap(pid);
+	if (r < 0)
+		return r;
+	if (n < 0)
+		return (int)n;
+	if (fflush(out) == EOF)
+		return errno == EPIPE ? -EPIPE : -EIO;
 	/* 0 same, 1 different, 2 trouble. */
 	return WIFEXITED(st) && WEXITSTATUS(st) <= 1 ? 0 : -EIO;
 }
 
-static int diff_one(FILE *out, const char *lower, const char *upper, const char *p, enum ws_kind k)
+static int put_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put_line(FILE *out, const char *fmt, ...)
 {
-	char la[PATH_MAX + 4], lb[PATH_MAX + 4], lp[PATH_MAX], up[PATH_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vfprintf(out, fmt, ap);
+	va_end(ap);
+	if (n < 0 || fflush(out) == EOF)
+		return errno == EPIPE ? -EPIPE : -EIO;
+	return 0;
+}
+
+static int diff_one(FILE *out, int lroot, int uroot, const char *p, enum ws_kind k, bool setid_dropped)
+{
+	char la[PATH_MAX + 4], lb[PATH_MAX + 4];
 	snprintf(la, sizeof(la), "a/%s", p);
 	snprintf(lb, sizeof(lb), "b/%s", p);
-	snprintf(lp, sizeof(lp), "%s/%s", lower, p);
-	snprintf(up, sizeof(up), "%s/%s", upper, p);
-	const char *src = k == WS_ADDED ? "/dev/null" : lp, *dst = k == WS_DELETED ? "/dev/null" : up;
 	struct stat st;
-	bool link = (k != WS_ADDED && lstat(lp, &st) == 0 && S_ISLNK(st.st_mode)) ||
-		    (k != WS_DELETED && lstat(up, &st) == 0 && S_ISLNK(st.st_mode));
+	bool link = (k != WS_ADDED && ws_lstat(lroot, p, &st) == 0 && S_ISLNK(st.st_mode)) ||
+		    (k != WS_DELETED && ws_lstat(uroot, p, &st) == 0 && S_ISLNK(st.st_mode));
 	if (link) {
 		char t[PATH_MAX] = "";
-		ssize_t n = readlink(k == WS_DELETED ? lp : up, t, sizeof(t) - 1);
-		t[n > 0 ? n : 0] = 0;
-		fprintf(out, "symlink %s %s%s%s\n", p, ws_kind_name(k), k == WS_DELETED ? "" : " -> ", k == WS_DELETED ? "" : t);
-		return 0;
+		if (k != WS_DELETED && ws_readlink(uroot, p, t, sizeof(t)) < 0)
+			t[0] = 0;
+		return put_line(out, "symlink %s %s%s%s\n", p, ws_kind_name(k), k == WS_DELETED ? "" : " -> ",
+				k == WS_DELETED ? "" : t);
 	}
-	return run_diff(out, k == WS_ADDED ? "/dev/null" : la, k == WS_DELETED ? "/dev/null" : lb, src, dst);
+	_cleanup_close_ int fa = k == WS_ADDED ? -1 : ws_open(lroot, p, O_RDONLY | O_NOFOLLOW);
+	_cleanup_close_ int fb = k == WS_DELETED ? -1 : ws_open(uroot, p, O_RDONLY | O_NOFOLLOW);
+	if ((k != WS_ADDED && fa < 0) || (k != WS_DELETED && fb < 0))
+		return put_line(out, "%s %s: cannot be read (%s)\n", p, ws_kind_name(k),
+				strerror(-(k != WS_ADDED && fa < 0 ? fa : fb)));
+	int r = run_diff(out, k == WS_ADDED ? "/dev/null" : la, k == WS_DELETED ? "/dev/null" : lb, fa, fb);
+	if (r >= 0 && setid_dropped)
+		r = put_line(out, "note: %s: the box set a setuid/setgid bit; ward does not apply it\n", p);
+	return r;
 }
 
 /* Every file under a deleted lower directory, as deleted. */
-static int diff_deleted_dir(FILE *out, const char *lower, const char *rel)
+static int diff_deleted_dir(FILE *out, int lroot, const char *rel)
 {
-	char ld[PATH_MAX];
-	snprintf(ld, sizeof(ld), "%s/%s", lower, rel);
 	char **names;
 	size_t n;
-	int r = list_dir(ld, &names, &n);
-	if (r < 0)
+	if (list_dir(lroot, rel, &names, &n) < 0)
 		return 0;
+	int r = 0;
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		char p[PATH_MAX], lp[PATH_MAX];
+		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s/%s", rel, names[i]);
-		snprintf(lp, sizeof(lp), "%s/%s", lower, p);
 		struct stat st;
-		if (lstat(lp, &st) < 0)
+		if (ws_lstat(lroot, p, &st) < 0)
 			continue;
-		r = S_ISDIR(st.st_mode) ? diff_deleted_dir(out, lower, p) : diff_one(out, lower, "", p, WS_DELETED);
+		r = S_ISDIR(st.st_mode) ? diff_deleted_dir(out, lroot, p) : diff_one(out, lroot, -1, p, WS_DELETED, false);
 	}
 	free_list(names, n);
 	return r;
@@ -263,17 +374,24 @@ static int diff_deleted_dir(FILE *out, const char *lower, const char *rel)
 
 int ws_diff(const char *lower, const char *upper, const struct ws_changes *c, FILE *out, struct err *e)
 {
+	_cleanup_close_ int lroot = -1, uroot = -1;
+	int r = ws_roots(lower, upper, &lroot, &uroot, e);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct ws_change *ch = &c->v[i];
-		int r = 0;
+		r = 0;
 		if (ch->dir && ch->kind == WS_DELETED)
-			r = diff_deleted_dir(out, lower, ch->path);
+			r = diff_deleted_dir(out, lroot, ch->path);
 		else if (!ch->dir)
-			r = diff_one(out, lower, upper, ch->path, ch->kind);
+			r = diff_one(out, lroot, uroot, ch->path, ch->kind, ch->setid_dropped);
+		if (r == -EPIPE)
+			return r;
 		if (r < 0)
 			return err_setc(e, r, "diff of %s failed (is diffutils installed?)", ch->path);
 	}
-	fflush(out);
+	if (fflush(out) == EOF)
+		return errno == EPIPE ? -EPIPE : err_setc(e, -errno, "writing the diff");
 	return 0;
 }
 
@@ -342,13 +460,12 @@ static int rm_rf_at(int pfd, const char *name)
 	return r;
 }
 
-static int apply_file(int root, const char *upper, const char *p)
+static int apply_file(int root, int uroot, const char *p)
 {
-	char up[PATH_MAX];
-	snprintf(up, sizeof(up), "%s/%s", upper, p);
 	struct stat st;
-	if (lstat(up, &st) < 0)
-		return -errno;
+	int r = ws_lstat(uroot, p, &st);
+	if (r < 0)
+		return r;
 	const char *base;
 	_cleanup_close_ int dir = open_parent(root, p, true, &base);
 	if (dir < 0)
@@ -358,17 +475,17 @@ static int apply_file(int root, const char *upper, const char *p)
 	unlinkat(dir, tmp, 0);
 	if (S_ISLNK(st.st_mode)) {
 		char t[PATH_MAX];
-		ssize_t n = readlink(up, t, sizeof(t) - 1);
-		if (n < 0)
-			return -errno;
-		t[n] = 0;
+		r = ws_readlink(uroot, p, t, sizeof(t));
+		if (r < 0)
+			return r;
 		if (symlinkat(t, dir, tmp) < 0)
 			return -errno;
 	} else {
-		_cleanup_close_ int src = open(up, O_RDONLY | O_CLOEXEC);
+		_cleanup_close_ int src = ws_open(uroot, p, O_RDONLY | O_NOFOLLOW);
 		if (src < 0)
-			return -errno;
-		_cleanup_close_ int dst = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
+			return src;
+		mode_t mode = st.st_mode & WS_MODE_MASK;
+		_cleanup_close_ int dst = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (dst < 0)
 			return -errno;
 		char b[65536];
@@ -381,7 +498,9 @@ static int apply_file(int root, const char *upper, const char *p)
 			if (n == 0)
 				break;
 		}
-		fchmod(dst, st.st_mode & 07777);
+		/* The mode as the box left it (open's is cut by the umask), less
+		 * any setuid or setgid bit. */
+		fchmod(dst, mode);
 	}
 	/* A directory in the way (a dir replaced by a file) was deleted first. */
 	if (renameat(dir, tmp, dir, base) < 0) {
@@ -394,9 +513,10 @@ static int apply_file(int root, const char *upper, const char *p)
 
 int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, struct err *e)
 {
-	_cleanup_close_ int root = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		return err_setc(e, -errno, "cannot open %s", lower);
+	_cleanup_close_ int root = -1, uroot = -1;
+	int rr = ws_roots(lower, upper, &root, &uroot, e);
+	if (rr < 0)
+		return rr;
 	/* Deletions first, then directories, then files. */
 	for (int pass = 0; pass < 3; pass++)
 		for (size_t i = 0; i < c->n; i++) {
@@ -411,7 +531,7 @@ int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, s
 				_cleanup_close_ int dir = open_parent(root, ch->path, true, &base);
 				r = dir < 0 ? dir : mkdirat(dir, base, 0755) < 0 && errno != EEXIST ? -errno : 0;
 			} else if (pass == 2 && ch->kind != WS_DELETED && !ch->dir) {
-				r = apply_file(root, upper, ch->path);
+				r = apply_file(root, uroot, ch->path);
 			}
 			if (r < 0)
 				return err_setc(e, r, "cannot apply the change to %s (%s)", ch->path, ws_kind_name(ch->kind));

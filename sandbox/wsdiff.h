@@ -1,10 +1,12 @@
 /* The changes a box made to a copy-on-write workspace: read from the
  * overlay's upper layer (a whiteout, a character device 0/0, is a deleted
  * file; an opaque directory hides everything below it in the lower tree),
- * shown as a unified diff, and applied to the user's tree. Applying never
- * follows a symlink: every path is resolved beneath the tree's root with
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so a symlink the box made
- * cannot steer a write outside the tree. */
+ * shown as a unified diff, and applied to the user's tree. Nothing here
+ * follows a symlink, on either side: every path is resolved beneath its
+ * tree's root with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so a
+ * symlink in the tree or one the box made can steer neither a read (the
+ * diff) nor a write (apply) outside it. A symlink is shown and applied as a
+ * symlink. No setuid or setgid bit is ever applied. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@ struct ws_change {
 	char *path;		/* relative to the workspace */
 	enum ws_kind kind;
 	bool dir;		/* a directory added or deleted as a whole */
+	bool setid_dropped;	/* the box's file had setuid/setgid bits: not applied */
 };
 
 struct ws_changes {
@@ -28,7 +31,8 @@ struct ws_changes {
 const char *ws_kind_name(enum ws_kind k);
 int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret, struct err *e);
 void ws_changes_free(struct ws_changes *c);
-/* A unified diff of every change, written to out (diff(1) per file). */
+/* A unified diff of every change, written to out (diff(1) per file).
+ * -EPIPE (no message) when out's reader has gone. */
 int ws_diff(const char *lower, const char *upper, const struct ws_changes *c, FILE *out, struct err *e);
 /* Make lower look like the box's view. */
 int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, struct err *e);

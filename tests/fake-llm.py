@@ -165,6 +165,57 @@ def sc_write3(n, msgs):
     return text("Finished.")
 
 
+def first_user_text(messages):
+    for m in messages:
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                return c
+            return "\n".join(b.get("text", "") for b in c or [] if b.get("type") == "text")
+    return ""
+
+
+def sc_escape_fd(n, msgs):
+    """The task names a host file (SECRET=path) and a host dir (DIR=path);
+    every file tool tries to reach them through /proc magic links."""
+    if n == 1:
+        words = dict(w.split("=", 1) for w in first_user_text(msgs).split() if "=" in w)
+        up = "/.." * 16
+        calls = []
+        for fd in range(16):
+            base = "/proc/self/fd/%d%s" % (fd, up)
+            calls.append(("tool", "read", {"path": base + words["SECRET"]}))
+            calls.append(("tool", "write", {"path": "%s%s/escaped-%d" % (base, words["DIR"], fd),
+                                            "content": "escaped\n"}))
+        calls.append(("tool", "read", {"path": "/proc/1/root" + words["SECRET"]}))
+        calls.append(("tool", "read", {"path": "/proc/self/cwd" + up + words["SECRET"]}))
+        calls.append(("tool", "read", {"path": "inside.txt"}))
+        return Turn(calls)
+    return text("Finished.")
+
+
+def sc_redirect(n, msgs):
+    """A redirect to another path of the same server: a client that
+    followed it would send the key there (the log shows the path)."""
+    return Turn([], status=307, headers={"location": "/stolen/v1/messages"},
+                error_body={"error": {"type": "redirect", "message": "moved"}})
+
+
+def sc_nul_path(n, msgs):
+    if n == 1:
+        return Turn([("tool", "write", {"path": "nul\x00evil.txt", "content": "x\n"}),
+                     ("tool", "write", {"path": "nul-ok.txt", "content": "ok\n"})])
+    return text("Finished: " + last_user_text(msgs)[:600])
+
+
+def sc_symlink_dir(n, msgs):
+    """The tree has docs -> a host directory; the box replaces the link with
+    a directory of its own, and retargets another link."""
+    if n == 1:
+        return tool("bash", {"command": "rm docs && mkdir docs && touch docs/x && ln -sfn new-target keep-link"})
+    return text("Done.")
+
+
 def sc_unicode_term(n, msgs):
     return text("colour \x1b[31mRED\x1b[0m and a title \x1b]0;pwned\x07 and bell \x07 done")
 

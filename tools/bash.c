@@ -199,5 +199,8 @@ int bash_format(const struct bash_report *r, struct buf *text)
 	if ((r->outcome == OUTCOME_TIMED_OUT || r->outcome == OUTCOME_CANCELLED) && r->evidence &&
 	    bash_hint(r->evidence, hint, sizeof(hint)))
 		buf_printf(text, "hint: %s\n", hint);
+	if (r->disk_full)
+		buf_printf(text, "hint: %s is full: the box's disk ceiling is reached; remove files there, or ask "
+			   "for a box with a larger --disk\n", r->disk_full);
 	return 0;
 }

@@ -25,6 +25,7 @@ struct bash_report {
 	const struct capture *out;
 	const char *environment;	/* what became of the box; NULL when nothing */
 	const cJSON *evidence;		/* processes seen before the kill */
+	const char *disk_full;		/* a full file system of the box ("/workspace"), or NULL */
 };
 
 int bash_format(const struct bash_report *r, struct buf *text);

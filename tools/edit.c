@@ -12,8 +12,6 @@
 #define EDIT_FILE_MAX (16u << 20)
 #define EDIT_CONTEXT_LINES 3
 
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
-
 static const struct arg_spec edit_args[] = {
 	{ .name = "path", .type = ARG_STRING, .required = true },
 	{ .name = "old_string", .type = ARG_STRING, .required = true },
@@ -88,9 +86,9 @@ static int edit_run(struct tool_ctx *ctx, struct tool_result *res)
 		return tool_result_set(res, OUTCOME_BAD_INPUT, "edit: old_string is empty; use write to create a file");
 	if (!strcmp(olds, news))
 		return tool_result_set(res, OUTCOME_BAD_INPUT, "edit: old_string and new_string are the same; nothing to change");
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int fd = fs_open(ctx, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd < 0)
-		return fs_open_error(res, "edit", path, errno);
+		return fs_open_error(res, "edit", path, -fd);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return tool_result_set(res, OUTCOME_FAILED, "edit: %s is not a regular file", path);

@@ -2,14 +2,14 @@
 #include "base/cleanup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FIND_MAX 1000
 #define FIND_COLLECT_MAX 100000
-
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
 
 static const struct arg_spec find_args[] = {
 	{ .name = "pattern", .type = ARG_STRING, .required = true },
@@ -65,7 +65,10 @@ static int find_run(struct tool_ctx *ctx, struct tool_result *res)
 		return tool_result_set(res, OUTCOME_BAD_INPUT, "find: path is too long");
 	struct find_state s = { .pattern = tool_arg_str(ctx->args, "pattern", "*") };
 	s.basename_only = !strchr(s.pattern, '/');
-	int r = walk_tree(ctx, path, find_cb, &s);
+	int dfd = fs_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
+	int r = dfd < 0 ? dfd : walk_tree(ctx, dfd, find_cb, &s);
+	if (dfd >= 0)
+		close(dfd);
 	if (r == -ECANCELED || r == -ENOTDIR || (r < 0 && !s.n)) {
 		for (size_t i = 0; i < s.n; i++)
 			free(s.hits[i].rel);

@@ -9,8 +9,22 @@
 
 #include "tools/tool.h"
 
-/* A tool path made absolute against ctx->root. -EINVAL for an empty path. */
+/* A tool's path made absolute against ctx->cwd, as the model will see it
+ * in messages. -EINVAL for an empty path. */
 int fs_path(const struct tool_ctx *ctx, const char *in, char *out, size_t n);
+/* Every path a tool names is resolved by the kernel beneath the box's root
+ * (ctx->root_fd) with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS):
+ * ".." stops at the root, an absolute symlink starts from it, and the magic
+ * links of /proc (fd/N, cwd, root, exe, map_files) are refused, whatever
+ * descriptors the process holds. Never by string. Returns an fd or -errno. */
+int fs_open(const struct tool_ctx *ctx, const char *path, int flags, mode_t mode);
+/* The directory holding path's last component (an O_PATH fd, resolved as
+ * fs_open does) and that component in ret_name. With mkdirs, missing
+ * directories on the way are made (0755). -EISDIR when path names no file
+ * ("/", ".", ".."). */
+int fs_open_parent(const struct tool_ctx *ctx, const char *path, bool mkdirs, char ret_name[NAME_MAX + 1]);
+/* The one message for a failed open (or read) of path. */
+int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
 /* NUL in the first 8 KiB: binary. */
 bool fs_looks_binary(const char *p, size_t n);
 
@@ -24,12 +38,15 @@ void ignore_free(struct ignore *ig);
 /* relpath is relative to the walk's root. */
 bool ignore_match(const struct ignore *ig, const char *relpath, bool is_dir);
 
-/* Walk a tree, skipping .git and what .gitignore excludes, never following
- * symlinks. cb returns <0 to stop (returned), 0 to go on. */
+/* Walk the tree under dirfd (a directory opened for reading, borrowed),
+ * skipping .git and what .gitignore excludes, never following symlinks. cb
+ * returns <0 to stop (returned), 0 to go on. */
 typedef int walk_cb(const char *relpath, int dirfd, const char *name, const struct stat *st, void *ud);
-int walk_tree(const struct tool_ctx *ctx, const char *root, walk_cb *cb, void *ud);
+int walk_tree(const struct tool_ctx *ctx, int dirfd, walk_cb *cb, void *ud);
 
 /* Replace path with content through a temporary file beside it and one
- * rename; the old mode is kept. A cancel before the rename leaves the old
- * file untouched. Returns 0, -ECANCELED or -errno. */
+ * rename. A symlink at path is followed, inside the box's root, as an editor
+ * would; the old mode is kept without its setuid and setgid bits. A cancel
+ * before the rename leaves the old file untouched. Returns 0, -ECANCELED or
+ * -errno. */
 int fs_replace(const struct tool_ctx *ctx, const char *path, const char *content, size_t len, bool *ret_created);

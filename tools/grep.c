@@ -37,8 +37,6 @@
 /* Room kept in the text for the closing notes. */
 #define GREP_NOTES_ROOM 300
 
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
-
 static const char *const grep_modes[] = { "content", "files", "count", NULL };
 
 static const struct arg_spec grep_args[] = {
@@ -265,9 +263,8 @@ static int grep_file(struct gthread *t, struct gfile *f, int dirfd, const char *
 	}
 	if (f->size == 0)
 		return 0;
-	_cleanup_close_ int fd = dirfd == AT_FDCWD
-		? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW)
-		: grep_open(dirfd, path);
+	/* No path: dirfd is the file itself (a grep of one file). */
+	_cleanup_close_ int fd = path ? grep_open(dirfd, path) : fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return 0;
 	_cleanup_free_ char *data = NULL;
@@ -478,32 +475,29 @@ static int grep_run(struct tool_ctx *ctx, struct tool_result *res)
 	struct stat st;
 	if (r < 0) {
 		/* below */
-	} else if (stat(path, &st) < 0) {
+	} else if ((g.rootfd = fs_open(ctx, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0)) < 0) {
+		r = g.rootfd;
+	} else if (fstat(g.rootfd, &st) < 0) {
 		r = -errno;
 	} else if (S_ISDIR(st.st_mode)) {
-		g.rootfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (g.rootfd < 0) {
-			r = -errno;
-		} else {
-			r = walk_tree(ctx, path, grep_cb, &g);
-			pthread_mutex_lock(&g.lock);
-			g.walk_done = true;
-			if (r < 0 && r != -ENOBUFS && !g.err) {
-				g.err = r;
-				g.stop = true;
-			}
-			pthread_cond_broadcast(&g.cond);
-			pthread_mutex_unlock(&g.lock);
-			/* The walker helps with what is left. */
-			grep_consume(&me);
-			for (int i = 0; i < g.nhelpers; i++)
-				pthread_join(g.helpers[i], NULL);
-			r = g.err;
+		r = walk_tree(ctx, g.rootfd, grep_cb, &g);
+		pthread_mutex_lock(&g.lock);
+		g.walk_done = true;
+		if (r < 0 && r != -ENOBUFS && !g.err) {
+			g.err = r;
+			g.stop = true;
 		}
+		pthread_cond_broadcast(&g.cond);
+		pthread_mutex_unlock(&g.lock);
+		/* The walker helps with what is left. */
+		grep_consume(&me);
+		for (int i = 0; i < g.nhelpers; i++)
+			pthread_join(g.helpers[i], NULL);
+		r = g.err;
 	} else {
 		r = grep_add(&g, path, st.st_size);
 		if (r >= 0) {
-			r = grep_file(&me, g.files[0], AT_FDCWD, path);
+			r = grep_file(&me, g.files[0], g.rootfd, NULL);
 			g.files[0]->done = true;
 			grep_advance(&g);
 		}

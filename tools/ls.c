@@ -11,8 +11,6 @@
 
 #define LS_MAX 1000
 
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
-
 static const struct arg_spec ls_args[] = {
 	{ .name = "path", .type = ARG_STRING },
 	{ .name = NULL },
@@ -28,11 +26,11 @@ static int ls_run(struct tool_ctx *ctx, struct tool_result *res)
 	char path[PATH_MAX];
 	if (fs_path(ctx, tool_arg_str(ctx->args, "path", "."), path, sizeof(path)) < 0)
 		return tool_result_set(res, OUTCOME_BAD_INPUT, "ls: path is too long");
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = fs_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0) {
-		if (errno == ENOTDIR)
+		if (dfd == -ENOTDIR)
 			return tool_result_set(res, OUTCOME_FAILED, "ls: %s is a file, not a directory; use read", path);
-		return fs_open_error(res, "ls", path, errno);
+		return fs_open_error(res, "ls", path, -dfd);
 	}
 	_cleanup_closedir_ DIR *d = fdopendir(dfd);
 	if (!d) {

@@ -22,29 +22,6 @@ static const struct arg_spec read_args[] = {
 	{ .name = NULL },
 };
 
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
-
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err)
-{
-	switch (err) {
-	case ENOENT:
-		return tool_result_set(res, OUTCOME_FAILED, "%s: %s does not exist", tool, path);
-	case EACCES:
-	case EPERM:
-		return tool_result_set(res, OUTCOME_FAILED, "%s: permission denied: %s", tool, path);
-	case ENOTDIR:
-		return tool_result_set(res, OUTCOME_FAILED, "%s: a part of %s is not a directory", tool, path);
-	case ELOOP:
-		return tool_result_set(res, OUTCOME_FAILED, "%s: too many symlinks in %s", tool, path);
-	case EROFS:
-		return tool_result_set(res, OUTCOME_FAILED, "%s: %s is on a read-only file system; only /workspace and /tmp are writable", tool, path);
-	case ECANCELED:
-		return tool_result_set(res, OUTCOME_CANCELLED, "%s: cancelled", tool);
-	default:
-		return tool_result_set(res, OUTCOME_FAILED, "%s: %s: %s", tool, path, strerror(err));
-	}
-}
-
 static int read_run(struct tool_ctx *ctx, struct tool_result *res)
 {
 	char path[PATH_MAX];
@@ -56,9 +33,9 @@ static int read_run(struct tool_ctx *ctx, struct tool_result *res)
 	bool ranged = cJSON_GetObjectItemCaseSensitive(ctx->args, "offset") ||
 		      cJSON_GetObjectItemCaseSensitive(ctx->args, "limit");
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int fd = fs_open(ctx, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd < 0)
-		return fs_open_error(res, "read", path, errno);
+		return fs_open_error(res, "read", path, -fd);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return fs_open_error(res, "read", path, errno);

@@ -39,7 +39,8 @@ struct tool_ctx {
 	const cJSON *args;
 	struct cancel *cancel;
 	struct uio *uio;
-	const char *root;	/* the directory relative paths start from */
+	int root_fd;		/* the box's root: every path resolves beneath it */
+	const char *cwd;	/* where relative paths start, inside the root */
 };
 
 struct tool_result {

@@ -6,28 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
-
 static const struct arg_spec write_args[] = {
 	{ .name = "path", .type = ARG_STRING, .required = true },
 	{ .name = "content", .type = ARG_STRING, .required = true },
 	{ .name = NULL },
 };
-
-static int mkdir_parents(const char *path)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
 
 static int write_run(struct tool_ctx *ctx, struct tool_result *res)
 {
@@ -37,9 +20,13 @@ static int write_run(struct tool_ctx *ctx, struct tool_result *res)
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(ctx->args, "content");
 	const char *content = c->valuestring;
 	size_t len = strlen(content);
-	int r = mkdir_parents(path);
+	char name[NAME_MAX + 1];
+	int r = fs_open_parent(ctx, path, true, name);
+	if (r == -EISDIR)
+		return tool_result_set(res, OUTCOME_FAILED, "write: %s is a directory", path);
 	if (r < 0)
 		return fs_open_error(res, "write", path, -r);
+	close(r);
 	bool created = false;
 	r = fs_replace(ctx, path, content, len, &created);
 	if (r == -EISDIR)

@@ -1,5 +1,6 @@
 #include "turn/provider.h"
 #include "base/cleanup.h"
+#include "base/parse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,11 @@ cJSON *provider_parse_input(const char *json, size_t n, char *why, size_t cap)
 		i++;
 	if (i == n)
 		return cJSON_CreateObject();
+	if (parse_json_has_nul(json, n)) {
+		snprintf(why, cap, "the call's arguments hold a NUL character (\\u0000), which no path, "
+				   "command or pattern may contain");
+		return NULL;
+	}
 	const char *end = NULL;
 	cJSON *j = cJSON_ParseWithLengthOpts(json, n, &end, false);
 	if (!j) {

@@ -12,6 +12,7 @@
 #include "turn/turn.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/parse.h"
 #include "base/fdio.h"
 
 #include <errno.h>
@@ -95,6 +96,11 @@ cJSON *replay_load(const char *path, struct err *e)
 	int r = fdio_read_file(AT_FDCWD, path, REPLAY_MAX, &data, &len);
 	if (r < 0) {
 		err_setc(e, r, "cannot read the replay script %s", path);
+		return NULL;
+	}
+	if (parse_json_has_nul(data, len)) {
+		err_set(e, -EINVAL, "the replay script %s holds a NUL character (\\u0000), which ward cannot "
+				    "pass on whole; remove it", path);
 		return NULL;
 	}
 	cJSON *script = cJSON_ParseWithLength(data, len);

@@ -8,6 +8,8 @@ T_FAILED=0
 T_BOXES=""
 T_TMP=$(mktemp -d /tmp/ward-test.XXXXXX)
 chmod 755 "$T_TMP"
+# Workspace layers (and their loop-mounted images, as root) live here.
+export XDG_STATE_HOME=$T_TMP/state
 
 ok() { # ok COND-EXIT-STATUS DESCRIPTION
 	T_N=$((T_N + 1))
@@ -48,6 +50,30 @@ tool() { # tool BOX NAME JSON -> prints result JSON
 	"$WARD" box tool "$@"
 }
 
+audit_box() { # audit_box GUEST_PID CMD...: CMD runs a call in the box while
+	# fd-audit.py checks every descriptor of every process in it; sets AUD, AUD_RC
+	local gp=$1; shift
+	"$@" >/dev/null 2>&1 &
+	local xp=$!
+	sleep 0.5
+	AUD=$(python3 "$(dirname "$0")/fd-audit.py" "$gp" 2>&1); AUD_RC=$?
+	wait $xp
+}
+calls_view() { # calls_view BOX CANARY: while another call runs sleep as CANARY,
+	# VIEW is what a second call sees: its /proc/1/cmdline, ps, the count of /proc's pids
+	"$WARD" box exec "$1" -- "exec -a $2 sleep 8" >/dev/null 2>&1 &
+	local xp=$!
+	sleep 1
+	VIEW=$("$WARD" box exec "$1" -- 'cat /proc/1/cmdline | tr "\0" " "; echo; ps -eo args; ls /proc | grep -c "^[0-9]"' 2>&1)
+	kill $xp 2>/dev/null; wait $xp 2>/dev/null
+}
+# io_uring_setup(8 entries): "io_uring_setup FD ok" or "io_uring_setup -1 ERROR".
+IOU_PROBE='import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+p = ctypes.create_string_buffer(120)
+r = libc.syscall(425, 8, p)
+print("io_uring_setup", r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")'
+
 FAKE=$(dirname "$0")/../fake-llm.py
 SRV=""
 serve() { # serve SCENARIO: start the fake LLM server; sets URL and LOG
@@ -62,6 +88,14 @@ serve() { # serve SCENARIO: start the fake LLM server; sets URL and LOG
 
 done_testing() {
 	for b in $T_BOXES $(cat "$T_TMP/boxes" 2>/dev/null); do "$WARD" box destroy "$b" >/dev/null 2>&1; done
+	# Kept workspace layers are loop-mounted images where ward runs as root;
+	# a ward still ending (a session's hangup) may mount one as it goes.
+	for _ in $(seq 15); do
+		ms=$(awk -v t="$T_TMP/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r)
+		[ -z "$ms" ] && break
+		for m in $ms; do umount -l "$m" 2>/dev/null; done
+		sleep 0.2
+	done
 	rm -rf "$T_TMP"
 	echo "1..$T_N"
 	[ "$T_FAILED" -eq 0 ]

@@ -5,7 +5,7 @@
 [ "$(id -u)" -eq 0 ] || skip_all "run as root to test as the wardtest user"
 id wardtest >/dev/null 2>&1 || skip_all "no wardtest user (.ci/test creates it)"
 runuser -u wardtest -- test -x "$WARD" || skip_all "wardtest cannot reach $WARD (a parent directory is not searchable)"
-U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest "$@"; }
+U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
 WS=$(runuser -u wardtest -- mktemp -d /tmp/ward-nonroot.XXXXXX)
 echo original >"$WS/f.txt"; chown wardtest: "$WS/f.txt"
 
@@ -32,6 +32,48 @@ like "$OUT" "stopped at [0-9]+ .*Resource temporarily unavailable" "the pids cei
 like "$(U "$WARD" box run -- 'echo twin-ok' 2>&1)" "twin-ok" "twin: the same box runs commands"
 B=$(U "$WARD" box create --persistent)
 like "$(U "$WARD" box info "$B")" '"pids_by":.*"(cgroup|rlimit)' "box info says what enforces the pids ceiling"
+# Another user cannot talk to a box: its socket is in a 0700 directory, and
+# the keeper checks the peer's uid (shown with the directories opened up).
+RB=$(box_new)
+SOCK=$(ls -d "${XDG_RUNTIME_DIR:-/run}/ward/boxes/$RB/sock")
+PEER='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("connect refused:", e.strerror); sys.exit()
+s.settimeout(3)
+try:
+    d = s.recv(64)
+    print("answered" if d else "closed by the keeper")
+except OSError as e:
+    print("closed:", e)'
+like "$(U python3 -c "$PEER" "$SOCK" 2>&1)" "connect refused: Permission denied" "another user cannot reach a box's socket (0700 directory)"
+D=$(dirname "$SOCK")
+chmod o+x "$D" "$(dirname "$D")" "$(dirname "$(dirname "$D")")"; chmod o+rw "$SOCK"
+like "$(U python3 -c "$PEER" "$SOCK" 2>&1)" "closed" "with the directories opened up, the keeper closes another user's connection"
+chmod o-x "$D" "$(dirname "$D")" "$(dirname "$(dirname "$D")")"; chmod o-rw "$SOCK"
+like "$(python3 -c "$PEER" "$SOCK" 2>&1)" "answered" "twin: the box's owner is answered (the guest's hello)"
+"$WARD" box destroy "$RB"
+like "$(U "$WARD" doctor)" "disk ceiling +not enforced: .*needs root" "doctor says the disk ceiling is not enforced for an ordinary user"
+WB=$(U "$WARD" box create --persistent --workspace "$WS")
+like "$(U "$WARD" box info "$WB")" '"disk_by":.*"not enforced: .*needs root' "box info says so for the box's workspace layer"
+U "$WARD" box destroy "$WB"
+# As an ordinary user too: no descriptor in the box points outside it, and
+# no file tool walks out through one.
+GP=$(U "$WARD" box info "$B" | json guest_pid)
+audit_box "$GP" U "$WARD" box exec "$B" -- 'sleep 2 & sleep 2'
+is "$AUD_RC" 0 "fd audit as an ordinary user: no descriptor in the box points outside it"
+like "$AUD" "in [3-9] processes, 0 bad" "fd audit: the guest, a call's init, its command and a child were checked"
+SEC=$T_TMP/nonroot-secret.txt
+echo "nonroot-secret-$$" >"$SEC"; chmod 644 "$SEC"
+UP=$(printf '/..%.0s' $(seq 16))
+hits=0
+for fd in $(seq 0 16); do
+	U "$WARD" box tool "$B" read "{\"path\":\"/proc/self/fd/$fd$UP$SEC\"}" 2>&1 | grep -q "nonroot-secret-$$" && hits=$((hits + 1))
+done
+is "$hits" 0 "as an ordinary user, read through /proc/self/fd/N (0-16) reaches no host file"
+like "$(U "$WARD" box tool "$B" write '{"path":"/tmp/t.txt","content":"nonroot-twin"}' >/dev/null; U "$WARD" box tool "$B" read '{"path":"/tmp/t.txt"}')" "nonroot-twin" "twin: the tools work as an ordinary user"
 U "$WARD" box destroy "$B"
 sleep 3.5
 check "no survivor wrote a canary" test ! -e "$WS/canary"

@@ -310,6 +310,58 @@ sleep 1
 [ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
 sleeper_gone; ok $? "the stopped run's sleep is gone from the host"
 
+# The session journal is private: 0600 in a 0700 directory.
+J1=$(ls "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
+is "$(stat -c %a "$J1") $(stat -c %a "$(dirname "$J1")")" "600 700" "the journal is 0600 in a 0700 directory"
+# Redirects are not followed (the key would go with them).
+serve redirect; ws redirect
+run anthropic "x"
+is "$RC" 1 "a redirect from the API is an error (exit 1)"
+is "$(nreq)" 1 "it is not followed: one request"
+unlike "$(cat "$LOG")" "/stolen/" "nothing was sent to the redirect's target"
+
+# A model cannot walk out of the box through a descriptor (/proc/*/fd/N,
+# cwd, root): every file tool resolves paths in the box's root, and no
+# descriptor of the host's is open in the box anyway.
+SECRET=$T_TMP/host-secret.txt
+echo "host-secret-$$" >"$SECRET"
+mkdir -p "$T_TMP/host-dir"
+serve escape-fd; ws escape
+echo inside-the-workspace >"$WS/inside.txt"
+run anthropic --approve auto "SECRET=$SECRET DIR=$T_TMP/host-dir"
+is "$RC" 0 "escape through /proc links: the run ends done"
+unlike "$(req 2)" "host-secret-$$" "no read through /proc/self/fd/N, /proc/1/root or /proc/self/cwd reached the host's file"
+is "$(ls "$T_TMP/host-dir" | wc -l)" 0 "no write through /proc/self/fd/N created a host file"
+like "$(req 2)" "inside-the-workspace" "twin: the same run reads a workspace file"
+
+# A NUL in a path is refused with a clear error; nothing is written.
+serve nul-path; ws nul
+run anthropic --approve auto --json "nul"
+is "$RC" 0 "a NUL in a path: the run goes on"
+like "$(req 2)" "NUL character" "the model is told the path holds a NUL character"
+unlike "$OUT" '"path":"nul"' "no file named by the path's first part was written"
+like "$OUT" '"path":"nul-ok.txt","change":"added"' "twin: the other write of the same turn ran"
+
+# The diff never follows a symlink of the tree: docs -> a host directory,
+# replaced by the box with a directory of its own.
+serve symlink-dir; ws symlink
+mkdir -p "$T_TMP/host-docs"; echo "host-doc-secret-$$" >"$T_TMP/host-docs/private.txt"
+ln -s "$T_TMP/host-docs" "$WS/docs"
+ln -s old-target "$WS/keep-link"
+run anthropic --approve auto --json "replace docs"
+is "$RC" 0 "symlinked dir replaced: exit 0"
+unlike "$OUT" "private.txt" "changed_files does not list the host directory's files"
+like "$OUT" '"path":"docs/x","change":"added"' "it lists the box's new file"
+like "$OUT" '"path":"keep-link","change":"modified"' "twin: a retargeted symlink of the tree is a change"
+SID=$(printf '%s\n' "$OUT" | tail -1 | json session)
+D=$("$WARD" diff "$SID" 2>&1)
+unlike "$D" "host-doc-secret" "ward diff never prints a host file behind a symlink"
+like "$D" "symlink docs deleted" "the link is shown deleted, as a link"
+like "$D" "symlink keep-link modified -> new-target" "twin: a symlink is diffed as a symlink"
+# A reader that stops early is not an error.
+"$WARD" diff "$SID" 2>"$T_TMP/err" | head -1 >/dev/null
+is "$(cat "$T_TMP/err")" "" "ward diff | head: no error when the pipe closes"
+
 # Usage errors, each with one line.
 "$WARD" run >/dev/null 2>"$T_TMP/err"; is $? 64 "no task: exit 64"
 env -u ANTHROPIC_API_KEY "$WARD" run "x" >/dev/null 2>"$T_TMP/err"

@@ -70,6 +70,44 @@ R=$("$WARD" box exec "$B" -- 'echo x > /sys/fs/cgroup/box/pids.max; touch /init;
 like "$R" "Permission denied" "a tool command cannot write the VM's cgroups"
 like "$R" "Read-only file system" "nor ward-guest's files"
 
+# The same walls as the ns backend, inside the VM.
+SECRET=$T_TMP/vm-secret.txt
+echo "vm-secret-$$" >"$SECRET"
+UP=$(printf '/..%.0s' $(seq 16))
+hits=0
+for fd in $(seq 0 12); do
+	T read "{\"path\":\"/proc/self/fd/$fd$UP/workspace/a.txt\"}" | grep -q '"outcome":.*"ok"' && hits=$((hits + 1))
+done
+is "$hits" 0 "vm: no file tool follows a /proc/self/fd link (fds 0-12)"
+like "$(T read '{"path":"/proc/self/fd/3/workspace/a.txt"}')" "/proc link" "vm: and says why"
+like "$(txt "$(T read '{"path":"../../../workspace/a.txt"}')")" "two" "vm twin: a path with .. past the root resolves inside the box"
+calls_view "$B" vm-canary-7777
+unlike "$VIEW" "vm-canary-7777" "vm: a call does not see another call's processes"
+unlike "$VIEW" "^/init|ward-guest" "vm: a call's PID 1 is not ward-guest"
+like "$("$WARD" box exec "$B" -- 'sleep 3 & ps -eo args' 2>&1)" "sleep 3" "vm twin: a call sees its own background process"
+like "$("$WARD" box exec "$B" -- "python3 -c '$IOU_PROBE'" 2>&1)" "io_uring_setup -1 Operation not permitted" "vm: io_uring_setup is refused to tool commands"
+"$WARD" box tool "$B" write '{"path":"nul\u0000evil","content":"x"}' >/dev/null 2>&1
+is $? 65 "vm: a NUL in a path is bad input"
+# --rw: the workspace is the host's tree over 9p; setuid bits never reach it.
+RWS=$T_TMP/rw
+mkdir -p "$RWS"
+RB=$(box_new --backend vm --workspace "$RWS" --rw)
+R=$("$WARD" box exec "$RB" -- 'cd /workspace; cp /bin/sh sh; chmod 4755 sh; chmod g+s sh; touch s2; chmod 6755 s2; python3 -c "import os; os.open(\"o\", os.O_CREAT|os.O_WRONLY, 0o4755)"; touch x; chmod 0751 x && echo twin-ok' 2>&1)
+is "$(printf '%s\n' "$R" | grep -c 'Operation not permitted')" 4 "vm --rw: chmod 4755, g+s, 6755 and open with 04755 are refused"
+is "$(find "$RWS" -perm /6000 | wc -l)" 0 "vm --rw: no setuid or setgid file reached the host's tree (9p)"
+like "$R" "twin-ok" "vm twin: chmod 0751 works"
+is "$(stat -c %a "$RWS/x" 2>/dev/null)" 751 "vm twin: and reaches the host's tree"
+"$WARD" box destroy "$RB"
+# The disk ceiling holds over 9p: the layer is the same loop-mounted image.
+if "$WARD" doctor | grep -q '^ok  *disk ceiling'; then
+	DB=$(box_new --backend vm --workspace "$WS" --disk 64M)
+	R=$("$WARD" box exec "$DB" -- 'echo small > /workspace/small && echo small-ok; dd if=/dev/zero of=/workspace/fill bs=1M count=200; echo rc=$?' 2>&1)
+	like "$R" "small-ok" "vm twin: a small file is written under a 64 MiB ceiling"
+	like "$R" "No space left on device" "vm: dd of 200 MiB into /workspace runs out of space"
+	like "$R" "rc=1" "vm: and fails"
+	"$WARD" box destroy "$DB"
+fi
+
 # Hangs end as time-outs, with the VM intact.
 t0=$(now_ms)
 R=$("$WARD" box exec "$B" --timeout 2s -- 'while true; do :; done' 2>&1)

@@ -39,3 +39,8 @@ static inline int tap_done(void)
 	const char *_s = (s), *_sub = (sub); \
 	ok(_s && strstr(_s, _sub), __VA_ARGS__); \
 } while (0)
+
+#define unlike(s, sub, ...) do { \
+	const char *_s = (s), *_sub = (sub); \
+	ok(_s && !strstr(_s, _sub), __VA_ARGS__); \
+} while (0)

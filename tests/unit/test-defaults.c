@@ -21,6 +21,7 @@ int main(void)
 	is_int(GUEST_TOOL_UID, 1000, "tool commands run as uid 1000 in their namespace");
 	is_int(BOX_DEFAULT_MEMORY, 1ULL << 30, "box memory 1 GiB");
 	is_int(BOX_DEFAULT_PIDS, 512, "box pids 512");
+	is_int(BOX_DEFAULT_DISK, 10ULL << 30, "box disk (workspace layer) 10 GiB");
 	is_int(BOX_DEFAULT_TTL_MS, 8LL * 3600 * 1000, "box TTL 8 h");
 	is_int(BOX_DEFAULT_IDLE_MS, 30LL * 60 * 1000, "box idle 30 min");
 	is_int(BOX_HOST_MARGIN_MS, 1000, "host margin 1 s");

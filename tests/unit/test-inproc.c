@@ -19,6 +19,9 @@
 #include "tap.h"
 
 static char dir[] = "/tmp/ward-test-inproc-XXXXXX";
+/* The tools' root: dir, as the box's root is in the box. */
+static int root_fd = -1;
+static const char *root_cwd = "/";
 
 struct firer {
 	struct cancel *c;
@@ -63,7 +66,7 @@ static enum outcome run_tool(const struct tool *t, cJSON *args, long delay_us, s
 	cancel_init(&c);
 	struct uio *u = NULL;
 	uio_new(&u, c.efd);
-	struct tool_ctx ctx = { .args = args, .cancel = &c, .uio = u, .root = dir };
+	struct tool_ctx ctx = { .args = args, .cancel = &c, .uio = u, .root_fd = root_fd, .cwd = root_cwd };
 	tool_result_init(res);
 	pthread_t th;
 	struct firer f = { &c, delay_us };
@@ -232,12 +235,66 @@ static void test_edit_cancel(void)
 	is_int(count_temps(), 0, "no temporary file is left");
 }
 
+static enum outcome run_read(const char *path, struct tool_result *res)
+{
+	cJSON *args = cJSON_CreateObject();
+	cJSON_AddStringToObject(args, "path", path);
+	enum outcome o = run_tool(&tool_read, args, -1, res);
+	cJSON_Delete(args);
+	return o;
+}
+
+/* Paths resolve beneath the root, by the kernel: ".." stops at the root, an
+ * absolute symlink starts from it, and no /proc magic link is followed. */
+static void test_resolve(void)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/etc", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/etc/hostname", dir);
+	_cleanup_close_ int hfd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fdio_write_full(hfd, "inside-root\n", 12);
+	snprintf(p, sizeof(p), "%s/abs-link", dir);
+	symlink("/etc/hostname", p);
+	struct tool_result res;
+
+	run_read("../../../../../etc/hostname", &res);
+	like(res.text.data, "inside-root", "\"..\" past the root stays in it: the root's own etc/hostname is read");
+	buf_free(&res.text);
+	run_read("abs-link", &res);
+	like(res.text.data, "inside-root", "an absolute symlink resolves from the root, not the host's /");
+	buf_free(&res.text);
+
+	/* With the host's / as the root, a descriptor of dir is a way out of
+	 * any root by /proc/self/fd/N/..: refused. */
+	int saved_root = root_fd;
+	const char *saved_cwd = root_cwd;
+	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	root_cwd = dir;
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(p, sizeof(p), "/proc/self/fd/%d/etc/hostname", dfd);
+	is_int(run_read(p, &res), OUTCOME_FAILED, "read through /proc/self/fd/N fails");
+	like(res.text.data, "/proc link", "and says that tools do not follow /proc links");
+	buf_free(&res.text);
+	snprintf(p, sizeof(p), "/proc/self/cwd/%s/etc/hostname", dir);
+	is_int(run_read(p, &res), OUTCOME_FAILED, "read through /proc/self/cwd fails");
+	buf_free(&res.text);
+	snprintf(p, sizeof(p), "%s/etc/hostname", dir);
+	is_int(run_read(p, &res), OUTCOME_OK, "twin: the same file by its own path is read");
+	buf_free(&res.text);
+	close(root_fd);
+	root_fd = saved_root;
+	root_cwd = saved_cwd;
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
 		printf("1..0 # SKIP no temporary directory\n");
 		return 77;
 	}
+	root_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	test_resolve();
 	test_fifo_read();
 	test_write_cancel();
 	test_edit_cancel();

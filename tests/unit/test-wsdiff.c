@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -34,12 +35,104 @@ static char *get(const char *dir, const char *rel)
 	return b;
 }
 
+/* The diff of ch, as text (written to a file under root named name). */
+static char *diff_text(const char *lo, const char *up, const struct ws_changes *ch, const char *name, int *ret)
+{
+	char dp[PATH_MAX];
+	snprintf(dp, sizeof(dp), "%s/%s", root, name);
+	FILE *f = fopen(dp, "w");
+	struct err e = { 0 };
+	*ret = f ? ws_diff(lo, up, ch, f, &e) : -errno;
+	if (f)
+		fclose(f);
+	return get(root, name);
+}
+
 static const struct ws_change *find(const struct ws_changes *c, const char *path)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (!strcmp(c->v[i].path, path))
 			return &c->v[i];
 	return NULL;
+}
+
+static void fresh(const char *name, char *lo, char *up)
+{
+	snprintf(lo, PATH_MAX, "%s/%s-lower", root, name);
+	snprintf(up, PATH_MAX, "%s/%s-upper", root, name);
+	mkdir(lo, 0755);
+	mkdir(up, 0755);
+}
+
+/* The tree has docs -> a host directory; the box removed the link and made
+ * a directory there (opaque in the upper layer). The changes and the diff
+ * are the link's deletion and the new directory: never the files of the
+ * directory the link pointed to. */
+static void test_no_follow(void)
+{
+	char lo[PATH_MAX], up[PATH_MAX], host[PATH_MAX], p[PATH_MAX + 16];
+	fresh("nofollow", lo, up);
+	snprintf(host, sizeof(host), "%s/host-dir", root);
+	mkdir(host, 0755);
+	put(host, "secret.txt", "host-secret-content\n");
+	snprintf(p, sizeof(p), "%s/docs", lo);
+	symlink(host, p);
+	snprintf(p, sizeof(p), "%s/keep-link", lo);
+	symlink("old-target", p);
+	snprintf(p, sizeof(p), "%s/docs", up);
+	mkdir(p, 0755);
+	setxattr(p, "user.overlay.opaque", "y", 1, 0);
+	put(up, "docs/x", "new\n");
+	/* Positive twin: a symlink of the tree the box retargeted. */
+	snprintf(p, sizeof(p), "%s/keep-link", up);
+	symlink("new-target", p);
+
+	struct ws_changes ch;
+	struct err e = { 0 };
+	ok(ws_changes_read(lo, up, &ch, &e) == 0, "no-follow: the changes are read");
+	ok(!find(&ch, "docs/secret.txt"), "a host file behind a symlink of the tree is not listed as deleted");
+	const struct ws_change *c = find(&ch, "docs/x");
+	ok(c && c->kind == WS_ADDED, "the box's new file under the new directory is added");
+	c = find(&ch, "keep-link");
+	ok(c && c->kind == WS_MODIFIED, "twin: a retargeted symlink of the tree is a change");
+	int dr;
+	_cleanup_free_ char *d = diff_text(lo, up, &ch, "nofollow-diff", &dr);
+	is_int(dr, 0, "the diff is written");
+	unlike(d, "host-secret-content", "the diff never prints a file behind a symlink");
+	like(d, "symlink docs deleted", "the link itself is shown deleted, as a link");
+	like(d, "symlink keep-link modified -> new-target", "twin: a symlink is diffed as a symlink");
+	ws_changes_free(&ch);
+}
+
+/* A file the box left setuid is applied without the bit, and says so. */
+static void test_setid(void)
+{
+	char lo[PATH_MAX], up[PATH_MAX], p[PATH_MAX + 16];
+	fresh("setid", lo, up);
+	put(up, "sh", "#!/bin/sh\n");
+	snprintf(p, sizeof(p), "%s/sh", up);
+	chmod(p, 04755);
+	put(up, "tool", "#!/bin/sh\n");
+	snprintf(p, sizeof(p), "%s/tool", up);
+	chmod(p, 0755);
+	struct ws_changes ch;
+	struct err e = { 0 };
+	ok(ws_changes_read(lo, up, &ch, &e) == 0, "setid: the changes are read");
+	const struct ws_change *c = find(&ch, "sh");
+	ok(c && c->setid_dropped, "a setuid file is marked: the bit is dropped");
+	c = find(&ch, "tool");
+	ok(c && !c->setid_dropped, "twin: an executable without the bit is not");
+	int dr;
+	_cleanup_free_ char *d = diff_text(lo, up, &ch, "setid-diff", &dr);
+	like(d, "note: sh: the box set a setuid/setgid bit; ward does not apply it", "the diff says so");
+	ok(ws_apply(lo, up, &ch, &e) == 0, "the changes apply");
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/sh", lo);
+	ok(stat(p, &st) == 0 && (st.st_mode & 07777) == 0755, "the applied file has no setuid bit (mode %o)",
+	   st.st_mode & 07777);
+	snprintf(p, sizeof(p), "%s/tool", lo);
+	ok(stat(p, &st) == 0 && (st.st_mode & 07777) == 0755, "twin: an executable keeps its mode");
+	ws_changes_free(&ch);
 }
 
 int main(void)
@@ -94,12 +187,9 @@ int main(void)
 	}
 
 	/* The diff. */
-	char dp[PATH_MAX];
-	snprintf(dp, sizeof(dp), "%s/diff", root);
-	FILE *f = fopen(dp, "w");
-	ok(ws_diff(lower, upper, &ch, f, &e) == 0, "the diff is written");
-	fclose(f);
-	_cleanup_free_ char *d = get(root, "diff");
+	int dr;
+	_cleanup_free_ char *d = diff_text(lower, upper, &ch, "diff", &dr);
+	is_int(dr, 0, "the diff is written");
 	like(d, "--- a/calc.py\n+++ b/calc.py", "the diff names the file");
 	like(d, "-return a - b\n+return a + b", "and shows the change");
 	like(d, "+++ b/new/file.txt", "and the new file");
@@ -140,6 +230,9 @@ int main(void)
 	ok(ws_apply(lower, upper, &forged, &e) == 0, "the same change applies once the path is a plain directory");
 	_cleanup_free_ char *g = get(lower, "out2/g");
 	is_str(g, "escape\n", "and lands in the tree");
+
+	test_no_follow();
+	test_setid();
 
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

@@ -1,0 +1,53 @@
+#include "base/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+int child_start(char *const argv[], const int *fds, size_t n, pid_t *ret_pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	for (size_t i = 0; i < (n > 3 ? n : 3); i++) {
+		int fd = i < n ? fds[i] : -1;
+		if (fd >= 0)
+			posix_spawn_file_actions_adddup2(&fa, fd, (int)i);
+		else if (i <= 2)
+			posix_spawn_file_actions_addopen(&fa, (int)i, "/dev/null", i ? O_WRONLY : O_RDONLY, 0);
+	}
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	pid_t pid;
+	int r = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (r != 0)
+		return -r;
+	*ret_pid = pid;
+	return 0;
+}
+
+int child_reap(pid_t pid)
+{
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+int child_wait(char *const argv[], const int *fds, size_t n)
+{
+	pid_t pid;
+	int r = child_start(argv, fds, n, &pid);
+	return r < 0 ? r : child_reap(pid);
+}
