@@ -30,7 +30,8 @@ static int64_t one_call(struct box_conn *c, const char *tool, const cJSON *args)
 	struct err e = { 0 };
 	cJSON *res = NULL;
 	int64_t t0 = now_us();
-	int r = box_call(c, tool, args, false, NULL, NULL, -1, &res, &e);
+	const struct box_call_req rq = { .tool = tool, .args = args, .left_ms = -1 };
+	int r = box_call(c, &rq, NULL, NULL, -1, &res, &e);
 	int64_t t = now_us() - t0;
 	cJSON_Delete(res);
 	if (r < 0) {

@@ -141,7 +141,7 @@ static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *time
 			o->rw = true;
 			break;
 		case 'b':
-			if (!box_backend_find(optarg)) {
+			if (!box_backend_known(optarg)) {
 				cmd_error("--backend: \"%s\" is not a backend; use ns, vm or auto", optarg);
 				return -1;
 			}
@@ -303,7 +303,8 @@ static int exec_in(const char *name, int argc, char **argv, int64_t timeout_s, i
 		cJSON_AddNumberToObject(args, "idle_timeout", (double)idle_s);
 	int sfd = cancel_signalfd();
 	cJSON *res = NULL;
-	int r = box_call(c, "bash", args, true, print_out, NULL, sfd, &res, &e);
+	const struct box_call_req rq = { .tool = "bash", .args = args, .left_ms = -1, .stream = true };
+	int r = box_call(c, &rq, print_out, NULL, sfd, &res, &e);
 	cJSON_Delete(args);
 	box_disconnect(c);
 	if (sfd >= 0)
@@ -402,7 +403,8 @@ static int sub_tool(int argc, char **argv)
 	}
 	int sfd = cancel_signalfd();
 	cJSON *res = NULL;
-	int r = box_call(c, argv[2], args, false, NULL, NULL, sfd, &res, &e);
+	const struct box_call_req rq = { .tool = argv[2], .args = args, .left_ms = -1 };
+	int r = box_call(c, &rq, NULL, NULL, sfd, &res, &e);
 	cJSON_Delete(args);
 	box_disconnect(c);
 	if (r < 0) {

@@ -103,8 +103,8 @@ static int doctor_run(int argc, char **argv)
 	/* A node can exist without a hypervisor behind it: vm_kvm_usable
 	 * wants the CPU flag and a VM that can be made. */
 	struct err ve = { 0 };
-	bool vm = vm_available(&ve) == 0;
-	bool kvm = vm_kvm_usable();
+	bool kvm;
+	bool vm = box_vm_available(&kvm, &ve) == 0;
 	line(kvm, "kvm", kvm ? "usable: vm boxes run under KVM" :
 	     access("/dev/kvm", F_OK) == 0 ? "/dev/kvm is there but cannot run a VM (no vmx/svm: nested virtualisation is off)"
 					   : "no /dev/kvm");

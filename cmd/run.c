@@ -10,6 +10,7 @@
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "sandbox/box.h"
+#include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
 #include "tools/tool.h"
 #include "turn/turn.h"
@@ -589,15 +590,19 @@ static int changes_cmd(int argc, char **argv, bool apply)
 	const char *ws = json_str(st.header, "workspace");
 	_cleanup_free_ char *workspace = ws ? strdup(ws) : NULL;
 	journal_state_free(&st);
-	char upper[PATH_MAX];
+	struct layers L = { .lock_fd = -1 };
 	struct ws_changes ch = { 0 };
-	int k = session_changes_read(argv[1], workspace, upper, apply ? NULL : &ch, &e);
+	int k = session_changes_read(argv[1], workspace, &L, apply ? NULL : &ch, &e);
 	if (k == 0) {
 		cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", argv[1]);
 		return EXIT_FAIL;
 	}
+	if (k > 0 && apply)
+		layers_release(&L);
 	if (!apply) {
-		int r = k < 0 ? -1 : ws_diff(workspace, upper, &ch, stdout, &e);
+		int r = k < 0 ? -1 : ws_diff(workspace, L.upper, &ch, stdout, &e);
+		if (k > 0)
+			layers_release(&L);
 		ws_changes_free(&ch);
 		if (r == -EPIPE)
 			return EXIT_OKAY;	/* the reader had enough (ward diff | head) */

@@ -296,18 +296,20 @@ void session_end(struct session *s)
 }
 
 /* The session's workspace changes: kept in its box's upper layer. */
-int session_changes_read(const char *session, const char *workspace, char *upper, struct ws_changes *ch,
+int session_changes_read(const char *session, const char *workspace, struct layers *L, struct ws_changes *ch,
 			 struct err *e)
 {
 	char box[BOX_NAME_MAX + 1];
 	snprintf(box, sizeof(box), "s-%s", session);
 	if (!workspace || !*workspace)
 		return 0;
-	int r = layers_find(box, upper, PATH_MAX, e);
+	int r = layers_find(box, L, e);
 	if (r <= 0)
 		return r;
-	if (ch && ws_changes_read(workspace, upper, ch, e) < 0)
+	if (ch && ws_changes_read(workspace, L->upper, ch, e) < 0) {
+		layers_release(L);
 		return -1;
+	}
 	return 1;
 }
 
@@ -323,16 +325,18 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 		       cJSON *files)
 {
 	struct err e = { 0 };
-	char upper[PATH_MAX];
+	struct layers L = { .lock_fd = -1 };
 	struct ws_changes ch = { 0 };
-	int k = session_changes_read(session, workspace, upper, &ch, &e);
+	int k = session_changes_read(session, workspace, &L, &ch, &e);
 	if (k == 0)
 		return EXIT_OKAY;
 	if (k < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
+	const char *upper = L.upper;
 	if (ch.n == 0) {
+		layers_release(&L);
 		session_layers_drop(session);
 		if (!json)
 			fprintf(stderr, "ward: no changes to the workspace\n");
@@ -371,6 +375,7 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 			cmd_error("%s", e.msg);
 			r = EXIT_FAIL;
 		} else {
+			layers_release(&L);
 			session_layers_drop(session);
 			for (size_t i = 0; i < ch.n; i++)
 				if (ch.v[i].setid_dropped)
@@ -382,6 +387,7 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 	} else if (!json) {
 		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, session);
 	}
+	layers_release(&L);
 	ws_changes_free(&ch);
 	return r;
 }

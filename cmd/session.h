@@ -53,11 +53,14 @@ int session_box(struct session *s, const char *workspace, bool rw, uint64_t disk
 void session_end(struct session *s);
 
 struct ws_changes;
-/* The workspace changes a session keeps (its box's upper layer, below
- * upper, PATH_MAX): 1 with ch read (ch->n may be 0; ch NULL: only whether
- * they are kept), 0 when none are kept, -1 with e set. */
-int session_changes_read(const char *session, const char *workspace, char *upper, struct ws_changes *ch,
+struct layers;
+/* The workspace changes a session keeps (its box's upper layer, L->upper):
+ * 1 with ch read (ch->n may be 0; ch NULL: only whether they are kept) and
+ * the layers held until layers_release(L); 0 when none are kept; -1 with e
+ * set. */
+int session_changes_read(const char *session, const char *workspace, struct layers *L, struct ws_changes *ch,
 			 struct err *e);
+/* Remove the session's kept changes (after this process released them). */
 void session_layers_drop(const char *session);
 /* Show (on stderr unless json), write to patch, or apply the changes;
  * with none, drop the layers. files, if given, gets {path, change}. */

@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/session.h"
 #include "sandbox/box.h"
+#include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
 
 #include <errno.h>
@@ -115,14 +116,14 @@ static void box_down(struct tui *u)
 static int show_diff(struct tui *u, bool quiet)
 {
 	struct err e = { 0 };
-	char upper[PATH_MAX];
+	struct layers L = { .lock_fd = -1 };
 	if (u->f.rw || !u->own_box) {
 		if (!quiet)
 			tui_put(u, "The box works on the directory directly (--rw or --box): there is no diff to show.\n");
 		return 0;
 	}
 	struct ws_changes ch = { 0 };
-	int k = session_changes_read(u->s.j.id, u->ws, upper, &ch, &e);
+	int k = session_changes_read(u->s.j.id, u->ws, &L, &ch, &e);
 	if (k < 0) {
 		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
 		return 0;
@@ -131,6 +132,8 @@ static int show_diff(struct tui *u, bool quiet)
 	if (n == 0) {
 		if (!quiet)
 			tui_put(u, "No changes to the workspace.\n");
+		if (k > 0)
+			layers_release(&L);
 		ws_changes_free(&ch);
 		return 0;
 	}
@@ -138,9 +141,10 @@ static int show_diff(struct tui *u, bool quiet)
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
 	if (m) {
-		ws_diff(u->ws, upper, &ch, m, &e);
+		ws_diff(u->ws, L.upper, &ch, m, &e);
 		fclose(m);
 	}
+	layers_release(&L);
 	size_t shown = 0, more = 0;
 	for (char *p = text, *end = text + len; p && p < end;) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -438,10 +442,11 @@ static void offer_changes(struct tui *u)
 {
 	for (;;) {
 		struct err e = { 0 };
-		char upper[PATH_MAX];
+		struct layers L = { .lock_fd = -1 };
 		struct ws_changes ch = { 0 };
-		if (u->f.rw || !u->own_box || session_changes_read(u->s.j.id, u->ws, upper, &ch, &e) <= 0)
+		if (u->f.rw || !u->own_box || session_changes_read(u->s.j.id, u->ws, &L, &ch, &e) <= 0)
 			return;
+		layers_release(&L);
 		if (ch.n == 0) {
 			ws_changes_free(&ch);
 			session_layers_drop(u->s.j.id);

@@ -7,12 +7,11 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
+#include "proto/budget.h"
 #include "tools/tool.h"
 
-/* Defaults, pinned in tests/unit/test-defaults.c. */
-#define GUEST_GRACE_MS 2000		/* SIGTERM -> SIGKILL on cancel */
-#define GUEST_TIMEOUT_GRACE_MAX_MS 500	/* same on a time-out, at most a quarter of the limit */
-#define GUEST_FILE_TIMEOUT_MS 30000	/* in-process tools */
+/* Defaults, pinned in tests/unit/test-defaults.c. A call's time limits come
+ * with it (proto/budget.h). */
 #define GUEST_TOOL_UID 1000		/* tool commands' uid inside their namespace */
 #define BASH_TAIL_EVIDENCE 2000
 #define GUEST_STREAM_QUEUE (8u << 20)	/* output waiting for the host before chunks are dropped */
@@ -21,7 +20,6 @@ struct guest_cfg {
 	int chan_fd;
 	int cgroup_fd;		/* a VM's own v2 cgroup for per-call groups, or -1 (ns: the
 				 * call's PID namespace is what ends it) */
-	int64_t grace_ms;
 	const char *workspace;
 	uint64_t rlimit_as;	/* per-command address-space cap, 0 = none */
 	/* The uid GUEST_TOOL_UID maps to outside the call's namespace: 0 in
@@ -39,7 +37,8 @@ struct call {
 	const cJSON *args;
 	char key[80];
 	bool stream;
-	int64_t start_ms, limit_ms, deadline_ms, idle_ms, last_out_ms;
+	struct budget b;	/* from the CALL frame */
+	int64_t start_ms, deadline_ms, last_out_ms;
 	bool stopping;		/* SIGTERM sent (or token fired); waiting */
 	int64_t kill_at_ms;
 	enum outcome end;	/* OUTCOME_OK until a limit or cancel fires */

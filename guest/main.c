@@ -9,7 +9,7 @@
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
-#include "sandbox/proto.h"
+#include "proto/proto.h"
 #include "tools/bash.h"
 
 #include <errno.h>
@@ -166,7 +166,7 @@ static void bash_finish(struct call *c)
 	struct bash_report r = {
 		.outcome = c->end,
 		.elapsed_ms = now_ms() - c->start_ms,
-		.limit_ms = c->idle_fired ? c->idle_ms : c->limit_ms,
+		.limit_ms = c->idle_fired ? c->b.idle_ms : c->b.limit_ms,
 		.idle = c->idle_fired,
 		.out = &c->cap,
 		.evidence = c->evidence,
@@ -258,16 +258,6 @@ static void call_stop(struct call *c, enum outcome why, int64_t grace_ms)
 	proc_signal(c, SIGTERM);
 }
 
-static int64_t timeout_grace(const struct call *c)
-{
-	int64_t g = c->limit_ms / 4;
-	if (g > GUEST_TIMEOUT_GRACE_MAX_MS)
-		g = GUEST_TIMEOUT_GRACE_MAX_MS;
-	if (g > G.cfg.grace_ms)
-		g = G.cfg.grace_ms;
-	return g;
-}
-
 static int64_t guest_tick(void)
 {
 	int64_t now = now_ms(), next = -1;
@@ -276,10 +266,10 @@ static int64_t guest_tick(void)
 		n = c->next;
 		if (!c->stopping) {
 			if (now >= c->deadline_ms) {
-				call_stop(c, OUTCOME_TIMED_OUT, timeout_grace(c));
-			} else if (c->idle_ms && !c->job && now - c->last_out_ms >= c->idle_ms) {
+				call_stop(c, OUTCOME_TIMED_OUT, budget_timeout_grace(&c->b));
+			} else if (c->b.idle_ms && !c->job && now - c->last_out_ms >= c->b.idle_ms) {
 				c->idle_fired = true;
-				call_stop(c, OUTCOME_TIMED_OUT, timeout_grace(c));
+				call_stop(c, OUTCOME_TIMED_OUT, budget_timeout_grace(&c->b));
 			}
 		}
 		if (c->stopping) {
@@ -290,8 +280,8 @@ static int64_t guest_tick(void)
 			NEXT(c->kill_at_ms);
 		} else {
 			NEXT(c->deadline_ms);
-			if (c->idle_ms && !c->job)
-				NEXT(c->last_out_ms + c->idle_ms);
+			if (c->b.idle_ms && !c->job)
+				NEXT(c->last_out_ms + c->b.idle_ms);
 		}
 	}
 	return next;
@@ -345,7 +335,7 @@ static void on_done(struct loop *l, int fd, uint32_t events, void *data)
 			res->text.len = 0;
 			if (o == OUTCOME_TIMED_OUT)
 				buf_printf(&res->text, "timed out after %lld s; the tool stopped and changed "
-					   "nothing; the box is intact\n", (long long)((c->limit_ms + 999) / 1000));
+					   "nothing; the box is intact\n", (long long)((c->b.limit_ms + 999) / 1000));
 			else
 				buf_printf(&res->text, "cancelled after %.1f s; the tool stopped and changed nothing\n",
 					   (now_ms() - c->start_ms) / 1000.0);
@@ -398,20 +388,13 @@ static void guest_call(const struct frame *f)
 	const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->req, "key"));
 	snprintf(c->key, sizeof(c->key), "%s", key ? key : "");
 	c->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->req, "stream"));
-	const cJSON *tmo = cJSON_GetObjectItemCaseSensitive(c->req, "timeout_ms");
-	const cJSON *idle = cJSON_GetObjectItemCaseSensitive(c->req, "idle_ms");
-	if (c->tool->inproc)
-		c->limit_ms = GUEST_FILE_TIMEOUT_MS;
-	else
-		c->limit_ms = tool_arg_int(c->args, "timeout", BASH_TIMEOUT_DEFAULT_S) * 1000;
-	/* The host's clamp (time left in the task) wins when it is shorter. */
-	if (cJSON_IsNumber(tmo) && tmo->valuedouble >= 1 && tmo->valuedouble < (double)c->limit_ms)
-		c->limit_ms = (int64_t)tmo->valuedouble;
-	c->idle_ms = tool_arg_int(c->args, "idle_timeout", 0) * 1000;
-	if (cJSON_IsNumber(idle) && idle->valuedouble >= 1 &&
-	    (!c->idle_ms || idle->valuedouble < (double)c->idle_ms))
-		c->idle_ms = (int64_t)idle->valuedouble;
-	c->deadline_ms = c->start_ms + c->limit_ms;
+	/* The host made the call's budget (proto/budget.h); the guest only
+	 * keeps it. */
+	if (budget_from_json(cJSON_GetObjectItemCaseSensitive(c->req, "budget"), &c->b) < 0) {
+		guest_result_simple(c, OUTCOME_BAD_INPUT, "the call has no valid time budget (a host of another version?)");
+		return;
+	}
+	c->deadline_ms = c->start_ms + c->b.limit_ms;
 
 	int r;
 	if (c->tool->inproc)
@@ -434,7 +417,7 @@ static void guest_call(const struct frame *f)
 		loop_add(G.loop, c->out_fd, EPOLLIN, on_output, c);
 	cJSON *ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "event", "started");
-	cJSON_AddNumberToObject(ev, "limit_ms", (double)c->limit_ms);
+	cJSON_AddNumberToObject(ev, "limit_ms", (double)c->b.limit_ms);
 	guest_send_json(PROTO_EVENT, c->id, ev);
 	cJSON_Delete(ev);
 }
@@ -454,7 +437,7 @@ static void guest_frame(const struct frame *f)
 	case PROTO_CANCEL:
 		c = guest_find(f->id);
 		if (c)
-			call_stop(c, OUTCOME_CANCELLED, G.cfg.grace_ms);
+			call_stop(c, OUTCOME_CANCELLED, c->b.grace_ms);
 		break;
 	case PROTO_EVIDENCE:
 		c = f->id ? guest_find(f->id) : NULL;
@@ -497,8 +480,7 @@ static void on_channel(struct loop *l, int fd, uint32_t events, void *data)
 
 static int guest_parse_args(int argc, char **argv)
 {
-	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .grace_ms = GUEST_GRACE_MS,
-				    .workspace = "/workspace" };
+	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .workspace = "/workspace" };
 	for (int i = 1; i < argc; i++) {
 		uint64_t v;
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -506,8 +488,6 @@ static int guest_parse_args(int argc, char **argv)
 			return -EINVAL;
 		if (!strcmp(a, "--fd") && parse_u64(val, &v) == 0)
 			G.cfg.chan_fd = (int)v;
-		else if (!strcmp(a, "--grace-ms") && parse_u64(val, &v) == 0)
-			G.cfg.grace_ms = (int64_t)v;
 		else if (!strcmp(a, "--rlimit-as") && parse_u64(val, &v) == 0)
 			G.cfg.rlimit_as = v;
 		else if (!strcmp(a, "--workspace"))
@@ -524,7 +504,7 @@ int main(int argc, char **argv)
 	/* Started by a kernel as /init, with no arguments: a microVM. */
 	bool vm = getpid() == 1 && argc == 1;
 	if (vm) {
-		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .grace_ms = GUEST_GRACE_MS };
+		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1 };
 		vm_setup(&G.cfg);
 		while (vm_wait_start(&G.cfg) < 0) {
 			/* The host left before START: wait for the next one. */
@@ -533,7 +513,7 @@ int main(int argc, char **argv)
 		}
 		worker_uid = G.cfg.tool_outer_uid;
 	} else if (guest_parse_args(argc, argv) < 0) {
-		fprintf(stderr, "usage: ward-guest --fd N [--grace-ms MS] [--rlimit-as BYTES] [--workspace DIR]\n");
+		fprintf(stderr, "usage: ward-guest --fd N [--rlimit-as BYTES] [--workspace DIR]\n");
 		return 64;
 	}
 	prctl(PR_SET_NAME, "ward-guest");

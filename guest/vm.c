@@ -8,7 +8,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
-#include "sandbox/proto.h"
+#include "proto/proto.h"
 
 #include <linux/random.h>
 #include <time.h>
@@ -264,8 +264,6 @@ int vm_wait_start(struct guest_cfg *cfg)
 		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
 		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
 	}
-	if ((x = cJSON_GetObjectItemCaseSensitive(start, "grace_ms")) && cJSON_IsNumber(x))
-		cfg->grace_ms = (int64_t)x->valuedouble;
 	cJSON_Delete(start);
 	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
 		vm_poweroff("no /usr from the host");

@@ -1,3 +1,4 @@
+#include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/ns.h"
 
@@ -118,7 +119,6 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.net = o->net,
 		.lim = o->lim,
 		.cg = s->cg,
-		.grace_ms = o->grace_ms,
 	};
 	struct ns_box b;
 	int r = ns_start(&ns, &b, e);

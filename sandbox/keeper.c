@@ -3,9 +3,11 @@
  * the box (destroying a box whose guest does not answer in time), and the
  * box's TTL, idle timeout and owner. It outlives a ward that is SIGKILLed;
  * the box dies with the keeper (PR_SET_PDEATHSIG on the guest). */
+#include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
-#include "sandbox/proto.h"
+#include "proto/budget.h"
+#include "proto/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/loop.h"
@@ -42,7 +44,9 @@ struct kclient {
 struct kcall {
 	uint32_t gid, cid;	/* guest-side and client-side ids */
 	struct kclient *cl;
-	int64_t deadline_ms, limit_ms;
+	bool evidence;		/* a box-wide evidence request, not a call */
+	struct budget b;	/* the call's, from its CALL frame */
+	int64_t start_ms, cancel_ms, deadline_ms;
 	struct kcall *next;
 };
 
@@ -50,8 +54,7 @@ static struct {
 	const struct box_opts *o;
 	const char *name, *boxdir;
 	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
-	uint64_t disk;		/* the layers' enforced size, 0 = none */
-	char disk_by[160];
+	struct layers layers;	/* held for the box's life (its image stays mounted) */
 	const struct box_backend *be;
 	struct cgroup_set cg;
 	char cgname[96];
@@ -145,20 +148,27 @@ static void kcall_remove(struct kcall *k)
 		}
 }
 
-/* Answer every call in flight on a box that is gone. */
-static void keeper_fail_calls(const char *outcome, const char *text, struct kcall *timed_out)
+/* Answer every call in flight on a box that is gone. The call whose
+ * deadline passed (late) gets its own outcome: cancelled if it was, else
+ * timed out. */
+static void keeper_fail_calls(const char *outcome, const char *text, struct kcall *late)
 {
 	while (K.calls) {
 		struct kcall *k = K.calls;
 		cJSON *j = cJSON_CreateObject();
-		bool mine = k == timed_out;
+		bool mine = k == late;
 		char msg[512];
-		if (mine)
+		if (mine && k->cancel_ms)
+			snprintf(msg, sizeof(msg),
+				 "cancelled; the box did not stop the call within its grace (%.1f s) and was "
+				 "destroyed; a new box will be created; files under /workspace are kept\n",
+				 k->b.grace_ms / 1000.0);
+		else if (mine)
 			snprintf(msg, sizeof(msg),
 				 "timed out after %lld s; the box did not stop the call in time and was "
 				 "destroyed; a new box will be created; files under /workspace are kept\n",
-				 (long long)((k->limit_ms + 999) / 1000));
-		cJSON_AddStringToObject(j, "outcome", mine ? "timed_out" : outcome);
+				 (long long)((k->b.limit_ms + 999) / 1000));
+		cJSON_AddStringToObject(j, "outcome", mine ? (k->cancel_ms ? "cancelled" : "timed_out") : outcome);
 		cJSON_AddStringToObject(j, "text", mine ? msg : text);
 		cJSON_AddStringToObject(j, "environment", "the box was destroyed");
 		cJSON_AddBoolToObject(j, "box_destroyed", 1);
@@ -224,13 +234,12 @@ static int keeper_guest_up(struct err *e)
 		return r;
 	proto_reader_init(&K.grd);
 	proto_writer_init(&K.gwr, KEEPER_CLIENT_QUEUE);
+	K.guest_log_bytes = 0;	/* a new guest's stderr gets the whole cap */
 	/* The guest says hello first. */
 	fdio_set_nonblock(K.inst.chan_fd, false);
 	struct frame f;
 	uint8_t *payload = NULL;
-	struct timeval tv = { .tv_sec = BOX_CREATE_TIMEOUT_MS / 1000 };
-	setsockopt(K.inst.chan_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	r = K.inst.hello_done ? 0 : proto_recv(K.inst.chan_fd, &f, &payload);
+	r = K.inst.hello_done ? 0 : proto_recv(K.inst.chan_fd, now_ms() + BOX_CREATE_TIMEOUT_MS, &f, &payload);
 	if (r == 0 && !K.inst.hello_done)
 		r = proto_hello_check(&f);
 	free(payload);
@@ -241,8 +250,6 @@ static int keeper_guest_up(struct err *e)
 	uint8_t hello[8];
 	proto_hello_payload(hello);
 	proto_send(K.inst.chan_fd, PROTO_HELLO, 0, 0, hello, sizeof(hello));
-	tv.tv_sec = 0;
-	setsockopt(K.inst.chan_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	fdio_set_nonblock(K.inst.chan_fd, true);
 	loop_add(K.loop, K.inst.chan_fd, EPOLLIN, on_guest, NULL);
 	loop_add(K.loop, K.inst.pidfd, EPOLLIN, on_guest_exit, NULL);
@@ -312,7 +319,7 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 					cJSON_Delete(j);
 				}
 				/* Evidence-only requests have their own map entry. */
-				if (k->limit_ms == 0)
+				if (k->evidence)
 					kcall_remove(k);
 			}
 			break;
@@ -359,8 +366,8 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
 	cJSON_AddStringToObject(lim, "memory_by", cgroup_memory_enforced(&K.cg) ? "cgroup" :
 				K.inst.rlimit_memory ? "rlimit (per process)" : "not enforced");
-	cJSON_AddNumberToObject(lim, "disk_bytes", (double)K.disk);
-	cJSON_AddStringToObject(lim, "disk_by", K.disk_by);
+	cJSON_AddNumberToObject(lim, "disk_bytes", (double)K.layers.disk);
+	cJSON_AddStringToObject(lim, "disk_by", K.layers.disk_by);
 	cJSON_AddNumberToObject(lim, "pids", (double)K.o->lim.pids);
 	cJSON_AddStringToObject(lim, "pids_by", cgroup_pids_enforced(&K.cg) ? "cgroup" :
 				K.inst.rlimit_pids ? "rlimit (per user namespace)" : "not enforced");
@@ -383,7 +390,7 @@ static void kclient_close(struct kclient *c)
 		if (k->cl != c)
 			continue;
 		/* Nobody waits for this call any more: stop it. */
-		if (K.up && k->limit_ms)
+		if (K.up && !k->evidence)
 			guest_send(PROTO_CANCEL, k->gid, NULL, 0);
 		k->cl = NULL;
 	}
@@ -415,16 +422,22 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 		}
 	}
 	cJSON *req = cJSON_ParseWithLength((const char *)f->payload, f->len);
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(req, "timeout_ms");
-	int64_t limit = cJSON_IsNumber(t) && t->valuedouble >= 1 ? (int64_t)t->valuedouble : 600000;
+	struct budget b;
+	int r = budget_from_json(cJSON_GetObjectItemCaseSensitive(req, "budget"), &b);
 	cJSON_Delete(req);
+	if (r < 0) {
+		const char m[] = "{\"outcome\":\"bad_input\",\"text\":\"the call has no valid time budget\\n\"}";
+		kclient_send(c, PROTO_RESULT, 0, f->id, m, sizeof(m) - 1);
+		return;
+	}
 	struct kcall *k = calloc(1, sizeof(*k));
 	if (!k)
 		return;
+	int64_t now = now_ms();
 	*k = (struct kcall){
 		.gid = ++K.next_gid ? K.next_gid : ++K.next_gid,
-		.cid = f->id, .cl = c, .limit_ms = limit,
-		.deadline_ms = now_ms() + limit + K.o->grace_ms + BOX_HOST_MARGIN_MS,
+		.cid = f->id, .cl = c, .b = b, .start_ms = now,
+		.deadline_ms = budget_deadline(&b, BUDGET_KEEPER, now, 0),
 		.next = K.calls,
 	};
 	K.calls = k;
@@ -447,10 +460,9 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		break;
 	case PROTO_CANCEL:
 		for (k = K.calls; k; k = k->next)
-			if (k->cl == c && k->cid == f->id) {
-				int64_t d = now_ms() + K.o->grace_ms + BOX_HOST_MARGIN_MS;
-				if (d < k->deadline_ms)
-					k->deadline_ms = d;
+			if (k->cl == c && k->cid == f->id && !k->evidence && !k->cancel_ms) {
+				k->cancel_ms = now_ms();
+				k->deadline_ms = budget_deadline(&k->b, BUDGET_KEEPER, k->start_ms, k->cancel_ms);
 				guest_send(PROTO_CANCEL, k->gid, NULL, 0);
 			}
 		break;
@@ -468,7 +480,7 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 			struct kcall *e = calloc(1, sizeof(*e));
 			if (!e)
 				break;
-			*e = (struct kcall){ .gid = ++K.next_gid, .cid = f->id, .cl = c,
+			*e = (struct kcall){ .gid = ++K.next_gid, .cid = f->id, .cl = c, .evidence = true,
 					     .deadline_ms = now_ms() + 5000, .next = K.calls };
 			K.calls = e;
 			gid = e->gid;
@@ -542,9 +554,12 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *data)
 	c->next = K.clients;
 	K.clients = c;
 	loop_add(l, cfd, EPOLLIN, on_client, c);
-	uint8_t hello[8];
+	/* The hello tells the client the box's cancel grace, which goes into
+	 * every call's budget. */
+	uint8_t hello[64];
 	proto_hello_payload(hello);
-	kclient_send(c, PROTO_HELLO, 0, 0, hello, sizeof(hello));
+	int n = snprintf((char *)hello + 8, sizeof(hello) - 8, "{\"grace_ms\":%lld}", (long long)K.o->grace_ms);
+	kclient_send(c, PROTO_HELLO, 0, 0, hello, 8 + (size_t)n);
 }
 
 static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
@@ -592,7 +607,7 @@ static int64_t keeper_tick(void)
 	}
 	for (struct kcall *k = K.calls; k; k = k->next) {
 		if (now >= k->deadline_ms) {
-			if (k->limit_ms == 0) {	/* an evidence request nobody answered */
+			if (k->evidence) {	/* an evidence request nobody answered */
 				kcall_remove(k);
 				return 0;
 			}
@@ -701,16 +716,14 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	snprintf(K.sock, sizeof(K.sock), "%s/sock", boxdir);
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
+	K.layers.lock_fd = -1;
 	if (o->workspace && !o->rw) {
-		struct layers L;
-		if (layers_open(name, o->lim.disk, &L, &e) < 0)
+		if (layers_open(name, o->lim.disk, &K.layers, &e) < 0)
 			goto fail;
-		snprintf(K.upper, sizeof(K.upper), "%s", L.upper);
-		snprintf(K.work, sizeof(K.work), "%s", L.work);
-		K.disk = L.disk;
-		snprintf(K.disk_by, sizeof(K.disk_by), "%s", L.disk_by);
+		snprintf(K.upper, sizeof(K.upper), "%s", K.layers.upper);
+		snprintf(K.work, sizeof(K.work), "%s", K.layers.work);
 	} else {
-		snprintf(K.disk_by, sizeof(K.disk_by), "%s",
+		snprintf(K.layers.disk_by, sizeof(K.layers.disk_by), "%s",
 			 o->rw ? "not enforced: --rw writes the user's tree directly" : "no workspace layer");
 	}
 	if (loop_new(&K.loop) < 0 || K.sfd < 0) {
@@ -756,6 +769,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	unlink(K.sock);
 	/* A box's changes go with it (nothing reads them after); a session's
 	 * are kept until they are applied or dropped. */
+	layers_release(&K.layers);
 	if (K.upper[0] && !o->keep_layers)
 		layers_drop(name);
 	state_rm_rf(boxdir);
@@ -764,6 +778,9 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 fail:
 	keeper_ready(ready_fd, e.msg[0] ? e.msg : "keeper setup failed");
 	cgroup_remove(&K.cg);
+	layers_release(&K.layers);
+	if (K.upper[0] && !o->keep_layers)
+		layers_drop(name);
 	state_rm_rf(boxdir);
 	_exit(1);
 }

@@ -4,6 +4,7 @@
 #include "base/child.h"
 #include "base/timeutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -48,10 +49,10 @@ bool layers_disk_capable(char *why, size_t n)
 /* Locks are held for a mount or an unmount: milliseconds. */
 #define LAYERS_LOCK_WAIT_MS 10000
 
-static int layers_lock(int fd)
+static int layers_lock(int fd, int how)
 {
 	int64_t until = now_ms() + LAYERS_LOCK_WAIT_MS;
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	while (flock(fd, how | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
 		if (now_ms() > until)
@@ -126,86 +127,136 @@ static int layers_mount(const char *image, const char *dir)
 	return -EBUSY;
 }
 
-/* Mount NAME's image over dir if it has one and nothing is mounted yet;
- * create it first (disk bytes) when asked. Under the image's lock, so two
- * wards never mount one image twice. 1 mounted, 0 no image, -errno. */
-static int layers_ensure(const char *dir, uint64_t create, struct err *e)
+/* Hold NAME's image, mounting it over dir if nobody has: the image's lock
+ * shared, on an open file of our own. create > 0 makes the image (of that
+ * size) when there is none. Returns the held fd, -ENOENT when there is no
+ * image, or -errno. */
+static int layers_hold(const char *dir, uint64_t create, struct err *e)
 {
 	char image[PATH_MAX];
 	snprintf(image, sizeof(image), "%s.img", dir);
-	_cleanup_close_ int fd = open(image, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : err_setc(e, -errno, "cannot open the layers image %s", image);
-	if (layers_lock(fd) < 0)
-		return err_setc(e, -ETIMEDOUT, "%s is locked by another ward for over %d s", image,
-				LAYERS_LOCK_WAIT_MS / 1000);
-	if (layers_mounted(dir))
-		return 1;
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return err_setc(e, -errno, "%s", image);
-	if (state_mkdir_p(dir, 0700) < 0)
-		return err_setc(e, -errno, "cannot create %s", dir);
-	int r;
-	if (st.st_size == 0) {
-		if (!layers_dir_empty(dir)) {
-			/* Layers from before the cap: never hide them under a mount. */
-			unlink(image);
-			return 0;
-		}
-		r = ftruncate(fd, (off_t)create) < 0 ? -errno : layers_run_mkfs(image);
-		if (r < 0) {
-			unlink(image);
-			return err_setc(e, r, "cannot make the layers image %s (mkfs.ext4)", image);
-		}
+	if (create) {
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof(parent), "%s", dir);
+		char *slash = strrchr(parent, '/');
+		if (slash)
+			*slash = 0;
+		if (state_mkdir_p(parent, 0700) < 0)
+			return err_setc(e, -errno, "cannot create %s", parent);
 	}
-	r = layers_mount(image, dir);
-	if (r < 0)
-		return err_setc(e, r, "cannot mount the layers image %s on %s", image, dir);
-	return 1;
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(image, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+		if (fd < 0)
+			return errno == ENOENT ? -ENOENT : err_setc(e, -errno, "cannot open the layers image %s", image);
+		/* Mounted and in use (a running box): share it. Only a mount or
+		 * an unmount takes the lock exclusively, for milliseconds. */
+		if (layers_lock(fd, LOCK_SH) == 0 && layers_mounted(dir))
+			return fd;
+		if (layers_lock(fd, LOCK_EX) < 0) {
+			close(fd);
+			return err_set(e, -ETIMEDOUT, "%s is locked by another ward for over %d s", image,
+				       LAYERS_LOCK_WAIT_MS / 1000);
+		}
+		int r = 0;
+		if (!layers_mounted(dir)) {
+			struct stat st;
+			if (fstat(fd, &st) < 0)
+				r = err_setc(e, -errno, "%s", image);
+			else if (state_mkdir_p(dir, 0700) < 0)
+				r = err_setc(e, -errno, "cannot create %s", dir);
+			else if (st.st_size == 0 && !layers_dir_empty(dir))
+				r = -EEXIST;	/* layers from before the cap: never hidden under a mount */
+			else if (st.st_size == 0 &&
+				 (r = ftruncate(fd, (off_t)create) < 0 ? -errno : layers_run_mkfs(image)) < 0)
+				err_setc(e, r, "cannot make the layers image %s (mkfs.ext4)", image);
+			if (r >= 0 && (r = layers_mount(image, dir)) < 0)
+				err_setc(e, r, "cannot mount the layers image %s on %s", image, dir);
+			if (r < 0 && st.st_size == 0)
+				unlink(image);
+		}
+		if (r < 0) {
+			close(fd);
+			return r == -EEXIST ? -ENOENT : r;
+		}
+		/* Shared from here: others may use it too. The change from
+		 * exclusive is not atomic, so check the mount survived it. */
+		if (layers_lock(fd, LOCK_SH) == 0 && layers_mounted(dir))
+			return fd;
+		close(fd);
+	}
+	return err_set(e, -EBUSY, "the layers image %s keeps being unmounted under us", image);
+}
+
+static void layers_fill(struct layers *l)
+{
+	snprintf(l->upper, sizeof(l->upper), "%s/upper", l->dir);
+	snprintf(l->work, sizeof(l->work), "%s/work", l->dir);
+	struct statvfs sv;
+	if (l->lock_fd >= 0 && statvfs(l->dir, &sv) == 0)
+		l->disk = (uint64_t)sv.f_blocks * sv.f_frsize;
 }
 
 int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err *e)
 {
-	*ret = (struct layers){ 0 };
+	*ret = (struct layers){ .lock_fd = -1 };
 	int r = state_layers_dir(name, ret->dir, sizeof(ret->dir), e);
 	if (r < 0)
 		return r;
 	bool capable = layers_disk_capable(ret->disk_by, sizeof(ret->disk_by));
 	if (!disk)
 		snprintf(ret->disk_by, sizeof(ret->disk_by), "not enforced: no --disk");
-	int m = 0;
 	if (disk && capable) {
-		m = layers_ensure(ret->dir, disk, e);
-		if (m < 0)
-			return m;
-		if (m == 0)
+		int fd = layers_hold(ret->dir, disk, e);
+		if (fd == -ENOENT)
 			snprintf(ret->disk_by, sizeof(ret->disk_by),
 				 "not enforced: these layers were made before the cap (apply or drop them)");
+		else if (fd < 0)
+			return fd;
+		ret->lock_fd = fd;
 	}
-	snprintf(ret->upper, sizeof(ret->upper), "%s/upper", ret->dir);
-	snprintf(ret->work, sizeof(ret->work), "%s/work", ret->dir);
-	if (state_mkdir_p(ret->upper, 0755) < 0 || state_mkdir_p(ret->work, 0700) < 0)
-		return err_setc(e, -errno, "cannot create the workspace layers under %s", ret->dir);
-	struct statvfs sv;
-	if (m == 1 && statvfs(ret->dir, &sv) == 0)
-		ret->disk = (uint64_t)sv.f_blocks * sv.f_frsize;
+	layers_fill(ret);
+	if (state_mkdir_p(ret->upper, 0755) < 0 || state_mkdir_p(ret->work, 0700) < 0) {
+		r = err_setc(e, -errno, "cannot create the workspace layers under %s", ret->dir);
+		layers_release(ret);
+		return r;
+	}
 	return 0;
 }
 
-int layers_find(const char *name, char *upper, size_t n, struct err *e)
+int layers_find(const char *name, struct layers *ret, struct err *e)
 {
-	char dir[PATH_MAX - 16];
-	int r = state_layers_dir(name, dir, sizeof(dir), e);
+	*ret = (struct layers){ .lock_fd = -1 };
+	int r = state_layers_dir(name, ret->dir, sizeof(ret->dir), e);
 	if (r < 0)
 		return r;
 	if (geteuid() == 0) {
-		r = layers_ensure(dir, 0, e);
-		if (r < 0)
-			return r;
+		int fd = layers_hold(ret->dir, 0, e);
+		if (fd < 0 && fd != -ENOENT)
+			return fd;
+		ret->lock_fd = fd;
 	}
-	snprintf(upper, n, "%s/upper", dir);
-	return access(upper, F_OK) == 0 ? 1 : 0;
+	layers_fill(ret);
+	if (access(ret->upper, F_OK) == 0)
+		return 1;
+	layers_release(ret);
+	return 0;
+}
+
+/* Unmount dir's image if nobody else holds it; fd is an open of the image
+ * (ours, shared or not held). */
+static void layers_let_go(const char *dir, int fd)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && layers_mounted(dir))
+		umount2(dir, MNT_DETACH);
+}
+
+void layers_release(struct layers *l)
+{
+	if (l->lock_fd >= 0) {
+		layers_let_go(l->dir, l->lock_fd);
+		close(l->lock_fd);
+	}
+	l->lock_fd = -1;
 }
 
 void layers_drop(const char *name)
@@ -216,7 +267,7 @@ void layers_drop(const char *name)
 	snprintf(image, sizeof(image), "%s.img", dir);
 	_cleanup_close_ int fd = open(image, O_RDWR | O_CLOEXEC);
 	if (fd >= 0)
-		layers_lock(fd);
+		layers_lock(fd, LOCK_EX);
 	/* Detached: a reader still inside lets go when it is done; the loop
 	 * device is freed with the last reference (autoclear). */
 	if (layers_mounted(dir))
@@ -224,4 +275,25 @@ void layers_drop(const char *name)
 	state_rm_rf(dir);
 	if (fd >= 0)
 		unlink(image);
+}
+
+void layers_sweep(void)
+{
+	char dir[PATH_MAX - 16];
+	if (geteuid() != 0 || state_layers_dir("x", dir, sizeof(dir), NULL) < 0)
+		return;
+	*strrchr(dir, '/') = 0;
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (l < 5 || strcmp(de->d_name + l - 4, ".img"))
+			continue;
+		char img[PATH_MAX], mnt[PATH_MAX];
+		snprintf(img, sizeof(img), "%s/%s", dir, de->d_name);
+		snprintf(mnt, sizeof(mnt), "%.*s", (int)(strlen(img) - 4), img);
+		_cleanup_close_ int fd = open(img, O_RDWR | O_CLOEXEC);
+		if (fd >= 0)
+			layers_let_go(mnt, fd);
+	}
 }

@@ -19,15 +19,26 @@ struct layers {
 	char upper[PATH_MAX], work[PATH_MAX];
 	uint64_t disk;		/* the size the kernel enforces, 0 = none */
 	char disk_by[160];	/* what enforces it, or why nothing does */
+	int lock_fd;		/* a shared lock on the image while in use, or -1 */
 };
 
+/* An image is mounted while someone uses it: each user holds a shared lock
+ * on NAME.img (its own open of it) from layers_open/layers_find to
+ * layers_release; mounting and unmounting happen under the exclusive lock,
+ * so one image is never mounted twice, and the last user to let go
+ * unmounts it. */
+
 /* Make (or find) NAME's layers, capped at disk bytes where the kernel can
- * do it. An image made before keeps its size. */
+ * do it, and hold them. An image made before keeps its size. */
 int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err *e);
-/* NAME's upper directory, mounting its image if it has one: 1, 0 when
- * NAME has no layers, or -errno. */
-int layers_find(const char *name, char *upper, size_t n, struct err *e);
-/* Remove NAME's layers: the mount, the directory and the image. */
+/* NAME's existing layers, held: 1, 0 when NAME has none, or -errno. */
+int layers_find(const char *name, struct layers *ret, struct err *e);
+/* Let go; the last user unmounts the image. */
+void layers_release(struct layers *l);
+/* Remove NAME's layers: the mount, the directory and the image. Call after
+ * layers_release of this process's own hold. */
 void layers_drop(const char *name);
+/* Unmount every image of the user's that nobody holds (ward box reap). */
+void layers_sweep(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */
 bool layers_disk_capable(char *why, size_t n);

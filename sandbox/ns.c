@@ -2,12 +2,14 @@
  * steps in its new namespaces; any failure travels back to the parent over a
  * CLOEXEC socket as one line, and an exec that succeeds closes that socket. */
 #include "sandbox/ns.h"
+#include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/mnt.h"
 #include "base/timeutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -85,10 +87,39 @@ static void ns_bind(struct ns_child *c, const char *src, const char *dst, bool r
 			ns_fail(c, "create %s", dst);
 		close(fd);
 	}
-	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+	errno = ro ? -mnt_bind_ro(src, dst) : mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ? errno : 0;
+	if (errno)
 		ns_fail(c, "bind %s", src);
-	if (ro && mnt_remount_ro(dst, MS_NOSUID | MS_NODEV) < 0)
-		ns_fail(c, "read-only %s", src);
+}
+
+/* Below a directory of the host's bound into the box, hide what is not for
+ * everyone (/etc/ssl/private): when ward runs as root the box's uid is the
+ * owner of such files. An empty read-only tmpfs over a directory,
+ * /dev/null over a file. Bounded: a few levels, a few thousand entries. */
+static void ns_mask_private(struct ns_child *c, const char *host, const char *dst, int depth, int *budget)
+{
+	_cleanup_closedir_ DIR *d = opendir(host);
+	struct dirent *de;
+	while (d && (de = readdir(d)) && --*budget > 0) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char h[PATH_MAX], b[PATH_MAX];
+		snprintf(h, sizeof(h), "%s/%s", host, de->d_name);
+		snprintf(b, sizeof(b), "%s/%s", dst, de->d_name);
+		struct stat st;
+		if (lstat(h, &st) < 0 || S_ISLNK(st.st_mode))
+			continue;
+		bool open_to_all = (st.st_mode & S_IROTH) && (!S_ISDIR(st.st_mode) || (st.st_mode & S_IXOTH));
+		if (!open_to_all) {
+			int r = S_ISDIR(st.st_mode)
+				? mount("tmpfs", b, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+				: mount("/dev/null", b, NULL, MS_BIND, NULL);
+			if (r < 0)
+				ns_fail(c, "hide %s", h);
+		} else if (S_ISDIR(st.st_mode) && depth < 4) {
+			ns_mask_private(c, h, b, depth + 1, budget);
+		}
+	}
 }
 
 /* /bin, /lib and friends: a symlink where the host has one (merged /usr),
@@ -143,8 +174,13 @@ static void ns_etc(struct ns_child *c, const char *root)
 		struct stat st;
 		if (stat(host, &st) < 0 || access(host, R_OK) < 0)
 			continue;
+		if (!(st.st_mode & S_IROTH))
+			continue;	/* not for everyone: not for the box */
 		if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
 			ns_bind(c, host, dst, true, S_ISDIR(st.st_mode));
+		int budget = 20000;
+		if (S_ISDIR(st.st_mode))
+			ns_mask_private(c, host, dst, 0, &budget);
 	}
 	ns_write(c, root, "etc/passwd",
 		 "root:x:0:0:root:/tmp:/bin/bash\n"
@@ -187,8 +223,14 @@ static void ns_dev(struct ns_child *c, const char *root)
 	}
 	ns_mkdir(c, root, "dev/shm", 01777);
 	snprintf(p, sizeof(p), "%s/dev/shm", root);
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m") < 0)
+	char shmopt[64];
+	snprintf(shmopt, sizeof(shmopt), "mode=1777,size=%llu", (unsigned long long)MIN(ns_tmp_size(&c->s->lim), 64ULL << 20));
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, shmopt) < 0)
 		ns_fail(c, "mount /dev/shm");
+	/* Nothing more goes into /dev: its tmpfs becomes read-only. */
+	snprintf(p, sizeof(p), "%s/dev", root);
+	if (mount(NULL, p, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m") < 0)
+		ns_fail(c, "read-only /dev");
 }
 
 /* A fresh /proc for the box's PID namespace, with the parts that change the
@@ -295,11 +337,10 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 		ns_loopback_up();
 	ns_rlimits(c);
 
-	char fdarg[16], gracearg[24], asarg[32];
+	char fdarg[16], asarg[32];
 	snprintf(fdarg, sizeof(fdarg), "%d", c->chan_fd);
-	snprintf(gracearg, sizeof(gracearg), "%lld", (long long)s->grace_ms);
-	char *argv[10] = { "ward-guest", "--fd", fdarg, "--grace-ms", gracearg };
-	int ac = 5;
+	char *argv[10] = { "ward-guest", "--fd", fdarg };
+	int ac = 3;
 	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
 		snprintf(asarg, sizeof(asarg), "%llu", (unsigned long long)s->lim.memory);
 		argv[ac++] = "--rlimit-as";

@@ -17,7 +17,6 @@ struct ns_spec {
 	bool net;		/* share the host's network */
 	struct limits lim;
 	const struct cgroup_set *cg;
-	int64_t grace_ms;
 };
 
 struct ns_box {

@@ -2,9 +2,9 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -108,19 +108,64 @@ int state_layers_dir(const char *name, char *out, size_t n, struct err *e)
 	return 0;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+/* Remove name below dfd and everything under it, by descriptors: no path
+ * grows past PATH_MAX however deep the box made its tree, a directory the
+ * box made unreadable (chmod 000) is opened up first, and nothing on
+ * another mount is entered. */
+static int rm_at(int dfd, const char *name, dev_t dev, int depth)
 {
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth > 4096)
+		return -ELOOP;
 	/* Overlay work dirs hold a root-owned "work" subdir with mode 000. */
-	if (flag == FTW_DP || flag == FTW_D)
-		chmod(p, 0700);
-	return remove(p) < 0 && errno != ENOENT ? -1 : 0;
+	fchmodat(dfd, name, 0700, 0);
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_dev != dev) {
+		close(fd);
+		return -EXDEV;	/* a mount: unmount it first */
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			int k = rm_at(dirfd(d), de->d_name, dev, depth + 1);
+			if (k < 0 && !r)
+				r = k;
+		}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !r)
+		r = -errno;
+	return r;
 }
 
 int state_rm_rf(const char *path)
 {
-	if (access(path, F_OK) < 0)
-		return 0;
-	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -errno : 0;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (!slash || !slash[1])
+		return -EINVAL;
+	const char *name = path + (slash - parent) + 1;
+	if (slash == parent)
+		slash[1] = 0;
+	else
+		*slash = 0;
+	_cleanup_close_ int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return rm_at(dfd, name, st.st_dev, 0);
 }
 
 bool state_keeper_alive(pid_t pid)

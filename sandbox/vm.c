@@ -6,9 +6,10 @@
  * killing QEMU reaps any helper it started. Its view of the host user is
  * uid 1000, the uid tool commands run as in the VM, so the workspace's
  * files are theirs. Destroying the box is SIGKILL to the VMM. */
+#include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/image.h"
-#include "sandbox/proto.h"
+#include "proto/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
@@ -574,16 +575,12 @@ static int vm_snapshot_restore(const struct vm_paths *p, const char *state, stru
 /* Wait for the guest's HELLO; READY says it waits for START. */
 static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
 {
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	struct frame f;
 	uint8_t *payload = NULL;
-	int r = proto_recv(fd, &f, &payload);
+	int r = proto_recv(fd, now_ms() + ms, &f, &payload);
 	if (r == 0)
 		r = proto_hello_check(&f);
 	free(payload);
-	tv = (struct timeval){ 0 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (r < 0)
 		return err_set(e, r, "the VM's guest did not say hello (%s)", strerror(-r));
 	*ready = f.flags & PROTO_F_READY;
@@ -603,10 +600,10 @@ static int vm_send_start(int fd, const struct box_opts *o)
 	uint64_t mib = vm_mem_mib(o);
 	char json[400];
 	int n = snprintf(json, sizeof(json),
-			 "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"grace_ms\":%lld}", hex,
+			 "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu}", hex,
 			 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
 			 (unsigned long long)(o->lim.pids ? o->lim.pids : 512),
-			 (unsigned long long)((mib - MIN(mib / 4, 96ull)) << 20), (long long)o->grace_ms);
+			 (unsigned long long)((mib - MIN(mib / 4, 96ull)) << 20));
 	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
 }
 

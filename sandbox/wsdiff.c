@@ -22,6 +22,8 @@
 
 /* The modes ward applies: never setuid or setgid. */
 #define WS_MODE_MASK 01777
+/* A file larger than this is named in the diff, not shown. */
+#define WS_DIFF_MAX (8 << 20)
 
 const char *ws_kind_name(enum ws_kind k)
 {
@@ -47,6 +49,24 @@ static int ws_open(int root, const char *rel, int flags)
 	};
 	int fd = (int)syscall(SYS_openat2, root, *rel ? rel : ".", &how, sizeof(how));
 	return fd < 0 ? -errno : fd;
+}
+
+/* A regular file beneath root, opened for reading without waiting (a FIFO
+ * or a device of the user's tree is never opened for real): -EINVAL for
+ * anything else. */
+static int ws_open_reg(int root, const char *rel, struct stat *ret_st)
+{
+	int fd = ws_open(root, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (ret_st)
+		*ret_st = st;
+	return fd;
 }
 
 static int ws_lstat(int root, const char *rel, struct stat *st)
@@ -165,8 +185,8 @@ static bool same_file(int lroot, int uroot, const char *p, const struct stat *sa
 		int na = ws_readlink(lroot, p, ta, sizeof(ta)), nb = ws_readlink(uroot, p, tb, sizeof(tb));
 		return na == nb && na >= 0 && !memcmp(ta, tb, (size_t)na);
 	}
-	_cleanup_close_ int fa = ws_open(lroot, p, O_RDONLY | O_NOFOLLOW);
-	_cleanup_close_ int fb = ws_open(uroot, p, O_RDONLY | O_NOFOLLOW);
+	_cleanup_close_ int fa = ws_open_reg(lroot, p, NULL);
+	_cleanup_close_ int fb = ws_open_reg(uroot, p, NULL);
 	if (fa < 0 || fb < 0)
 		return false;
 	char x[65536], y[65536];
@@ -341,11 +361,18 @@ static int diff_one(FILE *out, int lroot, int uroot, const char *p, enum ws_kind
 		return put_line(out, "symlink %s %s%s%s\n", p, ws_kind_name(k), k == WS_DELETED ? "" : " -> ",
 				k == WS_DELETED ? "" : t);
 	}
-	_cleanup_close_ int fa = k == WS_ADDED ? -1 : ws_open(lroot, p, O_RDONLY | O_NOFOLLOW);
-	_cleanup_close_ int fb = k == WS_DELETED ? -1 : ws_open(uroot, p, O_RDONLY | O_NOFOLLOW);
+	struct stat sa = { 0 }, sb = { 0 };
+	_cleanup_close_ int fa = k == WS_ADDED ? -1 : ws_open_reg(lroot, p, &sa);
+	_cleanup_close_ int fb = k == WS_DELETED ? -1 : ws_open_reg(uroot, p, &sb);
+	if ((k != WS_ADDED && fa == -EINVAL) || (k != WS_DELETED && fb == -EINVAL))
+		return put_line(out, "%s %s: not a regular file (a FIFO, socket or device): not shown\n", p,
+				ws_kind_name(k));
 	if ((k != WS_ADDED && fa < 0) || (k != WS_DELETED && fb < 0))
 		return put_line(out, "%s %s: cannot be read (%s)\n", p, ws_kind_name(k),
 				strerror(-(k != WS_ADDED && fa < 0 ? fa : fb)));
+	if (sa.st_size > WS_DIFF_MAX || sb.st_size > WS_DIFF_MAX)
+		return put_line(out, "%s %s: %lld bytes -> %lld bytes: over %d MiB, not shown\n", p, ws_kind_name(k),
+				(long long)sa.st_size, (long long)sb.st_size, WS_DIFF_MAX >> 20);
 	int r = run_diff(out, k == WS_ADDED ? "/dev/null" : la, k == WS_DELETED ? "/dev/null" : lb, fa, fb);
 	if (r >= 0 && setid_dropped)
 		r = put_line(out, "note: %s: the box set a setuid/setgid bit; ward does not apply it\n", p);
@@ -460,7 +487,78 @@ static int rm_rf_at(int pfd, const char *name)
 	return r;
 }
 
-static int apply_file(int root, int uroot, const char *p)
+/* Copy src to dst keeping its holes: a sparse file the box made costs the
+ * tree what it cost the box's layer, not its apparent size. */
+static int copy_sparse(int src, int dst, off_t size)
+{
+	char b[65536];
+	off_t off = 0;
+	while (off < size) {
+		off_t data = lseek(src, off, SEEK_DATA);
+		if (data < 0) {
+			if (errno == ENXIO)
+				break;	/* a hole to the end */
+			data = off;	/* no SEEK_DATA here: copy all */
+		}
+		off_t hole = lseek(src, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = size;
+		for (off = data; off < hole;) {
+			ssize_t n = pread(src, b, (size_t)MIN((off_t)sizeof(b), hole - off), off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EIO;
+			for (ssize_t w = 0; w < n;) {
+				ssize_t k = pwrite(dst, b + w, (size_t)(n - w), off + w);
+				if (k < 0 && errno != EINTR)
+					return -errno;
+				if (k > 0)
+					w += k;
+			}
+			off += n;
+		}
+	}
+	return ftruncate(dst, size) < 0 ? -errno : 0;
+}
+
+/* Files of the box's layer with more than one link, by inode: the first
+ * one applied, so the others become links to it, not copies. */
+struct ws_links {
+	struct {
+		ino_t ino;
+		char *path;
+	} *v;
+	size_t n;
+};
+
+static const char *ws_links_find(const struct ws_links *l, ino_t ino)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].ino == ino)
+			return l->v[i].path;
+	return NULL;
+}
+
+static void ws_links_add(struct ws_links *l, ino_t ino, const char *path)
+{
+	void *nv = realloc(l->v, (l->n + 1) * sizeof(*l->v));
+	if (!nv)
+		return;
+	l->v = nv;
+	l->v[l->n].ino = ino;
+	if ((l->v[l->n].path = strdup(path)))
+		l->n++;
+}
+
+static void ws_links_free(struct ws_links *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].path);
+	free(l->v);
+}
+
+static int apply_file(int root, int uroot, const char *p, struct ws_links *links)
 {
 	struct stat st;
 	int r = ws_lstat(uroot, p, &st);
@@ -473,7 +571,16 @@ static int apply_file(int root, int uroot, const char *p)
 	char tmp[NAME_MAX + 1];
 	snprintf(tmp, sizeof(tmp), ".ward-apply-%d", getpid());
 	unlinkat(dir, tmp, 0);
-	if (S_ISLNK(st.st_mode)) {
+	const char *first = S_ISREG(st.st_mode) && st.st_nlink > 1 ? ws_links_find(links, st.st_ino) : NULL;
+	if (first) {
+		/* Another name of a file already applied: a link to it. */
+		const char *fbase;
+		_cleanup_close_ int fdir = open_parent(root, first, false, &fbase);
+		if (fdir < 0)
+			return fdir;
+		if (linkat(fdir, fbase, dir, tmp, 0) < 0)
+			return -errno;
+	} else if (S_ISLNK(st.st_mode)) {
 		char t[PATH_MAX];
 		r = ws_readlink(uroot, p, t, sizeof(t));
 		if (r < 0)
@@ -481,26 +588,23 @@ static int apply_file(int root, int uroot, const char *p)
 		if (symlinkat(t, dir, tmp) < 0)
 			return -errno;
 	} else {
-		_cleanup_close_ int src = ws_open(uroot, p, O_RDONLY | O_NOFOLLOW);
+		_cleanup_close_ int src = ws_open_reg(uroot, p, NULL);
 		if (src < 0)
 			return src;
 		mode_t mode = st.st_mode & WS_MODE_MASK;
 		_cleanup_close_ int dst = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (dst < 0)
 			return -errno;
-		char b[65536];
-		for (;;) {
-			ssize_t n = fdio_read_some(src, b, sizeof(b));
-			if (n < 0 || (n > 0 && fdio_write_full(dst, b, (size_t)n) < 0)) {
-				unlinkat(dir, tmp, 0);
-				return n < 0 ? (int)n : -EIO;
-			}
-			if (n == 0)
-				break;
+		r = copy_sparse(src, dst, st.st_size);
+		if (r < 0) {
+			unlinkat(dir, tmp, 0);
+			return r;
 		}
 		/* The mode as the box left it (open's is cut by the umask), less
 		 * any setuid or setgid bit. */
 		fchmod(dst, mode);
+		if (st.st_nlink > 1)
+			ws_links_add(links, st.st_ino, p);
 	}
 	/* A directory in the way (a dir replaced by a file) was deleted first. */
 	if (renameat(dir, tmp, dir, base) < 0) {
@@ -517,6 +621,7 @@ int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, s
 	int rr = ws_roots(lower, upper, &root, &uroot, e);
 	if (rr < 0)
 		return rr;
+	struct ws_links links = { 0 };
 	/* Deletions first, then directories, then files. */
 	for (int pass = 0; pass < 3; pass++)
 		for (size_t i = 0; i < c->n; i++) {
@@ -531,10 +636,13 @@ int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, s
 				_cleanup_close_ int dir = open_parent(root, ch->path, true, &base);
 				r = dir < 0 ? dir : mkdirat(dir, base, 0755) < 0 && errno != EEXIST ? -errno : 0;
 			} else if (pass == 2 && ch->kind != WS_DELETED && !ch->dir) {
-				r = apply_file(root, uroot, ch->path);
+				r = apply_file(root, uroot, ch->path, &links);
 			}
-			if (r < 0)
+			if (r < 0) {
+				ws_links_free(&links);
 				return err_setc(e, r, "cannot apply the change to %s (%s)", ch->path, ws_kind_name(ch->kind));
+			}
 		}
+	ws_links_free(&links);
 	return 0;
 }

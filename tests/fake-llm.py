@@ -201,6 +201,19 @@ def sc_redirect(n, msgs):
                 error_body={"error": {"type": "redirect", "message": "moved"}})
 
 
+def sc_bigwrite(n, msgs):
+    """Two writes of 700 KB each, streamed slowly (a pause before each of a
+    few events) so that a test can stop the box's keeper first: the frames
+    then wait in ward's queue."""
+    if n == 1:
+        big = "x" * (700 << 10)
+        return Turn([("text", "Writing two big files now."),
+                     ("tool", "write", {"path": "big1.txt", "content": big}),
+                     ("tool", "write", {"path": "big2.txt", "content": big})],
+                    slow_s=0.25, json_split=1 << 21)
+    return text("Written.")
+
+
 def sc_nul_path(n, msgs):
     if n == 1:
         return Turn([("tool", "write", {"path": "nul\x00evil.txt", "content": "x\n"}),

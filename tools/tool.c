@@ -1,4 +1,5 @@
 #include "tools/tool.h"
+#include "tools/bash.h"
 
 #include <errno.h>
 #include <math.h>
@@ -164,6 +165,31 @@ int tool_result_set(struct tool_result *r, enum outcome o, const char *fmt, ...)
 	va_end(ap);
 	buf_append(&r->text, tmp, strlen(tmp));
 	return 0;
+}
+
+cJSON *tool_result_json(const char *outcome, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "outcome", outcome);
+	cJSON_AddStringToObject(r, "text", text);
+	return r;
+}
+
+int64_t tool_limit_ms(const struct tool *t, const cJSON *args)
+{
+	if (!t || t->inproc)
+		return TOOL_FILE_TIMEOUT_MS;
+	return tool_arg_int(args, "timeout", BASH_TIMEOUT_DEFAULT_S) * 1000;
+}
+
+int64_t tool_idle_ms(const struct tool *t, const cJSON *args)
+{
+	return t && !t->inproc ? tool_arg_int(args, "idle_timeout", 0) * 1000 : 0;
 }
 
 const char *tool_arg_str(const cJSON *args, const char *name, const char *dflt)

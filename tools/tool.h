@@ -77,11 +77,22 @@ int tool_check_args(const struct tool *t, const cJSON *args, struct err *e);
 /* JSON schema the model sees: {"name","description","input_schema"}. */
 cJSON *tool_schema(const struct tool *t);
 
+/* A call's own time limit, before the task's clamp (proto/budget.h):
+ * in-process tools TOOL_FILE_TIMEOUT_MS; bash its timeout argument, or
+ * BASH_TIMEOUT_DEFAULT_S. The idle limit: bash's idle_timeout, or none. */
+#define TOOL_FILE_TIMEOUT_MS 30000
+int64_t tool_limit_ms(const struct tool *t, const cJSON *args);
+int64_t tool_idle_ms(const struct tool *t, const cJSON *args);
+
 /* Cap on the text a model gets from one call. */
 #define TOOL_TEXT_MAX (64u * 1024)
 void tool_result_init(struct tool_result *r);
 int tool_result_set(struct tool_result *r, enum outcome o, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* A result as JSON, {"outcome", "text"}, for a call that ward answers
+ * itself (refused, not run, the box lost). */
+cJSON *tool_result_json(const char *outcome, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Argument accessors (after tool_check_args). */
 const char *tool_arg_str(const cJSON *args, const char *name, const char *dflt);

@@ -71,6 +71,7 @@ struct turn {
 	struct http *http;
 	int sfd;
 	bool finished, stopping;
+	bool box_watched;	/* the box's channel is in the loop */
 	enum turn_stop_kind stop_kind;
 	char stop_why[512];
 	int sigints;
@@ -255,19 +256,6 @@ static void calls_free(struct turn *t)
 	t->running = t->running_mut = 0;
 }
 
-static cJSON *result_new(const char *outcome, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cJSON *result_new(const char *outcome, const char *fmt, ...)
-{
-	char text[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	cJSON *r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "outcome", outcome);
-	cJSON_AddStringToObject(r, "text", text);
-	return r;
-}
 
 static void call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatched)
 {
@@ -310,15 +298,6 @@ static void on_box_result(void *ud, uint32_t id, cJSON *result)
 	cJSON_Delete(result);
 }
 
-/* The limit for one call: its own, clamped to the time left. */
-static int64_t call_limit(struct turn *t, struct tcall *c, int64_t left)
-{
-	int64_t own = c->tool->inproc ? 30000
-				      : (int64_t)json_int(cJSON_GetObjectItemCaseSensitive(c->block, "input"), "timeout",
-							  BASH_TIMEOUT_DEFAULT_S) * 1000;
-	return left >= 0 && left < own ? left : own;
-}
-
 /* Gate and dispatch one call; false when it must wait for others. */
 static bool dispatch(struct turn *t, struct tcall *c)
 {
@@ -327,30 +306,30 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	struct turn_event ev = { .type = EV_TOOL_CALL, .call = c->block };
 	emit(t, &ev);
 	if (t->stopping) {
-		call_done(t, c, result_new("cancelled", "not run: %s", t->stop_why), false);
+		call_done(t, c, tool_result_json("cancelled", "not run: %s", t->stop_why), false);
 		return true;
 	}
 	if (werr) {
-		call_done(t, c, result_new("bad_input", "not run: %s", werr), false);
+		call_done(t, c, tool_result_json("bad_input", "not run: %s", werr), false);
 		return true;
 	}
 	if (!c->tool) {
 		call_done(t, c,
-			  result_new("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
+			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
 				     c->name ? c->name : ""),
 			  false);
 		return true;
 	}
 	struct err e = { 0 };
 	if (tool_check_args(c->tool, input, &e) < 0) {
-		call_done(t, c, result_new("bad_input", "%s", e.msg), false);
+		call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
 		return true;
 	}
 	const struct budgets *b = &t->cfg->b;
 	if (b->max_calls > 0 && t->s->calls >= b->max_calls) {
 		char why[160];
 		snprintf(why, sizeof(why), "the run's tool-call cap (%d) was reached", b->max_calls);
-		call_done(t, c, result_new("cancelled", "not run: %s", why), false);
+		call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
 		if (!t->stopping) {
 			t->stopping = true;
 			t->stop_kind = TURN_CALL_CAP;
@@ -360,7 +339,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	}
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
 	if (b->deadline_ms && left < TURN_MIN_CALL_MS) {
-		call_done(t, c, result_new("cancelled", "not run: the run's deadline was reached"), false);
+		call_done(t, c, tool_result_json("cancelled", "not run: the run's deadline was reached"), false);
 		if (!t->stopping) {
 			t->stopping = true;
 			t->stop_kind = TURN_DEADLINE;
@@ -381,7 +360,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 				 .n = (int64_t)d };
 	emit(t, &ae);
 	if (d == GATE_ABORT) {
-		call_done(t, c, result_new("refused", "not run: %s", why), false);
+		call_done(t, c, tool_result_json("refused", "not run: %s", why), false);
 		if (!t->stopping) {
 			t->stopping = true;
 			t->stop_kind = TURN_REFUSED;
@@ -394,7 +373,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 			t->needs_person++;
 			t->s->refused++;
 		}
-		call_done(t, c, result_new("refused", "%s", why), false);
+		call_done(t, c, tool_result_json("refused", "%s", why), false);
 		return true;
 	}
 	cJSON *intent = cJSON_CreateObject();
@@ -405,7 +384,8 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	journal_write(&t->s->j, "intent", intent);
 	cJSON_Delete(intent);
 	static const struct box_call_cbs cbs = { on_box_output, on_box_result };
-	int r = box_call_start(t->s->box, c->name, input, c->key, call_limit(t, c, left), true, &cbs, t, &c->box_id, &e);
+	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
+	int r = box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
 	t->s->calls++;
 	if (r >= 0 && t->stream_end_us) {
 		int64_t us = now_us() - t->stream_end_us;
@@ -418,7 +398,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 		t->stream_end_us = 0;
 	}
 	if (r < 0) {
-		call_done(t, c, result_new("unknown", "the call could not be sent to the box: %s", e.msg), true);
+		call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
 		return true;
 	}
 	c->state = TC_RUNNING;
@@ -765,13 +745,13 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 			struct tcall *c = &t->calls[i];
 			if (c->state == TC_RUNNING)
 				call_done(t, c,
-					  result_new("unknown",
+					  tool_result_json("unknown",
 						     "outcome unknown: ward stopped waiting for this call (%s) after "
 						     "sending its cancel; check its effects before repeating it",
 						     why),
 					  true);
 			else if (c->state == TC_WAIT)
-				call_done(t, c, result_new("cancelled", "not run: %s", why), false);
+				call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
 		}
 		calls_message(t);
 	}
@@ -814,8 +794,9 @@ static void on_input(struct loop *l, int fd, uint32_t events, void *data)
 static void on_box(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct turn *t = data;
-	if (box_conn_read(t->s->box) < 0) {
+	if (box_conn_io(t->s->box, events) < 0) {
 		loop_del(l, fd);
+		t->box_watched = false;
 		if (!t->stopping)
 			wind_down(t, TURN_BOX_ERROR, "the connection to the box was lost");
 		else
@@ -859,7 +840,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	if (t.sfd >= 0)
 		loop_add(t.loop, t.sfd, EPOLLIN, on_signal, &t);
 	if (s->box)
-		loop_add(t.loop, box_conn_fd(s->box), EPOLLIN, on_box, &t);
+		t.box_watched = loop_add(t.loop, box_conn_fd(s->box), EPOLLIN, on_box, &t) == 0;
 	const struct turn_input *in = &cfg->input;
 	if (in->on_ready)
 		loop_add(t.loop, in->fd, EPOLLIN, on_input, &t);
@@ -888,6 +869,9 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		if (cfg->b.deadline_ms && !t.stopping)
 			d = dmin(d, cfg->b.deadline_ms);
 		d = dmin(d, next_tick);
+		/* Frames waiting for the box: wake when it takes them. */
+		if (s->box && t.box_watched)
+			loop_mod(t.loop, box_conn_fd(s->box), box_conn_events(s->box));
 		if (loop_run_once(t.loop, d) < 0)
 			break;
 		if (next_tick >= 0 && now_ms() >= next_tick && !t.finished) {
@@ -915,7 +899,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	calls_free(&t);
 	buf_free(&t.errbody);
 	buf_free(&t.partial);
-	if (s->box)
+	if (s->box && t.box_watched)
 		loop_del(t.loop, box_conn_fd(s->box));
 	if (in->on_ready)
 		loop_del(t.loop, in->fd);

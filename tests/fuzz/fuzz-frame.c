@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sandbox/proto.h"
+#include "proto/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

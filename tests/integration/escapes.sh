@@ -135,6 +135,28 @@ OOM0=$(cat /proc/$GP/oom_score_adj)
 "$WARD" box exec "$D" -- 'echo 1000 > /proc/1/oom_score_adj; for p in /proc/[0-9]*; do echo 1000 > $p/oom_score_adj; done' >/dev/null 2>&1
 is "$(cat /proc/$GP/oom_score_adj)" "$OOM0" "a call cannot change ward-guest's oom_score_adj"
 
+# Every mount below a read-only bind is read-only too (a host mount under
+# /usr), and what is not for everyone under a bound /etc directory is
+# hidden (/etc/ssl/private, as root the box's uid owns it). Shown in a
+# private mount namespace, so the host is untouched.
+SUB=$(unshare -m --propagation private sh -c "
+	mount -t tmpfs ward-test /usr/local/src && echo host-file > /usr/local/src/f &&
+	mkdir -p /etc/ssl/private && mount -t tmpfs -o mode=700 ward-test /etc/ssl/private &&
+	echo 'PRIVATE KEY' > /etc/ssl/private/k.key && chmod 600 /etc/ssl/private/k.key &&
+	'$WARD' box run -- 'echo pwned >> /usr/local/src/f; cat /etc/ssl/private/k.key; ls /etc/ssl/certs | head -1; cat /usr/local/src/f' 2>&1
+	echo host-now: \$(cat /usr/local/src/f)")
+like "$SUB" "Read-only file system" "a host mount below /usr is read-only in the box"
+unlike "$SUB" "host-now:.*pwned" "and its file on the host is unchanged"
+unlike "$SUB" "PRIVATE KEY" "a host directory not open to everyone (/etc/ssl/private) is hidden"
+like "$SUB" "host-file" "twin: the file under the host mount is readable"
+like "$(X 'ls /etc/ssl/certs | wc -l')" "^[1-9]" "twin: /etc/ssl/certs is there"
+# What /proc says about the host's kernel is masked; the rest reads.
+like "$(X 'wc -c < /proc/slabinfo; wc -c < /proc/timer_list; wc -c < /proc/vmallocinfo; grep -c . /proc/meminfo' | tr '\n' ' ')" "^0 0 0 [1-9]" "/proc's slabinfo, timer_list and vmallocinfo are empty; twin: meminfo reads"
+# /dev takes nothing new; /dev/shm is the smaller of --disk and 64 MiB.
+like "$(X 'touch /dev/new 2>&1; echo x > /dev/shm/ok && echo shm-ok' | tr '\n' ' ')" "Read-only file system.*shm-ok" "/dev is read-only; twin: /dev/shm is writable"
+SB=$(box_new --disk 16M)
+like "$("$WARD" box exec "$SB" -- 'df -k /dev/shm | tail -1')" " 16384 " "/dev/shm is no larger than --disk"
+
 # The box's device nodes are binds of the host's: their inodes cannot be
 # changed from the box (the same chmod to the mode it has, and a touch,
 # would show in the host's ctime).
@@ -183,6 +205,8 @@ like "$(tool "$D" write '{"path":"nul-ok","content":"x"}')" "created" "twin: the
 if "$WARD" doctor | grep -q '^ok  *disk ceiling'; then
 	DW=$T_TMP/disk-ws
 	mkdir -p "$DW"
+	# The first box of a user (no state directory yet) gets its cap too.
+	export XDG_STATE_HOME=$T_TMP/fresh-state
 	DB=$(box_new --workspace "$DW" --disk 64M)
 	like "$("$WARD" box info "$DB")" '"disk_by":.*"an ext4 image' "box info says what enforces the disk ceiling"
 	like "$("$WARD" box exec "$DB" -- 'head -c 1000000 /dev/zero > /workspace/small && echo small-ok' 2>&1)" "small-ok" "twin: a 1 MB file is written under a 64 MiB ceiling"
@@ -194,8 +218,11 @@ if "$WARD" doctor | grep -q '^ok  *disk ceiling'; then
 	like "$(tool "$DB" bash '{"command":"cat /dev/zero > /workspace/more"}' | json text)" "hint: /workspace is full" "a failed command gets a hint that the disk is full"
 	"$WARD" box exec "$DB" -- 'rm -f /workspace/fill /workspace/big' >/dev/null 2>&1
 	like "$("$WARD" box exec "$DB" -- 'head -c 1000000 /dev/zero > /workspace/again && echo again-ok' 2>&1)" "again-ok" "twin: after rm, the space is usable again"
+	"$WARD" box exec "$DB" -- 'mkdir -p /workspace/locked/deep && chmod 000 /workspace/locked' >/dev/null 2>&1
 	"$WARD" box destroy "$DB"
 	[ ! -e "$(dirname "$UPPER").img" ] && ! grep -q " $(dirname "$UPPER") " /proc/self/mountinfo; ok $? "a destroyed box's image is unmounted and removed"
+	[ ! -e "$(dirname "$UPPER")" ]; ok $? "and its layers are gone, a directory the box made unreadable included"
+	export XDG_STATE_HOME=$T_TMP/state
 else
 	echo "ok $((T_N += 1)) # SKIP the disk ceiling needs root and loop devices ($("$WARD" doctor | grep 'disk ceiling'))"
 fi

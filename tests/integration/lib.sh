@@ -31,6 +31,9 @@ unlike() {
 lt() { # lt A B DESCRIPTION  (integers)
 	if [ "$1" -lt "$2" ]; then ok 0 "$3 ($1 < $2)"; else ok 1 "$3"; echo "#   $1 is not < $2"; fi
 }
+gone() { # gone PID: not running (no such process, or a zombie nobody reaped yet)
+	[ ! -e "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" = Z ]
+}
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 

@@ -4,30 +4,55 @@
 WS=$T_TMP/ws
 mkdir -p "$WS"
 B=$(box_new --workspace "$WS" --rw)
+cancel_after() { # cancel_after SECONDS BOX CMD: Ctrl-C to `ward box exec` after SECONDS; sets RC, MS (from the Ctrl-C), OUT
+	"$WARD" box exec "$2" -- "$3" >"$T_TMP/cancel.out" 2>&1 &
+	local p=$!
+	sleep "$1"
+	local t0; t0=$(now_ms)
+	kill -INT $p
+	wait $p
+	RC=$?
+	MS=$(( $(now_ms) - t0 ))
+	OUT=$(cat "$T_TMP/cancel.out")
+}
 
 # Cancel a bash call after 300 ms: gone in under 1 s, the box still answers.
-"$WARD" box exec "$B" -- 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary-cancel" &); sleep 100' >"$T_TMP/c.out" 2>&1 &
-P=$!
-sleep 0.3
-t0=$(now_ms)
-kill -INT $P
-wait $P
-rc=$?
-MS=$(( $(now_ms) - t0 ))
-is "$rc" 130 "cancelled exec exits 130"
+cancel_after 0.3 "$B" 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary-cancel" &); sleep 100'
+is "$RC" 130 "cancelled exec exits 130"
 # The cancel grace is 2 s for processes that trap TERM; the call as a whole
 # is gone within grace + 1 s.
 lt "$MS" 3000 "cancel (TERM trapped: grace 2 s, then killed)"
-like "$(cat "$T_TMP/c.out")" "cancelled after" "the result says cancelled"
+like "$OUT" "cancelled after" "the result says cancelled"
 like "$("$WARD" box exec "$B" -- echo alive)" "alive" "the box answers after the cancel"
 
-"$WARD" box exec "$B" -- 'sleep 100' >/dev/null 2>&1 &
-P=$!
-sleep 0.3
+# A box's own grace is every call's: with --grace 10s a command that traps
+# SIGTERM is killed at 10 s, the call is cancelled (not timed out), and the
+# box lives. No layer gives up before the guest has used the grace.
+GB=$(box_new --grace 10s)
+cancel_after 0.5 "$GB" 'trap "" TERM; sleep 60'
+is "$RC" 130 "grace 10s: the cancelled call exits 130"
+lt "$MS" 11000 "within the grace + 1 s"
+lt 9500 "$MS" "and not before the grace: the guest held SIGKILL back for 10 s"
+like "$OUT" "cancelled after 1[0-9]" "the result says cancelled, after the grace"
+unlike "$OUT" "timed out|did not answer|destroyed" "not a time-out, and the box was not destroyed"
+like "$("$WARD" box exec "$GB" -- 'echo alive')" "alive" "the same box answers after it"
+cancel_after 0.5 "$GB" 'sleep 60'
+lt "$MS" 1000 "twin: a command that does not trap SIGTERM ends at once, grace or not"
+
+# A stopped keeper does not hang the commands that ask every box: ls waits
+# at most its connect bound for it, and prints what it cannot know as "-".
+SK=$(cat "${XDG_RUNTIME_DIR:-/run}"/ward/boxes/"$GB"/keeper.pid)
+kill -STOP "$SK"
 t0=$(now_ms)
-kill -INT $P
-wait $P
+LS=$(timeout 20 "$WARD" box ls)
 MS=$(( $(now_ms) - t0 ))
+kill -CONT "$SK"
+lt "$MS" 3500 "box ls with a stopped keeper returns (bounded by the 2 s connect)"
+like "$(printf '%s\n' "$LS" | grep "^$GB ")" "^$GB +\? +- +- +- +- " "and shows that box's unknowns as -"
+unlike "$LS" "nan|-2147483648" "never a NaN or a garbage number"
+like "$(printf '%s\n' "$LS" | grep "^$B ")" "running" "twin: the other boxes are listed in full"
+
+cancel_after 0.3 "$B" 'sleep 100'
 lt "$MS" 1000 "cancel of a plain sleep after 300 ms is done in under 1 s"
 n=$("$WARD" box exec "$B" -- 'ls /proc | grep -c "^[0-9]"')
 lt "${n:-99}" 6 "no process of the cancelled call is left ($n in the box, counting this one)"

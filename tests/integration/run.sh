@@ -310,6 +310,54 @@ sleep 1
 [ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
 sleeper_gone; ok $? "the stopped run's sleep is gone from the host"
 
+# A stopped keeper that takes no frames never freezes ward: the call's
+# frames wait in a bounded queue, and Ctrl-C or --deadline still end the
+# run, the keeper (and the box with it) killed once it has been silent for
+# a margin.
+stopped_keeper_run() { # stopped_keeper_run SIGNAL|deadline: sets RC, MS (from the signal or the deadline)
+	export XDG_RUNTIME_DIR=$T_TMP/rt-$1
+	mkdir -p "$XDG_RUNTIME_DIR"; chmod 700 "$XDG_RUNTIME_DIR"
+	serve bigwrite; ws bigwrite-$1
+	local extra=""; [ "$1" = deadline ] && extra="--deadline 8s"
+	local t0; t0=$(now_ms)
+	"$WARD" run --base-url "$URL" --model fake-model --workspace "$WS" $extra "write big" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null &
+	local wp=$!
+	# Bound the test itself: a ward that froze is killed at 20 s.
+	( sleep 20; kill -9 $wp 2>/dev/null ) &
+	local guard=$!
+	for _ in $(seq 100); do [ -s "$LOG" ] && break; sleep 0.05; done
+	sleep 0.5
+	KP=$(cat "$XDG_RUNTIME_DIR"/ward/boxes/*/keeper.pid 2>/dev/null)
+	kill -STOP "$KP"
+	if [ "$1" = deadline ]; then
+		wait $wp; RC=$?
+		MS=$(( $(now_ms) - t0 - 8000 ))
+	else
+		sleep 5	# the stream ends and the two calls are dispatched into the stopped keeper
+		local t1; t1=$(now_ms)
+		kill -INT $wp
+		wait $wp; RC=$?
+		MS=$(( $(now_ms) - t1 ))
+	fi
+	kill $guard 2>/dev/null
+	kill -CONT "$KP" 2>/dev/null
+	unset XDG_RUNTIME_DIR
+}
+stopped_keeper_run INT
+is "$RC" 130 "a stopped keeper with a full queue: Ctrl-C still cancels (exit 130)"
+lt "$MS" 1000 "within 1 s of Ctrl-C"
+like "$(cat "$T_TMP/err")" "cancelled" "the calls are reported cancelled"
+gone "$KP"; ok $? "the stopped keeper was killed, the box with it"
+stopped_keeper_run deadline
+is "$RC" 2 "a stopped keeper with a full queue: --deadline still stops the run (exit 2)"
+lt "$MS" 1000 "within 1 s of the deadline"
+gone "$KP"; ok $? "and the stopped keeper was killed"
+
+# A session's kept changes stay on disk, not mounted: its image is mounted
+# only while a ward uses it (as root; elsewhere there is no image).
+is "$(grep -c " $T_TMP/" /proc/self/mountinfo)" 0 "no session's layers stay mounted after its run"
+[ "$(id -u)" -ne 0 ] || like "$(ls "$T_TMP"/state/ward/workspaces/ 2>&1)" "s-.*\.img" "twin: their images are kept"
+
 # The session journal is private: 0600 in a 0700 directory.
 J1=$(ls "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
 is "$(stat -c %a "$J1") $(stat -c %a "$(dirname "$J1")")" "600 700" "the journal is 0600 in a 0700 directory"

@@ -4,7 +4,8 @@
 
 #include "guest/guest.h"
 #include "sandbox/box.h"
-#include "sandbox/proto.h"
+#include "proto/budget.h"
+#include "proto/proto.h"
 #include "tools/bash.h"
 #include "tap.h"
 
@@ -15,18 +16,19 @@ int main(void)
 	is_int(BASH_OUT_HEAD, 10000, "output head 10,000 bytes");
 	is_int(BASH_OUT_TAIL, 20000, "output tail 20,000 bytes");
 	is_int(BASH_TIMEOUT_TAIL, 2000, "time-out tail 2,000 bytes");
-	is_int(GUEST_GRACE_MS, 2000, "cancel grace 2 s");
-	is_int(GUEST_TIMEOUT_GRACE_MAX_MS, 500, "time-out grace at most 0.5 s");
-	is_int(GUEST_FILE_TIMEOUT_MS, 30000, "file tools 30 s");
+	is_int(BUDGET_GRACE_MS, 2000, "cancel grace 2 s");
+	is_int(BUDGET_TIMEOUT_GRACE_MAX_MS, 500, "time-out grace at most 0.5 s");
+	is_int(BUDGET_MARGIN_MS, 1000, "each outer layer waits 1 s longer");
+	is_int(TOOL_FILE_TIMEOUT_MS, 30000, "file tools 30 s");
+	is_int(BOX_CONNECT_TIMEOUT_MS, 2000, "a keeper answers a connect within 2 s");
 	is_int(GUEST_TOOL_UID, 1000, "tool commands run as uid 1000 in their namespace");
 	is_int(BOX_DEFAULT_MEMORY, 1ULL << 30, "box memory 1 GiB");
 	is_int(BOX_DEFAULT_PIDS, 512, "box pids 512");
 	is_int(BOX_DEFAULT_DISK, 10ULL << 30, "box disk (workspace layer) 10 GiB");
 	is_int(BOX_DEFAULT_TTL_MS, 8LL * 3600 * 1000, "box TTL 8 h");
 	is_int(BOX_DEFAULT_IDLE_MS, 30LL * 60 * 1000, "box idle 30 min");
-	is_int(BOX_HOST_MARGIN_MS, 1000, "host margin 1 s");
 	is_int(PROTO_MAX_PAYLOAD, 1u << 20, "frame payload maximum 1 MiB");
-	is_int(PROTO_VERSION, 1, "protocol version 1");
+	is_int(PROTO_VERSION, 2, "protocol version 2 (a call carries its budget)");
 	struct box_opts o;
 	box_opts_default(&o);
 	ok(!o.net && !o.rw && !o.persistent, "no network, copy-on-write, dies with its owner by default");

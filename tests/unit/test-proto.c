@@ -5,7 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sandbox/proto.h"
+#include "base/timeutil.h"
+#include "proto/proto.h"
 #include "tap.h"
 
 static size_t enc(uint8_t *out, uint8_t type, uint32_t id, const char *p, size_t n)
@@ -86,19 +87,31 @@ next:;
 	proto_hello_payload(h);
 	proto_send(sv[0], PROTO_HELLO, 0, 0, h, 8);
 	uint8_t *p = NULL;
-	is_int(proto_recv(sv[1], &f, &p), 0, "proto_recv reads a frame");
+	is_int(proto_recv(sv[1], -1, &f, &p), 0, "proto_recv reads a frame");
 	is_int(proto_hello_check(&f), 0, "hello checks out");
 	free(p);
 	h[4] = 99;
 	proto_send(sv[0], PROTO_HELLO, 0, 0, h, 8);
-	proto_recv(sv[1], &f, &p);
+	proto_recv(sv[1], -1, &f, &p);
 	is_int(proto_hello_check(&f), -EPROTONOSUPPORT, "another protocol version is refused");
 	free(p);
 	proto_send(sv[0], PROTO_OUTPUT, 0, 1, "ab", 2);
 	close(sv[0]);
-	proto_recv(sv[1], &f, &p);
+	proto_recv(sv[1], -1, &f, &p);
 	free(p);
-	is_int(proto_recv(sv[1], &f, &p), -EPIPE, "EOF between frames is reported");
+	is_int(proto_recv(sv[1], -1, &f, &p), -EPIPE, "EOF between frames is reported");
+	close(sv[1]);
+
+	/* A peer that never speaks: the wait ends at its bound. */
+	ok(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	int64_t t0 = now_ms();
+	is_int(proto_recv(sv[1], t0 + 200, &f, &p), -ETIMEDOUT, "a silent peer: proto_recv times out");
+	int64_t ms = now_ms() - t0;
+	ok(ms >= 190 && ms < 1000, "at its bound (%lld ms for 200)", (long long)ms);
+	proto_send(sv[0], PROTO_HELLO, 0, 0, h, 8);
+	is_int(proto_recv(sv[1], now_ms() + 200, &f, &p), 0, "twin: a peer that speaks is read within the bound");
+	free(p);
+	close(sv[0]);
 	close(sv[1]);
 
 	struct proto_writer w;

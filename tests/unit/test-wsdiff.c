@@ -10,6 +10,7 @@
 
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/timeutil.h"
 #include "sandbox/wsdiff.h"
 #include "tap.h"
 
@@ -135,6 +136,45 @@ static void test_setid(void)
 	ws_changes_free(&ch);
 }
 
+/* A FIFO of the user's tree is never opened (the diff would wait for a
+ * writer for ever); a sparse file and hard links the box made are applied
+ * as what they are, not as gigabytes of zeros and copies. */
+static void test_special_sparse_links(void)
+{
+	char lo[PATH_MAX], up[PATH_MAX], p[PATH_MAX + 16], q[PATH_MAX + 16];
+	fresh("special", lo, up);
+	snprintf(p, sizeof(p), "%s/pipe", lo);
+	mkfifo(p, 0644);
+	put(up, "pipe", "now a file\n");
+	snprintf(p, sizeof(p), "%s/sparse", up);
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ok(fd >= 0 && ftruncate(fd, 1LL << 30) == 0 && pwrite(fd, "end", 3, (1LL << 30) - 3) == 3,
+	   "a 1 GiB sparse file in the layer");
+	snprintf(q, sizeof(q), "%s/hard2", up);
+	ok(link(p, q) == 0, "and a second name for it");
+	struct ws_changes ch;
+	struct err e = { 0 };
+	alarm(20);	/* a hang fails the test instead of stalling the suite */
+	ok(ws_changes_read(lo, up, &ch, &e) == 0, "special: the changes are read");
+	int64_t t0 = now_ms();
+	int dr;
+	_cleanup_free_ char *d = diff_text(lo, up, &ch, "special-diff", &dr);
+	ok(now_ms() - t0 < 5000, "the diff returns (a FIFO is not opened for reading)");
+	like(d, "pipe modified: not a regular file", "and says the FIFO's change is not shown");
+	like(d, "sparse added: 0 bytes -> 1073741824 bytes: over 8 MiB, not shown", "a file over 8 MiB is named, not shown");
+	ok(ws_apply(lo, up, &ch, &e) == 0, "the changes apply (%s)", e.msg);
+	alarm(0);
+	struct stat a, b;
+	snprintf(p, sizeof(p), "%s/sparse", lo);
+	snprintf(q, sizeof(q), "%s/hard2", lo);
+	ok(stat(p, &a) == 0 && a.st_size == 1LL << 30 && a.st_blocks < 1024,
+	   "the applied sparse file keeps its holes (%lld blocks of 512 for 1 GiB)", (long long)a.st_blocks);
+	ok(stat(q, &b) == 0 && a.st_ino == b.st_ino && b.st_nlink == 2, "the second name is a link to it, not a copy");
+	_cleanup_free_ char *pipe = get(lo, "pipe");
+	is_str(pipe, "now a file\n", "the FIFO was replaced by the box's file");
+	ws_changes_free(&ch);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -233,6 +273,7 @@ int main(void)
 
 	test_no_follow();
 	test_setid();
+	test_special_sparse_links();
 
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

@@ -1,9 +1,12 @@
-#include "sandbox/proto.h"
+#include "proto/proto.h"
 #include "base/fdio.h"
+#include "base/timeutil.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static uint32_t get_le32(const uint8_t *p)
@@ -137,7 +140,10 @@ int proto_queue(struct proto_writer *w, uint8_t type, uint8_t flags, uint32_t id
 int proto_flush(struct proto_writer *w, int fd)
 {
 	while (w->out.len) {
-		ssize_t n = write(fd, w->out.data, w->out.len);
+		/* A peer gone mid-write is an error to return, not a SIGPIPE. */
+		ssize_t n = send(fd, w->out.data, w->out.len, MSG_NOSIGNAL);
+		if (n < 0 && errno == ENOTSOCK)
+			n = write(fd, w->out.data, w->out.len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -160,10 +166,38 @@ int proto_send(int fd, uint8_t type, uint8_t flags, uint32_t id, const void *pay
 	return fdio_write_full(fd, payload, len);
 }
 
-int proto_recv(int fd, struct frame *ret, uint8_t **ret_payload)
+/* len bytes from fd by until_ms (monotonic; <0: no bound). */
+static int proto_read_until(int fd, void *buf, size_t len, int64_t until_ms)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		int64_t left = until_ms < 0 ? -1 : until_ms - now_ms();
+		if (until_ms >= 0 && left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int pr = poll(&pf, 1, left < 0 ? -1 : (int)left);
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+		if (pr <= 0)
+			continue;
+		ssize_t n = read(fd, p, len);
+		if (n == 0)
+			return -EPIPE;
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int proto_recv(int fd, int64_t until_ms, struct frame *ret, uint8_t **ret_payload)
 {
 	uint8_t hdr[PROTO_HDR];
-	int r = fdio_read_full(fd, hdr, sizeof(hdr));
+	int r = proto_read_until(fd, hdr, sizeof(hdr), until_ms);
 	if (r < 0)
 		return r;
 	uint32_t len = get_le32(hdr);
@@ -174,7 +208,7 @@ int proto_recv(int fd, struct frame *ret, uint8_t **ret_payload)
 	uint8_t *p = malloc(len + 1);
 	if (!p)
 		return -ENOMEM;
-	r = fdio_read_full(fd, p, len);
+	r = proto_read_until(fd, p, len, until_ms);
 	if (r < 0) {
 		free(p);
 		return r;

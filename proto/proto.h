@@ -11,14 +11,15 @@
 
 #include "base/buf.h"
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_MAGIC 0x44524157u /* "WARD" */
 #define PROTO_HDR 12
 #define PROTO_MAX_PAYLOAD (1u << 20)
 
 enum proto_type {
-	PROTO_HELLO = 1,	/* magic u32, version u32; flags: PROTO_F_OWNER from a client */
-	PROTO_CALL = 2,		/* JSON {tool, args, timeout_ms, idle_ms, stream, key} */
+	PROTO_HELLO = 1,	/* magic u32, version u32; from a keeper to a client, then
+				 * JSON {grace_ms}: the box's cancel grace */
+	PROTO_CALL = 2,		/* JSON {tool, args, budget (proto/budget.h), stream, key} */
 	PROTO_CANCEL = 3,
 	PROTO_EVIDENCE = 4,	/* request: empty; reply: JSON */
 	PROTO_PING = 5,
@@ -30,7 +31,7 @@ enum proto_type {
 	PROTO_DESTROY = 11,	/* client -> keeper */
 	PROTO_INFO = 12,	/* client -> keeper: empty; reply JSON */
 	PROTO_START = 13,	/* host -> a VM's guest waiting after boot: JSON
-				 * {entropy (hex), time_ns, pids, mem, grace_ms} */
+				 * {entropy (hex), time_ns, pids, mem} */
 	PROTO_TYPE_MAX = 13,
 };
 
@@ -80,7 +81,8 @@ static inline bool proto_pending(const struct proto_writer *w) { return w->out.l
 
 /* Blocking helpers for simple peers. */
 int proto_send(int fd, uint8_t type, uint8_t flags, uint32_t id, const void *payload, size_t len);
-/* Read one frame, blocking, into a malloc'd payload (NUL-terminated). */
-int proto_recv(int fd, struct frame *ret, uint8_t **ret_payload);
+/* Read one frame into a malloc'd payload (NUL-terminated), waiting until
+ * until_ms at most (monotonic, now_ms(); <0: no bound): -ETIMEDOUT. */
+int proto_recv(int fd, int64_t until_ms, struct frame *ret, uint8_t **ret_payload);
 int proto_hello_payload(uint8_t out[8]);
 int proto_hello_check(const struct frame *f);

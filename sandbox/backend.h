@@ -1,0 +1,61 @@
+/* The backends behind the keeper, and what they share: the box's host side
+ * that ward's front ends never see. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "sandbox/box.h"
+#include "sandbox/cgroup.h"
+
+struct box_inst {
+	pid_t pid;
+	int pidfd;
+	int chan_fd;
+	int log_fd;		/* the guest's stderr, or -1 (the keeper copies it to its log) */
+	bool rlimit_pids, rlimit_memory;
+	bool hello_done;	/* the backend already had the guest's HELLO */
+	bool restored;		/* from a snapshot */
+};
+struct box_spec {
+	const struct box_opts *opts;
+	const char *root_dir, *upper_dir, *work_dir;
+	const struct cgroup_set *cg;
+};
+struct box_backend {
+	const char *name;
+	int (*start)(const struct box_spec *s, struct box_inst *ret, struct err *e);
+	void (*kill)(struct box_inst *b);
+	/* The host cgroup's limits for a box's limits (NULL: the same). */
+	void (*host_limits)(const struct limits *box, struct limits *host);
+};
+extern const struct box_backend box_backend_ns, box_backend_vm;
+/* "ns", "vm", or "auto" (vm where KVM works, else ns); NULL if unknown. */
+const struct box_backend *box_backend_find(const char *name);
+/* What the backends share to start their process in fresh namespaces.
+ * clone3 with CLONE_PIDFD (and into *cgfd's cgroup; a refused placement
+ * falls back without it and closes *cgfd). */
+pid_t box_clone3(uint64_t flags, int *cgfd, int *pidfd);
+/* Map inside (uid and gid) in pid's new user namespace to the caller's
+ * uid and gid; setgroups denied. */
+int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid);
+/* The two go-aheads a backend's child waits for: "m" (the maps are
+ * written), then the v1 cgroup attach, then "g" (the cgroups hold). */
+int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid);
+/* The copy-on-write workspace at target: lower, with the box's changes
+ * going to upper (work: overlayfs's scratch dir). 0, or -1 with errno. */
+int box_mount_overlay(const char *lower, const char *upper, const char *work, const char *target);
+/* SIGKILL a backend's process and reap it (bounded: 2 s); close its fds. */
+void box_kill_reap(pid_t pid, int pidfd, int chan_fd);
+/* vm.c: whether the vm backend can run here, and KVM. */
+int vm_available(struct err *e);
+bool vm_kvm_usable(void);
+
+/* vm.c: whether the vm backend can run here, and KVM. */
+int vm_available(struct err *e);
+bool vm_kvm_usable(void);
+
+/* keeper.c: the keeper's entry point after fork (never returns). */
+void keeper_main(const struct box_opts *o, const char *name, const char *boxdir, int ready_fd)
+	__attribute__((noreturn));

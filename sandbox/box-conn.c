@@ -1,0 +1,537 @@
+/* ward's connection to a box's keeper: calls, cancels, info, destroy. One
+ * call path: a call is started, the connection is driven from an event
+ * loop, and the blocking box_call is that loop. Writes go through a bounded
+ * queue on a non-blocking socket, so a stopped keeper never blocks ward;
+ * each call's deadline on this side comes from its budget. */
+#include "sandbox/backend.h"
+#include "sandbox/box.h"
+#include "proto/budget.h"
+#include "proto/proto.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/timeutil.h"
+#include "tools/tool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Frames waiting for the keeper: a few calls' worth (a CALL is at most
+ * PROTO_MAX_PAYLOAD). Past it a call is refused, not queued. */
+#define BOX_CONN_QUEUE (8u * PROTO_MAX_PAYLOAD)
+
+struct box_pending {
+	uint32_t id;
+	struct budget b;
+	int64_t start_ms, cancel_ms, deadline;
+	struct box_call_cbs cbs;
+	void *ud;
+	struct box_pending *next;
+};
+
+struct box_conn {
+	int fd;
+	char name[BOX_NAME_MAX + 1];
+	char boxdir[PATH_MAX];
+	struct proto_reader rd;
+	struct proto_writer wr;
+	int64_t wr_progress_ms;	/* when the queue last shrank (or filled from empty) */
+	uint32_t next_id;
+	int64_t grace_ms;	/* the box's, from the keeper's hello */
+	struct box_pending *pending;
+	/* A request waiting for its reply (box_info): the frame is kept here. */
+	uint8_t want_type;
+	uint32_t want_id;
+	cJSON *reply;
+	bool dead;
+};
+
+/* The box's grace from the keeper's hello: {"grace_ms":N} after the
+ * magic and the version. */
+static int64_t box_hello_grace(const struct frame *f)
+{
+	if (f->len <= 8)
+		return BUDGET_GRACE_MS;
+	cJSON *j = cJSON_ParseWithLength((const char *)f->payload + 8, f->len - 8);
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(j, "grace_ms");
+	int64_t v = cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 3600e3 ? (int64_t)g->valuedouble
+										     : BUDGET_GRACE_MS;
+	cJSON_Delete(j);
+	return v;
+}
+
+int box_connect(const char *name, struct box_conn **ret, struct err *e)
+{
+	if (!state_name_valid(name))
+		return err_set(e, -EINVAL, "invalid box name \"%s\"", name);
+	_cleanup_free_ struct box_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = state_box_dir(name, c->boxdir, sizeof(c->boxdir), e);
+	if (r < 0)
+		return r;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", c->boxdir) >= sizeof(sa.sun_path))
+		return err_set(e, -ENAMETOOLONG, "box socket path too long");
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return err_setc(e, -errno, "socket");
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(c->fd);
+		return err_set(e, -ENOENT, "no box named %s (see `ward box ls`)", name);
+	}
+	/* The keeper's hello, within the bound: a stopped keeper still
+	 * accepts connections (the kernel's backlog) but never speaks. */
+	fdio_set_nonblock(c->fd, true);
+	proto_reader_init(&c->rd);
+	proto_writer_init(&c->wr, BOX_CONN_QUEUE);
+	int64_t until = now_ms() + BOX_CONNECT_TIMEOUT_MS;
+	struct frame f;
+	while ((r = proto_reader_next(&c->rd, &f)) == -EAGAIN) {
+		int64_t left = until - now_ms();
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		int k = proto_reader_fill(&c->rd, c->fd);
+		if (k == 0 || (k < 0 && k != -EAGAIN)) {
+			r = k == 0 ? -ECONNRESET : k;
+			break;
+		}
+	}
+	if (r == 0)
+		r = proto_hello_check(&f);
+	if (r == 0)
+		c->grace_ms = box_hello_grace(&f);
+	if (r < 0) {
+		close(c->fd);
+		proto_reader_free(&c->rd);
+		proto_writer_free(&c->wr);
+		return err_set(e, r, "box %s did not answer (%s)", name,
+			       r == -ETIMEDOUT ? "no hello within 2 s: is its keeper stopped?" : strerror(-r));
+	}
+	uint8_t hello[8];
+	proto_hello_payload(hello);
+	proto_queue(&c->wr, PROTO_HELLO, 0, 0, hello, sizeof(hello));
+	proto_flush(&c->wr, c->fd);
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+void box_disconnect(struct box_conn *c)
+{
+	if (!c)
+		return;
+	while (c->pending) {
+		struct box_pending *p = c->pending;
+		c->pending = p->next;
+		free(p);
+	}
+	close(c->fd);
+	proto_reader_free(&c->rd);
+	proto_writer_free(&c->wr);
+	cJSON_Delete(c->reply);
+	free(c);
+}
+
+int box_conn_fd(const struct box_conn *c)
+{
+	return c->fd;
+}
+
+uint32_t box_conn_events(const struct box_conn *c)
+{
+	return EPOLLIN | (proto_pending(&c->wr) ? EPOLLOUT : 0);
+}
+
+static void box_flush(struct box_conn *c)
+{
+	size_t before = c->wr.out.len;
+	int r = proto_flush(&c->wr, c->fd);
+	if (c->wr.out.len < before || before == 0)
+		c->wr_progress_ms = now_ms();
+	if (r < 0 && r != -EAGAIN)
+		c->dead = true;
+}
+
+static int box_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p, size_t n)
+{
+	bool was_empty = !proto_pending(&c->wr);
+	int r = proto_queue(&c->wr, type, 0, id, p, n);
+	if (r < 0)
+		return r;
+	if (was_empty)
+		c->wr_progress_ms = now_ms();
+	box_flush(c);
+	return 0;
+}
+
+/* The keeper did not answer in time: it is broken or stopped. Kill it; the
+ * box dies with it (PDEATHSIG). */
+static void box_kill_keeper(struct box_conn *c)
+{
+	pid_t k = state_keeper_pid(c->boxdir);
+	if (k > 0)
+		kill(k, SIGKILL);
+}
+
+/* A result ward makes up for a call the box could not answer. */
+#define box_result(outcome, destroyed, ...) box_result_env(tool_result_json(outcome, __VA_ARGS__), destroyed)
+static cJSON *box_result_env(cJSON *j, bool destroyed)
+{
+	if (destroyed) {
+		cJSON_AddStringToObject(j, "environment", "the box was destroyed");
+		cJSON_AddBoolToObject(j, "box_destroyed", 1);
+	}
+	return j;
+}
+
+static struct box_pending *box_pending_take(struct box_conn *c, uint32_t id, bool remove)
+{
+	for (struct box_pending **pp = &c->pending; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			struct box_pending *p = *pp;
+			if (remove)
+				*pp = p->next;
+			return p;
+		}
+	return NULL;
+}
+
+static void box_pending_finish(struct box_pending *p, cJSON *res)
+{
+	struct box_call_cbs cbs = p->cbs;
+	void *ud = p->ud;
+	uint32_t id = p->id;
+	free(p);
+	if (cbs.result)
+		cbs.result(ud, id, res);
+	else
+		cJSON_Delete(res);
+}
+
+/* The connection is gone: every pending call's outcome is unknown. */
+static void box_fail_all(struct box_conn *c, const char *why)
+{
+	c->dead = true;
+	while (c->pending) {
+		struct box_pending *p = c->pending;
+		c->pending = p->next;
+		box_pending_finish(p, box_result("unknown", false, "%s", why));
+	}
+}
+
+int box_call_start(struct box_conn *c, const struct box_call_req *rq, const struct box_call_cbs *cbs, void *ud,
+		   uint32_t *ret_id, struct err *e)
+{
+	if (c->dead)
+		return err_set(e, -ECONNRESET, "the connection to box %s is gone", c->name);
+	const struct tool *t = tool_lookup(rq->tool);
+	struct box_pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return err_set(e, -ENOMEM, "out of memory");
+	p->id = ++c->next_id;
+	/* The one place a call's time budget is made. */
+	p->b = budget_make(tool_limit_ms(t, rq->args), tool_idle_ms(t, rq->args), rq->left_ms, c->grace_ms);
+	p->start_ms = now_ms();
+	p->deadline = budget_deadline(&p->b, BUDGET_CLIENT, p->start_ms, 0);
+	p->cbs = *cbs;
+	p->ud = ud;
+	cJSON *req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "tool", rq->tool);
+	cJSON_AddItemToObject(req, "args", cJSON_Duplicate(rq->args, 1));
+	cJSON_AddItemToObject(req, "budget", budget_to_json(&p->b));
+	cJSON_AddBoolToObject(req, "stream", rq->stream);
+	char gen[64];
+	snprintf(gen, sizeof(gen), "%s-%d-%u", c->name, getpid(), p->id);
+	cJSON_AddStringToObject(req, "key", rq->key && *rq->key ? rq->key : gen);
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	int r = s ? box_queue(c, PROTO_CALL, p->id, s, strlen(s)) : -ENOMEM;
+	if (r < 0) {
+		free(p);
+		if (r == -ENOBUFS || r == -EMSGSIZE)
+			return err_set(e, r, "box %s is not taking frames (%s)", c->name,
+				       r == -EMSGSIZE ? "the call is over the frame limit" : "its queue is full");
+		return err_setc(e, r, "box %s", c->name);
+	}
+	p->next = c->pending;
+	c->pending = p;
+	if (ret_id)
+		*ret_id = p->id;
+	return 0;
+}
+
+int box_call_cancel(struct box_conn *c, uint32_t id)
+{
+	struct box_pending *p = box_pending_take(c, id, false);
+	if (!p || p->cancel_ms)
+		return 0;
+	p->cancel_ms = now_ms();
+	p->deadline = budget_deadline(&p->b, BUDGET_CLIENT, p->start_ms, p->cancel_ms);
+	return box_queue(c, PROTO_CANCEL, id, NULL, 0);
+}
+
+static void box_frame(struct box_conn *c, const struct frame *f)
+{
+	if (c->want_type && f->type == c->want_type && f->id == c->want_id) {
+		cJSON_Delete(c->reply);
+		c->reply = cJSON_ParseWithLength((const char *)f->payload, f->len);
+		if (!c->reply)
+			c->reply = cJSON_CreateNull();
+		return;
+	}
+	struct box_pending *p = box_pending_take(c, f->id, false);
+	if (!p)
+		return;
+	if (f->type == PROTO_OUTPUT && p->cbs.output) {
+		p->cbs.output(p->ud, p->id, (const char *)f->payload, f->len);
+	} else if (f->type == PROTO_ERROR) {
+		box_pending_take(c, f->id, true);
+		box_pending_finish(p, box_result("failed", false, "the box refused the call: %.*s\n",
+						 (int)MIN(f->len, 500u), f->payload));
+	} else if (f->type == PROTO_RESULT) {
+		box_pending_take(c, f->id, true);
+		cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
+		box_pending_finish(p, j ? j : box_result("unknown", false, "the box sent a malformed result\n"));
+	}
+}
+
+int box_conn_io(struct box_conn *c, uint32_t events)
+{
+	if (c->dead)
+		return -ECONNRESET;
+	if (events & EPOLLOUT)
+		box_flush(c);
+	int r = 1;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		r = proto_reader_fill(&c->rd, c->fd);
+		if (r == -EAGAIN)
+			r = 1;
+	}
+	if (r <= 0 || c->dead) {
+		char why[300];
+		snprintf(why, sizeof(why), "the connection to box %s was lost while this call ran; its outcome is unknown\n",
+			 c->name);
+		box_fail_all(c, why);
+		return r < 0 ? r : -ECONNRESET;
+	}
+	struct frame f;
+	while ((r = proto_reader_next(&c->rd, &f)) == 0)
+		box_frame(c, &f);
+	if (r != -EAGAIN) {
+		box_fail_all(c, "box protocol error; the call's outcome is unknown\n");
+		return r;
+	}
+	return 0;
+}
+
+/* A keeper that has not taken a queued frame for a margin is stopped or
+ * stuck: once a cancel waits behind it, it is given no longer (at once if
+ * it was already that long silent when the cancel came). */
+static int64_t box_stall_deadline(const struct box_conn *c)
+{
+	if (!proto_pending(&c->wr))
+		return -1;
+	int64_t d = -1;
+	for (const struct box_pending *p = c->pending; p; p = p->next)
+		if (p->cancel_ms) {
+			int64_t t = MAX(c->wr_progress_ms + p->b.margin_ms, p->cancel_ms);
+			if (d < 0 || t < d)
+				d = t;
+		}
+	return d;
+}
+
+int64_t box_conn_deadline(const struct box_conn *c)
+{
+	int64_t d = box_stall_deadline(c);
+	for (const struct box_pending *p = c->pending; p; p = p->next)
+		if (d < 0 || p->deadline < d)
+			d = p->deadline;
+	return d;
+}
+
+void box_conn_tick(struct box_conn *c)
+{
+	int64_t now = now_ms(), stall = box_stall_deadline(c);
+	bool stuck = stall >= 0 && now >= stall;
+	for (const struct box_pending *p = c->pending; p && !stuck; p = p->next)
+		stuck = now >= p->deadline;
+	if (!stuck)
+		return;
+	/* The keeper is past its own deadline for a call, or not taking
+	 * frames: it and the box go, and every call on it ends here. */
+	box_kill_keeper(c);
+	c->dead = true;
+	while (c->pending) {
+		struct box_pending *p = c->pending;
+		c->pending = p->next;
+		cJSON *res;
+		if (p->cancel_ms)
+			res = box_result("cancelled", true,
+					 "cancelled after %.1f s; the box did not answer within the call's grace (%.1f s) "
+					 "and was destroyed; a new box will be created; files under /workspace are kept\n",
+					 (now - p->start_ms) / 1000.0, p->b.grace_ms / 1000.0);
+		else if (now >= p->deadline)
+			res = box_result("timed_out", true,
+					 "timed out after %lld s; the box did not answer and was destroyed; a new box "
+					 "will be created; files under /workspace are kept\n",
+					 (long long)((p->b.limit_ms + 999) / 1000));
+		else
+			res = box_result("unknown", true,
+					 "the box stopped answering and was destroyed while this call ran; its outcome "
+					 "is unknown; files under /workspace are kept\n");
+		box_pending_finish(p, res);
+	}
+}
+
+/* Drive the connection until done() or the deadline (<0: none; the calls'
+ * own deadlines always apply). cancel_fd readable: cancel call id once. */
+static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t until, int cancel_fd,
+		     uint32_t cancel_id)
+{
+	bool cancelled = false;
+	while (!done(ud)) {
+		int64_t d = box_conn_deadline(c);
+		if (until >= 0 && (d < 0 || until < d))
+			d = until;
+		int64_t left = d < 0 ? -1 : MAX(d - now_ms(), 0);
+		struct pollfd pf[2] = { { .fd = c->fd, .events = (short)(POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0)) },
+					{ .fd = cancel_fd, .events = POLLIN } };
+		int n = cancel_fd >= 0 && !cancelled ? 2 : 1;
+		int pr = poll(pf, (nfds_t)n, left < 0 ? -1 : (int)MIN(left, 1000));
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+		if (pr > 0 && n == 2 && (pf[1].revents & POLLIN)) {
+			cancelled = true;
+			box_call_cancel(c, cancel_id);
+		}
+		if (pr > 0 && pf[0].revents) {
+			uint32_t ev = (pf[0].revents & POLLOUT ? EPOLLOUT : 0) |
+				      (pf[0].revents & (POLLIN | POLLHUP | POLLERR) ? EPOLLIN : 0);
+			if (box_conn_io(c, ev) < 0 && !done(ud))
+				return -ECONNRESET;
+		}
+		box_conn_tick(c);
+		if (until >= 0 && now_ms() >= until && !done(ud))
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+struct box_sync {
+	box_output_cb *cb;
+	void *ud;
+	cJSON *res;
+};
+
+static void box_sync_output(void *ud, uint32_t id, const char *p, size_t n)
+{
+	struct box_sync *s = ud;
+	if (s->cb)
+		s->cb(p, n, s->ud);
+}
+
+static void box_sync_result(void *ud, uint32_t id, cJSON *res)
+{
+	((struct box_sync *)ud)->res = res;
+}
+
+static bool box_sync_done(void *ud)
+{
+	return ((struct box_sync *)ud)->res != NULL;
+}
+
+int box_call(struct box_conn *c, const struct box_call_req *rq, box_output_cb *cb, void *ud, int cancel_fd,
+	     cJSON **ret_result, struct err *e)
+{
+	struct box_sync s = { .cb = cb, .ud = ud };
+	const struct box_call_cbs cbs = { .output = box_sync_output, .result = box_sync_result };
+	uint32_t id;
+	int r = box_call_start(c, rq, &cbs, &s, &id, e);
+	if (r < 0)
+		return r;
+	r = box_drive(c, box_sync_done, &s, -1, cancel_fd, id);
+	if (!s.res) {
+		/* The loop itself failed (poll): the call's fate is not known here. */
+		box_pending_take(c, id, true);
+		return err_setc(e, r, "box %s", c->name);
+	}
+	*ret_result = s.res;
+	return 0;
+}
+
+static bool box_reply_done(void *ud)
+{
+	return ((struct box_conn *)ud)->reply != NULL;
+}
+
+int box_info(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	c->want_type = PROTO_INFO;
+	c->want_id = ++c->next_id;
+	int r = box_queue(c, PROTO_INFO, c->want_id, NULL, 0);
+	if (r >= 0)
+		r = box_drive(c, box_reply_done, c, now_ms() + BOX_CONNECT_TIMEOUT_MS, -1, 0);
+	c->want_type = 0;
+	if (r < 0 || !cJSON_IsObject(c->reply)) {
+		cJSON_Delete(c->reply);
+		c->reply = NULL;
+		return err_set(e, r < 0 ? r : -EPROTO, "box %s did not answer (%s)", c->name,
+			       r == -ETIMEDOUT ? "no reply within 2 s" : r < 0 ? strerror(-r) : "a malformed reply");
+	}
+	*ret = c->reply;
+	c->reply = NULL;
+	return 0;
+}
+
+int box_destroy(const char *name, struct err *e)
+{
+	struct box_conn *c;
+	char boxdir[PATH_MAX];
+	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
+	if (r < 0)
+		return r;
+	pid_t keeper = state_keeper_pid(boxdir);
+	r = box_connect(name, &c, e);
+	if (r < 0) {
+		if (!keeper)
+			return r;
+		/* A keeper that does not answer is killed; the box dies with it. */
+		kill(keeper, SIGKILL);
+	} else {
+		box_queue(c, PROTO_DESTROY, 0, NULL, 0);
+		/* The keeper closes the socket when the box is gone. */
+		char tmp[256];
+		int64_t until = now_ms() + 5000;
+		while (now_ms() < until) {
+			struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
+			if (poll(&pf, 1, 100) < 0 && errno != EINTR)
+				break;
+			if (pf.revents & POLLOUT)
+				box_flush(c);
+			if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
+				break;
+		}
+		box_disconnect(c);
+	}
+	int64_t until = now_ms() + 3000;
+	while (keeper && state_keeper_alive(keeper) && now_ms() < until)
+		usleep(1000);
+	if (keeper && state_keeper_alive(keeper)) {
+		kill(keeper, SIGKILL);
+		usleep(10000);
+	}
+	return 0;
+}

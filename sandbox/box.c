@@ -1,0 +1,245 @@
+/* ward's side of a box's life: spawning its keeper, listing boxes and
+ * sweeping the dead ones. The connection and its calls are box-conn.c. */
+#include "sandbox/backend.h"
+#include "sandbox/box.h"
+#include "sandbox/layers.h"
+#include "proto/budget.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/timeutil.h"
+#include "tools/bash.h"
+#include "tools/tool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void box_opts_default(struct box_opts *o)
+{
+	*o = (struct box_opts){
+		.backend = "ns",
+		.ttl_ms = BOX_DEFAULT_TTL_MS,
+		.idle_ms = BOX_DEFAULT_IDLE_MS,
+		.lim = { .memory = BOX_DEFAULT_MEMORY, .pids = BOX_DEFAULT_PIDS, .disk = BOX_DEFAULT_DISK },
+		.grace_ms = BUDGET_GRACE_MS,
+	};
+}
+
+bool box_backend_known(const char *name)
+{
+	return box_backend_find(name) != NULL;
+}
+
+int box_vm_available(bool *ret_kvm, struct err *e)
+{
+	*ret_kvm = vm_kvm_usable();
+	return vm_available(e);
+}
+
+static void box_gen_name(char *out, size_t n)
+{
+	uint8_t r[4] = { 0 };
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		r[0] = (uint8_t)getpid();
+	snprintf(out, n, "box-%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
+}
+
+int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e)
+{
+	char name[BOX_NAME_MAX + 1], boxdir[PATH_MAX];
+	if (o->name) {
+		if (!state_name_valid(o->name))
+			return err_set(e, -EINVAL, "invalid box name \"%s\": use 1-%d letters, digits, '-', '_' or '.'",
+				       o->name, BOX_NAME_MAX);
+		snprintf(name, sizeof(name), "%s", o->name);
+	} else {
+		box_gen_name(name, sizeof(name));
+	}
+	if (!box_backend_find(o->backend))
+		return err_set(e, -EINVAL, "unknown backend \"%s\": use ns, vm or auto", o->backend);
+	if (o->workspace) {
+		struct stat st;
+		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
+			return err_set(e, -ENOENT, "workspace %s is not a directory", o->workspace);
+	}
+	if (access(o->guest_path, X_OK) < 0)
+		return err_setc(e, -errno, "ward-guest not found at %s (set WARD_GUEST)", o->guest_path);
+	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
+	if (r < 0)
+		return r;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", boxdir);
+	*strrchr(parent, '/') = 0;
+	if ((r = state_mkdir_p(parent, 0700)) < 0)
+		return err_setc(e, r, "cannot create %s", parent);
+	if (mkdir(boxdir, 0700) < 0) {
+		if (errno != EEXIST)
+			return err_setc(e, -errno, "cannot create %s", boxdir);
+		if (state_keeper_pid(boxdir))
+			return err_set(e, -EEXIST, "a box named %s already exists; destroy it or pick another name", name);
+		state_rm_rf(boxdir);
+		if (mkdir(boxdir, 0700) < 0)
+			return err_setc(e, -errno, "cannot create %s", boxdir);
+	}
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return err_setc(e, -errno, "pipe");
+	fflush(NULL);
+	pid_t mid = fork();
+	if (mid < 0) {
+		close(ready[0]);
+		close(ready[1]);
+		return err_setc(e, -errno, "fork");
+	}
+	if (mid == 0) {
+		/* Detach: new session, then a grandchild that init adopts. */
+		close(ready[0]);
+		setsid();
+		signal(SIGHUP, SIG_IGN);
+		pid_t k = fork();
+		if (k != 0)
+			_exit(k < 0 ? 1 : 0);
+		struct box_opts ko = *o;
+		keeper_main(&ko, name, boxdir, ready[1]);
+	}
+	close(ready[1]);
+	waitpid(mid, NULL, 0);
+	char msg[600];
+	size_t got = 0;
+	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS + 2000;
+	for (;;) {
+		int64_t left = until - now_ms();
+		struct pollfd pf = { .fd = ready[0], .events = POLLIN };
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
+			close(ready[0]);
+			return err_set(e, -ETIMEDOUT, "the box did not come up within %d s", BOX_CREATE_TIMEOUT_MS / 1000 + 2);
+		}
+		ssize_t k = read(ready[0], msg + got, sizeof(msg) - 1 - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (got >= sizeof(msg) - 1)
+			break;
+	}
+	close(ready[0]);
+	msg[got] = 0;
+	if (strcmp(msg, "ok\n")) {
+		msg[strcspn(msg, "\n")] = 0;
+		return err_set(e, -EIO, "%s", got ? msg : "the box's keeper died during setup");
+	}
+	snprintf(ret_name, n, "%s", name);
+	return 0;
+}
+
+static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
+{
+	char rt[PATH_MAX - 32], dir[PATH_MAX];
+	int r = state_runtime_dir(rt, sizeof(rt), e);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/boxes", rt);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	unsigned n = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !state_name_valid(de->d_name))
+			continue;
+		char boxdir[PATH_MAX + 64];
+		snprintf(boxdir, sizeof(boxdir), "%s/%s", dir, de->d_name);
+		pid_t k = state_keeper_pid(boxdir);
+		if (reap) {
+			if (k)
+				continue;
+			/* A box being created has no keeper.pid yet: leave young
+			 * directories alone. */
+			char pidf[PATH_MAX + 80];
+			struct stat st;
+			snprintf(pidf, sizeof(pidf), "%s/keeper.pid", boxdir);
+			if (stat(pidf, &st) < 0 && stat(boxdir, &st) == 0 &&
+			    time(NULL) - st.st_mtime < BOX_CREATE_TIMEOUT_MS / 1000 + 5)
+				continue;
+			/* The keeper is gone: so is the box (PDEATHSIG). Remove what
+			 * it left: cgroups named in info.json, the layers of a
+			 * non-persistent box, the runtime dir. */
+			char p[PATH_MAX + 80];
+			snprintf(p, sizeof(p), "%s/info.json", boxdir);
+			_cleanup_free_ char *txt = NULL;
+			if (fdio_read_file(AT_FDCWD, p, 65536, &txt, NULL) == 0) {
+				cJSON *j = cJSON_Parse(txt);
+				struct cgroup_set cg = { 0 };
+				const char *v;
+				if ((v = cJSON_GetStringValue(cJSON_GetObjectItem(j, "cgroup_v2"))))
+					snprintf(cg.v2, sizeof(cg.v2), "%s", v);
+				if ((v = cJSON_GetStringValue(cJSON_GetObjectItem(j, "cgroup_memory"))))
+					snprintf(cg.mem1, sizeof(cg.mem1), "%s", v);
+				if ((v = cJSON_GetStringValue(cJSON_GetObjectItem(j, "cgroup_pids"))))
+					snprintf(cg.pids1, sizeof(cg.pids1), "%s", v);
+				cg.v2_kill = true;
+				cgroup_kill(&cg);
+				cgroup_remove(&cg);
+				/* A session's layers outlive its box: they are its
+				 * changes, kept until applied or dropped. */
+				if (!cJSON_IsTrue(cJSON_GetObjectItem(j, "keep_layers")))
+					layers_drop(de->d_name);
+				cJSON_Delete(j);
+			}
+			state_rm_rf(boxdir);
+			n++;
+			continue;
+		}
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "name", de->d_name);
+		cJSON_AddBoolToObject(b, "alive", k != 0);
+		if (k) {
+			struct box_conn *c;
+			cJSON *info = NULL;
+			if (box_connect(de->d_name, &c, NULL) == 0) {
+				box_info(c, &info, NULL);
+				box_disconnect(c);
+			}
+			if (info) {
+				cJSON_Delete(b);
+				b = info;
+				cJSON_AddBoolToObject(b, "alive", 1);
+			}
+		}
+		cJSON_AddItemToArray(arr, b);
+		n++;
+	}
+	if (ret_n)
+		*ret_n = n;
+	return 0;
+}
+
+int box_list(cJSON **ret, struct err *e)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int r = box_each(arr, false, NULL, e);
+	if (r < 0) {
+		cJSON_Delete(arr);
+		return r;
+	}
+	*ret = arr;
+	return 0;
+}
+
+int box_reap(unsigned *ret_n, struct err *e)
+{
+	int r = box_each(NULL, true, ret_n, e);
+	/* Images of kept changes that nobody uses need no mount. */
+	layers_sweep();
+	return r;
+}
