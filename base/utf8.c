@@ -91,3 +91,36 @@ char *utf8_term_safe(const char *in, size_t len)
 	}
 	return b.data;
 }
+
+char *utf8_json_line(const char *json)
+{
+	struct buf b;
+	size_t n = strlen(json);
+	buf_init(&b, n * 3 + 1);
+	buf_append(&b, "", 0);
+	size_t run = 0;
+	for (size_t i = 0; i < n;) {
+		const char *esc = NULL;
+		size_t k = 0;
+		if ((unsigned char)json[i] == 0xe2 && (unsigned char)json[i + 1] == 0x80 &&
+		    ((unsigned char)json[i + 2] == 0xa8 || (unsigned char)json[i + 2] == 0xa9)) {
+			esc = (unsigned char)json[i + 2] == 0xa8 ? "\\u2028" : "\\u2029";
+			k = 3;
+		} else if ((unsigned char)json[i] == 0xc2 && (unsigned char)json[i + 1] == 0x85) {
+			esc = "\\u0085";
+			k = 2;
+		}
+		if (!esc) {
+			run++;
+			i++;
+			continue;
+		}
+		buf_append(&b, json + i - run, run);
+		buf_append(&b, esc, 6);
+		run = 0;
+		i += k;
+	}
+	buf_append(&b, json + n - run, run);
+	buf_cstr(&b);
+	return b.data;
+}

@@ -14,3 +14,8 @@ char *utf8_dup(const char *in, size_t len);
  * notation (ESC is "^["), C1 controls and DEL become U+FFFD, and a CR
  * before LF is dropped. */
 char *utf8_term_safe(const char *in, size_t len);
+/* A malloc'd copy of JSON text with U+2028, U+2029 and U+0085 written as
+ * \u escapes: the same JSON, but a reader that splits lines on Unicode
+ * line breaks (Python's str.splitlines, JavaScript before ES2019) still
+ * sees one value a line. Those characters only occur inside strings. */
+char *utf8_json_line(const char *json);

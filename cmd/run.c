@@ -67,9 +67,10 @@ static const char run_help[] =
 	"  --retries N        provider retries (default 2)\n"
 	"  --apply            apply the workspace changes to DIR at the end\n"
 	"  --patch FILE       write the workspace changes to FILE as a patch\n"
-	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 64 usage, 130 cancelled\n";
+	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined, 64 usage,\n"
+	"130 cancelled\n";
 
-enum { EXIT_BOUND = 2, EXIT_REFUSED = 3 };
+enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5 };
 
 struct out {
 	bool json;
@@ -79,7 +80,8 @@ struct out {
 
 static void json_line(cJSON *j)
 {
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
+	_cleanup_free_ char *raw = cJSON_PrintUnformatted(j);
+	_cleanup_free_ char *s = raw ? utf8_json_line(raw) : NULL;
 	if (s) {
 		fputs(s, stdout);
 		fputc('\n', stdout);
@@ -216,6 +218,8 @@ static int exit_for(enum turn_stop_kind k)
 		return EXIT_CANCELLED;
 	case TURN_REFUSED:
 		return EXIT_REFUSED;
+	case TURN_MODEL_REFUSED:
+		return EXIT_MODEL_REFUSED;
 	case TURN_BOX_ERROR:
 		return EXIT_NOBOX;
 	case TURN_PROVIDER_ERROR:

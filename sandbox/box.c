@@ -72,6 +72,14 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 		struct stat st;
 		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
 			return err_set(e, -ENOENT, "workspace %s is not a directory", o->workspace);
+		/* The copy-on-write layer cannot live inside the tree it covers. */
+		char ws[PATH_MAX], data[PATH_MAX - 64], dreal[PATH_MAX];
+		if (!o->rw && realpath(o->workspace, ws) && state_data_dir(data, sizeof(data), NULL) == 0 &&
+		    realpath(data, dreal) && !strncmp(dreal, ws, strlen(ws)) &&
+		    (dreal[strlen(ws)] == '/' || !dreal[strlen(ws)] || !strcmp(ws, "/")))
+			return err_set(e, -EINVAL,
+				       "workspace %s holds ward's state directory (%s), where its changes would go; "
+				       "use another workspace, --rw, or set XDG_STATE_HOME elsewhere", o->workspace, dreal);
 	}
 	if (access(o->guest_path, X_OK) < 0)
 		return err_setc(e, -errno, "ward-guest not found at %s (set WARD_GUEST)", o->guest_path);

@@ -424,21 +424,27 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		err_setc(e, r, "cannot write the box's user namespace maps");
 	/* Two go-aheads: "m", the maps are written, build the box; "g", the
 	 * cgroups hold, exec the guest. The attach overlaps the build. */
+	bool mapped = r >= 0;
 	if (r >= 0)
 		r = box_go_ahead(sync[0], s->cg, pid);
-	if (r >= 0) {
-		/* EOF: the exec happened. Bytes: the child's one-line error. */
+	if (mapped) {
+		/* EOF: the exec happened. Bytes: the child's one-line error, which
+		 * may already be there when a go-ahead could not be written (the
+		 * child failed and left first). */
 		char msg[512];
 		struct pollfd pf = { .fd = sync[0], .events = POLLIN };
-		int pr = poll(&pf, 1, 10000);
+		int pr = poll(&pf, 1, r >= 0 ? 10000 : 1000);
 		ssize_t n = pr > 0 ? read(sync[0], msg, sizeof(msg) - 1) : -1;
-		if (pr == 0)
-			r = err_set(e, -ETIMEDOUT, "the box did not start within 10 s");
-		else if (n > 0) {
+		if (n > 0) {
 			msg[n] = 0;
 			r = err_set(e, -EIO, "cannot build the box: %s", msg);
-		} else if (n < 0)
+		} else if (r < 0) {
+			r = err_setc(e, r, "the box's setup ended early");
+		} else if (pr == 0) {
+			r = err_set(e, -ETIMEDOUT, "the box did not start within 10 s");
+		} else if (n < 0) {
 			r = err_setc(e, -errno, "box setup");
+		}
 	}
 	close(sync[0]);
 	if (r < 0) {

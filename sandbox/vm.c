@@ -290,8 +290,20 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	int r = box_userns_map(pid, 1000, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the VMM's user namespace maps");
-	if (r >= 0)
+	if (r >= 0) {
 		r = box_go_ahead(sync[0], s->cg, pid);
+		/* A go-ahead the child could not take: it failed first, and its
+		 * one line may be there. */
+		char msg[512];
+		struct pollfd pf = { .fd = sync[0], .events = POLLIN };
+		ssize_t n = r < 0 && poll(&pf, 1, 1000) > 0 ? read(sync[0], msg, sizeof(msg) - 1) : -1;
+		if (n > 0) {
+			msg[n] = 0;
+			r = err_set(e, -EIO, "cannot start the VMM: %s", msg);
+		} else if (r < 0) {
+			err_setc(e, r, "the VMM's setup ended early");
+		}
+	}
 	/* Connect to QEMU's end of the channel as soon as it listens; the
 	 * sync socket says if the exec failed first. */
 	int chan = -1;

@@ -229,6 +229,12 @@ def sc_symlink_dir(n, msgs):
     return text("Done.")
 
 
+def sc_unicode_json(n, msgs):
+    """Characters that JSON carries but some encoders escape or drop:
+    line and paragraph separators, NEL, NBSP, a zero-width space, an emoji."""
+    return text("sep\u2028par\u2029nel\u0085nbsp\u00a0zw\u200bemoji\U0001F600 end")
+
+
 def sc_unicode_term(n, msgs):
     return text("colour \x1b[31mRED\x1b[0m and a title \x1b]0;pwned\x07 and bell \x07 done")
 

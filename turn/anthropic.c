@@ -18,7 +18,14 @@
 static int anthropic_request(const struct provider_cfg *c, const struct provider_req *q, struct http_call *out,
 			     struct err *e)
 {
-	provider_url(out, c->base_url ? c->base_url : provider_anthropic.default_base, "/v1/messages");
+	/* A base URL given with its /v1 (as OpenAI-style ones are) or without
+	 * it: the same endpoint, never /v1/v1/messages. */
+	const char *base = c->base_url ? c->base_url : provider_anthropic.default_base;
+	size_t bl = strlen(base);
+	while (bl && base[bl - 1] == '/')
+		bl--;
+	bool has_v1 = bl >= 3 && !strncmp(base + bl - 3, "/v1", 3);
+	provider_url(out, base, has_v1 ? "/messages" : "/v1/messages");
 	cJSON *b = cJSON_CreateObject();
 	cJSON_AddStringToObject(b, "model", c->model);
 	cJSON_AddNumberToObject(b, "max_tokens", q->max_tokens > 0 ? q->max_tokens : c->max_tokens > 0 ? c->max_tokens : 8192);

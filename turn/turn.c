@@ -1,4 +1,4 @@
-#include "turn/turn.h"
+#include "turn/turn-int.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/loop.h"
@@ -19,26 +19,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#define TURN_IDLE_MS_DEFAULT 120000
-#define TURN_ERRBODY_MAX (64u * 1024)
-#define TURN_SSE_EVENT_MAX (16u << 20)
-#define TURN_REPLAY_CHUNK 512
-/* Calls refused for want of a person before the run gives up. */
-#define TURN_NEEDS_PERSON_MAX 3
-/* A call is not started with less time than this left. */
-#define TURN_MIN_CALL_MS 200
-
-const char *turn_stop_name(enum turn_stop_kind k)
-{
-	static const char *const names[] = {
-		[TURN_DONE] = "done", [TURN_ROUND_CAP] = "round_cap", [TURN_DEADLINE] = "deadline",
-		[TURN_TOKENS] = "token_budget", [TURN_COST] = "cost_budget", [TURN_CALL_CAP] = "call_cap",
-		[TURN_CANCELLED] = "cancelled", [TURN_REFUSED] = "refused", [TURN_PROVIDER_ERROR] = "provider_error",
-		[TURN_BOX_ERROR] = "box_error",
-	};
-	return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";
-}
-
 const char *turn_ev_name(enum turn_ev_type t)
 {
 	static const char *const names[] = {
@@ -49,159 +29,11 @@ const char *turn_ev_name(enum turn_ev_type t)
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
 
-enum tc_state { TC_WAIT, TC_RUNNING, TC_DONE };
-
-struct tcall {
-	const cJSON *block;	/* the tool_use block, in the assistant message */
-	const char *id, *name;
-	const struct tool *tool;
-	enum tc_state state;
-	uint32_t box_id;
-	cJSON *result;
-	char key[128];
-};
-
-enum phase { PH_IDLE, PH_STREAM, PH_RETRY_WAIT, PH_CALLS };
-
-struct turn {
-	const struct turn_cfg *cfg;
-	struct session *s;
-	struct turn_stop *stop;
-	struct loop *loop;
-	struct http *http;
-	int sfd;
-	bool finished, stopping;
-	bool box_watched;	/* the box's channel is in the loop */
-	enum turn_stop_kind stop_kind;
-	char stop_why[512];
-	int sigints;
-
-	enum phase phase;
-	int round_no;
-	struct http_req *req;
-	struct http_call hc;
-	struct sse sse;
-	struct stream *stream;
-	const struct provider *prov;
-	bool sse_on, output_shown, bad_status, bad_type;
-	struct buf errbody;
-	struct err perr;
-	unsigned attempt;
-	int64_t retry_at;
-	cJSON *replay_script;	/* read once a turn, at its first round */
-	char *replay;
-	size_t replay_len, replay_off;
-	struct buf partial;	/* text shown this round */
-
-	struct tcall *calls;
-	size_t ncalls, next;
-	int running, running_mut;
-	int needs_person;
-	struct price price;
-	bool priced;
-	int64_t stream_end_us;
-	int64_t lat[512];	/* dispatch latencies, for the stop's median */
-	size_t nlat;
-	cJSON *tools;		/* the tool schemas, the same every round */
-};
-
-static void emit(struct turn *t, const struct turn_event *ev)
+void turn_emit(struct turn *t, const struct turn_event *ev)
 {
 	for (int i = 0; i < t->cfg->nsinks; i++)
 		if (t->cfg->sinks[i].on_event)
 			t->cfg->sinks[i].on_event(t->cfg->sinks[i].ud, ev);
-}
-
-static void start_round(struct turn *t);
-static void pump_calls(struct turn *t);
-
-static int lat_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static void finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
-{
-	if (t->finished)
-		return;
-	t->finished = true;
-	struct turn_stop *st = t->stop;
-	st->kind = kind;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(st->why, sizeof(st->why), fmt, ap);
-	va_end(ap);
-	st->rounds = t->s->rounds;
-	st->calls = t->s->calls;
-	st->refused = t->s->refused;
-	st->usage = t->s->usage;
-	st->cost = t->priced ? price_cost(&t->price, &t->s->usage) : -1;
-	if (t->nlat) {
-		qsort(t->lat, t->nlat, sizeof(t->lat[0]), lat_cmp);
-		st->dispatch_us_median = t->lat[t->nlat / 2];
-	}
-	cJSON *rec = cJSON_CreateObject();
-	cJSON_AddStringToObject(rec, "reason", turn_stop_name(kind));
-	cJSON_AddStringToObject(rec, "why", st->why);
-	cJSON_AddNumberToObject(rec, "rounds", st->rounds);
-	cJSON_AddNumberToObject(rec, "calls", st->calls);
-	cJSON *u = cJSON_AddObjectToObject(rec, "usage");
-	cJSON_AddNumberToObject(u, "input_tokens", (double)st->usage.input);
-	cJSON_AddNumberToObject(u, "output_tokens", (double)st->usage.output);
-	journal_write(&t->s->j, "stop", rec);
-	cJSON_Delete(rec);
-	struct turn_event ev = { .type = EV_STOP, .stop = st };
-	emit(t, &ev);
-}
-
-/* Begin winding down: no new rounds, no new calls; what runs is cancelled.
- * The first reason wins. */
-static void wind_down(struct turn *t, enum turn_stop_kind kind, const char *why)
-{
-	if (!t->stopping) {
-		t->stopping = true;
-		t->stop_kind = kind;
-		snprintf(t->stop_why, sizeof(t->stop_why), "%s", why);
-	}
-	switch (t->phase) {
-	case PH_STREAM:
-	case PH_RETRY_WAIT:
-		if (t->req) {
-			http_abort(t->req);
-			t->req = NULL;
-		}
-		if (t->partial.len) {
-			/* What was shown is kept, marked as cut; never a partial call. */
-			cJSON *m = cJSON_CreateObject();
-			cJSON_AddStringToObject(m, "role", "assistant");
-			cJSON *c = cJSON_AddArrayToObject(m, "content");
-			cJSON *b = cJSON_CreateObject();
-			cJSON_AddStringToObject(b, "type", "text");
-			cJSON_AddStringToObject(b, "text", t->partial.data);
-			cJSON_AddItemToArray(c, b);
-			cJSON *rec = cJSON_Duplicate(m, 1);
-			cJSON_AddBoolToObject(rec, "partial", 1);
-			journal_write(&t->s->j, "message", rec);
-			cJSON_Delete(rec);
-			cJSON_AddItemToArray(t->s->messages, m);
-		}
-		t->phase = PH_IDLE;
-		finish(t, t->stop_kind, "%s", t->stop_why);
-		break;
-	case PH_CALLS:
-		for (size_t i = 0; i < t->ncalls; i++)
-			if (t->calls[i].state == TC_RUNNING)
-				box_call_cancel(t->s->box, t->calls[i].box_id);
-		/* Their results (cancelled) arrive; pump_calls ends the round. */
-		pump_calls(t);
-		break;
-	case PH_IDLE:
-		finish(t, t->stop_kind, "%s", t->stop_why);
-		break;
-	}
 }
 
 /* Stream events from the assembler. */
@@ -211,7 +43,7 @@ static void sink_text(void *ud, const char *p, size_t n)
 	t->output_shown = true;
 	buf_append(&t->partial, p, n);
 	struct turn_event ev = { .type = EV_TEXT, .text = p, .len = n };
-	emit(t, &ev);
+	turn_emit(t, &ev);
 }
 
 static void sink_thinking(void *ud, const char *p, size_t n)
@@ -219,7 +51,7 @@ static void sink_thinking(void *ud, const char *p, size_t n)
 	struct turn *t = ud;
 	t->output_shown = true;
 	struct turn_event ev = { .type = EV_THINKING, .text = p, .len = n };
-	emit(t, &ev);
+	turn_emit(t, &ev);
 }
 
 static int on_sse(void *ud, const struct sse_event *ev)
@@ -246,228 +78,6 @@ static void round_reset(struct turn *t)
 	t->perr = (struct err){ 0 };
 }
 
-static void calls_free(struct turn *t)
-{
-	for (size_t i = 0; i < t->ncalls; i++)
-		cJSON_Delete(t->calls[i].result);
-	free(t->calls);
-	t->calls = NULL;
-	t->ncalls = t->next = 0;
-	t->running = t->running_mut = 0;
-}
-
-
-static void call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatched)
-{
-	c->state = TC_DONE;
-	c->result = result;
-	if (dispatched) {
-		cJSON *rec = cJSON_Duplicate(result, 1);
-		cJSON_AddStringToObject(rec, "call_id", c->id);
-		journal_write(&t->s->j, "result", rec);
-		cJSON_Delete(rec);
-	}
-	struct turn_event ev = { .type = EV_TOOL_RESULT, .call = c->block, .result = result };
-	emit(t, &ev);
-}
-
-static void on_box_output(void *ud, uint32_t id, const char *p, size_t n)
-{
-	struct turn *t = ud;
-	for (size_t i = 0; i < t->ncalls; i++)
-		if (t->calls[i].state == TC_RUNNING && t->calls[i].box_id == id) {
-			struct turn_event ev = { .type = EV_TOOL_OUTPUT, .call = t->calls[i].block, .text = p, .len = n };
-			emit(t, &ev);
-		}
-}
-
-static void on_box_result(void *ud, uint32_t id, cJSON *result)
-{
-	struct turn *t = ud;
-	for (size_t i = 0; i < t->ncalls; i++) {
-		struct tcall *c = &t->calls[i];
-		if (c->state != TC_RUNNING || c->box_id != id)
-			continue;
-		t->running--;
-		if (!c->tool || !c->tool->readonly)
-			t->running_mut--;
-		call_done(t, c, result, true);
-		pump_calls(t);
-		return;
-	}
-	cJSON_Delete(result);
-}
-
-/* Gate and dispatch one call; false when it must wait for others. */
-static bool dispatch(struct turn *t, struct tcall *c)
-{
-	const cJSON *input = cJSON_GetObjectItemCaseSensitive(c->block, "input");
-	const char *werr = json_str(c->block, "_ward_error");
-	struct turn_event ev = { .type = EV_TOOL_CALL, .call = c->block };
-	emit(t, &ev);
-	if (t->stopping) {
-		call_done(t, c, tool_result_json("cancelled", "not run: %s", t->stop_why), false);
-		return true;
-	}
-	if (werr) {
-		call_done(t, c, tool_result_json("bad_input", "not run: %s", werr), false);
-		return true;
-	}
-	if (!c->tool) {
-		call_done(t, c,
-			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
-				     c->name ? c->name : ""),
-			  false);
-		return true;
-	}
-	struct err e = { 0 };
-	if (tool_check_args(c->tool, input, &e) < 0) {
-		call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
-		return true;
-	}
-	const struct budgets *b = &t->cfg->b;
-	if (b->max_calls > 0 && t->s->calls >= b->max_calls) {
-		char why[160];
-		snprintf(why, sizeof(why), "the run's tool-call cap (%d) was reached", b->max_calls);
-		call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
-		if (!t->stopping) {
-			t->stopping = true;
-			t->stop_kind = TURN_CALL_CAP;
-			snprintf(t->stop_why, sizeof(t->stop_why), "%s", why);
-		}
-		return true;
-	}
-	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
-	if (b->deadline_ms && left < TURN_MIN_CALL_MS) {
-		call_done(t, c, tool_result_json("cancelled", "not run: the run's deadline was reached"), false);
-		if (!t->stopping) {
-			t->stopping = true;
-			t->stop_kind = TURN_DEADLINE;
-			snprintf(t->stop_why, sizeof(t->stop_why), "the run's deadline was reached");
-		}
-		return true;
-	}
-	char why[600];
-	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, why, sizeof(why));
-	cJSON *g = cJSON_CreateObject();
-	cJSON_AddStringToObject(g, "call_id", c->id);
-	cJSON_AddStringToObject(g, "tool", c->name);
-	cJSON_AddStringToObject(g, "decision", gate_decision_name(d));
-	cJSON_AddStringToObject(g, "why", why);
-	journal_write(&t->s->j, "gate", g);
-	cJSON_Delete(g);
-	struct turn_event ae = { .type = EV_APPROVAL, .call = c->block, .text = why, .len = strlen(why),
-				 .n = (int64_t)d };
-	emit(t, &ae);
-	if (d == GATE_ABORT) {
-		call_done(t, c, tool_result_json("refused", "not run: %s", why), false);
-		if (!t->stopping) {
-			t->stopping = true;
-			t->stop_kind = TURN_REFUSED;
-			snprintf(t->stop_why, sizeof(t->stop_why), "%s", why);
-		}
-		return true;
-	}
-	if (d == GATE_DENY || d == GATE_NEEDS_PERSON) {
-		if (d == GATE_NEEDS_PERSON) {
-			t->needs_person++;
-			t->s->refused++;
-		}
-		call_done(t, c, tool_result_json("refused", "%s", why), false);
-		return true;
-	}
-	cJSON *intent = cJSON_CreateObject();
-	cJSON_AddStringToObject(intent, "call_id", c->id);
-	cJSON_AddStringToObject(intent, "key", c->key);
-	cJSON_AddStringToObject(intent, "tool", c->name);
-	cJSON_AddItemToObject(intent, "input", cJSON_Duplicate(input, 1));
-	journal_write(&t->s->j, "intent", intent);
-	cJSON_Delete(intent);
-	static const struct box_call_cbs cbs = { on_box_output, on_box_result };
-	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
-	int r = box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
-	t->s->calls++;
-	if (r >= 0 && t->stream_end_us) {
-		int64_t us = now_us() - t->stream_end_us;
-		if (us > t->stop->dispatch_us_max)
-			t->stop->dispatch_us_max = us;
-		/* A reservoir of the first 512 is plenty for a median. */
-		if (t->nlat < ARRAY_SIZE(t->lat))
-			t->lat[t->nlat++] = us;
-		/* The first call of a message only: later ones wait for others. */
-		t->stream_end_us = 0;
-	}
-	if (r < 0) {
-		call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
-		return true;
-	}
-	c->state = TC_RUNNING;
-	t->running++;
-	if (!c->tool->readonly)
-		t->running_mut++;
-	return true;
-}
-
-cJSON *turn_tool_result(const char *id, const cJSON *result)
-{
-	cJSON *b = cJSON_CreateObject();
-	cJSON_AddStringToObject(b, "type", "tool_result");
-	cJSON_AddStringToObject(b, "tool_use_id", id);
-	const char *outcome = json_str(result, "outcome");
-	const char *text = json_str(result, "text");
-	cJSON_AddStringToObject(b, "content", text && *text ? text : outcome ? outcome : "");
-	if (!outcome || strcmp(outcome, "ok"))
-		cJSON_AddBoolToObject(b, "is_error", 1);
-	return b;
-}
-
-/* The results of the message's calls, as the next user message. */
-static void calls_message(struct turn *t)
-{
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON *content = cJSON_AddArrayToObject(m, "content");
-	for (size_t i = 0; i < t->ncalls; i++)
-		cJSON_AddItemToArray(content, turn_tool_result(t->calls[i].id, t->calls[i].result));
-	journal_write(&t->s->j, "message", m);
-	cJSON_AddItemToArray(t->s->messages, m);
-	calls_free(t);
-	t->phase = PH_IDLE;
-}
-
-static void calls_end(struct turn *t)
-{
-	calls_message(t);
-	if (t->stopping) {
-		finish(t, t->stop_kind, "%s", t->stop_why);
-		return;
-	}
-	if (t->needs_person >= TURN_NEEDS_PERSON_MAX) {
-		finish(t, TURN_REFUSED,
-		       "%d calls needed a person's approval and no one is at a terminal; rerun with --approve or --allow",
-		       t->needs_person);
-		return;
-	}
-	start_round(t);
-}
-
-/* Read-only calls run side by side; a call that changes something waits
- * for every earlier call and holds every later one. */
-static void pump_calls(struct turn *t)
-{
-	if (t->phase != PH_CALLS || t->finished)
-		return;
-	while (t->next < t->ncalls) {
-		struct tcall *c = &t->calls[t->next];
-		bool ro = c->tool && c->tool->readonly;
-		if (!t->stopping && ((ro && t->running_mut) || (!ro && t->running)))
-			return;
-		t->next++;
-		dispatch(t, c);
-	}
-	if (t->running == 0)
-		calls_end(t);
-}
 
 static void process_reply(struct turn *t, struct reply *r)
 {
@@ -479,7 +89,7 @@ static void process_reply(struct turn *t, struct reply *r)
 	s->rounds++;
 	snprintf(t->stop->model_stop, sizeof(t->stop->model_stop), "%s", r->stop_raw[0] ? r->stop_raw : stop_reason_name(r->stop));
 	struct turn_event ue = { .type = EV_USAGE, .usage = &s->usage };
-	emit(t, &ue);
+	turn_emit(t, &ue);
 	cJSON *m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "role", "assistant");
 	cJSON_AddItemToObject(m, "content", TAKE_PTR(r->content));
@@ -495,61 +105,31 @@ static void process_reply(struct turn *t, struct reply *r)
 	if (n == 0) {
 		t->phase = PH_IDLE;
 		if (r->stop == STOP_PAUSE_TURN) {
-			start_round(t);
+			turn_start_round(t);
 			return;
 		}
+		/* The provider's own word for why it stopped ("stop" from an
+		 * OpenAI server, "end_turn" from Anthropic). */
+		const char *raw = r->stop_raw[0] ? r->stop_raw : stop_reason_name(r->stop);
 		if (r->stop == STOP_REFUSAL)
-			finish(t, TURN_DONE, "the model declined the request (stop reason refusal)");
+			turn_finish(t, TURN_MODEL_REFUSED, "the model declined the request (stop reason %s)", raw);
 		else if (r->stop == STOP_MAX_TOKENS)
-			finish(t, TURN_DONE, "the model's answer hit its max_tokens limit");
+			turn_finish(t, TURN_DONE, "the model's answer hit its max_tokens limit (%s)", raw);
 		else
-			finish(t, TURN_DONE, "the model finished (%s)", stop_reason_name(r->stop));
+			turn_finish(t, TURN_DONE, "the model finished (%s)", raw);
 		return;
 	}
-	t->calls = calloc(n, sizeof(*t->calls));
-	if (!t->calls) {
-		finish(t, TURN_BOX_ERROR, "out of memory");
-		return;
-	}
-	cJSON_ArrayForEach(b, content) {
-		const char *type = json_str(b, "type");
-		if (!type || strcmp(type, "tool_use"))
-			continue;
-		struct tcall *c = &t->calls[t->ncalls++];
-		c->block = b;
-		c->id = json_str(b, "id") ? json_str(b, "id") : "";
-		c->name = json_str(b, "name") ? json_str(b, "name") : "";
-		c->tool = tool_lookup(c->name);
-		/* The idempotency key the command sees as WARD_CALL_ID. */
-		snprintf(c->key, sizeof(c->key), "%s-%d-%zu", s->j.id[0] ? s->j.id : "run", s->rounds, t->ncalls);
-	}
-	t->phase = PH_CALLS;
-	pump_calls(t);
+	turn_calls_begin(t, content, n);
 }
 
 static bool budget_check(struct turn *t)
 {
-	const struct budgets *b = &t->cfg->b;
-	struct session *s = t->s;
-	if (b->deadline_ms && now_ms() >= b->deadline_ms) {
-		finish(t, TURN_DEADLINE, "the run's deadline was reached");
-		return false;
-	}
-	if (b->max_rounds > 0 && t->round_no >= b->max_rounds) {
-		finish(t, TURN_ROUND_CAP, "the round cap (%d) was reached", b->max_rounds);
-		return false;
-	}
-	if (b->max_tokens > 0 && s->usage.input + s->usage.output >= b->max_tokens) {
-		finish(t, TURN_TOKENS, "the token budget (%lld) was used: %lld in, %lld out", (long long)b->max_tokens,
-		       (long long)s->usage.input, (long long)s->usage.output);
-		return false;
-	}
-	if (b->max_cost > 0 && t->priced && price_cost(&t->price, &s->usage) >= b->max_cost) {
-		finish(t, TURN_COST, "the cost budget ($%.2f) was used: $%.4f", b->max_cost,
-		       price_cost(&t->price, &s->usage));
-		return false;
-	}
-	return true;
+	enum turn_stop_kind kind;
+	char why[300];
+	if (turn_budget_ok(t, false, &kind, why, sizeof(why)))
+		return true;
+	turn_finish(t, kind, "%s", why);
+	return false;
 }
 
 static cJSON *tool_schemas(void)
@@ -608,7 +188,7 @@ static void start_attempt(struct turn *t)
 					     : NULL;
 		if (!t->replay) {
 			t->phase = PH_IDLE;
-			finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
+			turn_finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
 			return;
 		}
 		t->replay_len = strlen(t->replay);
@@ -629,11 +209,11 @@ static void start_attempt(struct turn *t)
 	}
 	if (r < 0) {
 		t->phase = PH_IDLE;
-		finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
+		turn_finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
 	}
 }
 
-static void start_round(struct turn *t)
+void turn_start_round(struct turn *t)
 {
 	if (t->finished)
 		return;
@@ -643,7 +223,7 @@ static void start_round(struct turn *t)
 	t->attempt = 0;
 	t->output_shown = false;
 	struct turn_event ev = { .type = EV_ROUND, .n = t->round_no };
-	emit(t, &ev);
+	turn_emit(t, &ev);
 	start_attempt(t);
 }
 
@@ -696,11 +276,11 @@ static void stream_done(struct turn *t, const struct http_result *res)
 		const int64_t dl = t->cfg->b.deadline_ms;
 		if (dl && now_ms() + delay >= dl) {
 			t->phase = PH_IDLE;
-			finish(t, TURN_DEADLINE, "the run's deadline came before the retry of: %s", why);
+			turn_finish(t, TURN_DEADLINE, "the run's deadline came before the retry of: %s", why);
 			return;
 		}
 		struct turn_event ev = { .type = EV_RETRY, .text = why, .len = strlen(why), .n = delay };
-		emit(t, &ev);
+		turn_emit(t, &ev);
 		t->phase = PH_RETRY_WAIT;
 		t->retry_at = now_ms() + delay;
 		return;
@@ -708,7 +288,7 @@ static void stream_done(struct turn *t, const struct http_result *res)
 	t->phase = PH_IDLE;
 	if (t->output_shown && retry)
 		strncat(why, "; not retried because its output was already shown", sizeof(why) - strlen(why) - 1);
-	finish(t, TURN_PROVIDER_ERROR, "%s", why);
+	turn_finish(t, TURN_PROVIDER_ERROR, "%s", why);
 }
 
 static void replay_feed(struct turn *t)
@@ -730,7 +310,7 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 	if (t->finished)
 		return;
 	if (!now || !t->stopping)
-		wind_down(t, TURN_CANCELLED, why);
+		turn_wind_down(t, TURN_CANCELLED, why);
 	if (!now || t->finished)
 		return;
 	if (t->req) {
@@ -744,19 +324,19 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 		for (size_t i = 0; i < t->ncalls; i++) {
 			struct tcall *c = &t->calls[i];
 			if (c->state == TC_RUNNING)
-				call_done(t, c,
+				turn_call_done(t, c,
 					  tool_result_json("unknown",
 						     "outcome unknown: ward stopped waiting for this call (%s) after "
 						     "sending its cancel; check its effects before repeating it",
 						     why),
 					  true);
 			else if (c->state == TC_WAIT)
-				call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
+				turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
 		}
-		calls_message(t);
+		turn_calls_message(t);
 	}
 	t->phase = PH_IDLE;
-	finish(t, TURN_CANCELLED, "%s", why);
+	turn_finish(t, TURN_CANCELLED, "%s", why);
 }
 
 bool turn_stopping(const struct turn *t)
@@ -798,9 +378,9 @@ static void on_box(struct loop *l, int fd, uint32_t events, void *data)
 		loop_del(l, fd);
 		t->box_watched = false;
 		if (!t->stopping)
-			wind_down(t, TURN_BOX_ERROR, "the connection to the box was lost");
+			turn_wind_down(t, TURN_BOX_ERROR, "the connection to the box was lost");
 		else
-			pump_calls(t);
+			turn_calls_pump(t);
 	}
 }
 
@@ -857,7 +437,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		journal_write(&s->j, "message", m);
 		cJSON_AddItemToArray(s->messages, m);
 	}
-	start_round(&t);
+	turn_start_round(&t);
 	while (!t.finished) {
 		int64_t d = t.http ? http_deadline(t.http) : -1;
 		if (s->box)
@@ -889,14 +469,14 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		else if (t.phase == PH_STREAM && t.replay)
 			replay_feed(&t);
 		if (cfg->b.deadline_ms && !t.stopping && now_ms() >= cfg->b.deadline_ms)
-			wind_down(&t, TURN_DEADLINE, "the run's deadline was reached");
+			turn_wind_down(&t, TURN_DEADLINE, "the run's deadline was reached");
 	}
 	if (!t.finished)
-		finish(&t, TURN_BOX_ERROR, "the event loop failed");
+		turn_finish(&t, TURN_BOX_ERROR, "the event loop failed");
 	if (t.req)
 		http_abort(t.req);
 	round_reset(&t);
-	calls_free(&t);
+	turn_calls_free(&t);
 	buf_free(&t.errbody);
 	buf_free(&t.partial);
 	if (s->box && t.box_watched)
@@ -910,40 +490,4 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	cJSON_Delete(t.tools);
 	cJSON_Delete(t.replay_script);
 	return 0;
-}
-
-/* Prices per million tokens (USD), by model name prefix. */
-static const struct {
-	const char *prefix;
-	struct price p;
-} prices[] = {
-	{ "claude-opus-4", { 15, 75, 1.5, 18.75 } },
-	{ "claude-sonnet-4", { 3, 15, 0.3, 3.75 } },
-	{ "claude-3-7-sonnet", { 3, 15, 0.3, 3.75 } },
-	{ "claude-3-5-sonnet", { 3, 15, 0.3, 3.75 } },
-	{ "claude-3-5-haiku", { 0.8, 4, 0.08, 1 } },
-	{ "claude-haiku-4", { 1, 5, 0.1, 1.25 } },
-	{ "gpt-4o-mini", { 0.15, 0.6, 0.075, 0 } },
-	{ "gpt-4o", { 2.5, 10, 1.25, 0 } },
-	{ "gpt-4.1-mini", { 0.4, 1.6, 0.1, 0 } },
-	{ "gpt-4.1", { 2, 8, 0.5, 0 } },
-	{ "replay", { 0, 0, 0, 0 } },
-};
-
-bool price_for(const char *model, struct price *ret)
-{
-	if (!model)
-		return false;
-	for (size_t i = 0; i < ARRAY_SIZE(prices); i++)
-		if (!strncmp(model, prices[i].prefix, strlen(prices[i].prefix))) {
-			*ret = prices[i].p;
-			return true;
-		}
-	return false;
-}
-
-double price_cost(const struct price *p, const struct usage *u)
-{
-	return ((double)u->input * p->in + (double)u->output * p->out + (double)u->cache_read * p->cache_read +
-		(double)u->cache_write * p->cache_write) / 1e6;
 }

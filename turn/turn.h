@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "turn/gate.h"
 #include "turn/journal.h"
+#include "turn/price.h"
 #include "turn/provider.h"
 
 struct box_conn;
@@ -26,6 +27,7 @@ enum turn_stop_kind {
 	TURN_CALL_CAP,
 	TURN_CANCELLED,
 	TURN_REFUSED,		/* a gate abort, or calls that need a person and none is there */
+	TURN_MODEL_REFUSED,	/* the model declined the request (stop reason refusal, content filter) */
 	TURN_PROVIDER_ERROR,
 	TURN_BOX_ERROR,
 };
@@ -142,12 +144,6 @@ bool turn_stopping(const struct turn *t);
 /* The tool_result block the model gets for a call's result. */
 cJSON *turn_tool_result(const char *id, const cJSON *result);
 
-/* USD per million tokens, where known. */
-struct price {
-	double in, out, cache_read, cache_write;
-};
-bool price_for(const char *model, struct price *ret);
-double price_cost(const struct price *p, const struct usage *u);
 
 /* The replay provider: its script, read and checked once (NULL, e set);
  * then the stream for the conversation so far: SSE bytes of the next

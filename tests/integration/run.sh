@@ -34,6 +34,7 @@ for P in anthropic openai; do
 	is "$RC" 0 "$P: text only: exit 0"
 	like "$OUT" "Hello from the fake model" "$P: the answer is on stdout"
 	like "$ERR" "done" "$P: the stop is on stderr"
+	like "$ERR" "finished \\($( [ $P = openai ] && echo stop || echo end_turn)\\)" "$P: in the provider's own words"
 	like "$(req 1)" '"has_key": true' "$P: the key is sent"
 	unlike "$ERR$OUT" "fake-key" "$P: the key is never printed"
 
@@ -112,15 +113,38 @@ PY
 	like "$(printf '%s\n' "$OUT" | tail -1)" '"changed_files":\[\]' "$P: and never ran (no file in the changes)"
 
 	serve refusal; ws refusal
-	run $P "refuse"
-	is "$RC" 0 "$P: a refusal ends the turn"
-	like "$ERR" "declined" "$P: and says so"
+	run $P --json "refuse"
+	is "$RC" 5 "$P: a model's refusal is its own stop (exit 5), not done"
+	like "$(printf '%s\n' "$OUT" | tail -1)" '"stop":"model_refused"' "$P: the result's stop is model_refused"
+	like "$OUT" "declined the request \\(stop reason $( [ $P = openai ] && echo content_filter || echo refusal)\\)" "$P: and says so, in the provider's words"
+
+	# Usage past --max-tokens in a round: its calls do not run.
+	serve parallel; ws budget-call
+	run $P --json --max-tokens 20 "read two"
+	is "$RC" 2 "$P: a round that used up the token budget: exit 2"
+	is "$(nreq)" 1 "$P: no second request"
+	is "$(printf '%s\n' "$OUT" | grep -c '"outcome":"cancelled","text":"not run: the token budget')" 2 "$P: neither of its calls ran (the budget is checked before every call)"
+	serve parallel; ws budget-call-twin
+	run $P --json --max-tokens 100 "read two"
+	like "$(req 2)" "alpha" "$P: twin: with room left the same calls run"
 
 	serve loop; ws loop
 	run $P --max-rounds 3 "loop forever"
 	is "$RC" 2 "$P: a model that loops: the round cap stops it (exit 2)"
 	is "$(nreq)" 3 "$P: after 3 rounds"
 	like "$ERR" "round cap" "$P: the stop says round cap"
+done
+
+# --json carries the model's text exactly, one event a line even for a
+# reader that splits on Unicode line breaks (U+2028, U+2029, U+0085).
+for P in anthropic openai; do
+	serve unicode-json; ws unicode-$P
+	run $P --json "unicode"
+	V=$(printf '%s\n' "$OUT" | python3 -c '
+import json, sys
+text = "".join(json.loads(l).get("text", "") for l in sys.stdin.read().splitlines() if "\"type\":\"text\"" in l)
+print("exact" if text.rstrip(" ") == "sep\u2028par\u2029nel\u0085nbsp\u00a0zw\u200bemoji\U0001F600 end" else "differs: %r" % text)')
+	is "$V" exact "$P: --json text is the model's, exactly, and every line parses split by str.splitlines"
 done
 
 # Model text with escape sequences does not reach the terminal raw.
@@ -409,6 +433,16 @@ like "$D" "symlink keep-link modified -> new-target" "twin: a symlink is diffed 
 # A reader that stops early is not an error.
 "$WARD" diff "$SID" 2>"$T_TMP/err" | head -1 >/dev/null
 is "$(cat "$T_TMP/err")" "" "ward diff | head: no error when the pipe closes"
+
+# An Anthropic base URL given with its /v1 reaches /v1/messages, as one
+# without it does.
+serve text; ws v1
+"$WARD" run --provider anthropic --base-url "$URL/v1/" --model fake-model --workspace "$WS" "hi" >/dev/null 2>&1
+is "$?" 0 "an Anthropic --base-url ending in /v1 works"
+is "$(req 1 | json path)" "/v1/messages" "it posts to /v1/messages, not /v1/v1/messages"
+serve text; ws v1-twin
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" "hi" >/dev/null 2>&1
+is "$(req 1 | json path)" "/v1/messages" "twin: without /v1 the same"
 
 # Usage errors, each with one line.
 "$WARD" run >/dev/null 2>"$T_TMP/err"; is $? 64 "no task: exit 64"

@@ -1,0 +1,252 @@
+/* A round's tool calls: each is gated, checked against the task's budgets
+ * again, and dispatched into the box (read-only ones side by side, one that
+ * changes something alone); their results become the next user message. */
+#include "turn/turn-int.h"
+#include "base/cleanup.h"
+#include "base/timeutil.h"
+#include "sandbox/box.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void calls_end(struct turn *t);
+
+void turn_calls_free(struct turn *t)
+{
+	for (size_t i = 0; i < t->ncalls; i++)
+		cJSON_Delete(t->calls[i].result);
+	free(t->calls);
+	t->calls = NULL;
+	t->ncalls = t->next = 0;
+	t->running = t->running_mut = 0;
+}
+
+void turn_call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatched)
+{
+	c->state = TC_DONE;
+	c->result = result;
+	if (dispatched) {
+		cJSON *rec = cJSON_Duplicate(result, 1);
+		cJSON_AddStringToObject(rec, "call_id", c->id);
+		journal_write(&t->s->j, "result", rec);
+		cJSON_Delete(rec);
+	}
+	struct turn_event ev = { .type = EV_TOOL_RESULT, .call = c->block, .result = result };
+	turn_emit(t, &ev);
+}
+
+static void on_box_output(void *ud, uint32_t id, const char *p, size_t n)
+{
+	struct turn *t = ud;
+	for (size_t i = 0; i < t->ncalls; i++)
+		if (t->calls[i].state == TC_RUNNING && t->calls[i].box_id == id) {
+			struct turn_event ev = { .type = EV_TOOL_OUTPUT, .call = t->calls[i].block, .text = p, .len = n };
+			turn_emit(t, &ev);
+		}
+}
+
+static void on_box_result(void *ud, uint32_t id, cJSON *result)
+{
+	struct turn *t = ud;
+	for (size_t i = 0; i < t->ncalls; i++) {
+		struct tcall *c = &t->calls[i];
+		if (c->state != TC_RUNNING || c->box_id != id)
+			continue;
+		t->running--;
+		if (!c->tool || !c->tool->readonly)
+			t->running_mut--;
+		turn_call_done(t, c, result, true);
+		turn_calls_pump(t);
+		return;
+	}
+	cJSON_Delete(result);
+}
+
+/* Gate and dispatch one call; false when it must wait for others. */
+static bool dispatch(struct turn *t, struct tcall *c)
+{
+	const cJSON *input = cJSON_GetObjectItemCaseSensitive(c->block, "input");
+	const char *werr = json_str(c->block, "_ward_error");
+	struct turn_event ev = { .type = EV_TOOL_CALL, .call = c->block };
+	turn_emit(t, &ev);
+	if (t->stopping) {
+		turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", t->stop_why), false);
+		return true;
+	}
+	if (werr) {
+		turn_call_done(t, c, tool_result_json("bad_input", "not run: %s", werr), false);
+		return true;
+	}
+	if (!c->tool) {
+		turn_call_done(t, c,
+			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
+				     c->name ? c->name : ""),
+			  false);
+		return true;
+	}
+	struct err e = { 0 };
+	if (tool_check_args(c->tool, input, &e) < 0) {
+		turn_call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
+		return true;
+	}
+	/* The budgets again before every call: a round whose usage went past
+	 * --max-tokens runs no further call. */
+	enum turn_stop_kind over;
+	char why[600];
+	if (!turn_budget_ok(t, true, &over, why, sizeof(why))) {
+		turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
+		turn_stop_request(t, over, why);
+		return true;
+	}
+	const struct budgets *b = &t->cfg->b;
+	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
+	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, why, sizeof(why));
+	cJSON *g = cJSON_CreateObject();
+	cJSON_AddStringToObject(g, "call_id", c->id);
+	cJSON_AddStringToObject(g, "tool", c->name);
+	cJSON_AddStringToObject(g, "decision", gate_decision_name(d));
+	cJSON_AddStringToObject(g, "why", why);
+	journal_write(&t->s->j, "gate", g);
+	cJSON_Delete(g);
+	struct turn_event ae = { .type = EV_APPROVAL, .call = c->block, .text = why, .len = strlen(why),
+				 .n = (int64_t)d };
+	turn_emit(t, &ae);
+	if (d == GATE_ABORT) {
+		turn_call_done(t, c, tool_result_json("refused", "not run: %s", why), false);
+		turn_stop_request(t, TURN_REFUSED, why);
+		return true;
+	}
+	if (d == GATE_DENY || d == GATE_NEEDS_PERSON) {
+		if (d == GATE_NEEDS_PERSON) {
+			t->needs_person++;
+			t->s->refused++;
+		}
+		turn_call_done(t, c, tool_result_json("refused", "%s", why), false);
+		return true;
+	}
+	cJSON *intent = cJSON_CreateObject();
+	cJSON_AddStringToObject(intent, "call_id", c->id);
+	cJSON_AddStringToObject(intent, "key", c->key);
+	cJSON_AddStringToObject(intent, "tool", c->name);
+	cJSON_AddItemToObject(intent, "input", cJSON_Duplicate(input, 1));
+	journal_write(&t->s->j, "intent", intent);
+	cJSON_Delete(intent);
+	static const struct box_call_cbs cbs = { on_box_output, on_box_result };
+	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
+	int r = box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
+	t->s->calls++;
+	if (r >= 0 && t->stream_end_us) {
+		int64_t us = now_us() - t->stream_end_us;
+		if (us > t->stop->dispatch_us_max)
+			t->stop->dispatch_us_max = us;
+		/* A reservoir of the first 512 is plenty for a median. */
+		if (t->nlat < ARRAY_SIZE(t->lat))
+			t->lat[t->nlat++] = us;
+		/* The first call of a message only: later ones wait for others. */
+		t->stream_end_us = 0;
+	}
+	if (r < 0) {
+		turn_call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
+		return true;
+	}
+	c->state = TC_RUNNING;
+	t->running++;
+	if (!c->tool->readonly)
+		t->running_mut++;
+	return true;
+}
+
+cJSON *turn_tool_result(const char *id, const cJSON *result)
+{
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "type", "tool_result");
+	cJSON_AddStringToObject(b, "tool_use_id", id);
+	const char *outcome = json_str(result, "outcome");
+	const char *text = json_str(result, "text");
+	cJSON_AddStringToObject(b, "content", text && *text ? text : outcome ? outcome : "");
+	if (!outcome || strcmp(outcome, "ok"))
+		cJSON_AddBoolToObject(b, "is_error", 1);
+	return b;
+}
+
+void turn_calls_message(struct turn *t)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON *content = cJSON_AddArrayToObject(m, "content");
+	for (size_t i = 0; i < t->ncalls; i++)
+		cJSON_AddItemToArray(content, turn_tool_result(t->calls[i].id, t->calls[i].result));
+	journal_write(&t->s->j, "message", m);
+	cJSON_AddItemToArray(t->s->messages, m);
+	turn_calls_free(t);
+	t->phase = PH_IDLE;
+}
+
+
+static void calls_end(struct turn *t)
+{
+	turn_calls_message(t);
+	if (t->stopping) {
+		turn_finish(t, t->stop_kind, "%s", t->stop_why);
+		return;
+	}
+	if (t->needs_person >= TURN_NEEDS_PERSON_MAX) {
+		turn_finish(t, TURN_REFUSED,
+		       "%d calls needed a person's approval and no one is at a terminal; rerun with --approve or --allow",
+		       t->needs_person);
+		return;
+	}
+	turn_start_round(t);
+}
+
+/* Read-only calls run side by side; a call that changes something waits
+ * for every earlier call and holds every later one. */
+void turn_calls_pump(struct turn *t)
+{
+	if (t->phase != PH_CALLS || t->finished)
+		return;
+	while (t->next < t->ncalls) {
+		struct tcall *c = &t->calls[t->next];
+		bool ro = c->tool && c->tool->readonly;
+		if (!t->stopping && ((ro && t->running_mut) || (!ro && t->running)))
+			return;
+		t->next++;
+		dispatch(t, c);
+	}
+	if (t->running == 0)
+		calls_end(t);
+}
+
+
+void turn_calls_begin(struct turn *t, const cJSON *content, size_t n)
+{
+	struct session *s = t->s;
+	const cJSON *b;
+	t->calls = calloc(n, sizeof(*t->calls));
+	if (!t->calls) {
+		turn_finish(t, TURN_BOX_ERROR, "out of memory");
+		return;
+	}
+	cJSON_ArrayForEach(b, content) {
+		const char *type = json_str(b, "type");
+		if (!type || strcmp(type, "tool_use"))
+			continue;
+		struct tcall *c = &t->calls[t->ncalls++];
+		c->block = b;
+		c->id = json_str(b, "id") ? json_str(b, "id") : "";
+		c->name = json_str(b, "name") ? json_str(b, "name") : "";
+		c->tool = tool_lookup(c->name);
+		/* The idempotency key the command sees as WARD_CALL_ID. */
+		snprintf(c->key, sizeof(c->key), "%s-%d-%zu", s->j.id[0] ? s->j.id : "run", s->rounds, t->ncalls);
+	}
+	t->phase = PH_CALLS;
+	turn_calls_pump(t);
+}
+
+void turn_calls_cancel(struct turn *t)
+{
+	for (size_t i = 0; i < t->ncalls; i++)
+		if (t->calls[i].state == TC_RUNNING)
+			box_call_cancel(t->s->box, t->calls[i].box_id);
+}

@@ -1,0 +1,104 @@
+/* What the turn loop's files share: turn.c runs the loop (rounds, the
+ * stream, retries, signals), turn-calls.c a round's tool calls (gate,
+ * budgets, the box), turn-stop.c how a turn stops. Not for front ends: they
+ * see turn.h. */
+#pragma once
+#include "turn/turn.h"
+#include "turn/http.h"
+#include "turn/price.h"
+#include "turn/sse.h"
+#include "base/buf.h"
+#include "base/loop.h"
+#include "tools/tool.h"
+
+#define TURN_IDLE_MS_DEFAULT 120000
+#define TURN_ERRBODY_MAX (64u * 1024)
+#define TURN_SSE_EVENT_MAX (16u << 20)
+#define TURN_REPLAY_CHUNK 512
+/* Calls refused for want of a person before the run gives up. */
+#define TURN_NEEDS_PERSON_MAX 3
+/* A call is not started with less time than this left. */
+#define TURN_MIN_CALL_MS 200
+
+enum tc_state { TC_WAIT, TC_RUNNING, TC_DONE };
+
+struct tcall {
+	const cJSON *block;	/* the tool_use block, in the assistant message */
+	const char *id, *name;
+	const struct tool *tool;
+	enum tc_state state;
+	uint32_t box_id;
+	cJSON *result;
+	char key[128];
+};
+
+enum phase { PH_IDLE, PH_STREAM, PH_RETRY_WAIT, PH_CALLS };
+
+struct turn {
+	const struct turn_cfg *cfg;
+	struct session *s;
+	struct turn_stop *stop;
+	struct loop *loop;
+	struct http *http;
+	int sfd;
+	bool finished, stopping;
+	bool box_watched;	/* the box's channel is in the loop */
+	enum turn_stop_kind stop_kind;
+	char stop_why[512];
+	int sigints;
+
+	enum phase phase;
+	int round_no;
+	struct http_req *req;
+	struct http_call hc;
+	struct sse sse;
+	struct stream *stream;
+	const struct provider *prov;
+	bool sse_on, output_shown, bad_status, bad_type;
+	struct buf errbody;
+	struct err perr;
+	unsigned attempt;
+	int64_t retry_at;
+	cJSON *replay_script;	/* read once a turn, at its first round */
+	char *replay;
+	size_t replay_len, replay_off;
+	struct buf partial;	/* text shown this round */
+
+	struct tcall *calls;
+	size_t ncalls, next;
+	int running, running_mut;
+	int needs_person;
+	struct price price;
+	bool priced;
+	int64_t stream_end_us;
+	int64_t lat[512];	/* dispatch latencies, for the stop's median */
+	size_t nlat;
+	cJSON *tools;		/* the tool schemas, the same every round */
+};
+
+void turn_emit(struct turn *t, const struct turn_event *ev);
+void turn_start_round(struct turn *t);
+
+/* turn-stop.c. A stop asked for while calls run: no new rounds or calls;
+ * the first reason asked for is the one the turn ends with. */
+void turn_stop_request(struct turn *t, enum turn_stop_kind kind, const char *why);
+/* The task's budgets as they stand: the deadline, tokens, cost, and the
+ * round cap (before a round) or the call cap (before a call). false with
+ * kind and why set when one is used up. Checked before every round and
+ * every call. */
+bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_kind, char *why, size_t n);
+/* End the turn: the stop is filled, journaled and emitted (once). */
+void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Begin winding down: no new rounds, no new calls; what runs is cancelled;
+ * the turn ends when the calls' results are in. */
+void turn_wind_down(struct turn *t, enum turn_stop_kind kind, const char *why);
+
+/* turn-calls.c. The calls of the message just received (n tool_use blocks
+ * in content), dispatched as they may run. */
+void turn_calls_begin(struct turn *t, const cJSON *content, size_t n);
+void turn_calls_pump(struct turn *t);
+void turn_calls_cancel(struct turn *t);
+void turn_call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatched);
+/* The results of the message's calls, as the next user message. */
+void turn_calls_message(struct turn *t);
+void turn_calls_free(struct turn *t);

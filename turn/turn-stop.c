@@ -1,0 +1,140 @@
+/* How a turn stops: the stop reasons, the budgets checked before every
+ * round and every call, the stop asked for while calls run, and the end
+ * (journaled and emitted once). */
+#include "turn/turn-int.h"
+#include "base/cleanup.h"
+#include "base/timeutil.h"
+#include "sandbox/box.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *turn_stop_name(enum turn_stop_kind k)
+{
+	static const char *const names[] = {
+		[TURN_DONE] = "done", [TURN_ROUND_CAP] = "round_cap", [TURN_DEADLINE] = "deadline",
+		[TURN_TOKENS] = "token_budget", [TURN_COST] = "cost_budget", [TURN_CALL_CAP] = "call_cap",
+		[TURN_CANCELLED] = "cancelled", [TURN_REFUSED] = "refused", [TURN_MODEL_REFUSED] = "model_refused",
+		[TURN_PROVIDER_ERROR] = "provider_error", [TURN_BOX_ERROR] = "box_error",
+	};
+	return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";
+}
+
+static int lat_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
+{
+	if (t->finished)
+		return;
+	t->finished = true;
+	struct turn_stop *st = t->stop;
+	st->kind = kind;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(st->why, sizeof(st->why), fmt, ap);
+	va_end(ap);
+	st->rounds = t->s->rounds;
+	st->calls = t->s->calls;
+	st->refused = t->s->refused;
+	st->usage = t->s->usage;
+	st->cost = t->priced ? price_cost(&t->price, &t->s->usage) : -1;
+	if (t->nlat) {
+		qsort(t->lat, t->nlat, sizeof(t->lat[0]), lat_cmp);
+		st->dispatch_us_median = t->lat[t->nlat / 2];
+	}
+	cJSON *rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "reason", turn_stop_name(kind));
+	cJSON_AddStringToObject(rec, "why", st->why);
+	cJSON_AddNumberToObject(rec, "rounds", st->rounds);
+	cJSON_AddNumberToObject(rec, "calls", st->calls);
+	cJSON *u = cJSON_AddObjectToObject(rec, "usage");
+	cJSON_AddNumberToObject(u, "input_tokens", (double)st->usage.input);
+	cJSON_AddNumberToObject(u, "output_tokens", (double)st->usage.output);
+	journal_write(&t->s->j, "stop", rec);
+	cJSON_Delete(rec);
+	struct turn_event ev = { .type = EV_STOP, .stop = st };
+	turn_emit(t, &ev);
+}
+
+
+void turn_stop_request(struct turn *t, enum turn_stop_kind kind, const char *why)
+{
+	if (t->stopping)
+		return;
+	t->stopping = true;
+	t->stop_kind = kind;
+	snprintf(t->stop_why, sizeof(t->stop_why), "%s", why);
+}
+
+bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_kind, char *why, size_t n)
+{
+	const struct budgets *b = &t->cfg->b;
+	const struct session *s = t->s;
+	/* A call is not started with less than TURN_MIN_CALL_MS left. */
+	if (b->deadline_ms && now_ms() + (before_call ? TURN_MIN_CALL_MS : 0) >= b->deadline_ms) {
+		*ret_kind = TURN_DEADLINE;
+		snprintf(why, n, "the run's deadline was reached");
+	} else if (!before_call && b->max_rounds > 0 && t->round_no >= b->max_rounds) {
+		*ret_kind = TURN_ROUND_CAP;
+		snprintf(why, n, "the round cap (%d) was reached", b->max_rounds);
+	} else if (before_call && b->max_calls > 0 && s->calls >= b->max_calls) {
+		*ret_kind = TURN_CALL_CAP;
+		snprintf(why, n, "the run's tool-call cap (%d) was reached", b->max_calls);
+	} else if (b->max_tokens > 0 && s->usage.input + s->usage.output >= b->max_tokens) {
+		*ret_kind = TURN_TOKENS;
+		snprintf(why, n, "the token budget (%lld) was used: %lld in, %lld out", (long long)b->max_tokens,
+			 (long long)s->usage.input, (long long)s->usage.output);
+	} else if (b->max_cost > 0 && t->priced && price_cost(&t->price, &s->usage) >= b->max_cost) {
+		*ret_kind = TURN_COST;
+		snprintf(why, n, "the cost budget ($%.2f) was used: $%.4f", b->max_cost, price_cost(&t->price, &s->usage));
+	} else {
+		return true;
+	}
+	return false;
+}
+
+void turn_wind_down(struct turn *t, enum turn_stop_kind kind, const char *why)
+{
+	turn_stop_request(t, kind, why);
+	switch (t->phase) {
+	case PH_STREAM:
+	case PH_RETRY_WAIT:
+		if (t->req) {
+			http_abort(t->req);
+			t->req = NULL;
+		}
+		if (t->partial.len) {
+			/* What was shown is kept, marked as cut; never a partial call. */
+			cJSON *m = cJSON_CreateObject();
+			cJSON_AddStringToObject(m, "role", "assistant");
+			cJSON *c = cJSON_AddArrayToObject(m, "content");
+			cJSON *b = cJSON_CreateObject();
+			cJSON_AddStringToObject(b, "type", "text");
+			cJSON_AddStringToObject(b, "text", t->partial.data);
+			cJSON_AddItemToArray(c, b);
+			cJSON *rec = cJSON_Duplicate(m, 1);
+			cJSON_AddBoolToObject(rec, "partial", 1);
+			journal_write(&t->s->j, "message", rec);
+			cJSON_Delete(rec);
+			cJSON_AddItemToArray(t->s->messages, m);
+		}
+		t->phase = PH_IDLE;
+		turn_finish(t, t->stop_kind, "%s", t->stop_why);
+		break;
+	case PH_CALLS:
+		/* Their results (cancelled) arrive; the pump ends the round. */
+		turn_calls_cancel(t);
+		turn_calls_pump(t);
+		break;
+	case PH_IDLE:
+		turn_finish(t, t->stop_kind, "%s", t->stop_why);
+		break;
+	}
+}
+
