@@ -1,4 +1,6 @@
 #include "tools/fsutil.h"
+#include "tools/glob.h"
+#include "tools/walk.h"
 #include "base/cleanup.h"
 
 #include <errno.h>
@@ -64,6 +66,8 @@ static int find_run(struct tool_ctx *ctx, struct tool_result *res)
 	if (fs_path(ctx, tool_arg_str(ctx->args, "path", "."), path, sizeof(path)) < 0)
 		return tool_result_set(res, OUTCOME_BAD_INPUT, "find: path is too long");
 	struct find_state s = { .pattern = tool_arg_str(ctx->args, "pattern", "*") };
+	if (strlen(s.pattern) > GLOB_PATTERN_MAX)
+		return tool_result_set(res, OUTCOME_BAD_INPUT, "find: the pattern is longer than %d bytes", GLOB_PATTERN_MAX);
 	s.basename_only = !strchr(s.pattern, '/');
 	int dfd = fs_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
 	int r = dfd < 0 ? dfd : walk_tree(ctx, dfd, find_cb, &s);
@@ -99,8 +103,9 @@ static int find_run(struct tool_ctx *ctx, struct tool_result *res)
 const struct tool tool_find = {
 	.name = "find",
 	.description =
-		"Find files by glob pattern (*, ?, [...], ** for any depth) under path (default "
-		"/workspace). A pattern without '/' matches file names at any depth. Newest first, "
+		"Find files by glob pattern (*, ?, [...] within one path segment; ** for any "
+		"number of segments) under path (default /workspace). A pattern without '/' "
+		"matches file names at any depth. Newest first, "
 		"at most 1,000; .git and what .gitignore excludes are skipped.",
 	.args = find_args,
 	.inproc = true,

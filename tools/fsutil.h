@@ -1,5 +1,6 @@
-/* Shared by the file tools: paths, globs, .gitignore, tree walks, atomic
- * replacement. */
+/* Shared by the file tools: paths resolved inside the box, atomic
+ * replacement. Globs are tools/glob.h, .gitignore tools/ignore.h, tree
+ * walks tools/walk.h. */
 #pragma once
 #include <limits.h>
 #include <stdbool.h>
@@ -27,22 +28,6 @@ int fs_open_parent(const struct tool_ctx *ctx, const char *path, bool mkdirs, ch
 int fs_open_error(struct tool_result *res, const char *tool, const char *path, int err);
 /* NUL in the first 8 KiB: binary. */
 bool fs_looks_binary(const char *p, size_t n);
-
-/* Glob with *, ?, [...] and ** (any number of path segments). */
-bool glob_match(const char *pat, const char *text);
-
-/* .gitignore rules of one directory level. */
-struct ignore;
-struct ignore *ignore_load(int dirfd, const char *reldir, struct ignore *parent);
-void ignore_free(struct ignore *ig);
-/* relpath is relative to the walk's root. */
-bool ignore_match(const struct ignore *ig, const char *relpath, bool is_dir);
-
-/* Walk the tree under dirfd (a directory opened for reading, borrowed),
- * skipping .git and what .gitignore excludes, never following symlinks. cb
- * returns <0 to stop (returned), 0 to go on. */
-typedef int walk_cb(const char *relpath, int dirfd, const char *name, const struct stat *st, void *ud);
-int walk_tree(const struct tool_ctx *ctx, int dirfd, walk_cb *cb, void *ud);
 
 /* Replace path with content through a temporary file beside it and one
  * rename. A symlink at path is followed, inside the box's root, as an editor

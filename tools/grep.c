@@ -9,6 +9,8 @@
  * in walk order hold more than the limit or the text cap. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tools/fsutil.h"
+#include "tools/glob.h"
+#include "tools/walk.h"
 #include "tools/uio.h"
 #include "base/cleanup.h"
 
@@ -455,6 +457,8 @@ static int grep_run(struct tool_ctx *ctx, struct tool_result *res)
 		.limit = tool_arg_int(ctx->args, "limit", GREP_DEFAULT_LIMIT),
 		.rootfd = -1,
 	};
+	if (g.glob && strlen(g.glob) > GLOB_PATTERN_MAX)
+		return tool_result_set(res, OUTCOME_BAD_INPUT, "grep: the glob is longer than %d bytes", GLOB_PATTERN_MAX);
 	uint32_t opts = PCRE2_MULTILINE | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
 	if (tool_arg_bool(ctx->args, "ignore_case", false))
 		opts |= PCRE2_CASELESS;

@@ -1,9 +1,9 @@
 #include "turn/gate.h"
 #include "base/cleanup.h"
+#include "tools/glob.h"
 #include "tools/tool.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,28 +78,19 @@ static const char *gate_subject(const char *tool, const cJSON *input)
 	return !strcmp(tool, "bash") ? "" : ".";
 }
 
+/* The tools' glob dialect (tools/glob.h) for both. A file tool's path is
+ * matched as find and .gitignore match one, segment by segment: "src" "/"
+ * "*" is what is directly in src, with `**` all below it. bash's command is
+ * one string, where `*` runs over '/' too: `git diff*` covers
+ * `git diff src/x.c`. */
 static bool rule_matches(const struct gate_rule *r, const char *tool, const cJSON *input)
 {
 	if (strcmp(r->tool, "*") && strcmp(r->tool, tool))
 		return false;
 	if (!r->pattern[0])
 		return true;
-	return fnmatch(r->pattern, gate_subject(tool, input), 0) == 0;
-}
-
-/* s[0..n) as a pattern that matches only itself; -1 when it does not fit. */
-static int glob_escape(const char *s, size_t n, char *out, size_t cap)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (k + 3 > cap)
-			return -1;
-		if (strchr("*?[\\", s[i]))
-			out[k++] = '\\';
-		out[k++] = s[i];
-	}
-	out[k] = 0;
-	return 0;
+	const char *subject = gate_subject(tool, input);
+	return !strcmp(tool, "bash") ? glob_match_text(r->pattern, subject) : glob_match(r->pattern, subject);
 }
 
 int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap)

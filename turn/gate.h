@@ -2,7 +2,8 @@
  * first, then allow rules, then the mode: ask (everything that writes or
  * runs needs a person), edits (file edits run, bash needs a person), auto
  * (everything inside the box runs). A rule is TOOL or TOOL:PATTERN, where
- * PATTERN is a glob over bash's command or a file tool's path. */
+ * PATTERN is a glob (tools/glob.h) over bash's command, as one string, or
+ * a file tool's path, segment by segment as find matches one. */
 #pragma once
 #include <stdbool.h>
 

@@ -18,6 +18,8 @@ echo "needle in git" >"$WS/.git/config"
 printf 'needle\0binary' >"$WS/src/blob.bin"
 echo "secret" >"$WS/noperm.txt"; chmod 000 "$WS/noperm.txt"
 ln -s a.txt "$WS/alias"
+LONG=$(printf 'a%.0s' $(seq 200))
+: >"$WS/$LONG"
 touch -d '2020-01-01' "$WS/src/main.c"
 B=$(box_new --workspace "$WS")
 T() { "$WARD" box tool "$B" "$@" 2>&1; }
@@ -91,6 +93,20 @@ unlike "$R" "build/out.c" "find: .gitignore honoured"
 T write '{"path":"src/newer.c","content":"x"}' >/dev/null
 like "$(txt "$(T find '{"pattern":"src/**/*.c"}')" | head -1)" "src/newer.c" "find: newest first"
 like "$(T find '{"pattern":"*.zzz"}')" "no files match" "find: nothing found says so"
+# Ten stars over a 200-character name: the old recursive matcher tried
+# every placing of them (hours), and nothing polled the cancel in between.
+t0=$(now_ms)
+R=$(T find '{"pattern":"*a*a*a*a*a*a*a*a*a*ab"}')
+MS=$(( $(now_ms) - t0 ))
+like "$R" "no files match" "find: ten stars over a 200-character name match nothing"
+lt "$MS" 1000 "find: and say so at once"
+t0=$(now_ms)
+R=$(T find '{"pattern":"*a*a*a*a*a*a*a*a*a*a"}')
+MS=$(( $(now_ms) - t0 ))
+like "$R" "$LONG" "twin: a pattern that fits finds that name"
+lt "$MS" 1000 "twin: as quickly"
+like "$(T find "{\"pattern\":\"$(printf '*%.0s' $(seq 4097))\"}")" "longer than 4096 bytes" \
+	"find: a pattern longer than a path is bad input"
 
 R=$(T ls '{}')
 like "$R" "dir .* src/" "ls: directories marked"

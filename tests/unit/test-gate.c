@@ -42,9 +42,16 @@ int main(void)
 	ok(gate_add_rule(&g2, true, "bash:git status*", &e) == 0, "an allow rule with a pattern");
 	is_int(check(&g2, "bash", "{\"command\":\"git status --short\"}"), GATE_ALLOW, "allow matches");
 	is_int(check(&g2, "bash", "{\"command\":\"git push\"}"), GATE_NEEDS_PERSON, "and only what it matches");
+	is_int(check(&g2, "bash", "{\"command\":\"git status src/a/b\"}"), GATE_ALLOW,
+	       "a command is one string: * runs over /");
+	/* Paths are matched as find and .gitignore match them (tools/glob.h). */
 	ok(gate_add_rule(&g2, true, "write:src/*", &e) == 0, "a path rule");
-	is_int(check(&g2, "write", "{\"path\":\"src/a/b.c\"}"), GATE_ALLOW, "a path rule matches the path");
+	is_int(check(&g2, "write", "{\"path\":\"src/b.c\"}"), GATE_ALLOW, "a path rule matches the path");
+	is_int(check(&g2, "write", "{\"path\":\"src/a/b.c\"}"), GATE_NEEDS_PERSON, "its * stays in one segment");
 	is_int(check(&g2, "write", "{\"path\":\"README\"}"), GATE_NEEDS_PERSON, "and only that path");
+	ok(gate_add_rule(&g2, true, "edit:lib/**", &e) == 0, "a path rule with **");
+	is_int(check(&g2, "edit", "{\"path\":\"lib/a/b.c\"}"), GATE_ALLOW, "** matches at any depth");
+	is_int(check(&g2, "edit", "{\"path\":\"lib\"}"), GATE_NEEDS_PERSON, "but not the directory itself");
 
 	ok(gate_add_rule(&g2, true, "nosuchtool", &e) < 0, "an unknown tool in a rule is refused");
 	like(e.msg, "no tool named nosuchtool", "and says so");
