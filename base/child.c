@@ -1,14 +1,17 @@
 #include "base/child.h"
+#include "base/timeutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
-int child_start(char *const argv[], const int *fds, size_t n, pid_t *ret_pid)
+static int child_spawn(char *const argv[], const int *fds, size_t n, bool group, pid_t *ret_pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
@@ -26,7 +29,14 @@ int child_start(char *const argv[], const int *fds, size_t n, pid_t *ret_pid)
 	sigemptyset(&none);
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	/* Nothing but the descriptors given crosses into the child. */
+	posix_spawn_file_actions_addclosefrom_np(&fa, (int)(n > 3 ? n : 3));
+	short fl = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+	if (group) {
+		fl |= POSIX_SPAWN_SETPGROUP;
+		posix_spawnattr_setpgroup(&at, 0);
+	}
+	posix_spawnattr_setflags(&at, fl);
 	pid_t pid;
 	int r = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -35,6 +45,28 @@ int child_start(char *const argv[], const int *fds, size_t n, pid_t *ret_pid)
 		return -r;
 	*ret_pid = pid;
 	return 0;
+}
+
+int child_start(char *const argv[], const int *fds, size_t n, pid_t *ret_pid)
+{
+	return child_spawn(argv, fds, n, false, ret_pid);
+}
+
+int child_start_group(char *const argv[], const int *fds, size_t n, pid_t *ret_pid)
+{
+	return child_spawn(argv, fds, n, true, ret_pid);
+}
+
+void child_kill_group(pid_t pid, int64_t grace_ms)
+{
+	kill(-pid, SIGTERM);
+	int64_t until = now_ms() + grace_ms;
+	int st;
+	while (now_ms() < until && waitpid(pid, &st, WNOHANG) == 0)
+		usleep(10000);
+	/* Whether or not the leader left, what it started may still be there. */
+	kill(-pid, SIGKILL);
+	waitpid(pid, &st, 0);
 }
 
 int child_reap(pid_t pid)

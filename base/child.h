@@ -9,7 +9,15 @@
  * nothing above); 2 is /dev/null when n < 3. Every signal is at its
  * default and none is blocked, whatever the caller's mask. 0 or -errno. */
 int child_start(char *const argv[], const int *fds, size_t n, pid_t *ret_pid);
+/* The same, as the leader of a process group of its own (its pid is the
+ * group's id), so that it and every child it starts can be signalled at
+ * once with kill(-pid, ...). */
+int child_start_group(char *const argv[], const int *fds, size_t n, pid_t *ret_pid);
 /* child_start and wait: the wait status, or -errno if it did not start. */
 int child_wait(char *const argv[], const int *fds, size_t n);
+/* End a group child_start_group made: SIGTERM to the whole group, then
+ * SIGKILL after grace_ms, and reap its leader. Its children that left the
+ * group (setsid) are not reached. */
+void child_kill_group(pid_t pid, int64_t grace_ms);
 /* Wait for pid, through EINTR: its wait status. */
 int child_reap(pid_t pid);

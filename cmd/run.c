@@ -4,6 +4,7 @@
 #include "cmd/cmd.h"
 #include "cmd/session.h"
 #include "base/buf.h"
+#include "base/child.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/parse.h"
@@ -268,6 +269,8 @@ static int read_task(const char *arg, char **ret)
  * first line it prints is the reason the model is told). 60 s at most, and
  * never past the run's deadline. */
 #define RUN_APPROVER_TIMEOUT_MS 60000
+/* SIGTERM to its group, then SIGKILL after this. */
+#define RUN_APPROVER_GRACE_MS 500
 
 struct approver {
 	const char *cmd;
@@ -277,7 +280,6 @@ struct approver {
 static int approver_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
 {
 	const struct approver *ap = ud;
-	const char *cmd = ap->cmd;
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return 'n';
@@ -286,23 +288,21 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 		close(in[1]);
 		return 'n';
 	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		setenv("WARD_TOOL", tool, 1);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
+	/* Its own process group, signals at their defaults, only stdin, stdout
+	 * and stderr: when it is done, or out of time, the whole group goes,
+	 * so nothing it started keeps ward's stderr (a CI step's pipe) open. */
+	setenv("WARD_TOOL", tool, 1);
+	char *argv[] = { "sh", "-c", (char *)ap->cmd, NULL };
+	int fds[] = { in[0], out[1], 2 };
+	pid_t pid;
+	int r = child_start_group(argv, fds, 3, &pid);
+	unsetenv("WARD_TOOL");
 	close(in[0]);
 	close(out[1]);
-	if (pid < 0) {
+	if (r < 0) {
 		close(in[1]);
 		close(out[0]);
-		snprintf(reason, cap, "the approver could not be started");
+		snprintf(reason, cap, "the approver could not be started: %s", strerror(-r));
 		return 'n';
 	}
 	cJSON *j = cJSON_CreateObject();
@@ -311,9 +311,11 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	signal(SIGPIPE, SIG_IGN);
-	if (s)
-		fdio_write_full(in[1], s, strlen(s));
-	close(in[1]);
+	/* The call goes in as the approver reads it, within the same bound:
+	 * one that never reads cannot hold ward. */
+	fdio_set_nonblock(in[1], true);
+	size_t len = s ? strlen(s) : 0, sent = 0;
+	int infd = in[1];
 	char buf[512];
 	size_t got = 0;
 	/* 60 s, or less: the run's deadline holds while the approver thinks. */
@@ -322,34 +324,54 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 	if (by_deadline)
 		until = *ap->deadline_ms;
 	fdio_set_nonblock(out[0], true);
-	int st = -1;
+	siginfo_t si = { 0 };
 	for (;;) {
-		struct pollfd pf = { .fd = out[0], .events = POLLIN };
+		/* Exited? Looked at without reaping, so its group id stays its own
+		 * until the group is killed below. */
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			break;
 		int64_t left = until - now_ms();
 		if (left <= 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
+			child_kill_group(pid, RUN_APPROVER_GRACE_MS);
+			close(out[0]);
+			if (infd >= 0)
+				close(infd);
 			if (by_deadline)
 				snprintf(reason, cap, "the approver did not answer before the run's deadline");
 			else
 				snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
-			close(out[0]);
 			return 'n';
 		}
-		if (poll(&pf, 1, (int)MIN(left, 100)) > 0) {
+		if (infd >= 0 && sent == len) {
+			close(infd);
+			infd = -1;
+		}
+		struct pollfd pf[2] = { { .fd = out[0], .events = POLLIN }, { .fd = infd, .events = POLLOUT } };
+		if (poll(pf, infd >= 0 ? 2 : 1, (int)MIN(left, 100)) <= 0)
+			continue;
+		if ((pf[0].revents & (POLLIN | POLLHUP)) && got < sizeof(buf) - 1) {
 			ssize_t n = read(out[0], buf + got, sizeof(buf) - 1 - got);
 			if (n > 0)
 				got += (size_t)n;
-			if (got >= sizeof(buf) - 1)
-				got = sizeof(buf) - 1;
 		}
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
+		if (infd >= 0 && (pf[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t n = write(infd, s + sent, len - sent);
+			if (n > 0)
+				sent += (size_t)n;
+			else if (n < 0 && errno != EAGAIN && errno != EINTR)
+				sent = len;	/* it closed its stdin: it has what it wanted */
+		}
 	}
-	ssize_t n = read(out[0], buf + got, sizeof(buf) - 1 - got);
+	if (infd >= 0)
+		close(infd);
+	ssize_t n = got < sizeof(buf) - 1 ? read(out[0], buf + got, sizeof(buf) - 1 - got) : 0;
 	if (n > 0)
 		got += (size_t)n;
 	close(out[0]);
+	/* It answered; what it left running in its group goes now. */
+	kill(-pid, SIGKILL);
+	int st = child_reap(pid);
 	buf[got] = 0;
 	buf[strcspn(buf, "\n")] = 0;
 	_cleanup_free_ char *safe = utf8_dup(buf, strlen(buf));

@@ -10,6 +10,7 @@ usage: fake-llm.py --scenario NAME --port-file FILE --log FILE
 """
 import argparse
 import json
+import os
 import socket
 import sys
 import threading
@@ -143,7 +144,10 @@ def sc_loop(n, msgs):
 
 def sc_sleep(n, msgs):
     if n == 1:
-        return tool("bash", {"command": "sleep 100; touch /workspace/canary-deadline", "timeout": 300})
+        # 100.PID seconds: a sleep of this server's own, told apart from any
+        # other test's on the host.
+        return tool("bash", {"command": "sleep 100.%d; touch /workspace/canary-deadline" % os.getpid(),
+                             "timeout": 300})
     return text("unexpected second round")
 
 

@@ -10,8 +10,8 @@ ws() { # a fresh workspace
 	rm -rf "$WS"; mkdir -p "$WS"
 	printf 'alpha\n' >"$WS/a.txt"; printf 'beta\n' >"$WS/b.txt"
 }
-sleeper_gone() { # the scenario's `sleep 100` is not running on the host (waits up to 1 s)
-	for _ in $(seq 20); do pgrep -f '^sleep 100$' >/dev/null || return 0; sleep 0.05; done
+sleeper_gone() { # the scenario's `sleep 100.SERVER-PID` is not running on the host (waits up to 1 s)
+	for _ in $(seq 20); do pgrep -f "^sleep 100\.$SRV\$" >/dev/null || return 0; sleep 0.05; done
 	return 1
 }
 run() { # run PROVIDER [flags] TASK -> OUT, ERR, RC, MS
@@ -284,6 +284,27 @@ is "$RC" 2 "a stuck approver: the run stops at its deadline (exit 2)"
 lt "$MS" 4000 "within 4 s of a 2 s deadline"
 like "$(req 2)$ERR" "before the run's deadline" "and says the approver did not answer in time"
 [ ! -e "$WS/gated.txt" ]; ok $? "the call did not run"
+# What the approver starts goes with it: its own process group is killed at
+# the deadline (canary), and after it answers, so nothing it left holds
+# ward's stderr, a CI step's pipe, open.
+printf '#!/bin/sh\n(sleep 3; touch %s) &\nexec sleep 300\n' "$T_TMP/approver-canary" >"$T_TMP/approver-kids"
+chmod +x "$T_TMP/approver-kids"
+serve write; ws approver-kids
+run anthropic --rw --approve ask --deadline 2s --approve-cmd "$T_TMP/approver-kids" "write"
+is "$RC" 2 "an approver with a child: the run stops at its deadline"
+sleep 3.5
+[ ! -e "$T_TMP/approver-canary" ]; ok $? "the approver's child was killed with it (canary)"
+(sleep 1; touch "$T_TMP/approver-canary2") &
+sleep 1.5
+[ -e "$T_TMP/approver-canary2" ]; ok $? "twin: the same canary, not killed, is written"
+printf '#!/bin/sh\n(sleep 30; echo late >&2) &\nexit 0\n' >"$T_TMP/approver-leaves"
+chmod +x "$T_TMP/approver-leaves"
+serve write; ws approver-leaves
+t0=$(now_ms)
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw --approve ask \
+	--approve-cmd "$T_TMP/approver-leaves" "write" 2>&1 </dev/null | cat >"$T_TMP/piped"
+lt "$(( $(now_ms) - t0 ))" 10000 "an approver that leaves a child behind: ward's output pipe closes when ward ends"
+is "$(cat "$WS/gated.txt" 2>/dev/null)" written "and its yes was taken"
 
 serve write3; ws gate4
 run anthropic --approve ask "write three"
