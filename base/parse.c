@@ -1,4 +1,5 @@
 #include "base/parse.h"
+#include "base/cleanup.h"
 
 #include <errno.h>
 #include <string.h>
@@ -39,26 +40,49 @@ static int parse_num_suffix(const char *s, uint64_t *ret_num, const char **ret_s
 
 int parse_duration_ms(const char *s, int64_t *ret_ms)
 {
-	uint64_t v, mul;
-	const char *suf;
-	if (!s)
+	/* Parts of a number (a fraction allowed) and a unit each: "1h30m",
+	 * "1.5s", "250ms", "2m30s". A bare number is refused (seconds or
+	 * minutes?), but for "0", which means none. */
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = { { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 } };
+	if (!s || !*s)
 		return -EINVAL;
-	int r = parse_num_suffix(s, &v, &suf);
-	if (r < 0)
-		return r;
-	if (!*suf || !strcmp(suf, "s"))
-		mul = 1000;
-	else if (!strcmp(suf, "ms"))
-		mul = 1;
-	else if (!strcmp(suf, "m"))
-		mul = 60000;
-	else if (!strcmp(suf, "h"))
-		mul = 3600000;
-	else
-		return -EINVAL;
-	if (v > (uint64_t)INT64_MAX / mul)
+	if (!strcmp(s, "0")) {
+		*ret_ms = 0;
+		return 0;
+	}
+	double total = 0;
+	const char *p = s;
+	while (*p) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		double v = 0, scale = 0;
+		for (; (*p >= '0' && *p <= '9') || (*p == '.' && !scale); p++) {
+			if (*p == '.')
+				scale = 1;
+			else if (scale)
+				v += (scale /= 10) * (*p - '0');
+			else
+				v = v * 10 + (*p - '0');
+			if (v > 1e15)
+				return -ERANGE;
+		}
+		size_t i = 0, ul = 0;
+		for (; i < ARRAY_SIZE(units); i++) {
+			ul = strlen(units[i].unit);
+			if (!strncmp(p, units[i].unit, ul) && !(p[ul] >= 'a' && p[ul] <= 'z'))
+				break;
+		}
+		if (i == ARRAY_SIZE(units))
+			return -EINVAL;	/* no unit, or an unknown one */
+		total += v * (double)units[i].ms;
+		p += ul;
+	}
+	if (total > 9e15)
 		return -ERANGE;
-	*ret_ms = (int64_t)(v * mul);
+	*ret_ms = (int64_t)(total + 0.5);
 	return 0;
 }
 

@@ -6,7 +6,8 @@
 
 /* Decimal unsigned; the whole string must be consumed. */
 int parse_u64(const char *s, uint64_t *ret);
-/* "500ms", "2s", "3m", "1h"; a bare number is seconds. */
+/* "500ms", "2s", "1.5s", "3m", "1h30m", "2d": numbers with units, summed;
+ * a bare number is refused, but "0". */
 int parse_duration_ms(const char *s, int64_t *ret_ms);
 /* "512M", "1G", "4096", "64K". */
 int parse_size(const char *s, uint64_t *ret_bytes);

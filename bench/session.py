@@ -53,6 +53,23 @@ class Pane:
     def send(self, b):
         os.write(self.fd, b)
 
+    def wait_exit(self, timeout=10.0):
+        """The session ends (its pty drained meanwhile); killed past timeout."""
+        until = time.perf_counter() + timeout
+        while time.perf_counter() < until:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return
+            r, _, _ = select.select([self.fd], [], [], 0.05)
+            if r:
+                try:
+                    self.out += os.read(self.fd, 65536)
+                except OSError:
+                    pass
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        raise SystemExit("bench: the session did not end within %.0f s of Ctrl-D" % timeout)
+
 
 def sleepers():
     found = []
@@ -71,7 +88,7 @@ for i in range(5):
     p = Pane()
     starts.append((p.wait_for(b"\xe2\x80\xba ") - p.t0) * 1000)   # the prompt's "›"
     p.send(b"\x04")                                                  # Ctrl-D: no changes, no question
-    os.waitpid(p.pid, 0)
+    p.wait_exit()
     os.close(p.fd)
 p = Pane()
 p.wait_for(b"\xe2\x80\xba ")
@@ -80,7 +97,10 @@ for i in range(rounds):
     p.send(b"sleep\r")
     p.wait_for(b"esc to interrupt", mark)
     pids = []
+    until = time.perf_counter() + 10
     while not pids:
+        if time.perf_counter() > until:
+            raise SystemExit("bench: the call's sleep did not start within 10 s")
         pids = sleepers()
         time.sleep(0.002)
     mark = len(p.out)
@@ -102,7 +122,7 @@ for i in range(rounds):
     gone.append((t_gone - t0) * 1000)
     p.wait_for(b"\xe2\x80\xba ", mark)
 p.send(b"\x04")
-os.waitpid(p.pid, 0)
+p.wait_exit()
 srv.send_signal(signal.SIGTERM)
 srv.wait()
 print("%.1f %.1f %.1f %d %d" % (statistics.median(starts), statistics.median(cards), statistics.median(gone),

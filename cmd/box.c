@@ -21,6 +21,7 @@ struct box_sub {
 	const char *args;
 	const char *summary;
 	int (*run)(int argc, char **argv);
+	bool flags;		/* it parses flags itself */
 };
 
 static const struct option create_opts[] = {
@@ -63,11 +64,16 @@ static const char create_help[] =
 
 /* Parse box-creation flags (and exec's --timeout for `box run`). Returns
  * the index of the first non-option argument, or -1 after printing. */
-static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
+static int parse_create(const char *cmd, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
 {
 	optind = 1;
+	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+h", create_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			cmd_bad_flag(cmd, c, argv);
+			return -1;
+		}
 		int64_t ms;
 		uint64_t v;
 		switch (c) {
@@ -78,7 +84,7 @@ static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *time
 		case 'i':
 		case 'g':
 			if (parse_duration_ms(optarg, &ms) < 0) {
-				cmd_error("--%s: \"%s\" is not a duration (e.g. 90s, 10m, 2h)",
+				cmd_error("--%s: \"%s\" is not a duration with a unit (e.g. 90s, 10m, 1h30m; 0 for none)",
 					  c == 't' ? "ttl" : c == 'i' ? "idle" : "grace", optarg);
 				return -1;
 			}
@@ -92,7 +98,7 @@ static int parse_create(int argc, char **argv, struct box_opts *o, int64_t *time
 		case 'T':
 		case 'I':
 			if (!timeout_s || parse_duration_ms(optarg, &ms) < 0 || ms < 1000) {
-				cmd_error("--%s: \"%s\" is not a duration of at least 1s", c == 'T' ? "timeout" : "idle-timeout", optarg);
+				cmd_error("--%s: \"%s\" is not a duration of at least 1s, with a unit (e.g. 90s, 2m)", c == 'T' ? "timeout" : "idle-timeout", optarg);
 				return -1;
 			}
 			*(c == 'T' ? timeout_s : idle_s) = ms / 1000;
@@ -185,6 +191,20 @@ static int do_create(struct box_opts *o, char *name, size_t n)
 		cmd_error("cannot create the box: %s", e.msg);
 		return r == -EINVAL ? EXIT_USAGE : r == -ENOENT && o->workspace ? EXIT_NOINPUT : EXIT_NOBOX;
 	}
+	/* A ceiling asked for that nothing here enforces is said, not taken
+	 * silently. */
+	struct box_conn *c;
+	cJSON *info = NULL;
+	if (o->lim.cpus_milli && box_connect(name, &c, NULL) == 0) {
+		box_info(c, &info, NULL);
+		box_disconnect(c);
+		const char *by = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(info, "limits"), "cpu_by"));
+		if (by && strcmp(by, "cgroup"))
+			cmd_error("warning: --cpus %.2f is not enforced on this machine (no writable cgroup v2 cpu "
+				  "controller; see ward doctor): a busy command uses a whole core until its time-out",
+				  o->lim.cpus_milli / 1000.0);
+		cJSON_Delete(info);
+	}
 	return 0;
 }
 
@@ -192,7 +212,7 @@ static int sub_create(int argc, char **argv)
 {
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = parse_create(argc, argv, &o, NULL, NULL);
+	int i = parse_create("box create", argc, argv, &o, NULL, NULL);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i < argc) {
@@ -334,7 +354,7 @@ static int sub_exec(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
-	int i = parse_create(argc - 1, argv + 1, &o, &timeout_s, &idle_s);
+	int i = parse_create("box exec", argc - 1, argv + 1, &o, &timeout_s, &idle_s);
 	if (i < 0)
 		return EXIT_USAGE;
 	i += 1;
@@ -350,7 +370,7 @@ static int sub_run(int argc, char **argv)
 	int64_t timeout_s = 0, idle_s = 0;
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = parse_create(argc, argv, &o, &timeout_s, &idle_s);
+	int i = parse_create("box run", argc, argv, &o, &timeout_s, &idle_s);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i >= argc) {
@@ -450,6 +470,14 @@ static void ls_number(const cJSON *b, const char *key, double unit, const char *
 static int sub_ls(int argc, char **argv)
 {
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	if (argc > (json ? 2 : 1)) {
+		if (!strcmp(argv[argc - 1], "--help") || !strcmp(argv[argc - 1], "-h")) {
+			printf("usage: ward box ls [--json]\n");
+			return 0;
+		}
+		cmd_error("box ls: unknown argument %s; it takes only --json", argv[json ? 2 : 1]);
+		return EXIT_USAGE;
+	}
 	struct err e = { 0 };
 	cJSON *arr;
 	if (box_list(&arr, &e) < 0) {
@@ -460,19 +488,27 @@ static int sub_ls(int argc, char **argv)
 		_cleanup_free_ char *s = cJSON_Print(arr);
 		printf("%s\n", s ? s : "[]");
 	} else {
-		printf("%-20s %-8s %-7s %8s %10s %5s  %s\n", "NAME", "STATE", "BACKEND", "UPTIME", "TTL-LEFT", "CALLS", "WORKSPACE");
+		/* Columns as wide as the longest name; the workspace last, whole. */
+		int nw = 4;
 		const cJSON *b;
+		cJSON_ArrayForEach(b, arr) {
+			const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(b, "name"));
+			if (n && (int)strlen(n) > nw)
+				nw = (int)strlen(n);
+		}
+		printf("%-*s %-8s %-7s %8s %9s %5s  %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME", "ENDS-IN", "CALLS",
+		       "WORKSPACE");
 		cJSON_ArrayForEach(b, arr) {
 			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
 						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
 			/* A dead box's keeper cannot say these: "-", not a NaN. */
-			char up[24], ttl[24], calls[16];
+			char up[24], ends[24], calls[16];
 			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
-			ls_number(b, "ttl_left_ms", 1000, "s", ttl, sizeof(ttl));
+			ls_number(b, "ends_in_ms", 1000, "s", ends, sizeof(ends));
 			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
-			printf("%-20s %-8s %-7s %8s %10s %5s  %s\n",
+			printf("%-*s %-8s %-7s %8s %9s %5s  %s\n", nw,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ttl, calls,
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
 		}
 	}
@@ -518,14 +554,14 @@ static int sub_reap(int argc, char **argv)
 }
 
 static const struct box_sub subs[] = {
-	{ "create", "[FLAGS]", "create a box and print its name", sub_create },
-	{ "ls", "[--json]", "list boxes", sub_ls },
-	{ "info", "BOX", "a box's state, limits and what enforces them", sub_info },
-	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec },
-	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool },
-	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run },
-	{ "destroy", "BOX...", "destroy boxes", sub_destroy },
-	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap },
+	{ "create", "[FLAGS]", "create a box and print its name", sub_create, true },
+	{ "ls", "[--json]", "list boxes", sub_ls, true },
+	{ "info", "BOX", "a box's state, limits and what enforces them", sub_info, false },
+	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec, true },
+	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool, false },
+	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run, true },
+	{ "destroy", "BOX...", "destroy boxes", sub_destroy, false },
+	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap, false },
 };
 
 static int box_run(int argc, char **argv)
@@ -538,12 +574,27 @@ static int box_run(int argc, char **argv)
 		fprintf(f, "\ncreate/run flags:\n%s", create_help);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
-	/* Every ward start sweeps boxes whose keeper is gone. */
-	if (strcmp(argv[1], "reap"))
-		box_reap(NULL, NULL);
-	for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
-		if (!strcmp(subs[i].name, argv[1]))
-			return subs[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		if (strcmp(subs[i].name, argv[1]))
+			continue;
+		char cmd[32], usage[96];
+		snprintf(cmd, sizeof(cmd), "box %s", subs[i].name);
+		snprintf(usage, sizeof(usage), "ward box %s%s%s", subs[i].name, *subs[i].args ? " " : "", subs[i].args);
+		if (!subs[i].flags) {
+			int r = cmd_operands_only(argc - 1, argv + 1, cmd, usage);
+			if (r >= 0)
+				return r;
+		} else if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			printf("usage: %s\n%s", usage, strcmp(subs[i].name, "ls") ? "\nflags:\n" : "");
+			if (strcmp(subs[i].name, "ls"))
+				fputs(create_help, stdout);
+			return 0;
+		}
+		/* Every ward start sweeps boxes whose keeper is gone. */
+		if (strcmp(argv[1], "reap"))
+			box_reap(NULL, NULL);
+		return subs[i].run(argc - 1, argv + 1);
+	}
 	cmd_error("unknown box subcommand \"%s\"; run `ward box --help`", argv[1]);
 	return EXIT_USAGE;
 }

@@ -16,6 +16,19 @@ enum {
 	EXIT_CANCELLED = 130,
 };
 
+/* The flags of a command that parses them with getopt_long: set opterr to
+ * 0 and start optstring with "+:"; for its '?' or ':' this prints the one
+ * line (which flag, and where to read about the flags) and returns
+ * EXIT_USAGE. */
+int cmd_bad_flag(const char *cmd, int c, char **argv);
+/* A command that takes operands and no flags: with --help or -h, usage goes
+ * to stdout and 0 is returned; any other argument starting with '-' is
+ * refused in one line (EXIT_USAGE); -1 when the arguments are for the
+ * command to use. */
+int cmd_operands_only(int argc, char **argv, const char *cmd, const char *usage);
+/* The same for a command that takes nothing at all ("ward CMD"). */
+int cmd_no_operands(int argc, char **argv, const char *cmd);
+
 struct command {
 	const char *name;
 	const char *args;

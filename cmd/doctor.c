@@ -48,6 +48,9 @@ static int try_unshare(int flags)
 
 static int doctor_run(int argc, char **argv)
 {
+	int u = cmd_no_operands(argc, argv, "doctor");
+	if (u >= 0)
+		return u;
 	int r = try_unshare(CLONE_NEWUSER);
 	line(r == 0, "user namespace", r == 0 ? "unprivileged user namespaces work" : "refused: %s (boxes cannot be made)", strerror(-r));
 	if (r)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <getopt.h>
 #include <unistd.h>
 
 static const struct command *const commands[] = { &cmd_run, &cmd_chat, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_doctor, &cmd_version, NULL };
@@ -45,6 +46,45 @@ const char *cmd_guest_path(void)
 	return path;
 }
 
+int cmd_bad_flag(const char *cmd, int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	if (c == ':')
+		cmd_error("%s: %s needs a value; see `ward %s --help`", cmd, arg, cmd);
+	else
+		cmd_error("%s: unknown flag %s; see `ward %s --help`", cmd, arg, cmd);
+	return EXIT_USAGE;
+}
+
+int cmd_operands_only(int argc, char **argv, const char *cmd, const char *usage)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: %s\n", usage);
+			return EXIT_OKAY;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			cmd_error("%s: unknown flag %s; it takes none (usage: %s)", cmd, argv[i], usage);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+int cmd_no_operands(int argc, char **argv, const char *cmd)
+{
+	char usage[64];
+	snprintf(usage, sizeof(usage), "ward %s", cmd);
+	int r = cmd_operands_only(argc, argv, cmd, usage);
+	if (r < 0 && argc > 1) {
+		cmd_error("%s takes no arguments; usage: %s", cmd, usage);
+		r = EXIT_USAGE;
+	}
+	return r;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ward COMMAND [ARGS]\n       ward [FLAGS]   at a terminal: the interactive session (see `ward chat --help`)\n\ncommands:\n");
@@ -55,6 +95,9 @@ static void usage(FILE *f)
 
 static int version_run(int argc, char **argv)
 {
+	int r = cmd_no_operands(argc, argv, "version");
+	if (r >= 0)
+		return r;
 	printf("ward %s\n", WARD_VERSION);
 	return 0;
 }

@@ -436,8 +436,11 @@ static int run_run(int argc, char **argv)
 	bool apply = false;
 	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
 	optind = 1;
+	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", run_opts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return cmd_bad_flag("run", c, argv);
 		int k = run_flag(&f, c, optarg);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -462,8 +465,7 @@ static int run_run(int argc, char **argv)
 			fputs(run_help, stdout);
 			return 0;
 		default:
-			fputs(run_help, stderr);
-			return EXIT_USAGE;
+			return cmd_bad_flag("run", '?', argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -603,9 +605,14 @@ const struct command cmd_run = {
 /* ward diff SESSION / ward apply SESSION: the changes a run left. */
 static int changes_cmd(int argc, char **argv, bool apply)
 {
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: ward %s SESSION\n", apply ? "apply" : "diff");
-		return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : EXIT_USAGE;
+	char usage[64];
+	snprintf(usage, sizeof(usage), "ward %s SESSION", apply ? "apply" : "diff");
+	int u = cmd_operands_only(argc, argv, apply ? "apply" : "diff", usage);
+	if (u >= 0)
+		return u;
+	if (argc != 2) {
+		cmd_error("%s: give one session (see `ward sessions`); usage: %s", apply ? "apply" : "diff", usage);
+		return EXIT_USAGE;
 	}
 	struct err e = { 0 };
 	struct journal_state st;
@@ -662,10 +669,9 @@ const struct command cmd_apply = {
 /* ward sessions: the journals, newest last, with how each ended. */
 static int sessions_run(int argc, char **argv)
 {
-	if (argc > 1) {
-		fprintf(stderr, "usage: ward sessions\n");
-		return !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ? 0 : EXIT_USAGE;
-	}
+	int u = cmd_no_operands(argc, argv, "sessions");
+	if (u >= 0)
+		return u;
 	struct err e = { 0 };
 	cJSON *list = NULL;
 	if (session_list(&list, &e) < 0) {

@@ -58,7 +58,7 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 	case 'd':
 	case 'I':
 		if (parse_duration_ms(arg, &ms) < 0 || ms < 1) {
-			cmd_error("--%s: \"%s\" is not a duration (e.g. 90s, 10m)", c == 'd' ? "deadline" : "idle-timeout", arg);
+			cmd_error("--%s: \"%s\" is not a duration with a unit (e.g. 90s, 10m, 1h30m, 1.5s)", c == 'd' ? "deadline" : "idle-timeout", arg);
 			return -1;
 		}
 		if (c == 'd')
@@ -117,16 +117,36 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 	return 0;
 }
 
+/* http://HOST[:PORT][/PATH] or https://...: a host, no spaces, no
+ * credentials in the URL (they would be sent and logged as a URL). */
+static bool base_url_valid(const char *u)
+{
+	const char *p = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
+	if (!p || !*p || *p == '/' || *p == ':')
+		return false;
+	size_t host = strcspn(p, "/");
+	if (memchr(p, '@', host))
+		return false;
+	for (const char *c = u; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return false;
+	return true;
+}
+
 int run_flags_finish(struct run_flags *f)
 {
 	struct turn_cfg *cfg = &f->cfg;
 	const char *model = f->model;
 	const char *replay = model && !strncmp(model, "replay:", 7) ? model + 7 : NULL;
 	if (replay) {
-		if (access(replay, R_OK) < 0) {
-			cmd_error("--model %s: cannot read the replay script %s: %s", model, replay, strerror(errno));
+		/* Read and checked now, before a session or a box is made. */
+		struct err e = { 0 };
+		cJSON *script = replay_load(replay, &e);
+		if (!script) {
+			cmd_error("--model %s: %s", model, e.msg);
 			return EXIT_USAGE;
 		}
+		cJSON_Delete(script);
 		cfg->replay_path = replay;
 		cfg->pcfg.model = "replay";
 	} else {
@@ -138,6 +158,11 @@ int run_flags_finish(struct run_flags *f)
 		cfg->pcfg.model = model ? model
 				  : cfg->provider == &provider_openai ? RUN_DEFAULT_OPENAI_MODEL
 								     : RUN_DEFAULT_ANTHROPIC_MODEL;
+		if (f->base_url && !base_url_valid(f->base_url)) {
+			cmd_error("--base-url: \"%s\" is not an http:// or https:// URL with a host (e.g. "
+				  "http://127.0.0.1:8080/v1)", f->base_url);
+			return EXIT_USAGE;
+		}
 		cfg->pcfg.base_url = f->base_url;
 		const char *key = getenv(cfg->provider->key_env);
 		if ((!key || !*key) && !f->base_url) {

@@ -6,7 +6,6 @@
 #include "base/cleanup.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
-#include "cmd/edit.h"
 #include "cmd/cmd.h"
 
 #include <stdarg.h>
@@ -88,6 +87,20 @@ char *tui_short_n(const char *s, size_t n, size_t max)
 char *tui_short(const char *s, size_t max)
 {
 	return tui_short_n(s, strlen(s), max);
+}
+
+char *tui_fit(const char *s, int cols)
+{
+	size_t chars = 0, i = 0, n = strlen(s), cut = n;
+	for (; i < n; chars++) {
+		if ((int)chars == cols - 1 && cut == n)
+			cut = i;	/* where "…" would go */
+		size_t k = utf8_seq_len((const unsigned char *)s + i, n - i);
+		i += k ? k : 1;
+	}
+	if ((int)chars <= cols)
+		return tui_short_n(s, n, n);
+	return tui_short_n(s, n, cut);
 }
 
 void tui_newline(struct tui *u)
@@ -281,7 +294,7 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 	tui_flush(u);
 }
 
-static void show_field(struct tui *u, const char *label, const char *v)
+void tui_show_field(struct tui *u, const char *label, const char *v)
 {
 	size_t n = strlen(v);
 	size_t k = MIN(n, (size_t)TUI_ASK_SHOW);
@@ -303,73 +316,4 @@ static void show_field(struct tui *u, const char *label, const char *v)
 		tui_putf(u, DIM "    … cut here: %zu more bytes not shown" UNDIM "\n", n - k);
 }
 
-int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
-{
-	struct tui *u = ud;
-	tui_live_clear(u);
-	tui_newline(u);
-	_cleanup_free_ char *tn = tui_short(tool, 31);
-	tui_putf(u, YELLOW "? " RESET BOLD "%s" RESET " needs your approval\n", tn ? tn : "");
-	const cJSON *f;
-	cJSON_ArrayForEach(f, input) {
-		if (cJSON_IsString(f)) {
-			show_field(u, f->string, f->valuestring);
-		} else {
-			_cleanup_free_ char *j = cJSON_PrintUnformatted(f);
-			show_field(u, f->string, j ? j : "");
-		}
-	}
-	/* What "always" would allow: the gate's own words. */
-	char rules[2][GATE_SPEC_MAX], scope[200];
-	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
-	_cleanup_free_ char *sc = tui_short(scope, 120);
-	tui_putf(u, "  " BOLD "y" RESET " yes   " BOLD "n" RESET " no   " BOLD "a" RESET " always: %s   " BOLD "esc" RESET
-		" stop the turn\n",
-	     sc ? sc : "");
-	tui_flush(u);
-	for (;;) {
-		/* The message's deadline holds while the question waits. */
-		int k = tui_read_key(u, u->deadline);
-		switch (k) {
-		case -1:
-			tui_put(u, RED "  → no answer before the deadline" RESET "\n");
-			tui_flush(u);
-			snprintf(reason, cap, "no answer came before the deadline");
-			return 'n';
-		case 'y':
-		case 'Y':
-			tui_put(u, GREEN "  → yes, once" RESET "\n");
-			tui_flush(u);
-			return 'y';
-		case 'a':
-		case 'A':
-			if (nrules)
-				tui_putf(u, GREEN "  → yes, and from now on %s" RESET "\n", sc ? sc : "");
-			else
-				tui_put(u, GREEN "  → yes, once (no rule fits this call)" RESET "\n");
-			tui_flush(u);
-			return 'a';
-		case 'n':
-		case 'N': {
-			tui_put(u, RED "  → no" RESET "\n");
-			tui_flush(u);
-			tui_tty_cooked(u);
-			_cleanup_free_ char *why = editor_line(u->ed, "  why (Enter to skip): ", false);
-			tui_tty_turn(u);
-			if (why && !u->ctrl_c)
-				snprintf(reason, cap, "%s", why);
-			u->ctrl_c = false;
-			return 'n';
-		}
-		case 033:
-		case 3:
-		case 0:
-			tui_put(u, YELLOW "  → stop the turn" RESET "\n");
-			tui_flush(u);
-			return 'q';
-		default:
-			break;
-		}
-	}
-}
 

@@ -52,11 +52,6 @@ void tui_tty_turn(struct tui *u)
 	tcsetattr(u->in, TCSANOW, &t);
 }
 
-void tui_tty_cooked(struct tui *u)
-{
-	tcsetattr(u->in, TCSANOW, &u->saved);
-}
-
 void tui_tty_save(struct tui *u)
 {
 	if (tcgetattr(u->in, &u->saved) < 0)
@@ -221,14 +216,17 @@ void tui_on_tick(void *ud, struct turn *t)
 	tui_flush(u);
 }
 
-/* One key from the person, in turn mode: typeahead is thrown away first,
- * so nothing typed before the question answers it. 0 when the terminal
- * went away or a signal came; -1 at until (0: none). */
-int tui_read_key(struct tui *u, int64_t until)
+/* One key from the person, in turn mode. With discard (an approval),
+ * typeahead is thrown away first, so nothing typed before the question
+ * answers it; otherwise a key typed early is the answer. 0 when the
+ * terminal went away or a signal came; -1 at until (0: none). */
+int tui_read_key(struct tui *u, int64_t until, bool discard)
 {
-	tcflush(u->in, TCIFLUSH);
-	u->ahead.len = 0;
-	u->qh = u->qt;
+	if (discard) {
+		tcflush(u->in, TCIFLUSH);
+		u->ahead.len = 0;
+		u->qh = u->qt;
+	}
 	for (;;) {
 		if (until && now_ms() >= until)
 			return -1;

@@ -111,76 +111,7 @@ static void box_down(struct tui *u)
 	}
 }
 
-/* The changes as a diff, coloured, every line term-safe. 0 when there
- * are none. */
-static int show_diff(struct tui *u, bool quiet)
-{
-	struct err e = { 0 };
-	struct layers L = { .lock_fd = -1 };
-	if (u->f.rw || !u->own_box) {
-		if (!quiet)
-			tui_put(u, "The box works on the directory directly (--rw or --box): there is no diff to show.\n");
-		return 0;
-	}
-	struct ws_changes ch = { 0 };
-	int k = session_changes_read(u->s.j.id, u->ws, &L, &ch, &e);
-	if (k < 0) {
-		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
-		return 0;
-	}
-	int n = (int)ch.n;
-	if (n == 0) {
-		if (!quiet)
-			tui_put(u, "No changes to the workspace.\n");
-		if (k > 0)
-			layers_release(&L);
-		ws_changes_free(&ch);
-		return 0;
-	}
-	char *text = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-	if (m) {
-		ws_diff(u->ws, L.upper, &ch, m, &e);
-		fclose(m);
-	}
-	layers_release(&L);
-	size_t shown = 0, more = 0;
-	for (char *p = text, *end = text + len; p && p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (shown >= TUI_DIFF_LINES) {
-			more++;
-			p += l + 1;
-			continue;
-		}
-		shown++;
-		const char *col = *p == '+' ? GREEN : *p == '-' ? RED : *p == '@' ? CYAN : "";
-		tui_put(u, col);
-		tui_put_safe(u, p, l);
-		tui_put(u, RESET "\n");
-		p += l + 1;
-	}
-	if (more)
-		tui_putf(u, DIM "… %zu more lines; the whole diff: ward diff %s" UNDIM "\n", more, u->s.j.id);
-	free(text);
-	ws_changes_free(&ch);
-	return n;
-}
 
-static void apply_now(struct tui *u)
-{
-	cJSON *files = cJSON_CreateArray();
-	fflush(stdout);
-	if (session_changes(u->s.j.id, u->ws, true, true, NULL, files) == EXIT_OKAY) {
-		int n = cJSON_GetArraySize(files);
-		if (n)
-			tui_putf(u, "Applied %d change%s to %s.\n", n, n == 1 ? "" : "s", u->ws);
-		else
-			tui_put(u, "No changes to apply.\n");
-	}
-	cJSON_Delete(files);
-}
 
 static void apply_changes(struct tui *u)
 {
@@ -191,18 +122,23 @@ static void apply_changes(struct tui *u)
 	/* The box goes first (its changes are kept); the next message gets a
 	 * new one over the updated directory. */
 	box_down(u);
-	apply_now(u);
+	tui_apply_now(u);
 }
 
+/* One line, whatever the terminal's width: cut and marked, never wrapped. */
 static void print_status(struct tui *u)
 {
-	tui_putf(u, DIM "%s · box %s · %lld in / %lld out tokens", u->f.cfg.pcfg.model, u->box[0] ? u->box : "(none)",
-	     (long long)u->usage.input, (long long)u->usage.output);
-	if (u->priced)
-		tui_putf(u, " · $%.4f", price_cost(&u->price, &u->usage));
-	if (u->f.deadline_ms)
-		tui_putf(u, " · %llds per message", (long long)(u->f.deadline_ms / 1000));
-	tui_putf(u, " · session %s" UNDIM "\n", u->s.j.id);
+	char line[1024];
+	int k = snprintf(line, sizeof(line), "%s · box %s · %lld in / %lld out tokens", u->f.cfg.pcfg.model,
+			 u->box[0] ? u->box : "(none)", (long long)u->usage.input, (long long)u->usage.output);
+	if (u->priced && k < (int)sizeof(line))
+		k += snprintf(line + k, sizeof(line) - (size_t)k, " · $%.4f", price_cost(&u->price, &u->usage));
+	if (u->f.deadline_ms && k < (int)sizeof(line))
+		k += snprintf(line + k, sizeof(line) - (size_t)k, " · %llds per message", (long long)(u->f.deadline_ms / 1000));
+	if (k < (int)sizeof(line))
+		snprintf(line + k, sizeof(line) - (size_t)k, " · session %s", u->s.j.id);
+	_cleanup_free_ char *fit = tui_fit(line, tui_cols() - 1);
+	tui_putf(u, DIM "%s" UNDIM "\n", fit ? fit : "");
 }
 
 static void cmd_box_show(struct tui *u)
@@ -333,7 +269,7 @@ static bool slash(struct tui *u, char *line)
 			cmd_box_show(u);
 		}
 	} else if (!strcmp(line, "/diff")) {
-		show_diff(u, false);
+		tui_show_diff(u, false);
 	} else if (!strcmp(line, "/apply")) {
 		apply_changes(u);
 	} else if (!strcmp(line, "/cost")) {
@@ -366,6 +302,76 @@ static bool slash(struct tui *u, char *line)
 	return true;
 }
 
+int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
+{
+	struct tui *u = ud;
+	tui_live_clear(u);
+	tui_newline(u);
+	_cleanup_free_ char *tn = tui_short(tool, 31);
+	tui_putf(u, YELLOW "? " RESET BOLD "%s" RESET " needs your approval\n", tn ? tn : "");
+	const cJSON *f;
+	cJSON_ArrayForEach(f, input) {
+		if (cJSON_IsString(f)) {
+			tui_show_field(u, f->string, f->valuestring);
+		} else {
+			_cleanup_free_ char *j = cJSON_PrintUnformatted(f);
+			tui_show_field(u, f->string, j ? j : "");
+		}
+	}
+	/* What "always" would allow: the gate's own words. */
+	char rules[2][GATE_SPEC_MAX], scope[200];
+	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
+	_cleanup_free_ char *sc = tui_short(scope, 120);
+	tui_putf(u, "  " BOLD "y" RESET " yes   " BOLD "n" RESET " no   " BOLD "a" RESET " always: %s   " BOLD "esc" RESET
+		" stop the turn\n",
+	     sc ? sc : "");
+	tui_flush(u);
+	for (;;) {
+		/* The message's deadline holds while the question waits. */
+		int k = tui_read_key(u, u->deadline, true);
+		switch (k) {
+		case -1:
+			tui_put(u, RED "  → no answer before the deadline" RESET "\n");
+			tui_flush(u);
+			snprintf(reason, cap, "no answer came before the deadline");
+			return 'n';
+		case 'y':
+		case 'Y':
+			tui_put(u, GREEN "  → yes, once" RESET "\n");
+			tui_flush(u);
+			return 'y';
+		case 'a':
+		case 'A':
+			if (nrules)
+				tui_putf(u, GREEN "  → yes, and from now on %s" RESET "\n", sc ? sc : "");
+			else
+				tui_put(u, GREEN "  → yes, once (no rule fits this call)" RESET "\n");
+			tui_flush(u);
+			return 'a';
+		case 'n':
+		case 'N': {
+			tui_put(u, RED "  → no" RESET "\n");
+			tui_flush(u);
+			tui_tty_turn(u);
+			_cleanup_free_ char *why = editor_line(u->ed, "  why (Enter to skip): ", false);
+			tui_tty_turn(u);
+			if (why && !u->ctrl_c)
+				snprintf(reason, cap, "%s", why);
+			u->ctrl_c = false;
+			return 'n';
+		}
+		case 033:
+		case 3:
+		case 0:
+			tui_put(u, YELLOW "  → stop the turn" RESET "\n");
+			tui_flush(u);
+			return 'q';
+		default:
+			break;
+		}
+	}
+}
+
 /* A message from the person: lines ending in \ go on. NULL at the end of
  * input; "" after a Ctrl-C (u->ctrl_c says so). */
 static char *read_message(struct tui *u)
@@ -381,7 +387,14 @@ static char *read_message(struct tui *u)
 	fflush(stdout);
 	bool first = true;
 	for (;;) {
+		/* libedit draws the prompt before it takes the terminal raw, and
+		 * hands back a canonical one: a key typed as the prompt appears
+		 * (a Ctrl-D, an EOF in canonical mode) would be the line
+		 * discipline's, not the prompt's. So the terminal is never
+		 * canonical while ward runs: non-canonical before and after. */
+		tui_tty_turn(u);
 		char *line = editor_line(u->ed, first ? "› " : "… ", true);
+		tui_tty_turn(u);
 		if (!line) {
 			buf_free(&msg);
 			return NULL;
@@ -426,7 +439,6 @@ static void run_message(struct tui *u, const char *text)
 	struct err e = { 0 };
 	int r = run_turn(&cfg, &u->s, text, &stop, &e);
 	tui_live_clear(u);
-	tui_tty_cooked(u);
 	if (r < 0)
 		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
 	else if (stop.signal == SIGTERM || stop.signal == SIGHUP)
@@ -437,47 +449,6 @@ static void run_message(struct tui *u, const char *text)
 	fflush(stdout);
 }
 
-/* At the end: the changes are offered for review and applying. */
-static void offer_changes(struct tui *u)
-{
-	for (;;) {
-		struct err e = { 0 };
-		struct layers L = { .lock_fd = -1 };
-		struct ws_changes ch = { 0 };
-		if (u->f.rw || !u->own_box || session_changes_read(u->s.j.id, u->ws, &L, &ch, &e) <= 0)
-			return;
-		layers_release(&L);
-		if (ch.n == 0) {
-			ws_changes_free(&ch);
-			session_layers_drop(u->s.j.id);
-			return;
-		}
-		tui_putf(u, "\nThe session changed %zu file%s in its copy of %s:\n", ch.n, ch.n == 1 ? "" : "s", u->ws);
-		for (size_t i = 0; i < ch.n && i < 20; i++) {
-			_cleanup_free_ char *s = tui_short(ch.v[i].path, 200);
-			tui_putf(u, "  %-9s %s\n", ws_kind_name(ch.v[i].kind), s ? s : "");
-		}
-		if (ch.n > 20)
-			tui_putf(u, "  … and %zu more\n", ch.n - 20);
-		ws_changes_free(&ch);
-		tui_put(u, "  " BOLD "d" RESET " show the diff   " BOLD "a" RESET " apply them   " BOLD "k" RESET
-		       " keep them for later\n");
-		fflush(stdout);
-		tui_tty_turn(u);
-		int k = tui_read_key(u, 0);
-		tui_tty_cooked(u);
-		if (k == 'd' || k == 'D') {
-			show_diff(u, true);
-			continue;
-		}
-		if (k == 'a' || k == 'A') {
-			apply_now(u);
-			return;
-		}
-		tui_putf(u, "Kept. Later: ward diff %s, ward apply %s\n", u->s.j.id, u->s.j.id);
-		return;
-	}
-}
 
 static int history_path(char *out, size_t n)
 {
@@ -517,8 +488,13 @@ static int tui_run(int argc, char **argv)
 	run_flags_init(&u->f, GATE_EDITS);
 	bool mode_given = false;
 	optind = 1;
+	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+h", tui_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", tui_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			free(u);
+			return cmd_bad_flag("chat", c, argv);
+		}
 		int k = run_flag(&u->f, c, optarg);
 		if (k < 0) {
 			free(u);
@@ -532,8 +508,7 @@ static int tui_run(int argc, char **argv)
 			fputs(tui_help, stdout);
 			return 0;
 		}
-		fputs(tui_help, stderr);
-		return EXIT_USAGE;
+		return cmd_bad_flag("chat", '?', argv);
 	}
 	if (optind != argc) {
 		cmd_error("the interactive session takes no task argument; type it at the prompt, or use `ward run TASK`");
@@ -575,8 +550,10 @@ static int tui_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	u->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
-	/* The terminal as found, restored on every way out. */
+	/* The terminal as found, restored on every way out; from here it is
+	 * non-canonical (keys are bytes for ward, never the line discipline's). */
 	tui_tty_save(u);
+	tui_tty_turn(u);
 
 	struct err e = { 0 };
 	char hist[PATH_MAX];
@@ -638,7 +615,7 @@ static int tui_run(int argc, char **argv)
 	fputs(PASTE_OFF, stdout);
 	box_down(u);
 	if (!u->quit_sig && !u->gone)
-		offer_changes(u);
+		tui_offer_changes(u);
 	if (!u->gone)
 		printf("\nSession %s. Continue it with: ward --resume %s\n", u->s.j.id, u->s.j.id);
 	fflush(stdout);

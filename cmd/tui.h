@@ -83,12 +83,11 @@ struct tui {
 void tui_tty_save(struct tui *u);	/* remember its mode; restore it on every way out */
 void tui_tty_restore(void);
 void tui_tty_turn(struct tui *u);	/* no echo, no line discipline, keys as bytes */
-void tui_tty_cooked(struct tui *u);	/* the mode as found */
 void tui_feed(struct tui *u, const char *p, size_t n);
 int tui_byte(void *ud, unsigned char *c);	/* the prompt's byte source (edit_byte_fn) */
 void tui_on_keys(void *ud, struct turn *t);	/* keys while a turn runs */
 void tui_on_tick(void *ud, struct turn *t);
-int tui_read_key(struct tui *u, int64_t until);
+int tui_read_key(struct tui *u, int64_t until, bool discard);
 char *tui_expand_pastes(struct tui *u, const char *line);
 void tui_pastes_free(struct tui *u);
 
@@ -106,4 +105,15 @@ void tui_live_clear(struct tui *u);
 void tui_live_draw(struct tui *u);
 void tui_flush(struct tui *u);
 void tui_on_event(void *ud, const struct turn_event *ev);
+/* s cut to at most cols characters, "…" marking the cut (a character is a
+ * column: the session's own lines are narrow). Term-safe. */
+char *tui_fit(const char *s, int cols);
+/* tui-changes.c: the diff (0 when there are no changes; quiet: say
+ * nothing then), applying now, and the question when the session ends. */
+int tui_show_diff(struct tui *u, bool quiet);
+void tui_apply_now(struct tui *u);
+void tui_offer_changes(struct tui *u);
+/* One field of a call, as an approval question shows it: long values cut
+ * (at TUI_ASK_SHOW bytes) and the cut marked; every byte term-safe. */
+void tui_show_field(struct tui *u, const char *label, const char *v);
 int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap);

@@ -352,6 +352,16 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	cJSON_AddNumberToObject(j, "uptime_ms", (double)(now_ms() - K.created_ms));
 	if (K.ttl_at)
 		cJSON_AddNumberToObject(j, "ttl_left_ms", (double)(K.ttl_at - now_ms()));
+	/* When it dies if nothing more happens: its TTL, or its idle timeout
+	 * counted from the last work (a running call holds the clock). */
+	int64_t ends = K.ttl_at;
+	if (K.o->idle_ms && !K.calls) {
+		int64_t idle_at = K.last_activity + K.o->idle_ms;
+		if (!ends || idle_at < ends)
+			ends = idle_at;
+	}
+	if (ends)
+		cJSON_AddNumberToObject(j, "ends_in_ms", (double)MAX(ends - now_ms(), 0));
 	if (K.o->idle_ms)
 		cJSON_AddNumberToObject(j, "idle_ms", (double)K.o->idle_ms);
 	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
@@ -446,7 +456,10 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 
 static void kclient_frame(struct kclient *c, const struct frame *f)
 {
-	K.last_activity = now_ms();
+	/* Work is activity; a look at the box (hello, info, ping: ward box ls)
+	 * is not, so it does not put off the idle timeout. */
+	if (f->type != PROTO_HELLO && f->type != PROTO_INFO && f->type != PROTO_PING)
+		K.last_activity = now_ms();
 	struct kcall *k;
 	switch (f->type) {
 	case PROTO_HELLO:

@@ -3,7 +3,7 @@
  *   {"type":"header","session","created","provider","model","workspace","box"}
  *   {"type":"message","role","content"[,"partial":true]}
  *   {"type":"intent","call_id","key","tool","input"}   written before dispatch
- *   {"type":"gate","call_id","decision","by"}
+ *   {"type":"gate","call_id","tool","decision","why"}
  *   {"type":"result","call_id","outcome","text",...}   written after
  *   {"type":"stop","reason","why","rounds","calls","usage"}
  *   {"type":"clear"}        the conversation starts again (the box does not)

@@ -103,7 +103,17 @@ cJSON *replay_load(const char *path, struct err *e)
 				    "pass on whole; remove it", path);
 		return NULL;
 	}
-	cJSON *script = cJSON_ParseWithLength(data, len);
+	const char *end = NULL;
+	cJSON *script = cJSON_ParseWithLengthOpts(data, len, &end, false);
+	if (!script) {
+		/* Where the parser stopped, as a line and a column. */
+		size_t at = end && end >= data && end <= data + len ? (size_t)(end - data) : 0, line = 1, col = 1;
+		for (size_t i = 0; i < at; i++, col++)
+			if (data[i] == '\n')
+				line++, col = 0;
+		err_set(e, -EINVAL, "%s is not valid JSON (line %zu, column %zu)", path, line, col);
+		return NULL;
+	}
 	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(script, "turns"))) {
 		cJSON_Delete(script);
 		err_set(e, -EINVAL, "%s is not a replay script: it needs {\"turns\": [...]}", path);

@@ -63,8 +63,9 @@ static void on_box_result(void *ud, uint32_t id, cJSON *result)
 	cJSON_Delete(result);
 }
 
-/* Gate and dispatch one call; false when it must wait for others. */
-static bool dispatch(struct turn *t, struct tcall *c)
+/* Gate one call and start it in the box, or finish it at once with the
+ * reason it does not run. */
+static void dispatch(struct turn *t, struct tcall *c)
 {
 	const cJSON *input = cJSON_GetObjectItemCaseSensitive(c->block, "input");
 	const char *werr = json_str(c->block, "_ward_error");
@@ -72,23 +73,23 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	turn_emit(t, &ev);
 	if (t->stopping) {
 		turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", t->stop_why), false);
-		return true;
+		return;
 	}
 	if (werr) {
 		turn_call_done(t, c, tool_result_json("bad_input", "not run: %s", werr), false);
-		return true;
+		return;
 	}
 	if (!c->tool) {
 		turn_call_done(t, c,
 			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
 				     c->name ? c->name : ""),
 			  false);
-		return true;
+		return;
 	}
 	struct err e = { 0 };
 	if (tool_check_args(c->tool, input, &e) < 0) {
 		turn_call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
-		return true;
+		return;
 	}
 	/* The budgets again before every call: a round whose usage went past
 	 * --max-tokens runs no further call. */
@@ -97,7 +98,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	if (!turn_budget_ok(t, true, &over, why, sizeof(why))) {
 		turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
 		turn_stop_request(t, over, why);
-		return true;
+		return;
 	}
 	const struct budgets *b = &t->cfg->b;
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
@@ -115,7 +116,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	if (d == GATE_ABORT) {
 		turn_call_done(t, c, tool_result_json("refused", "not run: %s", why), false);
 		turn_stop_request(t, TURN_REFUSED, why);
-		return true;
+		return;
 	}
 	if (d == GATE_DENY || d == GATE_NEEDS_PERSON) {
 		if (d == GATE_NEEDS_PERSON) {
@@ -123,7 +124,7 @@ static bool dispatch(struct turn *t, struct tcall *c)
 			t->s->refused++;
 		}
 		turn_call_done(t, c, tool_result_json("refused", "%s", why), false);
-		return true;
+		return;
 	}
 	cJSON *intent = cJSON_CreateObject();
 	cJSON_AddStringToObject(intent, "call_id", c->id);
@@ -148,13 +149,12 @@ static bool dispatch(struct turn *t, struct tcall *c)
 	}
 	if (r < 0) {
 		turn_call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
-		return true;
+		return;
 	}
 	c->state = TC_RUNNING;
 	t->running++;
 	if (!c->tool->readonly)
 		t->running_mut++;
-	return true;
 }
 
 cJSON *turn_tool_result(const char *id, const cJSON *result)

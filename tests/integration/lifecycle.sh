@@ -154,4 +154,42 @@ is "$rc" 65 "unknown field: exit 65"
 like "$out" 'unknown field \\"bogus\\"' "unknown field: names the field"
 out=$("$WARD" box tool "$B" bash '{"command":"true","timeout":"5"}' 2>&1); rc=$?
 like "$out" 'timeout.*must be an integer' "mistyped field: says which and why"
+
+# Every command's --help is help (exit 0, nothing done); an unknown flag is
+# one line that points to --help (exit 64), never the whole usage.
+for c in "run" "chat" "sessions" "diff" "apply" "box" "box create" "box run" "box exec" "box ls" "box info" \
+	"box tool" "box destroy" "box reap" "image" "doctor" "version"; do
+	out=$("$WARD" $c --help 2>&1); rc=$?
+	[ "$rc" -eq 0 ] && printf '%s' "$out" | grep -qi "usage\|flags"
+	ok $? "ward $c --help: help, exit 0"
+done
+unlike "$("$WARD" box reap --help)" "reaped" "box reap --help reaps nothing"
+for c in "run" "sessions" "diff" "box create" "box ls" "box info" "box reap" "doctor" "version"; do
+	out=$("$WARD" $c --bogus x 2>&1); rc=$?
+	[ "$rc" -eq 64 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q -- "--bogus"
+	ok $? "ward $c --bogus: one line naming the flag, exit 64 ($rc)"
+done
+like "$("$WARD" run --deadline 2>&1)" "needs a value" "a flag without its value says so"
+# Durations: the common forms, never a bare number.
+like "$("$WARD" box run --timeout 1.5s -- 'echo t-ok' 2>&1)" "t-ok" "--timeout 1.5s is a duration"
+like "$("$WARD" box run --timeout 1m30s -- 'echo t-ok' 2>&1)" "t-ok" "--timeout 1m30s is a duration"
+"$WARD" box run --timeout 10 -- true >/dev/null 2>"$T_TMP/err"; rc=$?
+is "$rc" 64 "a bare number is not a duration (exit 64)"
+like "$(cat "$T_TMP/err")" "with a unit" "and the line says to give a unit"
+# A ceiling that nothing here enforces is said at create, not taken silently.
+if ! "$WARD" doctor | grep -q '^ok  *cpu ceiling'; then
+	CB=$("$WARD" box create --persistent --cpus 0.5 2>"$T_TMP/err")
+	like "$(cat "$T_TMP/err")" "--cpus 0.50 is not enforced" "--cpus where no cpu controller is writable: a warning"
+	like "$CB" "^box-[0-9a-f]+$" "and stdout is still just the box's name"
+	"$WARD" box destroy "$CB"
+	CB=$("$WARD" box create --persistent 2>"$T_TMP/err")
+	is "$(cat "$T_TMP/err")" "" "twin: without --cpus, no warning"
+	"$WARD" box destroy "$CB"
+fi
+# box ls: columns as wide as the longest name; ENDS-IN counts the idle timeout.
+LB=$("$WARD" box create --persistent --idle 5m --name a-long-name-for-the-ls-columns-test)
+LS=$("$WARD" box ls)
+like "$(printf '%s\n' "$LS" | head -1)" "^NAME {31} STATE" "the NAME column is as wide as the longest name"
+like "$(printf '%s\n' "$LS" | grep "^$LB ")" "^$LB +running +ns +[0-9]+s +(29[0-9]|300)s " "a box with --idle 5m ends in 300 s, not in its 8 h TTL"
+"$WARD" box destroy "$LB"
 done_testing

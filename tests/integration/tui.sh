@@ -397,6 +397,65 @@ wait_for crash 'EXIT=' 5000
 ok $? "ward died of SIGSEGV"
 is "$(cat "$T_TMP/crash.after")" "$(cat "$T_TMP/crash.before")" "and the terminal's settings are as they were"
 
+# The status line fits the terminal: cut and marked, never wrapped (80
+# columns, a long model name).
+$TM new-session -d -x 80 -y 30 -s narrow "env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST \
+TERM=screen '$WARD' --base-url $URL --model fake-model-with-a-long-name-to-fill-the-status-line \
+--workspace $T_TMP/ws-narrow; sleep 600"
+mkdir -p "$T_TMP/ws-narrow"
+wait_for narrow 'Esc interrupts' 10000
+say narrow "hello"
+wait_for narrow ' · box ' 10000
+SL=$($TM capture-pane -p -t narrow | grep ' · box ' | tail -1)
+lt "${#SL}" 81 "the status line fits an 80-column terminal"
+like "$SL" "…$" "and marks its cut"
+is "$($TM capture-pane -p -t narrow | grep -Ec '(^|^.{0,30} )[0-9]+ in / [0-9]+ out tokens')" 0 "nothing of it wrapped to the next line"
+
+# A key typed the moment the prompt appears belongs to the prompt: Ctrl-D
+# sent as soon as "› " is drawn ends the session, every time (libedit draws
+# the prompt before it takes the terminal raw; the terminal must not be
+# canonical then). Each wait is bounded.
+mkdir -p "$T_TMP/keys"
+LOST=$(python3 - "$WARD" "$T_TMP/keys" 30 "$FAKE" <<'PY'
+import os, pty, select, subprocess, sys, time
+ward=sys.argv[1]; work=sys.argv[2]; n=int(sys.argv[3])
+ws=os.path.join(work,"ws"); os.makedirs(ws, exist_ok=True)
+port=os.path.join(work,"port")
+if os.path.exists(port): os.remove(port)
+srv=subprocess.Popen(["python3",sys.argv[4],"--scenario","chat","--port-file",port,"--log",os.path.join(work,"log")])
+for _ in range(100):
+    if os.path.exists(port): break
+    time.sleep(0.05)
+url="http://127.0.0.1:"+open(port).read()
+env=dict(os.environ, XDG_STATE_HOME=os.path.join(work,"st"), ANTHROPIC_API_KEY="x", TERM="xterm")
+lost=0
+for i in range(n):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(ward,[ward,"--base-url",url,"--model","fake","--approve","auto","--workspace",ws],env)
+    out=b""
+    while b"\xe2\x80\xba " not in out:
+        r,_,_=select.select([fd],[],[],10)
+        if not r: break
+        try: out+=os.read(fd,65536)
+        except OSError: break
+    os.write(fd,b"\x04")
+    t1=time.time(); ended=False
+    while time.time()-t1<3:
+        p,st=os.waitpid(pid, os.WNOHANG)
+        if p: ended=True; break
+        r,_,_=select.select([fd],[],[],0.05)
+        if r:
+            try: os.read(fd,65536)
+            except OSError: pass
+    if not ended:
+        lost+=1; os.kill(pid,9); os.waitpid(pid,0)
+    os.close(fd)
+srv.kill()
+print("lost %d of %d" % (lost, n))
+PY
+)
+is "$LOST" "lost 0 of 30" "Ctrl-D sent the moment the prompt is drawn ends the session, every time"
 $TM kill-server 2>/dev/null
 kill "$SRV" 2>/dev/null
 done_testing

@@ -43,7 +43,15 @@ int main(void)
 	uint64_t v;
 	ok(parse_duration_ms("2s", &ms) == 0 && ms == 2000, "2s");
 	ok(parse_duration_ms("250ms", &ms) == 0 && ms == 250, "250ms");
-	ok(parse_duration_ms("3", &ms) == 0 && ms == 3000, "a bare number is seconds");
+	ok(parse_duration_ms("3", &ms) < 0, "a bare number is refused (seconds or minutes?)");
+	ok(parse_duration_ms("0", &ms) == 0 && ms == 0, "but 0, which means none");
+	ok(parse_duration_ms("1h30m", &ms) == 0 && ms == 5400000, "1h30m");
+	ok(parse_duration_ms("1.5s", &ms) == 0 && ms == 1500, "1.5s");
+	ok(parse_duration_ms("2m30s", &ms) == 0 && ms == 150000, "2m30s");
+	ok(parse_duration_ms("1s500ms", &ms) == 0 && ms == 1500, "1s500ms");
+	ok(parse_duration_ms("1.5", &ms) < 0, "1.5 without a unit refused");
+	ok(parse_duration_ms("1h30", &ms) < 0, "a trailing number without a unit refused");
+	ok(parse_duration_ms("1..5s", &ms) < 0 && parse_duration_ms("s", &ms) < 0, "malformed numbers refused");
 	ok(parse_duration_ms("1h", &ms) == 0 && ms == 3600000, "1h");
 	ok(parse_duration_ms("2x", &ms) < 0, "unknown unit refused");
 	ok(parse_duration_ms("-1s", &ms) < 0, "negative refused");
