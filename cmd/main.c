@@ -66,7 +66,8 @@ int cmd_operands_only(int argc, char **argv, const char *cmd, const char *usage)
 			return EXIT_OKAY;
 		}
 		if (argv[i][0] == '-' && argv[i][1]) {
-			cmd_error("%s: unknown flag %s; it takes none (usage: %s)", cmd, argv[i], usage);
+			int first = (int)strcspn(usage, "\n");
+			cmd_error("%s: unknown flag %s (usage: %.*s)", cmd, argv[i], first, usage);
 			return EXIT_USAGE;
 		}
 	}

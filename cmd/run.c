@@ -426,6 +426,44 @@ static void watchdog_start(const struct journal *j, int64_t deadline_abs_ms)
 	_exit(0);
 }
 
+/* --box NAME: connected, and its workspace made the run's (another
+ * --workspace is an error): what the box changed there is the run's to
+ * report, write and apply. ws gets it ("" for none); born_ns, when the box
+ * was made: anything in its layers may date from then. */
+static int run_box_given(struct run_flags *f, struct box_conn **ret, char *ws, int64_t *born_ns)
+{
+	struct err e = { 0 };
+	struct box_conn *c;
+	if (box_connect(f->box_name, &c, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	cJSON *info = NULL;
+	if (box_info(c, &info, &e) < 0) {
+		cmd_error("box %s: %s", f->box_name, e.msg);
+		box_disconnect(c);
+		return EXIT_UNKNOWN_BOX;
+	}
+	const char *w = json_str(info, "workspace"), *mode = json_str(info, "workspace_mode");
+	const cJSON *created = cJSON_GetObjectItemCaseSensitive(info, "created");
+	char given[PATH_MAX];
+	if (f->workspace && (!realpath(f->workspace, given) || !w || strcmp(given, w))) {
+		cmd_error("--workspace %s: box %s works on %s; leave --workspace out with --box", f->workspace,
+			  f->box_name, w ? w : "no directory");
+		cJSON_Delete(info);
+		box_disconnect(c);
+		return EXIT_USAGE;
+	}
+	snprintf(ws, PATH_MAX, "%s", w ? w : "");
+	if (w)
+		f->workspace = ws;
+	f->rw = mode && !strcmp(mode, "read-write");
+	*born_ns = cJSON_IsNumber(created) ? (int64_t)created->valuedouble * 1000000000 : 0;
+	cJSON_Delete(info);
+	*ret = c;
+	return 0;
+}
+
 static int run_run(int argc, char **argv)
 {
 	struct run_flags f;
@@ -503,17 +541,38 @@ static int run_run(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* The box: the one named, or a new one for this run that dies with it. */
+	char name[BOX_NAME_MAX + 1], box_ws[PATH_MAX] = "";
+	const char *box_name = f.box_name;
+	bool own_box = !box_name;
+	struct box_conn *given = NULL;
+	int64_t since_ns = now_wall_ns();
+	if (!own_box && (r = run_box_given(&f, &given, box_ws, &since_ns)) != 0)
+		return r;
+	if (patch && f.rw) {
+		cmd_error("--patch: the box changes %s directly (--rw): there is no patch to write",
+			  own_box ? "the workspace" : "its workspace");
+		if (given)
+			box_disconnect(given);
+		return EXIT_USAGE;
+	}
+
 	struct session s;
 	char wsabs[PATH_MAX];
 	r = session_start(&f, &s, wsabs);
-	if (r)
+	if (r) {
+		if (given)
+			box_disconnect(given);
 		return r;
+	}
+	if (box_ws[0])
+		snprintf(wsabs, sizeof(wsabs), "%s", box_ws);	/* a resumed session's too */
 	const char *workspace = wsabs[0] ? wsabs : NULL;
+	struct session_ws sw = { .session = s.j.id, .workspace = workspace, .box = own_box ? NULL : box_name };
+	/* From here a box may take its own copy of the tree's files. */
+	if (!f.rw)
+		session_changes_begin(&sw, since_ns);
 
-	/* The box: the one named, or a new one for this run that dies with it. */
-	char name[BOX_NAME_MAX + 1];
-	const char *box_name = f.box_name;
-	bool own_box = !box_name;
 	struct err e = { 0 };
 	if (own_box) {
 		r = session_box(&s, workspace, f.rw, f.disk, name, sizeof(name));
@@ -522,10 +581,8 @@ static int run_run(int argc, char **argv)
 			return r;
 		}
 		box_name = name;
-	} else if (box_connect(box_name, &s.box, &e) < 0) {
-		cmd_error("%s", e.msg);
-		session_end(&s);
-		return EXIT_UNKNOWN_BOX;
+	} else {
+		s.box = given;
 	}
 	if (cfg->b.deadline_ms)
 		watchdog_start(&s.j, cfg->b.deadline_ms);
@@ -557,8 +614,12 @@ static int run_run(int argc, char **argv)
 		 * run's are kept for a look first (ward diff / ward apply). */
 		if (apply && r != EXIT_OKAY && !out.json)
 			fprintf(stderr, "ward: --apply: not applied, because the run did not finish\n");
-		if (own_box && !f.rw && workspace)
-			w = session_changes(s.j.id, workspace, out.json, apply && r == EXIT_OKAY, patch, files);
+		bool patched = false;
+		if (!f.rw && workspace) {
+			struct session_changes_opts co = { .json = out.json, .record = true, .apply = apply && r == EXIT_OKAY,
+							   .patch = patch, .files = files };
+			w = session_changes(&sw, &co, &patched);
+		}
 		if (out.json) {
 			cJSON *j = cJSON_CreateObject();
 			cJSON_AddStringToObject(j, "type", "result");
@@ -584,7 +645,7 @@ static int run_run(int argc, char **argv)
 			cJSON_AddItemToObject(j, "changed_files", files);
 			files = NULL;
 			cJSON_AddBoolToObject(j, "applied", apply && w == EXIT_OKAY && r == EXIT_OKAY);
-			if (patch)
+			if (patched)
 				cJSON_AddStringToObject(j, "patch", patch);
 			json_line(j);
 			cJSON_Delete(j);
@@ -602,32 +663,57 @@ const struct command cmd_run = {
 	.run = run_run,
 };
 
-/* ward diff SESSION / ward apply SESSION: the changes a run left. */
+/* ward diff SESSION / ward apply [--force] SESSION: the changes a run
+ * left, in its own layers or (--box) in the box's. */
 static int changes_cmd(int argc, char **argv, bool apply)
 {
-	char usage[64];
-	snprintf(usage, sizeof(usage), "ward %s SESSION", apply ? "apply" : "diff");
-	int u = cmd_operands_only(argc, argv, apply ? "apply" : "diff", usage);
+	const char *cmd = apply ? "apply" : "diff";
+	const char *usage = apply ? "ward apply [--force] SESSION\n"
+				    "  --force  apply over files changed in the tree since the run (their edits are lost)"
+				  : "ward diff SESSION";
+	/* --force is apply's one flag; what is left is operands. */
+	_cleanup_free_ char **args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args) {
+		cmd_error("out of memory");
+		return EXIT_FAIL;
+	}
+	int n = 0;
+	bool force = false;
+	for (int i = 0; i < argc; i++) {
+		if (apply && i > 0 && !strcmp(argv[i], "--force"))
+			force = true;
+		else
+			args[n++] = argv[i];
+	}
+	int u = cmd_operands_only(n, args, cmd, usage);
 	if (u >= 0)
 		return u;
-	if (argc != 2) {
-		cmd_error("%s: give one session (see `ward sessions`); usage: %s", apply ? "apply" : "diff", usage);
+	if (n != 2) {
+		cmd_error("%s: give one session (see `ward sessions`); usage: %s", cmd,
+			  apply ? "ward apply [--force] SESSION" : usage);
 		return EXIT_USAGE;
 	}
+	const char *id = args[1];
 	struct err e = { 0 };
 	struct journal_state st;
-	if (journal_load(argv[1], &st, &e) < 0) {
+	if (journal_load(id, &st, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_USAGE;
 	}
-	const char *ws = json_str(st.header, "workspace");
+	const char *ws = json_str(st.header, "workspace"), *box = json_str(st.header, "box");
 	_cleanup_free_ char *workspace = ws ? strdup(ws) : NULL;
+	_cleanup_free_ char *box_name = box ? strdup(box) : NULL;
 	journal_state_free(&st);
+	struct session_ws sw = { .session = id, .workspace = workspace, .box = box_name };
 	struct layers L = { .lock_fd = -1 };
 	struct ws_changes ch = { 0 };
-	int k = session_changes_read(argv[1], workspace, &L, apply ? NULL : &ch, &e);
+	int k = session_changes_read(&sw, &L, apply ? NULL : &ch, &e);
 	if (k == 0) {
-		cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", argv[1]);
+		if (box_name)
+			cmd_error("session %s has no workspace changes kept in box %s (none were made, or the box is gone)",
+				  id, box_name);
+		else
+			cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", id);
 		return EXIT_FAIL;
 	}
 	if (k > 0 && apply)
@@ -645,7 +731,8 @@ static int changes_cmd(int argc, char **argv, bool apply)
 		}
 		return EXIT_OKAY;
 	}
-	return session_changes(argv[1], workspace, false, true, NULL, NULL);
+	struct session_changes_opts co = { .apply = true, .force = force };
+	return session_changes(&sw, &co, NULL);
 }
 
 static int diff_run(int argc, char **argv)
@@ -663,7 +750,7 @@ const struct command cmd_diff = {
 };
 
 const struct command cmd_apply = {
-	.name = "apply", .args = "SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
+	.name = "apply", .args = "[--force] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
 };
 
 /* ward sessions: the journals, newest last, with how each ended. */

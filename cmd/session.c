@@ -2,16 +2,20 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
+#include "base/utf8.h"
 #include "cmd/cmd.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
+#include "sandbox/wsbase.h"
 #include "sandbox/wsdiff.h"
+#include "sandbox/wspatch.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char run_system[] =
@@ -259,6 +263,9 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		cJSON_AddStringToObject(h, "model", cfg->replay_path ? cfg->replay_path : cfg->pcfg.model);
 		if (ws[0])
 			cJSON_AddStringToObject(h, "workspace", ws);
+		/* Its changes are that box's (ward diff, ward apply). */
+		if (f->box_name)
+			cJSON_AddStringToObject(h, "box", f->box_name);
 		if (f->rw)
 			cJSON_AddBoolToObject(h, "rw", 1);
 		int r = journal_create(&s->j, h, &e);
@@ -320,73 +327,189 @@ void session_end(struct session *s)
 	s->messages = NULL;
 }
 
-/* The session's workspace changes: kept in its box's upper layer. */
-int session_changes_read(const char *session, const char *workspace, struct layers *L, struct ws_changes *ch,
-			 struct err *e)
+static void layers_name(const struct session_ws *w, char *out, size_t n)
 {
-	char box[BOX_NAME_MAX + 1];
-	snprintf(box, sizeof(box), "s-%s", session);
-	if (!workspace || !*workspace)
+	if (w->box)
+		snprintf(out, n, "%s", w->box);
+	else
+		snprintf(out, n, "s-%s", w->session);
+}
+
+static int base_path(const struct session_ws *w, char *out, size_t n, struct err *e)
+{
+	char name[BOX_NAME_MAX + 1];
+	layers_name(w, name, sizeof(name));
+	return layers_base_path(name, out, n, e);
+}
+
+int session_changes_read(const struct session_ws *w, struct layers *L, struct ws_changes *ch, struct err *e)
+{
+	char name[BOX_NAME_MAX + 1];
+	layers_name(w, name, sizeof(name));
+	if (!w->workspace || !*w->workspace)
 		return 0;
-	int r = layers_find(box, L, e);
+	int r = layers_find(name, L, e);
 	if (r <= 0)
 		return r;
-	if (ch && ws_changes_read(workspace, L->upper, ch, e) < 0) {
+	if (ch && ws_changes_read(w->workspace, L->upper, ch, e) < 0) {
 		layers_release(L);
 		return -1;
 	}
 	return 1;
 }
 
-void session_layers_drop(const char *session)
+void session_layers_drop(const struct session_ws *w)
 {
-	char box[BOX_NAME_MAX + 1];
-	snprintf(box, sizeof(box), "s-%s", session);
-	layers_drop(box);
+	char name[BOX_NAME_MAX + 1];
+	layers_name(w, name, sizeof(name));
+	if (!w->box)
+		layers_drop(name);
 }
 
-/* Show, write or apply the changes; with none, drop the layers. */
-int session_changes(const char *session, const char *workspace, bool json, bool apply, const char *patch,
-		       cJSON *files)
+void session_changes_begin(const struct session_ws *w, int64_t since_ns)
+{
+	struct err e = { 0 };
+	char base[PATH_MAX];
+	if (!w->workspace || !*w->workspace)
+		return;
+	if (base_path(w, base, sizeof(base), &e) < 0 || ws_base_begin(base, since_ns, &e) < 0)
+		fprintf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
+}
+
+void session_changes_record(const struct session_ws *w)
 {
 	struct err e = { 0 };
 	struct layers L = { .lock_fd = -1 };
 	struct ws_changes ch = { 0 };
-	int k = session_changes_read(session, workspace, &L, &ch, &e);
-	if (k == 0)
-		return EXIT_OKAY;
+	char base[PATH_MAX];
+	int k = session_changes_read(w, &L, &ch, &e);
+	if (k > 0 && (base_path(w, base, sizeof(base), &e) < 0 || ws_base_record(base, w->workspace, &ch, false, &e) < 0))
+		k = -1;
+	if (k < 0)
+		fprintf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
+	layers_release(&L);
+	ws_changes_free(&ch);
+}
+
+/* The patch whole or not at all: a file is written beside and renamed
+ * over path; anything else there (a pipe, a terminal) gets it as it is
+ * made, and an error says it was cut. */
+static int write_patch(const char *path, const char *workspace, const char *upper, const struct ws_changes *ch,
+		       struct err *e)
+{
+	struct stat st;
+	bool direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.ward-%d", path, getpid()) >= (int)sizeof(tmp))
+		return err_set(e, -ENAMETOOLONG, "%s: name too long", path);
+	if (!direct)
+		unlink(tmp);	/* a leftover of a ward that had this pid */
+	FILE *f = fopen(direct ? path : tmp, direct ? "we" : "wex");
+	if (!f)
+		return err_setc(e, -errno, "cannot write %s", direct ? path : tmp);
+	int r = ch->n ? ws_patch(workspace, upper, ch, f, e) : 0;
+	if (fclose(f) != 0 && r >= 0)
+		r = err_setc(e, -errno, "writing %s", path);
+	if (r >= 0 && !direct && rename(tmp, path) < 0)
+		r = err_setc(e, -errno, "cannot write %s", path);
+	if (r < 0 && !direct) {
+		/* No patch short of a change, and no older one taken for this one. */
+		unlink(tmp);
+		unlink(path);
+	}
+	if (r == -EPIPE)
+		err_set(e, r, "the reader of %s went away", path);
+	return r;
+}
+
+/* Mark the changes whose file changed in the tree since the run: how
+ * many, or -1 with e set (the record cannot be read). */
+static int find_edits(const struct session_ws *w, struct ws_changes *ch, struct err *e)
+{
+	char base[PATH_MAX];
+	int n = base_path(w, base, sizeof(base), e);
+	if (n >= 0)
+		n = ws_base_check(base, w->workspace, ch, e);
+	return n < 0 ? -1 : n;
+}
+
+/* 0 when the changes may be applied; else a line per file that changed in
+ * the tree since the run, and EXIT_FAIL. */
+static int report_edits(const struct session_ws *w, const struct ws_changes *ch, int n, const struct err *e,
+			bool force)
+{
+	if (n < 0 && !force) {
+		cmd_error("%s: ward cannot tell whether the tree changed since the run; nothing applied. "
+			  "To apply anyway: ward apply --force %s", e->msg, w->session);
+		return EXIT_FAIL;
+	}
+	size_t files = 0;
+	for (size_t i = 0; i < ch->n && n > 0; i++) {
+		if (!ch->v[i].conflict || (i && !strcmp(ch->v[i].path, ch->v[i - 1].path)))
+			continue;
+		_cleanup_free_ char *p = utf8_term_safe(ch->v[i].path, strlen(ch->v[i].path));
+		fprintf(stderr, "ward: %s: %s: %s\n", p ? p : "?", force ? "applied anyway (--force)" : "not applied",
+			ch->v[i].conflict);
+		files++;
+	}
+	if (!files || force)
+		return 0;
+	_cleanup_free_ char *ws = utf8_term_safe(w->workspace, strlen(w->workspace));
+	cmd_error("nothing applied: %zu file%s in %s changed since the run; to apply anyway, losing %s: "
+		  "ward apply --force %s", files, files == 1 ? "" : "s", ws ? ws : "?",
+		  files == 1 ? "that edit" : "those edits", w->session);
+	return EXIT_FAIL;
+}
+
+int session_changes(const struct session_ws *w, const struct session_changes_opts *o, bool *ret_patched)
+{
+	struct err e = { 0 };
+	struct layers L = { .lock_fd = -1 };
+	struct ws_changes ch = { 0 };
+	const char *workspace = w->workspace;
+	int k = session_changes_read(w, &L, &ch, &e);
 	if (k < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	const char *upper = L.upper;
-	if (ch.n == 0) {
-		layers_release(&L);
-		session_layers_drop(session);
-		if (!json)
+	int r = EXIT_OKAY;
+	if (k > 0 && o->record) {
+		char base[PATH_MAX];
+		if (base_path(w, base, sizeof(base), &e) < 0 || ws_base_record(base, workspace, &ch, false, &e) < 0)
+			fprintf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
+	}
+	/* No changes: an empty patch, so that the file is always the run's. */
+	bool patched = o->patch && write_patch(o->patch, workspace, L.upper, &ch, &e) >= 0;
+	if (o->patch && !patched) {
+		cmd_error("--patch: %s; no patch written", e.msg);
+		r = EXIT_FAIL;
+	}
+	if (k == 0 || ch.n == 0) {
+		if (k > 0) {
+			layers_release(&L);
+			session_layers_drop(w);
+		}
+		if (!o->json && k > 0)
 			fprintf(stderr, "ward: no changes to the workspace\n");
 		ws_changes_free(&ch);
-		return EXIT_OKAY;
+		if (ret_patched)
+			*ret_patched = patched;
+		return r;
 	}
-	int r = EXIT_OKAY;
-	if (patch) {
-		FILE *f = fopen(patch, "we");
-		if (!f || ws_diff(workspace, upper, &ch, f, &e) < 0) {
-			cmd_error("--patch %s: %s", patch, f ? e.msg : strerror(errno));
-			r = EXIT_FAIL;
-		}
-		if (f)
-			fclose(f);
-	}
-	for (size_t i = 0; files && i < ch.n; i++) {
+	const char *upper = L.upper;
+	struct err ee = { 0 };
+	int edits = o->apply && r == EXIT_OKAY ? find_edits(w, &ch, &ee) : 0;
+	for (size_t i = 0; o->files && i < ch.n; i++) {
 		cJSON *f = cJSON_CreateObject();
 		cJSON_AddStringToObject(f, "path", ch.v[i].path);
 		cJSON_AddStringToObject(f, "change", ws_kind_name(ch.v[i].kind));
 		if (ch.v[i].dir)
 			cJSON_AddBoolToObject(f, "dir", 1);
-		cJSON_AddItemToArray(files, f);
+		if (ch.v[i].conflict)
+			cJSON_AddStringToObject(f, "conflict", ch.v[i].conflict);
+		cJSON_AddItemToArray(o->files, f);
 	}
-	if (!json) {
+	if (!o->json) {
 		fprintf(stderr, "ward: the workspace changes:\n");
 		fflush(stderr);
 		FILE *err = fdopen(dup(2), "w");
@@ -395,25 +518,38 @@ int session_changes(const char *session, const char *workspace, bool json, bool 
 			fclose(err);
 		}
 	}
-	if (apply && r == EXIT_OKAY) {
+	bool refused = false;
+	if (o->apply && r == EXIT_OKAY) {
+		r = report_edits(w, &ch, edits, &ee, o->force);
+		refused = r != EXIT_OKAY;
+	}
+	if (o->apply && r == EXIT_OKAY) {
+		char base[PATH_MAX];
 		if (ws_apply(workspace, upper, &ch, &e) < 0) {
 			cmd_error("%s", e.msg);
 			r = EXIT_FAIL;
 		} else {
+			/* A box's layers stay with it: what they hold is now the
+			 * tree's too, and that is its new base. */
+			if (w->box && (base_path(w, base, sizeof(base), &e) < 0 ||
+				       ws_base_record(base, workspace, &ch, true, &e) < 0))
+				fprintf(stderr, "ward: warning: %s\n", e.msg);
 			layers_release(&L);
-			session_layers_drop(session);
+			session_layers_drop(w);
 			for (size_t i = 0; i < ch.n; i++)
 				if (ch.v[i].setid_dropped)
 					fprintf(stderr, "ward: %s: applied without the setuid/setgid bit the box set\n",
 						ch.v[i].path);
-			if (!json)
+			if (!o->json)
 				fprintf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
 		}
-	} else if (!json) {
-		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, session);
+	} else if (!o->json && !refused) {
+		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, w->session);
 	}
 	layers_release(&L);
 	ws_changes_free(&ch);
+	if (ret_patched)
+		*ret_patched = patched;
 	return r;
 }
 

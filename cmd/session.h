@@ -54,18 +54,42 @@ void session_end(struct session *s);
 
 struct ws_changes;
 struct layers;
-/* The workspace changes a session keeps (its box's upper layer, L->upper):
- * 1 with ch read (ch->n may be 0; ch NULL: only whether they are kept) and
- * the layers held until layers_release(L); 0 when none are kept; -1 with e
- * set. */
-int session_changes_read(const char *session, const char *workspace, struct layers *L, struct ws_changes *ch,
-			 struct err *e);
-/* Remove the session's kept changes (after this process released them). */
-void session_layers_drop(const char *session);
+/* Where a session's workspace changes are kept: the layers of its own
+ * boxes (s-SESSION, kept after them until applied or dropped), or of the
+ * existing box a run used (--box NAME: they live and die with that box,
+ * and ward never drops them). */
+struct session_ws {
+	const char *session;
+	const char *workspace;	/* the tree they apply to */
+	const char *box;	/* --box; NULL: the session's own */
+};
+/* The workspace changes a session keeps (L->upper): 1 with ch read (ch->n
+ * may be 0; ch NULL: only whether they are kept) and the layers held until
+ * layers_release(L); 0 when none are kept; -1 with e set. */
+int session_changes_read(const struct session_ws *w, struct layers *L, struct ws_changes *ch, struct err *e);
+/* Remove the session's kept changes (after this process released them);
+ * never a --box box's. */
+void session_layers_drop(const struct session_ws *w);
+/* A box may change its copy of the tree from since_ns on (sandbox/wsbase.h):
+ * before each run or turn, or the box's birth for --box. Warns on failure. */
+void session_changes_begin(const struct session_ws *w, int64_t since_ns);
+/* A turn ended: record the base of what the box changed (the terminal
+ * session; ward run records in session_changes). Warns on failure. */
+void session_changes_record(const struct session_ws *w);
+
+struct session_changes_opts {
+	bool json;		/* nothing on stderr but errors */
+	bool record;		/* the run just ended: record the base first */
+	bool apply;
+	bool force;		/* apply over edits made to the tree since the run */
+	const char *patch;	/* write them to this file as a git patch */
+	cJSON *files;		/* gets {path, change, dir?, conflict?} */
+};
 /* Show (on stderr unless json), write to patch, or apply the changes;
- * with none, drop the layers. files, if given, gets {path, change}. */
-int session_changes(const char *session, const char *workspace, bool json, bool apply, const char *patch,
-		    cJSON *files);
+ * with none, drop the layers. Applying refuses, and applies nothing, when
+ * a file changed in the tree since the run (one line each), unless force.
+ * ret_patched (or NULL): whether the patch was written, whole. */
+int session_changes(const struct session_ws *w, const struct session_changes_opts *o, bool *ret_patched);
 /* The sessions, oldest first: [{session, stop, model, workspace, first}]
  * (first: the first thing the person asked). */
 int session_list(cJSON **ret, struct err *e);

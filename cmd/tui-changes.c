@@ -12,6 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where the session's own boxes keep its changes (with --box there are
+ * none to show or apply here). */
+struct session_ws tui_changes_at(const struct tui *u)
+{
+	return (struct session_ws){ .session = u->s.j.id, .workspace = u->ws };
+}
+
 /* The changes as a diff, coloured, every line term-safe. 0 when there
  * are none. */
 int tui_show_diff(struct tui *u, bool quiet)
@@ -24,7 +31,8 @@ int tui_show_diff(struct tui *u, bool quiet)
 		return 0;
 	}
 	struct ws_changes ch = { 0 };
-	int k = session_changes_read(u->s.j.id, u->ws, &L, &ch, &e);
+	struct session_ws sw = tui_changes_at(u);
+	int k = session_changes_read(&sw, &L, &ch, &e);
 	if (k < 0) {
 		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
 		return 0;
@@ -69,11 +77,13 @@ int tui_show_diff(struct tui *u, bool quiet)
 	return n;
 }
 
-void tui_apply_now(struct tui *u)
+void tui_apply_now(struct tui *u, bool force)
 {
 	cJSON *files = cJSON_CreateArray();
 	fflush(stdout);
-	if (session_changes(u->s.j.id, u->ws, true, true, NULL, files) == EXIT_OKAY) {
+	struct session_ws sw = tui_changes_at(u);
+	struct session_changes_opts co = { .json = true, .apply = true, .force = force, .files = files };
+	if (session_changes(&sw, &co, NULL) == EXIT_OKAY) {
 		int n = cJSON_GetArraySize(files);
 		if (n)
 			tui_putf(u, "Applied %d change%s to %s.\n", n, n == 1 ? "" : "s", u->ws);
@@ -90,12 +100,13 @@ void tui_offer_changes(struct tui *u)
 		struct err e = { 0 };
 		struct layers L = { .lock_fd = -1 };
 		struct ws_changes ch = { 0 };
-		if (u->f.rw || !u->own_box || session_changes_read(u->s.j.id, u->ws, &L, &ch, &e) <= 0)
+		struct session_ws sw = tui_changes_at(u);
+		if (u->f.rw || !u->own_box || session_changes_read(&sw, &L, &ch, &e) <= 0)
 			return;
 		layers_release(&L);
 		if (ch.n == 0) {
 			ws_changes_free(&ch);
-			session_layers_drop(u->s.j.id);
+			session_layers_drop(&sw);
 			return;
 		}
 		tui_putf(u, "\nThe session changed %zu file%s in its copy of %s:\n", ch.n, ch.n == 1 ? "" : "s", u->ws);
@@ -117,7 +128,7 @@ void tui_offer_changes(struct tui *u)
 			continue;
 		}
 		if (k == 'a' || k == 'A') {
-			tui_apply_now(u);
+			tui_apply_now(u, false);
 			return;
 		}
 		tui_putf(u, "Kept. Later: ward diff %s, ward apply %s\n", u->s.j.id, u->s.j.id);

@@ -68,7 +68,8 @@ static const char tui_commands[] =
 	"  /box              the box: state and limits; /box recreate destroys it and makes a new one\n"
 	"                    (the workspace changes are kept); /box destroy destroys it now\n"
 	"  /diff             the workspace changes so far\n"
-	"  /apply            apply them to the workspace directory\n"
+	"  /apply            apply them to the workspace directory (not over files changed there\n"
+	"                    since the box took its copy; /apply --force does)\n"
 	"  /cost             tokens and cost so far\n"
 	"  /clear            start the conversation again (the box and its changes stay)\n"
 	"  /resume [N|ID]    list recent sessions, or continue one\n"
@@ -113,7 +114,7 @@ static void box_down(struct tui *u)
 
 
 
-static void apply_changes(struct tui *u)
+static void apply_changes(struct tui *u, bool force)
 {
 	if (u->f.rw || !u->own_box) {
 		tui_put(u, "The box works on the directory directly (--rw or --box): nothing to apply.\n");
@@ -122,7 +123,7 @@ static void apply_changes(struct tui *u)
 	/* The box goes first (its changes are kept); the next message gets a
 	 * new one over the updated directory. */
 	box_down(u);
-	tui_apply_now(u);
+	tui_apply_now(u, force);
 }
 
 /* One line, whatever the terminal's width: cut and marked, never wrapped. */
@@ -270,8 +271,8 @@ static bool slash(struct tui *u, char *line)
 		}
 	} else if (!strcmp(line, "/diff")) {
 		tui_show_diff(u, false);
-	} else if (!strcmp(line, "/apply")) {
-		apply_changes(u);
+	} else if (!strcmp(line, "/apply") || !strcmp(line, "/apply --force")) {
+		apply_changes(u, line[6] != 0);
 	} else if (!strcmp(line, "/cost")) {
 		tui_putf(u, "%lld tokens in, %lld out (%lld cache read, %lld cache write)", (long long)u->usage.input,
 		     (long long)u->usage.output, (long long)u->usage.cache_read, (long long)u->usage.cache_write);
@@ -424,6 +425,11 @@ static char *read_message(struct tui *u)
 
 static void run_message(struct tui *u, const char *text)
 {
+	/* The base of what this turn's box changes (ward apply's check). */
+	struct session_ws sw = tui_changes_at(u);
+	bool changes = u->own_box && !u->f.rw && u->ws[0];
+	if (changes)
+		session_changes_begin(&sw, now_wall_ns());
 	if (box_up(u) < 0)
 		return;
 	struct turn_cfg cfg = u->f.cfg;
@@ -445,6 +451,8 @@ static void run_message(struct tui *u, const char *text)
 		u->quit_sig = stop.signal;
 	if (stop.kind == TURN_BOX_ERROR)
 		box_down(u);	/* the next message gets a new one */
+	if (changes)
+		session_changes_record(&sw);
 	print_status(u);
 	fflush(stdout);
 }

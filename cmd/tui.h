@@ -111,7 +111,9 @@ char *tui_fit(const char *s, int cols);
 /* tui-changes.c: the diff (0 when there are no changes; quiet: say
  * nothing then), applying now, and the question when the session ends. */
 int tui_show_diff(struct tui *u, bool quiet);
-void tui_apply_now(struct tui *u);
+void tui_apply_now(struct tui *u, bool force);
+/* The session's changes: its own layers (none with --box or --rw). */
+struct session_ws tui_changes_at(const struct tui *u);
 void tui_offer_changes(struct tui *u);
 /* One field of a call, as an approval question shows it: long values cut
  * (at TUI_ASK_SHOW bytes) and the cut marked; every byte term-safe. */

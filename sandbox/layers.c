@@ -275,6 +275,20 @@ void layers_drop(const char *name)
 	state_rm_rf(dir);
 	if (fd >= 0)
 		unlink(image);
+	snprintf(image, sizeof(image), "%s.base", dir);
+	unlink(image);
+}
+
+int layers_base_path(const char *name, char *out, size_t n, struct err *e)
+{
+	char dir[PATH_MAX - 16];
+	int r = state_layers_dir(name, dir, sizeof(dir), e);
+	if (r < 0)
+		return r;
+	snprintf(out, n, "%s.base", dir);
+	*strrchr(dir, '/') = 0;
+	r = state_mkdir_p(dir, 0700);
+	return r < 0 ? err_setc(e, r, "cannot create %s", dir) : 0;
 }
 
 void layers_sweep(void)

@@ -35,9 +35,13 @@ int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err 
 int layers_find(const char *name, struct layers *ret, struct err *e);
 /* Let go; the last user unmounts the image. */
 void layers_release(struct layers *l);
-/* Remove NAME's layers: the mount, the directory and the image. Call after
- * layers_release of this process's own hold. */
+/* Remove NAME's layers: the mount, the directory, the image and the base
+ * record. Call after layers_release of this process's own hold. */
 void layers_drop(const char *name);
+/* The file beside NAME's layers (outside the image, so it can be written
+ * before the layers exist) that records the base of their changes
+ * (sandbox/wsbase.h); its directory is made. */
+int layers_base_path(const char *name, char *out, size_t n, struct err *e);
 /* Unmount every image of the user's that nobody holds (ward box reap). */
 void layers_sweep(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */

@@ -1,4 +1,6 @@
 #include "sandbox/wsdiff.h"
+#include "base/array.h"
+#include "sandbox/wsfs.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/child.h"
@@ -35,70 +37,15 @@ void ws_changes_free(struct ws_changes *c)
 	for (size_t i = 0; i < c->n; i++)
 		free(c->v[i].path);
 	free(c->v);
+	ws_free_list(c->same, c->nsame);
 	*c = (struct ws_changes){ 0 };
 }
 
-/* rel beneath root, with no symlink in any component. With O_PATH |
- * O_NOFOLLOW a symlink as the last component is opened as itself. "" is
- * the root. */
-static int ws_open(int root, const char *rel, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, root, *rel ? rel : ".", &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
-}
-
-/* A regular file beneath root, opened for reading without waiting (a FIFO
- * or a device of the user's tree is never opened for real): -EINVAL for
- * anything else. */
-static int ws_open_reg(int root, const char *rel, struct stat *ret_st)
-{
-	int fd = ws_open(root, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return fd;
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if (ret_st)
-		*ret_st = st;
-	return fd;
-}
-
-static int ws_lstat(int root, const char *rel, struct stat *st)
-{
-	_cleanup_close_ int fd = ws_open(root, rel, O_PATH | O_NOFOLLOW);
-	if (fd < 0)
-		return fd;
-	return fstat(fd, st) < 0 ? -errno : 0;
-}
-
-static int ws_readlink(int root, const char *rel, char *buf, size_t n)
-{
-	_cleanup_close_ int fd = ws_open(root, rel, O_PATH | O_NOFOLLOW);
-	if (fd < 0)
-		return fd;
-	ssize_t k = readlinkat(fd, "", buf, n - 1);
-	if (k < 0)
-		return -errno;
-	buf[k] = 0;
-	return (int)k;
-}
 
 static int push(struct ws_changes *c, const char *path, enum ws_kind k, bool dir)
 {
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		struct ws_change *nv = realloc(c->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		c->v = nv;
-		c->cap = cap;
-	}
+	if (array_grow(&c->v, &c->cap, c->n, sizeof(*c->v), 16) < 0)
+		return -ENOMEM;
 	char *p = strdup(path);
 	if (!p)
 		return -ENOMEM;
@@ -106,74 +53,7 @@ static int push(struct ws_changes *c, const char *path, enum ws_kind k, bool dir
 	return 0;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
-static void free_list(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* Sorted names in a directory (no symlink on the way), without . and .. */
-static int list_dir(int root, const char *rel, char ***ret, size_t *n)
-{
-	int fd = ws_open(root, rel, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return fd;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	char **v = NULL;
-	size_t k = 0, cap = 0;
-	int r = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (k == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **nv = realloc(v, cap * sizeof(*nv));
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-		}
-		if (!(v[k] = strdup(de->d_name))) {
-			r = -ENOMEM;
-			break;
-		}
-		k++;
-	}
-	closedir(d);
-	if (r < 0) {
-		free_list(v, k);
-		return r;
-	}
-	if (k)
-		qsort(v, k, sizeof(*v), name_cmp);
-	*ret = v;
-	*n = k;
-	return 0;
-}
-
-static bool opaque(int root, const char *rel)
-{
-	_cleanup_close_ int fd = ws_open(root, rel, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return false;
-	char v[4];
-	ssize_t n = fgetxattr(fd, "user.overlay.opaque", v, sizeof(v));
-	if (n <= 0)
-		n = fgetxattr(fd, "trusted.overlay.opaque", v, sizeof(v));
-	return n == 1 && v[0] == 'y';
-}
 
 static bool same_file(int lroot, int uroot, const char *p, const struct stat *sa, const struct stat *sb)
 {
@@ -205,19 +85,19 @@ static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 {
 	char **names;
 	size_t n;
-	int r = list_dir(uroot, rel, &names, &n);
+	int r = ws_list_dir(uroot, rel, &names, &n);
 	if (r < 0)
 		return r;
 	/* Under an opaque directory, what the lower tree had and the upper
 	 * does not have is gone: only where the lower tree has a directory
 	 * there (never what a symlink of the tree points at). */
 	struct stat lds;
-	if (rel[0] && opaque(uroot, rel) && ws_lstat(lroot, rel, &lds) == 0 && S_ISDIR(lds.st_mode)) {
+	if (rel[0] && ws_opaque(uroot, rel) && ws_lstat(lroot, rel, &lds) == 0 && S_ISDIR(lds.st_mode)) {
 		char **lnames;
 		size_t ln;
-		if (list_dir(lroot, rel, &lnames, &ln) == 0) {
+		if (ws_list_dir(lroot, rel, &lnames, &ln) == 0) {
 			for (size_t i = 0; i < ln && r >= 0; i++) {
-				if (bsearch(&lnames[i], names, n, sizeof(*names), name_cmp))
+				if (bsearch(&lnames[i], names, n, sizeof(*names), ws_name_cmp))
 					continue;
 				char p[PATH_MAX];
 				snprintf(p, sizeof(p), "%s/%s", rel, lnames[i]);
@@ -225,7 +105,7 @@ static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 				if (ws_lstat(lroot, p, &st) == 0)
 					r = push(c, p, WS_DELETED, S_ISDIR(st.st_mode));
 			}
-			free_list(lnames, ln);
+			ws_free_list(lnames, ln);
 		}
 	}
 	for (size_t i = 0; i < n && r >= 0; i++) {
@@ -252,32 +132,20 @@ static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 				r = push(c, p, WS_ADDED, false);
 			else if (r >= 0 && !same_file(lroot, uroot, p, &ls, &us))
 				r = push(c, p, WS_MODIFIED, false);
-			else if (r >= 0)
+			else {
+				if (r >= 0)
+					r = ws_strv_add(&c->same, &c->nsame, &c->capsame, p);
 				continue;
+			}
 			if (r >= 0 && S_ISREG(us.st_mode) && (us.st_mode & (S_ISUID | S_ISGID)))
 				c->v[c->n - 1].setid_dropped = true;
 		}
 		/* Sockets, FIFOs, devices: not part of a patch. */
 	}
-	free_list(names, n);
+	ws_free_list(names, n);
 	return r;
 }
 
-/* The two roots, opened once; the tree's own path is the user's choice. */
-static int ws_roots(const char *lower, const char *upper, int *lroot, int *uroot, struct err *e)
-{
-	*lroot = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (*lroot < 0)
-		return err_setc(e, -errno, "cannot open %s", lower);
-	*uroot = open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (*uroot < 0) {
-		int r = -errno;
-		close(*lroot);
-		*lroot = -1;
-		return err_setc(e, r, "cannot open the workspace changes in %s", upper);
-	}
-	return 0;
-}
 
 int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret, struct err *e)
 {
@@ -294,57 +162,7 @@ int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret
 	return 0;
 }
 
-/* diff(1) of two files already opened without following any symlink: it
- * reads them as /dev/fd/3 and /dev/fd/4 (-1: /dev/null), and its output
- * comes back through a pipe into out, whatever out is (a file, a terminal,
- * a memory stream). */
-static int run_diff(FILE *out, const char *la, const char *lb, int fa, int fb)
-{
-	char *argv[] = { "diff", "-u", "--label", (char *)la, "--label", (char *)lb,
-			 fa >= 0 ? "/dev/fd/3" : "/dev/null", fb >= 0 ? "/dev/fd/4" : "/dev/null", NULL };
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	int fds[] = { -1, p[1], -1, fa, fb };
-	pid_t pid;
-	int r = child_start(argv, fds, ARRAY_SIZE(fds), &pid);
-	close(p[1]);
-	if (r < 0) {
-		close(p[0]);
-		return r;
-	}
-	char b[65536];
-	ssize_t n;
-	while ((n = fdio_read_some(p[0], b, sizeof(b))) > 0) {
-		if (fwrite(b, 1, (size_t)n, out) != (size_t)n) {
-			r = errno == EPIPE ? -EPIPE : -EIO;
-			kill(pid, SIGKILL);
-			break;
-		}
-	}
-	close(p[0]);
-	int st = child_reap(pid);
-	if (r < 0)
-		return r;
-	if (n < 0)
-		return (int)n;
-	if (fflush(out) == EOF)
-		return errno == EPIPE ? -EPIPE : -EIO;
-	/* 0 same, 1 different, 2 trouble. */
-	return WIFEXITED(st) && WEXITSTATUS(st) <= 1 ? 0 : -EIO;
-}
 
-static int put_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int put_line(FILE *out, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vfprintf(out, fmt, ap);
-	va_end(ap);
-	if (n < 0 || fflush(out) == EOF)
-		return errno == EPIPE ? -EPIPE : -EIO;
-	return 0;
-}
 
 static int diff_one(FILE *out, int lroot, int uroot, const char *p, enum ws_kind k, bool setid_dropped)
 {
@@ -358,24 +176,24 @@ static int diff_one(FILE *out, int lroot, int uroot, const char *p, enum ws_kind
 		char t[PATH_MAX] = "";
 		if (k != WS_DELETED && ws_readlink(uroot, p, t, sizeof(t)) < 0)
 			t[0] = 0;
-		return put_line(out, "symlink %s %s%s%s\n", p, ws_kind_name(k), k == WS_DELETED ? "" : " -> ",
+		return ws_put(out, "symlink %s %s%s%s\n", p, ws_kind_name(k), k == WS_DELETED ? "" : " -> ",
 				k == WS_DELETED ? "" : t);
 	}
 	struct stat sa = { 0 }, sb = { 0 };
 	_cleanup_close_ int fa = k == WS_ADDED ? -1 : ws_open_reg(lroot, p, &sa);
 	_cleanup_close_ int fb = k == WS_DELETED ? -1 : ws_open_reg(uroot, p, &sb);
 	if ((k != WS_ADDED && fa == -EINVAL) || (k != WS_DELETED && fb == -EINVAL))
-		return put_line(out, "%s %s: not a regular file (a FIFO, socket or device): not shown\n", p,
+		return ws_put(out, "%s %s: not a regular file (a FIFO, socket or device): not shown\n", p,
 				ws_kind_name(k));
 	if ((k != WS_ADDED && fa < 0) || (k != WS_DELETED && fb < 0))
-		return put_line(out, "%s %s: cannot be read (%s)\n", p, ws_kind_name(k),
+		return ws_put(out, "%s %s: cannot be read (%s)\n", p, ws_kind_name(k),
 				strerror(-(k != WS_ADDED && fa < 0 ? fa : fb)));
 	if (sa.st_size > WS_DIFF_MAX || sb.st_size > WS_DIFF_MAX)
-		return put_line(out, "%s %s: %lld bytes -> %lld bytes: over %d MiB, not shown\n", p, ws_kind_name(k),
+		return ws_put(out, "%s %s: %lld bytes -> %lld bytes: over %d MiB, not shown\n", p, ws_kind_name(k),
 				(long long)sa.st_size, (long long)sb.st_size, WS_DIFF_MAX >> 20);
-	int r = run_diff(out, k == WS_ADDED ? "/dev/null" : la, k == WS_DELETED ? "/dev/null" : lb, fa, fb);
+	int r = ws_run_diff(out, k == WS_ADDED ? "/dev/null" : la, k == WS_DELETED ? "/dev/null" : lb, fa, fb, false);
 	if (r >= 0 && setid_dropped)
-		r = put_line(out, "note: %s: the box set a setuid/setgid bit; ward does not apply it\n", p);
+		r = ws_put(out, "note: %s: the box set a setuid/setgid bit; ward does not apply it\n", p);
 	return r;
 }
 
@@ -384,7 +202,7 @@ static int diff_deleted_dir(FILE *out, int lroot, const char *rel)
 {
 	char **names;
 	size_t n;
-	if (list_dir(lroot, rel, &names, &n) < 0)
+	if (ws_list_dir(lroot, rel, &names, &n) < 0)
 		return 0;
 	int r = 0;
 	for (size_t i = 0; i < n && r >= 0; i++) {
@@ -395,7 +213,7 @@ static int diff_deleted_dir(FILE *out, int lroot, const char *rel)
 			continue;
 		r = S_ISDIR(st.st_mode) ? diff_deleted_dir(out, lroot, p) : diff_one(out, lroot, -1, p, WS_DELETED, false);
 	}
-	free_list(names, n);
+	ws_free_list(names, n);
 	return r;
 }
 

@@ -21,11 +21,17 @@ struct ws_change {
 	enum ws_kind kind;
 	bool dir;		/* a directory added or deleted as a whole */
 	bool setid_dropped;	/* the box's file had setuid/setgid bits: not applied */
+	const char *conflict;	/* ws_base_check: why applying it would lose an edit of the tree */
 };
 
 struct ws_changes {
 	struct ws_change *v;
 	size_t n, cap;
+	/* Files the box has its own copy of, the same as the tree's (copied
+	 * up and not changed): no change, but the box no longer sees the
+	 * tree's file there (wsbase.h). */
+	char **same;
+	size_t nsame, capsame;
 };
 
 const char *ws_kind_name(enum ws_kind k);

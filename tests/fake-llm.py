@@ -157,6 +157,31 @@ def sc_callid(n, msgs):
     return text("Noted.")
 
 
+def sc_edit_two(n, msgs):
+    """Changes a.txt and makes c.txt (ward apply's check for edits)."""
+    if n == 1:
+        return tool("bash", {"command": "echo box-a > a.txt && echo box-c > c.txt"})
+    return text("Edited.")
+
+
+def sc_patch_kinds(n, msgs):
+    """Every kind of change a git patch must carry: binary content, a mode,
+    symlinks, empty directories, deletions (of a binary, of a directory)."""
+    if n == 1:
+        return tool("bash", {"command": "printf 'new\\000bin\\001' > bin.dat && chmod +x run.sh && "
+                                        "ln -sfn new-target link && ln -s a.txt newlink && "
+                                        "mkdir -p empty/inner && rm gone.bin && rm -r olddir && "
+                                        "printf '\\000\\001\\002' > sub/new.bin && rm keep/only.txt && "
+                                        "printf 'two\\n' >> a.txt"})
+    return text("Changed.")
+
+
+def sc_big_file(n, msgs):
+    if n == 1:
+        return tool("bash", {"command": "truncate -s 65M big.img"})
+    return text("Made.")
+
+
 def sc_write(n, msgs):
     if n == 1:
         return tool("write", {"path": "gated.txt", "content": "written\n"})

@@ -1,4 +1,5 @@
 #include "tools/fsutil.h"
+#include "base/array.h"
 #include "tools/glob.h"
 #include "tools/walk.h"
 #include "base/cleanup.h"
@@ -39,14 +40,12 @@ static int find_cb(const char *rel, int dirfd, const char *name, const struct st
 	s->total++;
 	if (s->n >= FIND_COLLECT_MAX)
 		return 0;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 256;
-		struct find_hit *nh = realloc(s->hits, s->cap * sizeof(*nh));
-		if (!nh)
-			return -ENOMEM;
-		s->hits = nh;
-	}
-	s->hits[s->n++] = (struct find_hit){ .rel = strdup(rel), .mtime = st->st_mtim };
+	if (array_grow(&s->hits, &s->cap, s->n, sizeof(*s->hits), 256) < 0)
+		return -ENOMEM;
+	char *r = strdup(rel);
+	if (!r)
+		return -ENOMEM;
+	s->hits[s->n++] = (struct find_hit){ .rel = r, .mtime = st->st_mtim };
 	return 0;
 }
 

@@ -9,6 +9,7 @@
  * in walk order hold more than the limit or the text cap. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tools/fsutil.h"
+#include "base/array.h"
 #include "tools/glob.h"
 #include "tools/walk.h"
 #include "tools/uio.h"
@@ -359,17 +360,11 @@ static int grep_add(struct grep *g, const char *rel, off_t size)
 	f->size = size;
 	buf_init(&f->out, TOOL_TEXT_MAX);
 	pthread_mutex_lock(&g->lock);
-	if (g->nfiles == g->cap) {
-		size_t nc = g->cap ? g->cap * 2 : 256;
-		struct gfile **nf = realloc(g->files, nc * sizeof(*nf));
-		if (!nf) {
-			pthread_mutex_unlock(&g->lock);
-			free(f->rel);
-			free(f);
-			return -ENOMEM;
-		}
-		g->files = nf;
-		g->cap = nc;
+	if (array_grow(&g->files, &g->cap, g->nfiles, sizeof(*g->files), 256) < 0) {
+		pthread_mutex_unlock(&g->lock);
+		free(f->rel);
+		free(f);
+		return -ENOMEM;
 	}
 	g->files[g->nfiles++] = f;
 	pthread_cond_signal(&g->cond);

@@ -1,4 +1,5 @@
 #include "tools/ignore.h"
+#include "base/array.h"
 #include "tools/glob.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -53,14 +54,8 @@ static bool ignore_parse(char *line, struct ignore_rule *ret)
 
 static int ignore_add(struct ignore *ig, const struct ignore_rule *r)
 {
-	if (ig->n == ig->cap) {
-		size_t cap = ig->cap ? ig->cap * 2 : 16;
-		struct ignore_rule *nr = realloc(ig->rules, cap * sizeof(*nr));
-		if (!nr)
-			return -1;
-		ig->rules = nr;
-		ig->cap = cap;
-	}
+	if (array_grow(&ig->rules, &ig->cap, ig->n, sizeof(*ig->rules), 16) < 0)
+		return -1;
 	char *pat = strdup(r->pat);
 	if (!pat)
 		return -1;

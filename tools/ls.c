@@ -1,4 +1,5 @@
 #include "tools/fsutil.h"
+#include "base/array.h"
 #include "base/cleanup.h"
 
 #include <dirent.h>
@@ -46,14 +47,9 @@ static int ls_run(struct tool_ctx *ctx, struct tool_result *res)
 		total++;
 		if (n >= LS_MAX)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn = realloc(names, cap * sizeof(*nn));
-			if (!nn)
-				break;
-			names = nn;
-		}
-		names[n++] = strdup(de->d_name);
+		if (array_grow(&names, &cap, n, sizeof(*names), 64) < 0 || !(names[n] = strdup(de->d_name)))
+			break;
+		n++;
 	}
 	qsort(names, n, sizeof(*names), ls_cmp);
 	res->outcome = OUTCOME_OK;

@@ -1,4 +1,5 @@
 #include "tools/walk.h"
+#include "base/array.h"
 #include "tools/ignore.h"
 
 #include <dirent.h>
@@ -40,14 +41,7 @@ static int walk_names(struct walk *w, DIR *d, char ***ret_names, size_t *ret_n)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".git"))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn = realloc(names, cap * sizeof(*nn));
-			if (!nn)
-				break;
-			names = nn;
-		}
-		if (!(names[n] = strdup(de->d_name)))
+		if (array_grow(&names, &cap, n, sizeof(*names), 64) < 0 || !(names[n] = strdup(de->d_name)))
 			break;
 		n++;
 	}

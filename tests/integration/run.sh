@@ -228,6 +228,116 @@ like "$(cat "$T_TMP/changes.patch")" "id=$KEY" "the command saw WARD_CALL_ID, th
 (cd "$WS" && patch -p1 -s <"$T_TMP/changes.patch")
 is "$(cat "$WS/callid.txt" 2>/dev/null)" "id=$KEY" "the patch applies with patch -p1"
 
+# --patch is a git patch: git apply of it on a copy of the tree gives what
+# ward apply gives, byte for byte (contents, modes, symlink targets), once
+# its notes (what a git patch cannot say) are followed.
+tree() { # tree DIR: every entry's path, mode, and content hash or link target
+	python3 - "$1" <<'PY'
+import hashlib, os, stat, sys
+root = sys.argv[1]
+for d, dirs, files in os.walk(root):
+    dirs.sort()
+    for n in sorted(dirs + files):
+        p = os.path.join(d, n)
+        st = os.lstat(p)
+        what = ("l " + os.readlink(p) if stat.S_ISLNK(st.st_mode) else "d" if stat.S_ISDIR(st.st_mode)
+                else "f " + hashlib.sha256(open(p, "rb").read()).hexdigest())
+        print(os.path.relpath(p, root), oct(st.st_mode & 0o7777), what)
+PY
+}
+follow_notes() { # follow_notes DIR PATCH: mkdir and rmdir as its notes say
+	sed -n 's/^note: .*after git apply: \(mkdir\|rmdir\) \(.*\)$/\1 \2/p' "$2" | while read -r op d; do
+		(cd "$1" && $op -- "$d")
+	done
+}
+serve patch-kinds; ws patch-kinds
+printf 'old\000bin' >"$WS/bin.dat"; printf 'echo run\n' >"$WS/run.sh"; chmod 644 "$WS/run.sh"
+ln -s old-target "$WS/link"; printf '\001gone\000' >"$WS/gone.bin"
+mkdir -p "$WS/olddir/deep" "$WS/sub" "$WS/keep"; echo f >"$WS/olddir/deep/f.txt"; echo only >"$WS/keep/only.txt"
+rm -rf "$T_TMP/git-tree"; cp -a "$WS" "$T_TMP/git-tree"
+run anthropic --json --patch "$T_TMP/kinds.patch" "change every kind"
+is "$RC" 0 "--patch of every kind of change: exit 0"
+P=$(cat "$T_TMP/kinds.patch")
+like "$P" "diff --git a/bin.dat b/bin.dat" "the patch holds the binary change"
+like "$P" "GIT binary patch" "as a git binary hunk"
+unlike "$P" "Binary files" "never \"Binary files differ\""
+like "$P" "old mode 100644" "the mode change"
+like "$P" "new file mode 120000" "the new symlink"
+like "$P" "deleted file mode 100644" "the deletions"
+like "$P" "after git apply: mkdir empty/inner" "the empty directory, as a note"
+like "$P" "after git apply: mkdir keep" "the directory the box emptied, as a note"
+SID=$(printf '%s\n' "$OUT" | tail -1 | json session)
+(umask 022; cd "$T_TMP/git-tree" && git apply --whitespace=nowarn "$T_TMP/kinds.patch")
+is "$?" 0 "git apply takes the patch"
+"$WARD" apply "$SID" >/dev/null 2>&1
+is "$?" 0 "ward apply applies the same changes"
+unlike "$(tree "$T_TMP/git-tree")" "empty/inner" "before its notes, git apply's tree lacks the empty directory"
+follow_notes "$T_TMP/git-tree" "$T_TMP/kinds.patch"
+TW=$(tree "$WS"); TG=$(tree "$T_TMP/git-tree")
+is "$TG" "$TW" "git apply of --patch, and its notes, give ward apply's tree: binary, mode, symlink, empty directory, deletion"
+like "$TW" "run.sh 0o755 f" "(the mode change is in it)"
+like "$TW" "link 0o777 l new-target" "(the retargeted symlink)"
+unlike "$TW" "gone.bin|olddir" "(the deletions)"
+
+# A patch that cannot be complete is not written: a file over its bound.
+serve big-file; ws patch-big
+printf 'an older patch\n' >"$T_TMP/big.patch"
+run anthropic --json --patch "$T_TMP/big.patch" "make a big file"
+is "$RC" 1 "--patch with a file over 64 MiB: exit 1"
+like "$ERR" "big.img: 68157440 bytes, over the patch's bound of 64 MiB for one file; no patch written" "the error names the file and the bound"
+[ ! -e "$T_TMP/big.patch" ]; ok $? "no patch is left, not even the older one"
+unlike "$(printf '%s\n' "$OUT" | tail -1)" '"patch":' "and the result names none"
+
+# ward apply refuses a file changed in the tree since the run, naming it,
+# and applies nothing; --force applies over it. A file the box did not
+# change may be edited freely.
+serve edit-two; ws conflict
+run anthropic --json "edit two"
+SID=$(printf '%s\n' "$OUT" | tail -1 | json session)
+printf 'the person edited a.txt\n' >"$WS/a.txt"
+"$WARD" apply "$SID" >"$T_TMP/out" 2>"$T_TMP/err"
+is "$?" 1 "ward apply with a file edited since the run: exit 1"
+like "$(cat "$T_TMP/err")" "^ward: a.txt: not applied: it changed in the tree since the run" "one line names the file"
+like "$(cat "$T_TMP/err")" "nothing applied: 1 file .* ward apply --force $SID" "and says nothing was applied, and how to force it"
+is "$(cat "$WS/a.txt")" "the person edited a.txt" "the person's edit is left as it was"
+[ ! -e "$WS/c.txt" ]; ok $? "and the other change was not applied either"
+"$WARD" apply --force "$SID" >/dev/null 2>"$T_TMP/err"
+is "$?" 0 "ward apply --force: exit 0"
+is "$(cat "$WS/a.txt")" "box-a" "--force applies over the edit"
+is "$(cat "$WS/c.txt" 2>/dev/null)" "box-c" "and the rest"
+serve edit-two; ws no-conflict
+run anthropic --json "edit two"
+SID=$(printf '%s\n' "$OUT" | tail -1 | json session)
+printf 'the person edited b.txt\n' >"$WS/b.txt"
+"$WARD" apply "$SID" >/dev/null 2>"$T_TMP/err"
+is "$?" 0 "twin: a file the box did not change was edited: ward apply applies (exit 0)"
+is "$(cat "$WS/a.txt") $(cat "$WS/c.txt")" "box-a box-c" "the box's changes are in the tree"
+is "$(cat "$WS/b.txt")" "the person edited b.txt" "and the person's edit of another file is kept"
+
+# ward run --box: the box's own layer holds the run's changes; they are
+# reported, written as a patch, and ward diff finds them by the session.
+serve tool; ws box-run
+B=$(box_new --workspace "$WS")
+run anthropic --box "$B" --json --patch "$T_TMP/box.patch" "write a file"
+is "$RC" 0 "--box: exit 0"
+like "$OUT" '"changed_files":\[\{"path":"out.txt","change":"added"' "--box: the result lists the box's change"
+like "$(cat "$T_TMP/box.patch" 2>/dev/null)" "^\+\+\+ b/out.txt" "--box: the patch is written, with the change"
+SID=$(printf '%s\n' "$OUT" | tail -1 | json session)
+like "$("$WARD" diff "$SID" 2>&1)" "\+made-by-tool" "--box: ward diff SESSION shows it"
+[ ! -e "$WS/out.txt" ]; ok $? "--box: the tree is untouched"
+like "$("$WARD" box exec "$B" -- cat /workspace/out.txt 2>&1)" "made-by-tool" "--box: the box still has its change"
+run anthropic --box "$B" --workspace "$T_TMP" "x"
+is "$RC" 64 "--box with another --workspace: exit 64"
+like "$ERR" "box $B works on $WS" "and it says which directory the box works on"
+serve tool
+run anthropic --box "$B" --apply "write a file"
+is "$RC" 0 "--box --apply: exit 0"
+is "$(cat "$WS/out.txt" 2>/dev/null)" "made-by-tool" "--box --apply: the box's change is in the tree"
+serve text
+run anthropic --box "$B" "say hello"
+like "$ERR" "no changes to the workspace" "--box: once applied, the box's copy is no change"
+"$WARD" box destroy "$B" >/dev/null 2>&1
+
 # Gate: no terminal + ask = refused, no hang; a rule allows; deny wins.
 serve write; ws gate
 run anthropic --approve ask "write"
@@ -441,8 +551,11 @@ serve symlink-dir; ws symlink
 mkdir -p "$T_TMP/host-docs"; echo "host-doc-secret-$$" >"$T_TMP/host-docs/private.txt"
 ln -s "$T_TMP/host-docs" "$WS/docs"
 ln -s old-target "$WS/keep-link"
-run anthropic --approve auto --json "replace docs"
+run anthropic --approve auto --json --patch "$T_TMP/symlink.patch" "replace docs"
 is "$RC" 0 "symlinked dir replaced: exit 0"
+unlike "$(cat "$T_TMP/symlink.patch")" "host-doc-secret|private.txt" "--patch never holds a host file behind a symlink"
+like "$(cat "$T_TMP/symlink.patch")" "diff --git a/docs b/docs
+deleted file mode 120000" "twin: it holds the link's deletion, as a link"
 unlike "$OUT" "private.txt" "changed_files does not list the host directory's files"
 like "$OUT" '"path":"docs/x","change":"added"' "it lists the box's new file"
 like "$OUT" '"path":"keep-link","change":"modified"' "twin: a retargeted symlink of the tree is a change"

@@ -129,6 +129,8 @@ like "$(screen conv)" "added +one.txt" "and listed"
 key conv d
 wait_for conv '\+ran-one' 5000
 ok $? "d shows the diff"
+# A key typed before the question is asked again is thrown away: wait for it.
+wait_count conv 'a apply them' 2 5000
 key conv a
 wait_for conv 'EXIT=0' 5000
 ok $? "a applies them and ward exits 0"

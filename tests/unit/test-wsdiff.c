@@ -13,28 +13,10 @@
 #include "base/timeutil.h"
 #include "sandbox/wsdiff.h"
 #include "tap.h"
+#include "wstest.h"
 
 static char root[] = "/tmp/ward-test-wsdiff-XXXXXX";
 static char lower[PATH_MAX], upper[PATH_MAX], victim[PATH_MAX];
-
-static void put(const char *dir, const char *rel, const char *content)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		fdio_write_full(fd, content, strlen(content));
-}
-
-static char *get(const char *dir, const char *rel)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	char *b = NULL;
-	if (fdio_read_file(AT_FDCWD, p, 1 << 20, &b, NULL) < 0)
-		return NULL;
-	return b;
-}
 
 /* The diff of ch, as text (written to a file under root named name). */
 static char *diff_text(const char *lo, const char *up, const struct ws_changes *ch, const char *name, int *ret)
