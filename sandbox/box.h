@@ -65,9 +65,10 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e);
  * connection from an event loop (watch box_conn_fd for box_conn_events,
  * call box_conn_io with what it got and box_conn_tick at
  * box_conn_deadline). Writes never block: frames wait in a bounded queue.
- * Every started call gets exactly one result callback before
- * box_disconnect (the result JSON is the callee's to free, with at least
- * "outcome" and "text"): a lost connection gives "unknown"; a keeper that
+ * Every started call gets at most one result callback, and exactly one
+ * unless box_disconnect comes first (it drops pending calls without one).
+ * The result JSON is the callee's to free, with at least "outcome" and
+ * "text": a lost connection gives "unknown"; a keeper that
  * does not answer past the call's budget (proto/budget.h), or that stops
  * taking frames after a cancel, is killed, the box with it, and gives
  * "timed_out" or "cancelled". */

@@ -6,6 +6,7 @@
 command -v qemu-system-x86_64 >/dev/null || skip_all "QEMU is not installed (apt-get install qemu-system-x86)"
 ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no kernel in /boot (apt-get install linux-image-amd64)"
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
+export XDG_STATE_HOME=$T_TMP/state ANTHROPIC_API_KEY=sk-ant-fake-key
 WS=$T_TMP/ws
 mkdir -p "$WS"
 printf 'one\ntwo\nthree\n' >"$WS/a.txt"
@@ -174,6 +175,21 @@ kill -9 "$Q"
 wait $EP
 like "$(cat "$T_TMP/kill.out")" '"outcome":.*"unknown"' "a killed VMM: the call's outcome is unknown"
 like "$("$WARD" box exec "$B" -- 'echo back')" "back" "and a new VM answers"
+
+# ward run --box on a vm box: the changes in the box's layer (the tool
+# commands' b.txt and the model's out.txt) are reported, patched and found
+# by ward diff; the tree is untouched until --apply.
+serve tool
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --box "$B" --json \
+	--patch "$T_TMP/vm.patch" "write a file" >"$T_TMP/vmrun.out" 2>"$T_TMP/vmrun.err" </dev/null
+is "$?" 0 "vm --box run: exit 0"
+like "$(cat "$T_TMP/vmrun.out")" '"changed_files":.*"path":"out.txt"' "vm --box run: the result lists the box's change"
+like "$(cat "$T_TMP/vm.patch" 2>/dev/null)" "^\+\+\+ b/out.txt" "vm --box run: the patch has it"
+like "$(cat "$T_TMP/vm.patch" 2>/dev/null)" "^\+BEE" "and the earlier change to b.txt"
+SID=$(tail -1 "$T_TMP/vmrun.out" | json session)
+like "$("$WARD" diff "$SID" 2>&1)" "\+made-by-tool" "vm --box run: ward diff SESSION shows it"
+[ ! -e "$WS/out.txt" ]; ok $? "vm --box run: the tree is untouched"
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=""
 
 # Destroy: the VMM is gone at once.
 Q=$(qemu_of "$B")
