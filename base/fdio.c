@@ -1,11 +1,13 @@
 #include "base/fdio.h"
 #include "base/cleanup.h"
+#include "base/timeutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -186,4 +188,71 @@ void fdio_close_all_but(int lowfd, const int *keep, size_t n)
 		close((int)fd);
 	}
 	closedir(d);
+}
+
+int fdio_send_fd(int sock, int fd)
+{
+	char b = 'F';
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	ssize_t n;
+	do
+		n = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : n < 0 ? -errno : -EIO;
+}
+
+int fdio_recv_fd(int sock, int64_t until_ms)
+{
+	for (;;) {
+		int64_t left = until_ms < 0 ? -1 : until_ms - now_ms();
+		if (until_ms >= 0 && left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pf = { .fd = sock, .events = POLLIN };
+		int pr = poll(&pf, 1, left < 0 ? -1 : (int)left);
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+		if (pr > 0)
+			break;
+	}
+	char b;
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	int got = -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (got < 0)
+				got = fd;
+			else
+				close(fd);
+		}
+	}
+	if (got >= 0)
+		return got;
+	return n == 0 ? -EPIPE : -EBADMSG;
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Write all of buf. Returns 0 or a negative errno. */
@@ -16,5 +17,11 @@ int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size
 /* Write a small string to a file that must already exist (sysfs, procfs). */
 int fdio_write_str(int dirfd, const char *path, const char *s);
 int fdio_set_nonblock(int fd, bool on);
+/* Pass one descriptor over a unix socket (SCM_RIGHTS, with one byte). */
+int fdio_send_fd(int sock, int fd);
+/* Receive one (CLOEXEC), waiting until until_ms (monotonic; <0: no bound).
+ * Any other descriptors that came with it are closed. The fd, -EPIPE on
+ * EOF, -ETIMEDOUT, -EBADMSG when no descriptor came, or -errno. */
+int fdio_recv_fd(int sock, int64_t until_ms);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);
