@@ -1,5 +1,6 @@
 /* ward box: manage boxes by hand. */
 #include "cmd/cmd.h"
+#include "cmd/netflag.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/parse.h"
@@ -33,7 +34,7 @@ static const struct option create_opts[] = {
 	{ "pids", required_argument, NULL, 'P' },
 	{ "cpus", required_argument, NULL, 'c' },
 	{ "disk", required_argument, NULL, 'K' },
-	{ "net", no_argument, NULL, 'N' },
+	NETFLAG_OPTIONS,
 	{ "workspace", required_argument, NULL, 'w' },
 	{ "rw", no_argument, NULL, 'r' },
 	{ "grace", required_argument, NULL, 'g' },
@@ -55,7 +56,7 @@ static const char create_help[] =
 	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
 	"  --disk SIZE        disk ceiling of the copy-on-write workspace's changes (default 10G;\n"
 	"                     enforced where ward runs as root with loop devices; see ward doctor)\n"
-	"  --net              share the host's network (default: none)\n"
+	NETFLAG_HELP
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
 	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
@@ -69,11 +70,19 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 	optind = 1;
 	opterr = 0;
 	int c;
+	/* The patterns point into argv, which outlives the box's creation. */
+	static struct netflag nf;
+	memset(&nf, 0, sizeof(nf));
 	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			cmd_bad_flag(cmd, c, argv);
 			return -1;
 		}
+		int nr = netflag_parse(&nf, c, optarg);
+		if (nr < 0)
+			return -1;
+		if (nr > 0)
+			continue;
 		int64_t ms;
 		uint64_t v;
 		switch (c) {
@@ -137,9 +146,6 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 			o->lim.cpus_milli = (uint32_t)(d * 1000);
 			break;
 		}
-		case 'N':
-			o->net = true;
-			break;
 		case 'w':
 			o->workspace = optarg;
 			break;
@@ -166,6 +172,8 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 			return -1;
 		}
 	}
+	if (netflag_finish(&nf, o) < 0)
+		return -1;
 	return optind;
 }
 

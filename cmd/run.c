@@ -62,6 +62,7 @@ static const char run_help[] =
 	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
+	NETFLAG_HELP
 	"  --json             one JSON event per line on stdout\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
@@ -135,6 +136,11 @@ static void on_event(void *ud, const struct turn_event *ev)
 			cJSON_AddStringToObject(j, "reason", turn_stop_name(ev->stop->kind));
 			cJSON_AddStringToObject(j, "why", ev->stop->why);
 			break;
+		case EV_NET:
+			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
+				if (f->string && strcmp(f->string, "type"))
+					cJSON_AddItemToObject(j, f->string, cJSON_Duplicate(f, 1));
+			break;
 		}
 		json_line(j);
 		cJSON_Delete(j);
@@ -190,6 +196,22 @@ static void on_event(void *ud, const struct turn_event *ev)
 			}
 		}
 		fputc('\n', stderr);
+		break;
+	}
+	case EV_NET: {
+		/* What the box reached, or was refused: one line each. */
+		const char *why = json_str(ev->result, "why");
+		const cJSON *port = cJSON_GetObjectItemCaseSensitive(ev->result, "port");
+		const cJSON *down = cJSON_GetObjectItemCaseSensitive(ev->result, "down");
+		_cleanup_free_ char *h = utf8_term_safe(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?",
+						       strlen(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?"));
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev->result, "allowed"))) {
+			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
+			fprintf(stderr, "  ✗ network: %s\n", w ? w : "");
+		} else {
+			fprintf(stderr, "  ⇄ network: %.200s:%d, %.0f bytes in\n", h ? h : "", cJSON_IsNumber(port) ? port->valueint : 0,
+				cJSON_IsNumber(down) ? down->valuedouble : 0);
+		}
 		break;
 	}
 	case EV_STOP:
@@ -575,7 +597,7 @@ static int run_run(int argc, char **argv)
 
 	struct err e = { 0 };
 	if (own_box) {
-		r = session_box(&s, workspace, f.rw, f.disk, name, sizeof(name));
+		r = session_box(&s, &f, workspace, name, sizeof(name));
 		if (r) {
 			session_end(&s);
 			return r;

@@ -118,7 +118,7 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 		f->resume = arg;
 		return 1;
 	}
-	return 0;
+	return netflag_parse(&f->net, c, arg);
 }
 
 /* http://HOST[:PORT][/PATH] or https://...: a host, no spaces, no
@@ -175,6 +175,16 @@ int run_flags_finish(struct run_flags *f)
 			return EXIT_USAGE;
 		}
 		cfg->pcfg.api_key = key && *key ? key : NULL;
+	}
+	/* The network is the box's, set when it is made. */
+	struct box_opts probe;
+	box_opts_default(&probe);
+	if (netflag_finish(&f->net, &probe) < 0)
+		return EXIT_USAGE;
+	if (f->box_name && netflag_given(&f->net)) {
+		cmd_error("--net and --allow-host are for the box a run makes; box %s has its own network (see ward "
+			  "box info %s)", f->box_name, f->box_name);
+		return EXIT_USAGE;
 	}
 	struct price pr;
 	if (cfg->b.max_cost > 0 && !price_for(cfg->pcfg.model, &pr)) {
@@ -279,16 +289,18 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 	return 0;
 }
 
-int session_box(struct session *s, const char *workspace, bool rw, uint64_t disk, char *name, size_t n)
+int session_box(struct session *s, const struct run_flags *f, const char *workspace, char *name, size_t n)
 {
 	struct err e = { 0 };
 	struct box_opts bo;
 	box_opts_default(&bo);
-	if (disk)
-		bo.lim.disk = disk;
+	if (f->disk)
+		bo.lim.disk = f->disk;
 	bo.guest_path = cmd_guest_path();
 	bo.workspace = workspace && *workspace ? workspace : NULL;
-	bo.rw = rw;
+	bo.rw = f->rw;
+	if (netflag_finish(&f->net, &bo) < 0)
+		return EXIT_USAGE;
 	bo.owner = getpid();
 	/* Named after the session, with its changes kept after the box:
 	 * a resumed session's new box sees them, and `ward apply` finds them. */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cmd/netflag.h"
 #include "turn/turn.h"
 
 #define RUN_DEFAULT_ANTHROPIC_MODEL "claude-sonnet-4-20250514"
@@ -21,7 +22,8 @@
 	{ "max-cost", required_argument, NULL, '$' }, { "box", required_argument, NULL, 'b' },                 \
 	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
 	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
-	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' }
+	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' },         \
+	NETFLAG_OPTIONS
 
 struct run_flags {
 	struct turn_cfg cfg;
@@ -29,6 +31,7 @@ struct run_flags {
 	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
 	bool rw;
 	uint64_t disk;		/* the box's --disk; 0: the default */
+	struct netflag net;	/* the box's --net and --allow-host */
 	int64_t deadline_ms;	/* from now; 0: none */
 };
 
@@ -49,7 +52,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws);
 /* The session's own box, named s-SESSION, with its changes kept after it
  * (a resumed session's new box sees them): made and connected. 0, or an
  * exit code after an error line (and the journal says why). */
-int session_box(struct session *s, const char *workspace, bool rw, uint64_t disk, char *name, size_t n);
+int session_box(struct session *s, const struct run_flags *f, const char *workspace, char *name, size_t n);
 void session_end(struct session *s);
 
 struct ws_changes;

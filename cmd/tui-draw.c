@@ -276,6 +276,19 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 	case EV_USAGE:
 		u->usage = *ev->usage;
 		break;
+	case EV_NET: {
+		/* Between a card's output and its result: what the box reached. */
+		const char *host = json_str(ev->result, "host"), *why = json_str(ev->result, "why");
+		const cJSON *port = cJSON_GetObjectItemCaseSensitive(ev->result, "port");
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev->result, "allowed"))) {
+			_cleanup_free_ char *s = tui_short(why ? why : "", 400);
+			tui_putf(u, RED "  ✗ network: %s" RESET "\n", s ? s : "");
+		} else {
+			_cleanup_free_ char *s = tui_short(host ? host : "?", 200);
+			tui_putf(u, DIM "  ⇄ %s:%d" UNDIM "\n", s ? s : "", cJSON_IsNumber(port) ? port->valueint : 0);
+		}
+		break;
+	}
 	case EV_STOP: {
 		const struct turn_stop *st = ev->stop;
 		if (st->kind == TURN_CANCELLED && u->streamed)

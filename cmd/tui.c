@@ -60,6 +60,7 @@ static const char tui_help[] =
 	"  --workspace DIR    the task's directory (default: the current one)\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
+	"  --allow-host PAT, --net MODE              as for ward run\n"
 	"  --box NAME         use this existing box\n"
 	"  --resume ID        continue a session\n";
 
@@ -93,7 +94,7 @@ static int box_up(struct tui *u)
 		return 0;
 	}
 	fflush(stdout);
-	if (session_box(&u->s, u->ws[0] ? u->ws : NULL, u->f.rw, u->f.disk, u->box, sizeof(u->box)) != 0) {
+	if (session_box(&u->s, &u->f, u->ws[0] ? u->ws : NULL, u->box, sizeof(u->box)) != 0) {
 		u->box[0] = 0;
 		return -1;
 	}

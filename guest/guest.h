@@ -26,6 +26,9 @@ struct guest_cfg {
 	 * the ns backend (the box's root is an unprivileged host user), 1000
 	 * in a VM (where the box's root is real). */
 	int tool_outer_uid;
+	/* With egress: the proxy's port on the box's loopback (HTTP_PROXY of
+	 * every command), or 0. */
+	int proxy_port;
 };
 
 struct job;
@@ -61,10 +64,17 @@ struct call {
 
 /* vm.c: PID 1 of a microVM. */
 int vm_setup(struct guest_cfg *cfg);
-int vm_open_port(void);
+/* The box protocol's port, and the egress proxy's streams'. */
+#define VM_PORT_BOX "ward"
+#define VM_PORT_NET "ward-net"
+/* Open a port once the host has connected to it (waits). */
+int vm_open_port(const char *name);
 int vm_wait_start(struct guest_cfg *cfg);
 void vm_poweroff(const char *why) __attribute__((noreturn));
 
+/* netfwd.c: in a VM, a listener on 127.0.0.1:port whose connections go
+ * over the VM_PORT_NET port to the host's proxy, on a thread of its own. */
+int netfwd_start(int port);
 /* proc.c: one process tree per bash call. proc_title_init: where
  * ward-guest's command line lies, so that a call's init can overwrite its
  * copy (a call's /proc/1/cmdline is its own init, not ward-guest). */

@@ -492,6 +492,8 @@ static int guest_parse_args(int argc, char **argv)
 			G.cfg.rlimit_as = v;
 		else if (!strcmp(a, "--workspace"))
 			G.cfg.workspace = val;
+		else if (!strcmp(a, "--proxy-port") && parse_u64(val, &v) == 0 && v > 0 && v < 65536)
+			G.cfg.proxy_port = (int)v;
 		else
 			return -EINVAL;
 		i++;
@@ -509,11 +511,16 @@ int main(int argc, char **argv)
 		while (vm_wait_start(&G.cfg) < 0) {
 			/* The host left before START: wait for the next one. */
 			close(G.cfg.chan_fd);
-			G.cfg.chan_fd = vm_open_port();
+			G.cfg.chan_fd = vm_open_port(VM_PORT_BOX);
 		}
 		worker_uid = G.cfg.tool_outer_uid;
+		if (G.cfg.proxy_port) {
+			int nr = netfwd_start(G.cfg.proxy_port);
+			if (nr < 0)
+				fprintf(stderr, "ward-guest: no way to the egress proxy: %s\n", strerror(-nr));
+		}
 	} else if (guest_parse_args(argc, argv) < 0) {
-		fprintf(stderr, "usage: ward-guest --fd N [--rlimit-as BYTES] [--workspace DIR]\n");
+		fprintf(stderr, "usage: ward-guest --fd N [--rlimit-as BYTES] [--workspace DIR] [--proxy-port N]\n");
 		return 64;
 	}
 	prctl(PR_SET_NAME, "ward-guest");
@@ -573,7 +580,7 @@ int main(int argc, char **argv)
 		proto_writer_free(&G.wr);
 		G.wr_armed = false;
 		G.quit = false;
-		G.cfg.chan_fd = vm_open_port();
+		G.cfg.chan_fd = vm_open_port(VM_PORT_BOX);
 		fdio_set_nonblock(G.cfg.chan_fd, true);
 		proto_reader_init(&G.rd);
 		proto_writer_init(&G.wr, GUEST_STREAM_QUEUE + 4 * PROTO_MAX_PAYLOAD);

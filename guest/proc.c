@@ -75,9 +75,33 @@ struct spawn {
 	const struct guest_cfg *cfg;
 	int out_w, devnull;
 	char idvar[128];
-	char *env[24];
+	char *env[40];
 	char *argv[4];
 };
+
+/* With egress, every command finds the proxy: the variables curl, git,
+ * pip, cargo and go read, and npm's and yarn's own. Names are resolved by
+ * the proxy; the box has no DNS. Local addresses stay direct. */
+static size_t proc_proxy_env(int port, char **out)
+{
+	static char url[64], vars[10][96];
+	static const char *const names[] = {
+		"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
+		"npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
+	};
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	size_t n = 0;
+	for (; n < ARRAY_SIZE(names); n++) {
+		snprintf(vars[n], sizeof(vars[n]), "%s=%s", names[n], url);
+		out[n] = vars[n];
+	}
+	snprintf(vars[n], sizeof(vars[n]), "NO_PROXY=localhost,127.0.0.1,::1");
+	out[n] = vars[n];
+	n++;
+	snprintf(vars[n], sizeof(vars[n]), "no_proxy=localhost,127.0.0.1,::1");
+	out[n] = vars[n];
+	return n + 1;
+}
 
 static int proc_exec(void *arg)
 {
@@ -183,6 +207,8 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 	for (; n < ARRAY_SIZE(env); n++)
 		sp.env[n] = (char *)env[n];
 	sp.env[n++] = sp.idvar;
+	if (cfg->proxy_port)
+		n += proc_proxy_env(cfg->proxy_port, sp.env + n);
 	sp.env[n] = NULL;
 	sp.argv[0] = "bash";
 	sp.argv[1] = "-c";

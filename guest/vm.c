@@ -29,7 +29,6 @@
 #include <unistd.h>
 
 #define VM_SHARE_WAIT_MS 5000
-#define VM_PORT_NAME "ward"
 
 static void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void vm_log(const char *fmt, ...)
@@ -128,8 +127,8 @@ static int vm_cgroup(void)
 	return open("/sys/fs/cgroup/box", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 }
 
-/* The virtio-serial port named "ward", by its sysfs name. */
-static int vm_port_path(char *out, size_t n)
+/* A virtio-serial port by its name ("ward", "ward-net"), from sysfs. */
+static int vm_port_path(const char *want, char *out, size_t n)
 {
 	DIR *d = opendir("/sys/class/virtio-ports");
 	struct dirent *de;
@@ -143,7 +142,7 @@ static int vm_port_path(char *out, size_t n)
 		if (fdio_read_file(AT_FDCWD, p, 256, &name, NULL) < 0)
 			continue;
 		name[strcspn(name, "\n")] = 0;
-		if (!strcmp(name, VM_PORT_NAME)) {
+		if (!strcmp(name, want)) {
 			snprintf(out, n, "/dev/%s", de->d_name);
 			r = 0;
 			break;
@@ -154,11 +153,11 @@ static int vm_port_path(char *out, size_t n)
 	return r;
 }
 
-int vm_open_port(void)
+int vm_open_port(const char *name)
 {
 	char path[PATH_MAX];
 	for (;;) {
-		if (vm_port_path(path, sizeof(path)) == 0) {
+		if (vm_port_path(name, path, sizeof(path)) == 0) {
 			int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
 			if (fd >= 0)
 				return fd;
@@ -199,7 +198,7 @@ int vm_setup(struct guest_cfg *cfg)
 	/* Tool commands run as uid 1000 of the VM itself: they cannot write
 	 * the VM's cgroups or ward-guest's files (the root is read-only too). */
 	cfg->tool_outer_uid = GUEST_TOOL_UID;
-	cfg->chan_fd = vm_open_port();
+	cfg->chan_fd = vm_open_port(VM_PORT_BOX);
 	return 0;
 }
 
@@ -264,6 +263,9 @@ int vm_wait_start(struct guest_cfg *cfg)
 		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
 		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
 	}
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "proxy_port")) && cJSON_IsNumber(x) && x->valuedouble > 0 &&
+	    x->valuedouble < 65536)
+		cfg->proxy_port = (int)x->valuedouble;
 	cJSON_Delete(start);
 	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
 		vm_poweroff("no /usr from the host");

@@ -15,6 +15,10 @@
 #define PROTO_MAGIC 0x44524157u /* "WARD" */
 #define PROTO_HDR 12
 #define PROTO_MAX_PAYLOAD (1u << 20)
+/* Where a box's processes find the egress proxy (HTTP_PROXY): a port of
+ * the box's own loopback. */
+#define NET_PROXY_PORT 3128
+#define NET_PROXY_PORT_S "3128"
 
 enum proto_type {
 	PROTO_HELLO = 1,	/* magic u32, version u32; from a keeper to a client, then

@@ -116,7 +116,8 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.upper_dir = s->upper_dir,
 		.work_dir = s->work_dir,
 		.workspace_rw = o->rw,
-		.net = o->net,
+		.net_host = o->net == BOX_NET_HOST,
+		.proxy = o->net == BOX_NET_ALLOW,
 		.lim = o->lim,
 		.cg = s->cg,
 	};
@@ -125,16 +126,17 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 	if (r < 0)
 		return r;
 	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
-				  .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory };
+				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory };
 	return 0;
 }
 
 static void ns_backend_kill(struct box_inst *b)
 {
-	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd, .log_fd = b->log_fd };
+	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd, .log_fd = b->log_fd,
+			     .net_fd = b->net_fd };
 	ns_kill(&nb);
 	b->pid = 0;
-	b->pidfd = b->chan_fd = b->log_fd = -1;
+	b->pidfd = b->chan_fd = b->log_fd = b->net_fd = -1;
 }
 
 const struct box_backend box_backend_ns = {

@@ -14,6 +14,9 @@ struct box_inst {
 	int pidfd;
 	int chan_fd;
 	int log_fd;		/* the guest's stderr, or -1 (the keeper copies it to its log) */
+	int net_fd;		/* egress: the box's listener (ns) or the VM's mux port (vm), or -1;
+				 * the keeper hands it to the proxy */
+	bool net_mux;		/* net_fd is a mux port (proto/netmux.h), not a listener */
 	bool rlimit_pids, rlimit_memory;
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */
@@ -48,10 +51,6 @@ int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid);
 int box_mount_overlay(const char *lower, const char *upper, const char *work, const char *target);
 /* SIGKILL a backend's process and reap it (bounded: 2 s); close its fds. */
 void box_kill_reap(pid_t pid, int pidfd, int chan_fd);
-/* vm.c: whether the vm backend can run here, and KVM. */
-int vm_available(struct err *e);
-bool vm_kvm_usable(void);
-
 /* vm.c: whether the vm backend can run here, and KVM. */
 int vm_available(struct err *e);
 bool vm_kvm_usable(void);

@@ -52,6 +52,8 @@ struct box_conn {
 	uint32_t want_id;
 	cJSON *reply;
 	bool dead;
+	void (*ev_cb)(void *ud, cJSON *ev);
+	void *ev_ud;
 };
 
 /* The box's grace from the keeper's hello: {"grace_ms":N} after the
@@ -282,8 +284,22 @@ int box_call_cancel(struct box_conn *c, uint32_t id)
 	return box_queue(c, PROTO_CANCEL, id, NULL, 0);
 }
 
+void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void *ud)
+{
+	c->ev_cb = cb;
+	c->ev_ud = ud;
+}
+
 static void box_frame(struct box_conn *c, const struct frame *f)
 {
+	if (f->type == PROTO_EVENT && f->id == 0) {
+		cJSON *j = c->ev_cb ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
+		if (cJSON_IsObject(j))
+			c->ev_cb(c->ev_ud, j);
+		else
+			cJSON_Delete(j);
+		return;
+	}
 	if (c->want_type && f->type == c->want_type && f->id == c->want_id) {
 		cJSON_Delete(c->reply);
 		c->reply = cJSON_ParseWithLength((const char *)f->payload, f->len);

@@ -20,6 +20,15 @@
 #define BOX_DEFAULT_IDLE_MS (30LL * 60 * 1000)
 #define BOX_CREATE_TIMEOUT_MS 10000
 
+/* A box's network: none (loopback only), the host's own (ns only), or
+ * egress through a proxy on the host to the hosts an allow-list names. */
+enum box_net {
+	BOX_NET_NONE,
+	BOX_NET_HOST,
+	BOX_NET_ALLOW,
+};
+#define BOX_ALLOW_MAX 256
+
 struct box_opts {
 	const char *name;	/* NULL: generated */
 	const char *backend;	/* "ns" */
@@ -28,7 +37,9 @@ struct box_opts {
 	bool keep_layers;	/* keep the workspace's changes after the box (ward run) */
 	bool no_snapshot;	/* vm: cold boot, never from a snapshot */
 	struct limits lim;
-	bool net;
+	enum box_net net;
+	const char *const *allow;	/* --allow-host patterns (BOX_NET_ALLOW), valid ones */
+	size_t nallow;
 	const char *workspace;	/* host directory; NULL: an empty one */
 	bool rw;		/* live read-write instead of copy-on-write */
 	int64_t grace_ms;
@@ -58,6 +69,11 @@ int box_connect(const char *name, struct box_conn **ret, struct err *e);
 /* Close the connection. Calls still pending are dropped without a result
  * callback: disconnect after the results that matter have come. */
 void box_disconnect(struct box_conn *c);
+/* Box-wide events as they come while the connection is driven: each
+ * connection the box's egress proxy carried or refused,
+ * {"type":"net","host","port","method","allowed","why","addr","up","down",
+ * "ms"} (net/proxy.h). The JSON is the callee's; cb NULL: dropped. */
+void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void *ud);
 /* The box's state and limits (bounded: BOX_CONNECT_TIMEOUT_MS). */
 int box_info(struct box_conn *c, cJSON **ret, struct err *e);
 

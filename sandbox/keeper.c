@@ -5,6 +5,7 @@
  * the box dies with the keeper (PR_SET_PDEATHSIG on the guest). */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "sandbox/egress.h"
 #include "sandbox/layers.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -32,6 +33,8 @@
 #define KEEPER_CLIENT_QUEUE (16u << 20)
 /* What of the guest's stderr reaches the keeper's log, per box. */
 #define KEEPER_GUEST_LOG_MAX (1u << 20)
+/* Refusals of the egress proxy a call's result reports, at most. */
+#define KCALL_NET_MAX 8
 
 struct kclient {
 	int fd;
@@ -47,6 +50,9 @@ struct kcall {
 	bool evidence;		/* a box-wide evidence request, not a call */
 	struct budget b;	/* the call's, from its CALL frame */
 	int64_t start_ms, cancel_ms, deadline_ms;
+	/* What the egress proxy refused while the call ran: its result says. */
+	char *net_refused[KCALL_NET_MAX];
+	unsigned nnet;
 	struct kcall *next;
 };
 
@@ -59,6 +65,7 @@ static struct {
 	struct cgroup_set cg;
 	char cgname[96];
 	struct box_inst inst;
+	struct egress eg;
 	bool up;		/* a guest is running and has said hello */
 	struct proto_reader grd;
 	struct proto_writer gwr;
@@ -143,9 +150,60 @@ static void kcall_remove(struct kcall *k)
 	for (struct kcall **p = &K.calls; *p; p = &(*p)->next)
 		if (*p == k) {
 			*p = k->next;
+			for (unsigned i = 0; i < k->nnet; i++)
+				free(k->net_refused[i]);
 			free(k);
 			return;
 		}
+}
+
+/* One connection the egress proxy carried or refused: every client hears
+ * of it (ward run journals it), and a refusal goes into the result of each
+ * call running, so the model is told why its download failed. */
+static void keeper_net_event(void *ud, cJSON *ev)
+{
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(ev);
+	for (struct kclient *c = K.clients; c && s; c = c->next)
+		kclient_send(c, PROTO_EVENT, 0, 0, s, strlen(s));
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "why"));
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev, "allowed")) && why && *why) {
+		for (struct kcall *k = K.calls; k; k = k->next)
+			if (!k->evidence && k->nnet < KCALL_NET_MAX)
+				k->net_refused[k->nnet++] = strdup(why);
+	}
+	cJSON_Delete(ev);
+}
+
+/* The guest's result, with what the proxy refused during the call added
+ * to its text and as "net_refused". */
+static void keeper_send_result(struct kcall *k, const struct frame *f)
+{
+	cJSON *j = k->nnet ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
+	if (!j) {
+		kclient_send(k->cl, PROTO_RESULT, 0, k->cid, f->payload, f->len);
+		return;
+	}
+	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "text"));
+	struct buf t;
+	buf_init(&t, 64u << 10);
+	if (text)
+		buf_append(&t, text, strlen(text));
+	if (t.len && t.data[t.len - 1] != '\n')
+		buf_append(&t, "\n", 1);
+	cJSON *arr = cJSON_AddArrayToObject(j, "net_refused");
+	for (unsigned i = 0; i < k->nnet; i++) {
+		if (!k->net_refused[i])
+			continue;
+		buf_printf(&t, "ward: the box's egress proxy refused a connection: %s\n", k->net_refused[i]);
+		cJSON_AddItemToArray(arr, cJSON_CreateString(k->net_refused[i]));
+	}
+	if (buf_cstr(&t) == 0) {
+		cJSON_DeleteItemFromObjectCaseSensitive(j, "text");
+		cJSON_AddStringToObject(j, "text", t.data);
+	}
+	buf_free(&t);
+	kclient_send_json(k->cl, PROTO_RESULT, k->cid, j);
+	cJSON_Delete(j);
 }
 
 /* Answer every call in flight on a box that is gone. The call whose
@@ -182,6 +240,9 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data);
 
 static void keeper_guest_down(void)
 {
+	if (K.eg.ev_fd >= 0)
+		loop_del(K.loop, K.eg.ev_fd);
+	egress_stop(&K.eg, keeper_net_event, NULL);
 	if (K.inst.pid > 0) {
 		loop_del(K.loop, K.inst.chan_fd);
 		loop_del(K.loop, K.inst.pidfd);
@@ -226,6 +287,16 @@ static void on_guest_log(struct loop *l, int fd, uint32_t events, void *data)
 	K.guest_log_bytes += (size_t)n;
 }
 
+static void on_egress(struct loop *l, int fd, uint32_t events, void *data)
+{
+	if (egress_read(&K.eg, keeper_net_event, NULL) == -EPIPE) {
+		loop_del(l, fd);
+		keeper_log("keeper: the box's egress proxy exited; its connections are refused until the box is "
+			   "made again");
+		egress_stop(&K.eg, keeper_net_event, NULL);
+	}
+}
+
 static int keeper_guest_up(struct err *e)
 {
 	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
@@ -251,6 +322,14 @@ static int keeper_guest_up(struct err *e)
 	proto_hello_payload(hello);
 	proto_send(K.inst.chan_fd, PROTO_HELLO, 0, 0, hello, sizeof(hello));
 	fdio_set_nonblock(K.inst.chan_fd, true);
+	if (K.o->net == BOX_NET_ALLOW) {
+		r = egress_start(&K.eg, K.o, &K.inst, e);
+		if (r < 0) {
+			K.be->kill(&K.inst);
+			return r;
+		}
+		loop_add(K.loop, K.eg.ev_fd, EPOLLIN, on_egress, NULL);
+	}
 	loop_add(K.loop, K.inst.chan_fd, EPOLLIN, on_guest, NULL);
 	loop_add(K.loop, K.inst.pidfd, EPOLLIN, on_guest_exit, NULL);
 	if (K.inst.log_fd >= 0)
@@ -325,7 +404,9 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 			break;
 		case PROTO_RESULT:
 			if (k) {
-				kclient_send(k->cl, PROTO_RESULT, 0, k->cid, f.payload, f.len);
+				/* What the proxy said up to now counts for this call. */
+				egress_read(&K.eg, keeper_net_event, NULL);
+				keeper_send_result(k, &f);
 				kcall_remove(k);
 			}
 			break;
@@ -365,7 +446,27 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	if (K.o->idle_ms)
 		cJSON_AddNumberToObject(j, "idle_ms", (double)K.o->idle_ms);
 	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
-	cJSON_AddBoolToObject(j, "network", K.o->net);
+	static const char *const nets[] = { [BOX_NET_NONE] = "none", [BOX_NET_HOST] = "host",
+					    [BOX_NET_ALLOW] = "allow-list" };
+	cJSON_AddStringToObject(j, "network", nets[K.o->net]);
+	if (K.o->net == BOX_NET_HOST)
+		cJSON_AddStringToObject(j, "network_warning",
+					"the box shares the host's network: it reaches whatever the host reaches, "
+					"loopback services and the cloud metadata address included");
+	if (K.o->net == BOX_NET_ALLOW) {
+		cJSON *al = cJSON_AddArrayToObject(j, "allow_hosts");
+		for (size_t i = 0; i < K.o->nallow; i++)
+			cJSON_AddItemToArray(al, cJSON_CreateString(K.o->allow[i]));
+		cJSON *eg = cJSON_AddObjectToObject(j, "egress");
+		cJSON_AddStringToObject(eg, "proxy", egress_running(&K.eg) ? "running" : "not running");
+		if (egress_running(&K.eg))
+			cJSON_AddNumberToObject(eg, "proxy_pid", K.eg.pid);
+		cJSON_AddStringToObject(eg, "address", "127.0.0.1:" NET_PROXY_PORT_S);
+		cJSON_AddNumberToObject(eg, "connections", (double)K.eg.conns);
+		cJSON_AddNumberToObject(eg, "refused", (double)K.eg.refused);
+		cJSON_AddNumberToObject(eg, "bytes_up", (double)K.eg.up);
+		cJSON_AddNumberToObject(eg, "bytes_down", (double)K.eg.down);
+	}
 	if (K.o->workspace) {
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
 		cJSON_AddStringToObject(j, "workspace_mode", K.o->rw ? "read-write" : "copy-on-write");
@@ -700,6 +801,8 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	K.name = name;
 	K.boxdir = boxdir;
 	K.lfd = K.sfd = K.ownerfd = -1;
+	K.inst = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
+	egress_init(&K.eg);
 	K.created_ms = K.last_activity = now_ms();
 	K.created_wall = time(NULL);
 	K.be = box_backend_find(o->backend);

@@ -8,12 +8,14 @@
 #include "base/fdio.h"
 #include "base/mnt.h"
 #include "base/timeutil.h"
+#include "proto/proto.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -50,6 +52,7 @@ struct ns_child {
 	int chan_fd;		/* guest end of the channel */
 	int guest_fd;		/* O_PATH of the guest binary, exec'd by fd */
 	int log_fd;		/* write end of the guest's stderr pipe */
+	int net_fd;		/* child end: the proxy's listener goes here */
 	uid_t uid;
 	gid_t gid;
 };
@@ -189,7 +192,18 @@ static void ns_etc(struct ns_child *c, const char *root)
 	ns_write(c, root, "etc/group", "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n");
 	ns_write(c, root, "etc/hostname", "ward\n");
 	ns_write(c, root, "etc/hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n");
-	ns_write(c, root, "etc/resolv.conf", "");
+	/* The host's resolver with the host's network; else none: a name is
+	 * resolved by the egress proxy on the host, never in the box. */
+	if (c->s->net_host && access("/etc/resolv.conf", R_OK) == 0) {
+		char dst[PATH_MAX];
+		snprintf(dst, sizeof(dst), "%s/etc/resolv.conf", root);
+		ns_write(c, root, "etc/resolv.conf", "");
+		ns_bind(c, "/etc/resolv.conf", dst, true, false);
+	} else {
+		ns_write(c, root, "etc/resolv.conf",
+			 "# ward: this box has no DNS. Names are resolved by the egress proxy\n"
+			 "# on the host ($HTTPS_PROXY), for the hosts the task was given.\n");
+	}
 }
 
 static void ns_dev(struct ns_child *c, const char *root)
@@ -279,6 +293,24 @@ static void ns_loopback_up(void)
 	}
 }
 
+/* The egress proxy's address in the box: a listener the host's proxy
+ * accepts from. It goes to the keeper; nothing in the box holds it. */
+static void ns_proxy_listener(struct ns_child *c)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(NET_PROXY_PORT),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+		ns_fail(c, "listen on 127.0.0.1:%d for the egress proxy", NET_PROXY_PORT);
+	if (fdio_send_fd(c->net_fd, fd) < 0)
+		ns_fail(c, "hand the egress proxy its listener");
+	close(fd);
+	close(c->net_fd);
+	c->net_fd = -1;
+}
+
 static void ns_rlimits(struct ns_child *c)
 {
 	const struct ns_spec *s = c->s;
@@ -333,14 +365,21 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	if (mnt_remount_ro("/", MS_NOSUID | MS_NODEV) < 0)
 		ns_fail(c, "make the box's root read-only");
 	sethostname("ward", 4);
-	if (!s->net)
+	if (!s->net_host)
 		ns_loopback_up();
+	if (s->proxy)
+		ns_proxy_listener(c);
 	ns_rlimits(c);
 
-	char fdarg[16], asarg[32];
+	char fdarg[16], asarg[32], portarg[16];
 	snprintf(fdarg, sizeof(fdarg), "%d", c->chan_fd);
 	char *argv[10] = { "ward-guest", "--fd", fdarg };
 	int ac = 3;
+	if (s->proxy) {
+		snprintf(portarg, sizeof(portarg), "%d", NET_PROXY_PORT);
+		argv[ac++] = "--proxy-port";
+		argv[ac++] = portarg;
+	}
 	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
 		snprintf(asarg, sizeof(asarg), "%llu", (unsigned long long)s->lim.memory);
 		argv[ac++] = "--rlimit-as";
@@ -369,27 +408,31 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	ns_fail(c, "exec ward-guest");
 }
 
+static void ns_close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
 int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 {
-	int chan[2], sync[2], logp[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
-		return err_setc(e, -errno, "socketpair");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0) {
-		int r = -errno;
-		close(chan[0]);
-		close(chan[1]);
-		return err_setc(e, r, "socketpair");
-	}
-	if (pipe2(logp, O_CLOEXEC) < 0) {
-		int r = -errno;
-		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]);
-		return err_setc(e, r, "pipe");
-	}
-	_cleanup_close_ int guest_fd = open(s->guest_path, O_PATH | O_CLOEXEC);
-	if (guest_fd < 0) {
-		int r = -errno;
-		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]), close(logp[0]), close(logp[1]);
-		return err_setc(e, r, "cannot open ward-guest at %s", s->guest_path);
+	/* The channel, the setup's sync, the guest's stderr and (with egress)
+	 * where the proxy's listener comes back; [0] is the keeper's end. */
+	int chan[2] = { -1, -1 }, sync[2] = { -1, -1 }, logp[2] = { -1, -1 }, netp[2] = { -1, -1 };
+	int r = 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0 || pipe2(logp, O_CLOEXEC) < 0 ||
+	    (s->proxy && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, netp) < 0))
+		r = err_setc(e, -errno, "socketpair");
+	_cleanup_close_ int guest_fd = r < 0 ? -1 : open(s->guest_path, O_PATH | O_CLOEXEC);
+	if (r >= 0 && guest_fd < 0)
+		r = err_setc(e, -errno, "cannot open ward-guest at %s", s->guest_path);
+	if (r < 0) {
+		ns_close_pair(chan), ns_close_pair(sync), ns_close_pair(logp), ns_close_pair(netp);
+		return r;
 	}
 	_cleanup_close_ int cgfd = -1;
 	if (s->cg && s->cg->v2[0])
@@ -397,29 +440,33 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 
 	struct ns_child c = {
 		.s = s, .sync_fd = sync[1], .chan_fd = chan[1], .guest_fd = guest_fd,
-		.log_fd = logp[1], .uid = getuid(), .gid = getgid(),
+		.log_fd = logp[1], .net_fd = netp[1], .uid = getuid(), .gid = getgid(),
 	};
 	int pidfd = -1;
 	/* The box starts in its v2 cgroup (for cgroup.kill on destroy); its
 	 * descriptor stays out here. */
 	pid_t pid = box_clone3(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
-				       (s->net ? 0 : CLONE_NEWNET),
+				       (s->net_host ? 0 : CLONE_NEWNET),
 			       &cgfd, &pidfd);
 	if (pid < 0) {
-		int r = -errno;
-		close(chan[0]), close(chan[1]), close(sync[0]), close(sync[1]), close(logp[0]), close(logp[1]);
+		r = -errno;
+		ns_close_pair(chan), ns_close_pair(sync), ns_close_pair(logp), ns_close_pair(netp);
 		return err_setc(e, r, "cannot create the box's namespaces (are unprivileged user namespaces enabled?)");
 	}
 	if (pid == 0) {
 		close(chan[0]);
 		close(sync[0]);
 		close(logp[0]);
+		if (netp[0] >= 0)
+			close(netp[0]);
 		ns_child_main(&c);
 	}
-	close(chan[1]);
-	close(sync[1]);
-	close(logp[1]);
-	int r = box_userns_map(pid, 0, c.uid, c.gid);
+	close(chan[1]), close(sync[1]), close(logp[1]);
+	chan[1] = sync[1] = logp[1] = -1;
+	if (netp[1] >= 0)
+		close(netp[1]);
+	netp[1] = -1;
+	r = box_userns_map(pid, 0, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the box's user namespace maps");
 	/* Two go-aheads: "m", the maps are written, build the box; "g", the
@@ -427,6 +474,7 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	bool mapped = r >= 0;
 	if (r >= 0)
 		r = box_go_ahead(sync[0], s->cg, pid);
+	int net_fd = -1;
 	if (mapped) {
 		/* EOF: the exec happened. Bytes: the child's one-line error, which
 		 * may already be there when a go-ahead could not be written (the
@@ -445,8 +493,15 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		} else if (n < 0) {
 			r = err_setc(e, -errno, "box setup");
 		}
+		/* The listener was sent before the exec. */
+		if (r >= 0 && s->proxy) {
+			net_fd = fdio_recv_fd(netp[0], now_ms() + 1000);
+			if (net_fd < 0)
+				r = err_setc(e, net_fd, "the egress proxy's listener did not come from the box");
+		}
 	}
 	close(sync[0]);
+	ns_close_pair(netp);
 	if (r < 0) {
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 		waitpid(pid, NULL, 0);
@@ -457,7 +512,7 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	}
 	fdio_set_nonblock(logp[0], true);
 	*ret = (struct ns_box){
-		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0], .log_fd = logp[0],
+		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0], .log_fd = logp[0], .net_fd = net_fd,
 		.rlimit_pids = s->lim.pids && !cgroup_pids_enforced(s->cg),
 		.rlimit_memory = s->lim.memory && !cgroup_memory_enforced(s->cg),
 	};
@@ -473,6 +528,8 @@ void ns_kill(struct ns_box *b)
 	box_kill_reap(b->pid, b->pidfd, b->chan_fd);
 	if (b->log_fd >= 0)
 		close(b->log_fd);
+	if (b->net_fd >= 0)
+		close(b->net_fd);
 	b->pid = 0;
-	b->pidfd = b->chan_fd = b->log_fd = -1;
+	b->pidfd = b->chan_fd = b->log_fd = b->net_fd = -1;
 }

@@ -14,7 +14,8 @@ struct ns_spec {
 	const char *workspace;	/* host directory, or NULL for an empty one */
 	const char *upper_dir, *work_dir; /* overlay layers (copy-on-write mode) */
 	bool workspace_rw;	/* live read-write bind instead of the overlay */
-	bool net;		/* share the host's network */
+	bool net_host;		/* share the host's network */
+	bool proxy;		/* a listener for the egress proxy at 127.0.0.1:NET_PROXY_PORT */
 	struct limits lim;
 	const struct cgroup_set *cg;
 };
@@ -24,6 +25,7 @@ struct ns_box {
 	int pidfd;
 	int chan_fd;		/* the host end of the box protocol stream */
 	int log_fd;		/* the guest's stderr, to read (non-blocking) */
+	int net_fd;		/* the proxy's listener, in the box's network namespace, or -1 */
 	bool rlimit_pids, rlimit_memory; /* rlimits stood in for cgroups */
 };
 

@@ -183,11 +183,12 @@ struct vm_launch {
 	const char *mem_path;	/* RAM in this file (NULL: anonymous) */
 	bool mem_share;		/* MAP_SHARED (a snapshot's template) or private */
 	bool incoming;		/* -incoming defer: a restore */
+	bool template;		/* a snapshot's template: no box of its own */
 };
 
 struct vm_paths {
 	char dir[PATH_MAX], sock[PATH_MAX + 16], qmp[PATH_MAX + 16], con[PATH_MAX + 16], exp[PATH_MAX + 16],
-		mig[PATH_MAX + 16];
+		mig[PATH_MAX + 16], net[PATH_MAX + 16];
 };
 
 static void vm_paths(const struct box_spec *s, struct vm_paths *p)
@@ -200,6 +201,7 @@ static void vm_paths(const struct box_spec *s, struct vm_paths *p)
 	snprintf(p->qmp, sizeof(p->qmp), "%s/qmp.sock", p->dir);
 	snprintf(p->con, sizeof(p->con), "%s/console.log", p->dir);
 	snprintf(p->mig, sizeof(p->mig), "%s/mig.sock", p->dir);
+	snprintf(p->net, sizeof(p->net), "%s/net.sock", p->dir);
 	snprintf(p->exp, sizeof(p->exp), "%s", s->root_dir);
 }
 
@@ -220,8 +222,10 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	mkdir(p->exp, 0700);
 	unlink(p->sock);
 	unlink(p->qmp);
+	unlink(p->net);
 	bool kvm = vm_kvm_usable();
 	char mem[32], append[256], chardev[PATH_MAX + 64], qmparg[PATH_MAX + 32], serial[PATH_MAX + 16];
+	char netdev[PATH_MAX + 64];
 	char fs_usr[] = "local,id=usr,path=/usr,security_model=none,readonly=on";
 	char fs_ws[PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
 	snprintf(mem, sizeof(mem), "%lluM", (unsigned long long)vm_mem_mib(s->opts));
@@ -231,6 +235,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%lu", khz);
 	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 reboot=t random.trust_cpu=on%s", tsc);
 	snprintf(chardev, sizeof(chardev), "socket,id=ch,path=%s,server=on,wait=off", p->sock);
+	snprintf(netdev, sizeof(netdev), "socket,id=net,path=%s,server=on,wait=off", p->net);
 	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", p->qmp);
 	snprintf(serial, sizeof(serial), "file:%s", p->con);
 	snprintf(fs_ws, sizeof(fs_ws), "local,id=ws,path=%s,security_model=none", p->exp);
@@ -246,6 +251,9 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		"-serial", serial,
 		"-device", "virtio-serial-device", "-chardev", chardev,
 		"-device", "virtserialport,chardev=ch,name=ward",
+		/* The egress proxy's streams (proto/netmux.h); every box has the
+		 * port, so one snapshot serves them all. */
+		"-chardev", netdev, "-device", "virtserialport,chardev=net,name=ward-net",
 		"-fsdev", fs_usr, "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr",
 		"-fsdev", fs_ws, "-device", "virtio-9p-device,fsdev=ws,mount_tag=ws",
 		"-qmp", qmparg,
@@ -338,7 +346,18 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 			close(pidfd);
 		return r;
 	}
-	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan, .log_fd = -1 };
+	/* With egress, the mux port too: QEMU opens it just after the channel. */
+	int net = -1;
+	if (s->opts->net == BOX_NET_ALLOW && !l->template) {
+		while ((net = vm_connect(p->net)) < 0 && now_ms() < until)
+			usleep(1000);
+		if (net < 0) {
+			box_kill_reap(pid, pidfd, chan);
+			return err_setc(e, net, "the VMM's egress port");
+		}
+	}
+	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan, .log_fd = -1, .net_fd = net,
+				  .net_mux = true };
 	return 0;
 }
 
@@ -611,11 +630,13 @@ static int vm_send_start(int fd, const struct box_opts *o)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t mib = vm_mem_mib(o);
 	char json[400];
+	/* With egress, the port the guest listens on for the proxy. */
 	int n = snprintf(json, sizeof(json),
-			 "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu}", hex,
+			 "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d}", hex,
 			 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
 			 (unsigned long long)(o->lim.pids ? o->lim.pids : 512),
-			 (unsigned long long)((mib - MIN(mib / 4, 96ull)) << 20));
+			 (unsigned long long)((mib - MIN(mib / 4, 96ull)) << 20),
+			 o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0);
 	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
 }
 
@@ -649,8 +670,9 @@ static int vm_lock(const char *path)
 static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
 {
 	const struct box_opts *o = s->opts;
-	if (o->net)
-		return err_set(e, -ENOTSUP, "the vm backend has no network device yet; use --backend ns for --net");
+	if (o->net == BOX_NET_HOST)
+		return err_set(e, -ENOTSUP, "a vm box has no network device: --net host is for --backend ns; "
+			       "--allow-host gives a vm box egress through the proxy");
 	struct vm_image img;
 	int r = image_get(o->guest_path, false, &img, e);
 	if (r < 0)
@@ -684,7 +706,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 			char tram[PATH_MAX + 96];
 			snprintf(tram, sizeof(tram), "%s.tmp", ram);
 			unlink(tram);
-			struct vm_launch l = { .mem_path = tram, .mem_share = true };
+			struct vm_launch l = { .mem_path = tram, .mem_share = true, .template = true };
 			struct box_inst t;
 			struct err te = { 0 };
 			int tr = vm_launch(s, &img, &p, &l, &t, &te);
@@ -723,7 +745,9 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		}
 		if (ret->pid > 0)
 			box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
-		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1 };
+		if (ret->net_fd >= 0)
+			close(ret->net_fd);
+		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
 		/* A snapshot that does not restore is stale: cold boot. */
 		unlink(state);
 		e->code = 0;
@@ -738,7 +762,9 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		r = vm_start_guest(ret, o, e);
 	if (r < 0) {
 		box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
-		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1 };
+		if (ret->net_fd >= 0)
+			close(ret->net_fd);
+		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
 		return r;
 	}
 	return 0;
@@ -751,8 +777,10 @@ static void vm_kill(struct box_inst *b)
 		box_kill_reap(b->pid, b->pidfd, b->chan_fd);
 	else if (b->chan_fd >= 0)
 		close(b->chan_fd);
+	if (b->net_fd >= 0)
+		close(b->net_fd);
 	b->pid = 0;
-	b->pidfd = b->chan_fd = -1;
+	b->pidfd = b->chan_fd = b->net_fd = -1;
 }
 
 static void vm_host_limits(const struct limits *box, struct limits *host)

@@ -5,6 +5,8 @@
  *   {"type":"intent","call_id","key","tool","input"}   written before dispatch
  *   {"type":"gate","call_id","tool","decision","why"}
  *   {"type":"result","call_id","outcome","text",...}   written after
+ *   {"type":"net","host","port","method","allowed","why","addr","up","down","ms"}
+ *                          a connection of the box's egress proxy
  *   {"type":"stop","reason","why","rounds","calls","usage"}
  *   {"type":"clear"}        the conversation starts again (the box does not)
  * Each record is one write(2) of a whole line, so a killed ward leaves at

@@ -24,7 +24,7 @@ const char *turn_ev_name(enum turn_ev_type t)
 	static const char *const names[] = {
 		[EV_ROUND] = "round", [EV_TEXT] = "text", [EV_THINKING] = "thinking", [EV_RETRY] = "retry",
 		[EV_TOOL_CALL] = "tool_call", [EV_APPROVAL] = "approval", [EV_TOOL_OUTPUT] = "tool_output",
-		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop",
+		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop", [EV_NET] = "net",
 	};
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
@@ -384,6 +384,19 @@ static void on_box(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
+/* What the box's egress proxy carried or refused: journalled and told. */
+static void on_box_event(void *ud, cJSON *ev)
+{
+	struct turn *t = ud;
+	const char *type = json_str(ev, "type");
+	if (type && !strcmp(type, "net")) {
+		journal_write(&t->s->j, "net", ev);
+		struct turn_event te = { .type = EV_NET, .result = ev };
+		turn_emit(t, &te);
+	}
+	cJSON_Delete(ev);
+}
+
 static int64_t dmin(int64_t a, int64_t b)
 {
 	return a < 0 ? b : b < 0 ? a : MIN(a, b);
@@ -419,8 +432,10 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	t.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (t.sfd >= 0)
 		loop_add(t.loop, t.sfd, EPOLLIN, on_signal, &t);
-	if (s->box)
+	if (s->box) {
 		t.box_watched = loop_add(t.loop, box_conn_fd(s->box), EPOLLIN, on_box, &t) == 0;
+		box_conn_on_event(s->box, on_box_event, &t);
+	}
 	const struct turn_input *in = &cfg->input;
 	if (in->on_ready)
 		loop_add(t.loop, in->fd, EPOLLIN, on_input, &t);
@@ -479,6 +494,8 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	turn_calls_free(&t);
 	buf_free(&t.errbody);
 	buf_free(&t.partial);
+	if (s->box)
+		box_conn_on_event(s->box, NULL, NULL);
 	if (s->box && t.box_watched)
 		loop_del(t.loop, box_conn_fd(s->box));
 	if (in->on_ready)

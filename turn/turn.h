@@ -57,6 +57,8 @@ enum turn_ev_type {
 	EV_TOOL_RESULT,		/* call; result: {outcome, text, ...} */
 	EV_USAGE,		/* usage: the running total */
 	EV_STOP,		/* stop */
+	EV_NET,			/* result: a connection of the box's egress proxy
+				 * {host, port, method, allowed, why, addr, up, down, ms} */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 

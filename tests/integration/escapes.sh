@@ -41,8 +41,8 @@ sleep 0.3
 PORT=$(head -1 "$T_TMP/port")
 probe="python3 -c 'import socket; c=socket.create_connection((\"127.0.0.1\", $PORT), 2); print(c.recv(64).decode())'"
 unlike "$(X "$probe")" "host-listener" "a listener on the host's loopback is unreachable"
-NB=$(box_new --net)
-like "$("$WARD" box exec "$NB" -- "$probe" 2>&1)" "host-listener" "twin: with --net the same probe connects"
+NB=$(box_new --net host)
+like "$("$WARD" box exec "$NB" -- "$probe" 2>&1)" "host-listener" "twin: with --net host the same probe connects"
 kill $LP
 
 # Signals and ptrace of host processes.

@@ -103,3 +103,17 @@ done_testing() {
 	echo "1..$T_N"
 	[ "$T_FAILED" -eq 0 ]
 }
+
+# Validate every line of an events file (ward run --json) against
+# tests/run-events.schema.json; prints "valid N" or the first error.
+validate_events() {
+	python3 - "$(dirname "$0")/../run-events.schema.json" "$1" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+n = 0
+for line in open(sys.argv[2]):
+    jsonschema.validate(json.loads(line), schema)
+    n += 1
+print("valid", n)
+PY
+}

@@ -47,16 +47,7 @@ for P in anthropic openai; do
 	like "$(printf '%s\n' "$OUT" | tail -1)" '"type":"result".*"stop":"done"' "$P: --json ends with the result event"
 	like "$OUT" '"changed_files":\[\{"path":"out.txt","change":"added"' "$P: the result lists the changed file"
 	printf '%s\n' "$OUT" >"$T_TMP/events-$P.jsonl"
-	V=$(python3 - "$(dirname "$0")/../run-events.schema.json" "$T_TMP/events-$P.jsonl" <<'PY'
-import json, sys, jsonschema
-schema = json.load(open(sys.argv[1]))
-n = 0
-for line in open(sys.argv[2]):
-    jsonschema.validate(json.loads(line), schema)
-    n += 1
-print("valid", n)
-PY
-)
+	V=$(validate_events "$T_TMP/events-$P.jsonl" 2>&1)
 	like "$V" "^valid [0-9]+" "$P: every --json line validates against tests/run-events.schema.json ($V)"
 	[ ! -e "$WS/out.txt" ]; ok $? "$P: the user's tree is untouched without --apply"
 

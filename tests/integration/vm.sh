@@ -18,8 +18,8 @@ like "$R" "initrd .*initramfs-" "and the initramfs with ward-guest"
 K=$(printf '%s\n' "$R" | awk '/^kernel/ {print $2}')
 is "$(head -c 4 "$K" | od -An -c | tr -d ' ')" '177ELF' "the kernel is an uncompressed ELF"
 
-R=$("$WARD" box create --backend vm --net 2>&1); RC=$?
-is "$RC" 4 "a vm box with --net is refused (it has no network device)"
+R=$("$WARD" box create --backend vm --net host 2>&1); RC=$?
+is "$RC" 4 "a vm box with --net host is refused (it has no network device)"
 like "$R" "no network device" "and says so"
 
 # A cold boot (no snapshot), then the snapshot made on first use and two

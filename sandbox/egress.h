@@ -1,0 +1,36 @@
+/* A box's egress proxy, as its keeper runs it: a process of its own
+ * (net/proxy.h), forked for each instance of the box and killed with it,
+ * that takes the box's connections from the instance's listener (ns) or
+ * mux port (vm) and reports each one as a JSON line. Internal to the
+ * keeper. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "sandbox/backend.h"
+
+struct egress {
+	pid_t pid;		/* 0: not running */
+	int pidfd;
+	int ev_fd;		/* the proxy's event lines (non-blocking), or -1 */
+	struct buf line;	/* a line read in part */
+	bool overlong;		/* ... too long: dropped up to its end */
+	/* Totals over the box's life, from the events. */
+	uint64_t conns, refused, up, down;
+};
+
+void egress_init(struct egress *g);
+/* Start the proxy for inst (its net_fd goes to the proxy; inst->net_fd is
+ * -1 after). */
+int egress_start(struct egress *g, const struct box_opts *o, struct box_inst *inst, struct err *e);
+/* Kill and reap it (bounded); events not yet read are read first. */
+void egress_stop(struct egress *g, void (*on_event)(void *ud, cJSON *ev), void *ud);
+/* Read what the proxy has said: on_event for each event (the callee's to
+ * free). 0, or -EPIPE when the proxy has gone. */
+int egress_read(struct egress *g, void (*on_event)(void *ud, cJSON *ev), void *ud);
+bool egress_running(const struct egress *g);
