@@ -14,10 +14,12 @@
 #include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
 #include "tools/tool.h"
+#include "turn/schema.h"
 #include "turn/turn.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
@@ -39,6 +41,7 @@ static const struct option run_opts[] = {
 	{ "patch", required_argument, NULL, 'P' },
 	{ "apply", no_argument, NULL, 'X' },
 	{ "approve-cmd", required_argument, NULL, 'G' },
+	{ "output-schema", required_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -69,6 +72,10 @@ static const char run_help[] =
 	"  --retries N        provider retries (default 2)\n"
 	"  --apply            apply the workspace changes to DIR at the end\n"
 	"  --patch FILE       write the workspace changes to FILE as a patch\n"
+	"  --output-schema F  the final answer must be JSON matching the JSON Schema in F: checked, sent\n"
+	"                     back once if it does not match, then exit 1; it is the result's \"output\"\n"
+	"  --cache-ttl T      prompt caching (anthropic): 5m (default), 1h or off\n"
+	"  --no-project-instructions  do not read AGENTS.md / CLAUDE.md into the system prompt\n"
 	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined, 64 usage,\n"
 	"130 cancelled\n";
 
@@ -131,6 +138,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			cJSON_AddNumberToObject(j, "output_tokens", (double)ev->usage->output);
 			cJSON_AddNumberToObject(j, "cache_read_tokens", (double)ev->usage->cache_read);
 			cJSON_AddNumberToObject(j, "cache_write_tokens", (double)ev->usage->cache_write);
+			cJSON_AddNumberToObject(j, "cache_hit_rate", round(usage_hit_rate(ev->usage) * 1000) / 1000);
 			break;
 		case EV_STOP:
 			cJSON_AddStringToObject(j, "reason", turn_stop_name(ev->stop->kind));
@@ -246,6 +254,7 @@ static int exit_for(enum turn_stop_kind k)
 	case TURN_BOX_ERROR:
 		return EXIT_NOBOX;
 	case TURN_PROVIDER_ERROR:
+	case TURN_OUTPUT_INVALID:
 		return EXIT_FAIL;
 	}
 	return EXIT_FAIL;
@@ -486,6 +495,35 @@ static int run_box_given(struct run_flags *f, struct box_conn **ret, char *ws, i
 	return 0;
 }
 
+static void schema_freep(struct schema **s)
+{
+	schema_free(*s);
+}
+
+/* --output-schema FILE: read and checked before anything runs. */
+static int output_schema_load(const char *path, struct schema **ret)
+{
+	if (*ret) {
+		cmd_error("--output-schema: give it once");
+		return -1;
+	}
+	char *data = NULL;
+	size_t n = 0;
+	int r = fdio_read_file(AT_FDCWD, path, 1u << 20, &data, &n);
+	if (r < 0) {
+		cmd_error("--output-schema %s: %s%s", path, strerror(-r), r == -EFBIG ? " (at most 1 MiB)" : "");
+		return -1;
+	}
+	struct err e = { 0 };
+	r = schema_load(data, n, path, ret, &e);
+	free(data);
+	if (r < 0) {
+		cmd_error("--output-schema %s", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
 static int run_run(int argc, char **argv)
 {
 	struct run_flags f;
@@ -495,6 +533,7 @@ static int run_run(int argc, char **argv)
 	const char *patch = NULL;
 	bool apply = false;
 	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
+	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -515,6 +554,11 @@ static int run_run(int argc, char **argv)
 			break;
 		case 'X':
 			apply = true;
+			break;
+		case 'O':
+			if (output_schema_load(optarg, &schema) < 0)
+				return EXIT_USAGE;
+			cfg->output_schema = schema;
 			break;
 		case 'G':
 			approver.cmd = optarg;
@@ -625,7 +669,9 @@ static int run_run(int argc, char **argv)
 		if (!out.json) {
 			fprintf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
 				turn_stop_name(stop.kind), stop.why, stop.rounds, stop.rounds == 1 ? "" : "s", stop.calls,
-				stop.calls == 1 ? "" : "s", (long long)stop.usage.input, (long long)stop.usage.output);
+				stop.calls == 1 ? "" : "s", (long long)usage_prompt(&stop.usage), (long long)stop.usage.output);
+			if (stop.usage.cache_read || stop.usage.cache_write)
+				fprintf(stderr, ", %.0f%% from the cache", usage_hit_rate(&stop.usage) * 100);
 			if (stop.cost >= 0)
 				fprintf(stderr, ", $%.4f", stop.cost);
 			fprintf(stderr, "); session %s\n", s.j.id);
@@ -653,15 +699,15 @@ static int run_run(int argc, char **argv)
 			cJSON_AddNumberToObject(j, "rounds", stop.rounds);
 			cJSON_AddNumberToObject(j, "calls", stop.calls);
 			cJSON_AddNumberToObject(j, "refused", stop.refused);
-			cJSON *u = cJSON_AddObjectToObject(j, "usage");
-			cJSON_AddNumberToObject(u, "input_tokens", (double)stop.usage.input);
-			cJSON_AddNumberToObject(u, "output_tokens", (double)stop.usage.output);
-			cJSON_AddNumberToObject(u, "cache_read_tokens", (double)stop.usage.cache_read);
-			cJSON_AddNumberToObject(u, "cache_write_tokens", (double)stop.usage.cache_write);
+			usage_json(j, &stop.usage);
 			if (stop.cost >= 0)
 				cJSON_AddNumberToObject(j, "cost_usd", stop.cost);
 			else
 				cJSON_AddNullToObject(j, "cost_usd");
+			_cleanup_free_ char *final = turn_final_text(s.messages);
+			cJSON_AddStringToObject(j, "final_text", final ? final : "");
+			if (stop.output)
+				cJSON_AddItemReferenceToObject(j, "output", stop.output);
 			cJSON_AddNumberToObject(j, "dispatch_us_median", (double)stop.dispatch_us_median);
 			cJSON_AddNumberToObject(j, "dispatch_us_max", (double)stop.dispatch_us_max);
 			cJSON_AddItemToObject(j, "changed_files", files);
@@ -673,6 +719,7 @@ static int run_run(int argc, char **argv)
 			cJSON_Delete(j);
 		}
 		cJSON_Delete(files);
+		cJSON_Delete(stop.output);
 		if (r == EXIT_OKAY)
 			r = w;
 	}

@@ -1,4 +1,7 @@
 #include "cmd/session.h"
+#include "cmd/instructions.h"
+#include "turn/schema.h"
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
@@ -28,7 +31,7 @@ static const char run_system[] =
 
 void run_flags_init(struct run_flags *f, enum gate_mode mode)
 {
-	*f = (struct run_flags){ .cfg.retries = -1, .gate.mode = mode };
+	*f = (struct run_flags){ .cfg.retries = -1, .cfg.pcfg.cache_ttl = "5m", .gate.mode = mode };
 }
 
 int run_flag(struct run_flags *f, int c, const char *arg)
@@ -116,6 +119,16 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 		return 1;
 	case 'S':
 		f->resume = arg;
+		return 1;
+	case 'c':
+		if (strcmp(arg, "5m") && strcmp(arg, "1h") && strcmp(arg, "off")) {
+			cmd_error("--cache-ttl: \"%s\" is not 5m, 1h or off", arg);
+			return -1;
+		}
+		f->cfg.pcfg.cache_ttl = strcmp(arg, "off") ? arg : NULL;
+		return 1;
+	case 'n':
+		f->no_instructions = true;
 		return 1;
 	}
 	return netflag_parse(&f->net, c, arg);
@@ -231,6 +244,48 @@ static cJSON *resume_results(const cJSON *messages, const cJSON *results)
 	return NULL;
 }
 
+/* The session's system prompt: ward's own, then the project's
+ * instructions (cmd/instructions.h), recorded in the journal by path and
+ * hash, then what the final answer must be (--output-schema). */
+static void session_system(struct run_flags *f, struct session *s, const char *ws)
+{
+	struct instructions in = { 0 };
+	if (!f->no_instructions && ws[0]) {
+		char cwd[PATH_MAX];
+		instructions_load(ws, getcwd(cwd, sizeof(cwd)), 0, &in);
+		if (in.why[0])
+			fprintf(stderr, "ward: project instructions: %s\n", in.why);
+		if (in.cut)
+			fprintf(stderr, "ward: project instructions: cut at %u KiB (the system prompt says where)\n",
+				INSTRUCTIONS_CAP >> 10);
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddItemToObject(rec, "files", cJSON_Duplicate(in.files, 1));
+		if (in.cut)
+			cJSON_AddBoolToObject(rec, "cut", 1);
+		journal_write(&s->j, "instructions", rec);
+		cJSON_Delete(rec);
+	}
+	_cleanup_free_ char *schema = f->cfg.output_schema ? cJSON_PrintUnformatted(schema_json(f->cfg.output_schema)) : NULL;
+	if (in.text || schema) {
+		struct buf b;
+		buf_init(&b, strlen(f->cfg.system) + (in.text ? strlen(in.text) : 0) + (schema ? strlen(schema) : 0) + 1024);
+		buf_printf(&b, "%s", f->cfg.system);
+		if (in.text)
+			buf_printf(&b, "\n\n# Project instructions\n\nThe project's instructions for agents (AGENTS.md "
+				       "files), the outermost first; follow them where they do not conflict with the task.%s",
+				   in.text);
+		if (schema)
+			buf_printf(&b, "\n\n# The final answer\n\nWhen the task is done, your last message must be only "
+				       "a JSON value, with no other text and no code fence, that matches this JSON Schema:\n%s",
+				   schema);
+		if (buf_cstr(&b) == 0)
+			s->system = strdup(b.data);
+		buf_free(&b);
+	}
+	s->instructions = TAKE_PTR(in.files);
+	instructions_free(&in);
+}
+
 int session_start(struct run_flags *f, struct session *s, char *ws)
 {
 	struct err e = { 0 };
@@ -286,6 +341,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 			return EXIT_FAIL;
 		}
 	}
+	session_system(f, s, ws);
 	return 0;
 }
 
@@ -337,6 +393,10 @@ void session_end(struct session *s)
 	journal_close(&s->j);
 	cJSON_Delete(s->messages);
 	s->messages = NULL;
+	free(s->system);
+	s->system = NULL;
+	cJSON_Delete(s->instructions);
+	s->instructions = NULL;
 }
 
 static void layers_name(const struct session_ws *w, char *out, size_t n)

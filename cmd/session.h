@@ -23,6 +23,8 @@
 	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
 	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
 	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' },         \
+	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
+	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
 	NETFLAG_OPTIONS
 
 struct run_flags {
@@ -30,6 +32,7 @@ struct run_flags {
 	struct gate gate;
 	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
 	bool rw;
+	bool no_instructions;	/* --no-project-instructions */
 	uint64_t disk;		/* the box's --disk; 0: the default */
 	struct netflag net;	/* the box's --net and --allow-host */
 	int64_t deadline_ms;	/* from now; 0: none */

@@ -72,6 +72,7 @@ static const char tui_commands[] =
 	"  /apply            apply them to the workspace directory (not over files changed there\n"
 	"                    since the box took its copy; /apply --force does)\n"
 	"  /cost             tokens and cost so far\n"
+	"  /status           the model, the box, the session and the project instructions loaded\n"
 	"  /clear            start the conversation again (the box and its changes stay)\n"
 	"  /resume [N|ID]    list recent sessions, or continue one\n"
 	"  /approve [MODE]   show or change the approval mode: ask, edits or auto\n"
@@ -132,7 +133,9 @@ static void print_status(struct tui *u)
 {
 	char line[1024];
 	int k = snprintf(line, sizeof(line), "%s · box %s · %lld in / %lld out tokens", u->f.cfg.pcfg.model,
-			 u->box[0] ? u->box : "(none)", (long long)u->usage.input, (long long)u->usage.output);
+			 u->box[0] ? u->box : "(none)", (long long)usage_prompt(&u->usage), (long long)u->usage.output);
+	if ((u->usage.cache_read || u->usage.cache_write) && k < (int)sizeof(line))
+		k += snprintf(line + k, sizeof(line) - (size_t)k, " · cache %.0f%%", usage_hit_rate(&u->usage) * 100);
 	if (u->priced && k < (int)sizeof(line))
 		k += snprintf(line + k, sizeof(line) - (size_t)k, " · $%.4f", price_cost(&u->price, &u->usage));
 	if (u->f.deadline_ms && k < (int)sizeof(line))
@@ -274,9 +277,26 @@ static bool slash(struct tui *u, char *line)
 		tui_show_diff(u, false);
 	} else if (!strcmp(line, "/apply") || !strcmp(line, "/apply --force")) {
 		apply_changes(u, line[6] != 0);
+	} else if (!strcmp(line, "/status")) {
+		print_status(u);
+		tui_putf(u, "session %s\n", u->s.j.id);
+		int n = cJSON_GetArraySize(u->s.instructions);
+		if (u->f.no_instructions)
+			tui_put(u, "project instructions: off (--no-project-instructions)\n");
+		else if (!n)
+			tui_put(u, "project instructions: none found (AGENTS.md or CLAUDE.md)\n");
+		const cJSON *fi;
+		cJSON_ArrayForEach(fi, u->s.instructions) {
+			char hash[13];
+			snprintf(hash, sizeof(hash), "%s", json_str(fi, "sha256") ? json_str(fi, "sha256") : "");
+			tui_putf(u, "project instructions: %s (%lld bytes, sha256 %s…)%s\n", json_str(fi, "path"),
+				 (long long)json_int(fi, "bytes", 0), hash,
+				 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fi, "cut")) ? ", cut at the cap" : "");
+		}
 	} else if (!strcmp(line, "/cost")) {
-		tui_putf(u, "%lld tokens in, %lld out (%lld cache read, %lld cache write)", (long long)u->usage.input,
-		     (long long)u->usage.output, (long long)u->usage.cache_read, (long long)u->usage.cache_write);
+		tui_putf(u, "%lld tokens in, %lld out (%lld not cached, %lld read from the cache, %lld written to it: %.0f%% hit)",
+			 (long long)usage_prompt(&u->usage), (long long)u->usage.output, (long long)u->usage.input,
+			 (long long)u->usage.cache_read, (long long)u->usage.cache_write, usage_hit_rate(&u->usage) * 100);
 		if (u->priced)
 			tui_putf(u, ": $%.4f\n", price_cost(&u->price, &u->usage));
 		else

@@ -268,6 +268,31 @@ def sc_unicode_term(n, msgs):
     return text("colour \x1b[31mRED\x1b[0m and a title \x1b]0;pwned\x07 and bell \x07 done")
 
 
+def sc_answer_json(n, msgs):
+    """A final answer that is JSON, in a fence as models like to."""
+    if n == 1:
+        return tool("bash", {"command": "ls | wc -l"}, say="Counting.")
+    return text('```json\n{"ok": true, "files": 2}\n```')
+
+
+def sc_answer_retry(n, msgs):
+    """Wrong first (a string where a boolean goes), right when told why."""
+    if n == 1:
+        return text('{"ok": "yes", "files": 2}')
+    return text('{"ok": true, "files": 2}')
+
+
+def sc_answer_bad(n, msgs):
+    return text("All done, no JSON here.")
+
+
+def sc_rounds50(n, msgs):
+    """50 rounds of a small tool call, then done: a long task's shape."""
+    if n <= 50:
+        return tool("bash", {"command": "echo round %d" % n}, say="Round %d." % n)
+    return text("Done after 50 rounds.")
+
+
 def sc_chat(n, msgs):
     """The terminal session's tests: what the model does follows what the
     person said last; after a tool's result it answers with the result."""
@@ -313,10 +338,10 @@ def sc_chat(n, msgs):
 SCENARIOS = {k[3:].replace("_", "-"): v for k, v in globals().items() if k.startswith("sc_")}
 
 
-def anthropic_events(t):
+def anthropic_events(t, usage=None):
     ev = [("message_start", {"type": "message_start", "message": {
         "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
-        "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}})]
+        "content": [], "usage": usage or {"input_tokens": 10, "output_tokens": 1}}})]
     ev.append(("ping", {"type": "ping"}))
     for i, b in enumerate(t.blocks):
         if b[0] == "text":
@@ -387,6 +412,43 @@ def openai_events(t):
 class State:
     lock = threading.Lock()
     n = 0
+    cached = set()      # --cache-sim: the prefixes written to the cache
+
+
+def cache_usage(req):
+    """--cache-sim: the usage Anthropic's API would report for this request.
+    The prompt is a run of blocks (tools, system, then each message's
+    blocks), about 4 bytes a token. A request reads the longest prefix that
+    an earlier request wrote at one of its breakpoints (cache_control),
+    writes every breakpoint of its own past that, and pays full price for
+    the rest."""
+    import hashlib
+    blocks = list(req.get("tools") or []) + list(req.get("system") or [])
+    for m in req.get("messages", []):
+        c = m.get("content")
+        blocks += [{"type": "text", "text": c}] if isinstance(c, str) else list(c or [])
+    toks, marks, hashes = [], [], []
+    h = hashlib.sha256()
+    for b in blocks:
+        plain = {k: v for k, v in b.items() if k != "cache_control"}
+        js = json.dumps(plain, sort_keys=True)
+        h.update(js.encode())
+        hashes.append(h.copy().hexdigest())
+        toks.append(max(1, len(js) // 4))
+        marks.append("cache_control" in b)
+    bps = [i for i, m in enumerate(marks) if m]
+    with State.lock:
+        hit = max([i for i in range(len(blocks)) if hashes[i] in State.cached and (not bps or i <= bps[-1])],
+                  default=-1)
+        for i in bps:
+            if i > hit:
+                State.cached.add(hashes[i])
+    last = bps[-1] if bps else -1
+    read = sum(toks[:hit + 1])
+    write = sum(toks[hit + 1:last + 1]) if last > hit else 0
+    rest = sum(toks[max(hit, last) + 1:])
+    return {"input_tokens": rest, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
+            "output_tokens": 1}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -424,7 +486,8 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(payload)
             return
-        events = openai_events(t) if openai else anthropic_events(t)
+        usage = cache_usage(req) if self.server.cache_sim and not openai else None
+        events = openai_events(t) if openai else anthropic_events(t, usage)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -469,11 +532,13 @@ def main():
     ap.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--cache-sim", action="store_true", help="report prompt caching as the API would")
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     srv.scenario = SCENARIOS[a.scenario]
     srv.log_path = a.log
+    srv.cache_sim = a.cache_sim
     open(a.log, "w").close()
     with open(a.port_file + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))

@@ -1,8 +1,12 @@
 /* Anthropic's Messages API, streaming. tool_use input arrives as
  * input_json_delta pieces, assembled and parsed once at the block's stop (an
  * empty input is {}); thinking and redacted_thinking blocks are kept as they
- * came, signature included, to be sent back unmodified; system and tools are
- * marked for prompt caching. */
+ * came, signature included, to be sent back unmodified.
+ *
+ * Prompt caching (cache_ttl set): three breakpoints of the four the API
+ * allows: after the tools, after the system prompt, and a rolling one on
+ * the last block of the last message, so each request reads the prefix the
+ * one before it wrote and writes the new rounds once. */
 #include "turn/provider.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -15,9 +19,38 @@
 #define ANTHROPIC_VERSION "2023-06-01"
 #define BLOCK_TEXT_MAX (16u << 20)
 
+/* Mark a block as a cache breakpoint. */
+static void cache_mark(cJSON *block, const char *ttl)
+{
+	cJSON *cc = cJSON_CreateObject();
+	cJSON_AddStringToObject(cc, "type", "ephemeral");
+	if (!strcmp(ttl, "1h"))
+		cJSON_AddStringToObject(cc, "ttl", "1h");
+	cJSON_AddItemToObject(block, "cache_control", cc);
+}
+
+/* The rolling breakpoint: the last block of the last message that can
+ * carry one (not thinking, nor an empty text). */
+static void cache_mark_last(cJSON *msgs, const char *ttl)
+{
+	cJSON *content = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1),
+							  "content");
+	for (int i = cJSON_GetArraySize(content) - 1; i >= 0; i--) {
+		cJSON *b = cJSON_GetArrayItem(content, i);
+		const char *type = json_str(b, "type");
+		const char *text = json_str(b, "text");
+		if (!type || !strcmp(type, "thinking") || !strcmp(type, "redacted_thinking") ||
+		    (!strcmp(type, "text") && (!text || !*text)))
+			continue;
+		cache_mark(b, ttl);
+		return;
+	}
+}
+
 static int anthropic_request(const struct provider_cfg *c, const struct provider_req *q, struct http_call *out,
 			     struct err *e)
 {
+	const char *ttl = c->cache_ttl;
 	/* A base URL given with its /v1 (as OpenAI-style ones are) or without
 	 * it: the same endpoint, never /v1/v1/messages. */
 	const char *base = c->base_url ? c->base_url : provider_anthropic.default_base;
@@ -35,14 +68,16 @@ static int anthropic_request(const struct provider_cfg *c, const struct provider
 		cJSON *t = cJSON_CreateObject();
 		cJSON_AddStringToObject(t, "type", "text");
 		cJSON_AddStringToObject(t, "text", q->system);
-		cJSON_AddItemToObject(t, "cache_control", cJSON_Parse("{\"type\":\"ephemeral\"}"));
+		if (ttl)
+			cache_mark(t, ttl);
 		cJSON_AddItemToArray(sys, t);
 	}
 	if (cJSON_GetArraySize(q->tools) > 0) {
 		cJSON *tools = cJSON_Duplicate(q->tools, 1);
 		/* One breakpoint after the last tool caches them all. */
 		cJSON *last = cJSON_GetArrayItem(tools, cJSON_GetArraySize(tools) - 1);
-		cJSON_AddItemToObject(last, "cache_control", cJSON_Parse("{\"type\":\"ephemeral\"}"));
+		if (ttl)
+			cache_mark(last, ttl);
 		cJSON_AddItemToObject(b, "tools", tools);
 	}
 	cJSON *msgs = cJSON_AddArrayToObject(b, "messages");
@@ -56,6 +91,8 @@ static int anthropic_request(const struct provider_cfg *c, const struct provider
 			cJSON_AddItemToArray(content, provider_clean_block(blk));
 		cJSON_AddItemToArray(msgs, nm);
 	}
+	if (ttl)
+		cache_mark_last(msgs, ttl);
 	out->body = cJSON_PrintUnformatted(b);
 	cJSON_Delete(b);
 	if (!out->body)
@@ -102,6 +139,9 @@ static void usage_from(struct usage *u, const cJSON *j)
 	u->output = json_int(j, "output_tokens", u->output);
 	u->cache_read = json_int(j, "cache_read_input_tokens", u->cache_read);
 	u->cache_write = json_int(j, "cache_creation_input_tokens", u->cache_write);
+	/* How much of the write is kept for an hour (priced higher). */
+	u->cache_write_1h = json_int(cJSON_GetObjectItemCaseSensitive(j, "cache_creation"), "ephemeral_1h_input_tokens",
+				     u->cache_write_1h);
 }
 
 static enum stop_reason stop_from(const char *s)

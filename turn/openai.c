@@ -253,6 +253,10 @@ static int openai_stream_event(struct stream *s, const struct sse_event *ev, str
 		s->r.usage.output = json_int(u, "completion_tokens", s->r.usage.output);
 		s->r.usage.cache_read = json_int(cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens_details"),
 					     "cached_tokens", s->r.usage.cache_read);
+		/* prompt_tokens counts the cached ones too; input is the rest
+		 * (turn/usage.h). */
+		if (s->r.usage.cache_read > 0 && s->r.usage.input >= s->r.usage.cache_read)
+			s->r.usage.input -= s->r.usage.cache_read;
 	}
 	const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ch, "delta");

@@ -15,6 +15,7 @@
 
 #include "base/err.h"
 #include "turn/sse.h"
+#include "turn/usage.h"
 
 enum stop_reason {
 	STOP_NONE,		/* the stream ended without saying */
@@ -28,9 +29,6 @@ enum stop_reason {
 };
 const char *stop_reason_name(enum stop_reason s);
 
-struct usage {
-	int64_t input, output, cache_read, cache_write;
-};
 
 /* What the assembler reports while the stream runs. Any may be NULL. */
 struct stream_sink {
@@ -59,6 +57,8 @@ struct provider_cfg {
 	const char *api_key;	/* may be NULL (replay, local servers) */
 	const char *model;
 	int max_tokens;
+	/* Prompt caching (Anthropic): "5m", "1h", or NULL for none. */
+	const char *cache_ttl;
 };
 
 struct provider_req {

@@ -74,6 +74,7 @@ struct turn {
 	int64_t lat[512];	/* dispatch latencies, for the stop's median */
 	size_t nlat;
 	cJSON *tools;		/* the tool schemas, the same every round */
+	bool answer_retried;	/* --output-schema: the answer was sent back once */
 };
 
 void turn_emit(struct turn *t, const struct turn_event *ev);
@@ -92,6 +93,11 @@ void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
 /* Begin winding down: no new rounds, no new calls; what runs is cancelled;
  * the turn ends when the calls' results are in. */
 void turn_wind_down(struct turn *t, enum turn_stop_kind kind, const char *why);
+
+/* turn-answer.c. The model finished (raw: its stop reason): with an
+ * output schema, check its answer and finish, or send it back once.
+ * false: there is no schema; the caller finishes. */
+bool turn_answer(struct turn *t, const char *raw);
 
 /* turn-calls.c. The calls of the message just received (n tool_use blocks
  * in content), dispatched as they may run. */

@@ -18,6 +18,7 @@ const char *turn_stop_name(enum turn_stop_kind k)
 		[TURN_TOKENS] = "token_budget", [TURN_COST] = "cost_budget", [TURN_CALL_CAP] = "call_cap",
 		[TURN_CANCELLED] = "cancelled", [TURN_REFUSED] = "refused", [TURN_MODEL_REFUSED] = "model_refused",
 		[TURN_PROVIDER_ERROR] = "provider_error", [TURN_BOX_ERROR] = "box_error",
+		[TURN_OUTPUT_INVALID] = "output_invalid",
 	};
 	return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";
 }
@@ -53,9 +54,7 @@ void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
 	cJSON_AddStringToObject(rec, "why", st->why);
 	cJSON_AddNumberToObject(rec, "rounds", st->rounds);
 	cJSON_AddNumberToObject(rec, "calls", st->calls);
-	cJSON *u = cJSON_AddObjectToObject(rec, "usage");
-	cJSON_AddNumberToObject(u, "input_tokens", (double)st->usage.input);
-	cJSON_AddNumberToObject(u, "output_tokens", (double)st->usage.output);
+	usage_json(rec, &st->usage);
 	journal_write(&t->s->j, "stop", rec);
 	cJSON_Delete(rec);
 	struct turn_event ev = { .type = EV_STOP, .stop = st };
@@ -86,10 +85,10 @@ bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_k
 	} else if (before_call && b->max_calls > 0 && s->calls >= b->max_calls) {
 		*ret_kind = TURN_CALL_CAP;
 		snprintf(why, n, "the run's tool-call cap (%d) was reached", b->max_calls);
-	} else if (b->max_tokens > 0 && s->usage.input + s->usage.output >= b->max_tokens) {
+	} else if (b->max_tokens > 0 && usage_prompt(&s->usage) + s->usage.output >= b->max_tokens) {
 		*ret_kind = TURN_TOKENS;
 		snprintf(why, n, "the token budget (%lld) was used: %lld in, %lld out", (long long)b->max_tokens,
-			 (long long)s->usage.input, (long long)s->usage.output);
+			 (long long)usage_prompt(&s->usage), (long long)s->usage.output);
 	} else if (b->max_cost > 0 && t->priced && price_cost(&t->price, &s->usage) >= b->max_cost) {
 		*ret_kind = TURN_COST;
 		snprintf(why, n, "the cost budget ($%.2f) was used: $%.4f", b->max_cost, price_cost(&t->price, &s->usage));

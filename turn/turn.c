@@ -82,10 +82,7 @@ static void round_reset(struct turn *t)
 static void process_reply(struct turn *t, struct reply *r)
 {
 	struct session *s = t->s;
-	s->usage.input += r->usage.input;
-	s->usage.output += r->usage.output;
-	s->usage.cache_read += r->usage.cache_read;
-	s->usage.cache_write += r->usage.cache_write;
+	usage_add(&s->usage, &r->usage);
 	s->rounds++;
 	snprintf(t->stop->model_stop, sizeof(t->stop->model_stop), "%s", r->stop_raw[0] ? r->stop_raw : stop_reason_name(r->stop));
 	struct turn_event ue = { .type = EV_USAGE, .usage = &s->usage };
@@ -113,6 +110,8 @@ static void process_reply(struct turn *t, struct reply *r)
 		const char *raw = r->stop_raw[0] ? r->stop_raw : stop_reason_name(r->stop);
 		if (r->stop == STOP_REFUSAL)
 			turn_finish(t, TURN_MODEL_REFUSED, "the model declined the request (stop reason %s)", raw);
+		else if (turn_answer(t, raw))
+			;
 		else if (r->stop == STOP_MAX_TOKENS)
 			turn_finish(t, TURN_DONE, "the model's answer hit its max_tokens limit (%s)", raw);
 		else
@@ -194,7 +193,7 @@ static void start_attempt(struct turn *t)
 		t->replay_len = strlen(t->replay);
 		return;
 	}
-	struct provider_req q = { .system = t->cfg->system, .tools = t->tools, .messages = t->s->messages };
+	struct provider_req q = { .system = t->s->system ? t->s->system : t->cfg->system, .tools = t->tools, .messages = t->s->messages };
 	int r = t->prov->request(&t->cfg->pcfg, &q, &t->hc, &e);
 	if (r >= 0) {
 		struct http_opts o = {

@@ -17,6 +17,7 @@
 #include "turn/provider.h"
 
 struct box_conn;
+struct schema;
 
 enum turn_stop_kind {
 	TURN_DONE,
@@ -30,6 +31,7 @@ enum turn_stop_kind {
 	TURN_MODEL_REFUSED,	/* the model declined the request (stop reason refusal, content filter) */
 	TURN_PROVIDER_ERROR,
 	TURN_BOX_ERROR,
+	TURN_OUTPUT_INVALID,	/* --output-schema: the final answer did not match, after one retry */
 };
 const char *turn_stop_name(enum turn_stop_kind k);
 
@@ -44,6 +46,9 @@ struct turn_stop {
 	/* Loop overhead: from the stream's last byte to each call's frame
 	 * written to the box's channel, in microseconds (0 with no calls). */
 	int64_t dispatch_us_median, dispatch_us_max;
+	/* With an output schema: the model's answer, checked; the caller
+	 * frees it (cJSON_Delete). NULL otherwise. */
+	cJSON *output;
 };
 
 enum turn_ev_type {
@@ -113,6 +118,7 @@ struct turn_cfg {
 	struct turn_input input;	/* on_ready NULL: none */
 	int retries;		/* provider retries; -1: the default (2) */
 	int64_t idle_ms;	/* stream idle limit */
+	const struct schema *output_schema;	/* turn/schema.h; NULL: none */
 	int64_t connect_ms;
 };
 
@@ -123,6 +129,8 @@ struct session {
 	struct box_conn *box;
 	int rounds, calls, refused;	/* over the whole session, for the budgets */
 	struct usage usage;
+	char *system;		/* the session's system prompt (owned); NULL: cfg->system */
+	cJSON *instructions;	/* the project instruction files in it: [{path, sha256, bytes, cut?}] */
 };
 
 /* Run until a stop; the stop is always filled. Returns 0, or <0 for a
@@ -142,6 +150,9 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 void turn_interrupt(struct turn *t, bool now, const char *why);
 /* Whether the turn is already winding down. */
 bool turn_stopping(const struct turn *t);
+
+/* The text of the last assistant message (malloc'd; "" when none). */
+char *turn_final_text(const cJSON *messages);
 
 /* The tool_result block the model gets for a call's result. */
 cJSON *turn_tool_result(const char *id, const cJSON *result);

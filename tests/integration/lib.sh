@@ -79,17 +79,20 @@ print("io_uring_setup", r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")'
 
 FAKE=$(dirname "$0")/../fake-llm.py
 SRV=""
-serve() { # serve SCENARIO: start the fake LLM server; sets URL and LOG
+serve() { # serve SCENARIO [SERVER FLAGS]: start the fake LLM server; sets URL and LOG
 	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
-	LOG=$T_TMP/req-$1.jsonl
+	local sc=$1; shift
+	LOG=$T_TMP/req-$sc.jsonl
 	rm -f "$T_TMP/port"
-	python3 "$FAKE" --scenario "$1" --port-file "$T_TMP/port" --log "$LOG" &
+	python3 "$FAKE" --scenario "$sc" --port-file "$T_TMP/port" --log "$LOG" "$@" &
 	SRV=$!
 	for _ in $(seq 100); do [ -s "$T_TMP/port" ] && break; sleep 0.05; done
 	URL=http://127.0.0.1:$(cat "$T_TMP/port")
 }
 
 done_testing() {
+	# The fake LLM server holds the test's output open: it goes first.
+	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
 	for b in $T_BOXES $(cat "$T_TMP/boxes" 2>/dev/null); do "$WARD" box destroy "$b" >/dev/null 2>&1; done
 	# Kept workspace layers are loop-mounted images where ward runs as root;
 	# a ward still ending (a session's hangup) may mount one as it goes.

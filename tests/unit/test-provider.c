@@ -131,10 +131,29 @@ static void test_anthropic(void)
 	ok(x.complete, "anthropic: message_stop seen");
 	ok(x.usage.input == 25 && x.usage.output == 12 && x.usage.cache_read == 7, "anthropic: usage (%lld in, %lld out)",
 	   (long long)x.usage.input, (long long)x.usage.output);
+	{
+		struct usage u = { .input = 25, .output = 12, .cache_read = 70, .cache_write = 5 };
+		ok(usage_hit_rate(&u) == 0.7, "usage: hit rate 70 of 100 prompt tokens");
+		struct usage z = { 0 };
+		ok(usage_hit_rate(&z) == 0, "usage: no prompt, no rate (not NaN)");
+		cJSON *o = cJSON_CreateObject();
+		usage_json(o, &u);
+		char *js = cJSON_PrintUnformatted(o);
+		is_str(js, "{\"usage\":{\"input_tokens\":25,\"output_tokens\":12,\"cache_read_tokens\":70,"
+			   "\"cache_write_tokens\":5,\"cache_hit_rate\":0.7}}", "usage: as JSON");
+		free(js);
+		cJSON_Delete(o);
+	}
 	is_str(x.id, "msg_1", "anthropic: message id");
 	reply_free(&x);
 	buf_free(&r.shown);
 	check_cuts(p, "anthropic text", text_only);
+	x = assemble(p, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":"
+			"{\"input_tokens\":3,\"cache_creation_input_tokens\":900,\"cache_creation\":{\"ephemeral_5m_input_tokens\":"
+			"300,\"ephemeral_1h_input_tokens\":600},\"output_tokens\":1}}}\n\n" A_STOP("end_turn", 2), -1, &r);
+	ok(x.usage.cache_write == 900 && x.usage.cache_write_1h == 600, "anthropic: cache writes, 600 of 900 kept an hour");
+	reply_free(&x);
+	buf_free(&r.shown);
 
 	const char *tool = A_START A_BSTART(0, "{\"type\":\"text\",\"text\":\"\"}") A_TEXT(0, "Let me look.") A_BSTOP(0)
 		A_BSTART(1, "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"bash\",\"input\":{}}")
@@ -212,7 +231,7 @@ static void test_anthropic(void)
 				  "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":\"a\\nb\"}]}]");
 	cJSON *tools = cJSON_Parse("[{\"name\":\"ls\",\"description\":\"list\",\"input_schema\":{\"type\":\"object\"}},"
 				   "{\"name\":\"read\",\"description\":\"read\",\"input_schema\":{\"type\":\"object\"}}]");
-	struct provider_cfg cfg = { .api_key = "sk-ant-test", .model = "claude-x", .max_tokens = 1000 };
+	struct provider_cfg cfg = { .api_key = "sk-ant-test", .model = "claude-x", .max_tokens = 1000, .cache_ttl = "5m" };
 	struct provider_req q = { .system = "be brief", .tools = tools, .messages = msgs };
 	struct http_call hc = { 0 };
 	struct err e = { 0 };
@@ -223,6 +242,17 @@ static void test_anthropic(void)
 	ok(cJSON_GetObjectItem(sys0, "cache_control") != NULL, "anthropic: the system prompt is cached");
 	const cJSON *t1 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "tools"), 1);
 	ok(cJSON_GetObjectItem(t1, "cache_control") != NULL, "anthropic: the tools are cached (breakpoint on the last)");
+	{
+		const cJSON *last = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "messages"), 2),
+									     "content"), 0);
+		ok(cJSON_GetObjectItem(last, "cache_control") != NULL,
+		   "anthropic: a rolling breakpoint on the last message's last block");
+		int n = 0;
+		for (const char *q2 = hc.body; (q2 = strstr(q2, "\"cache_control\"")); q2++)
+			n++;
+		is_int(n, 3, "anthropic: three breakpoints in all (the API allows four)");
+		ok(!strstr(hc.body, "\"ttl\""), "anthropic: 5m is the API's default, no ttl sent");
+	}
 	ok(!strstr(hc.body, "_ward"), "anthropic: ward's own keys are not sent");
 	ok(cJSON_IsTrue(cJSON_GetObjectItem(b, "stream")), "anthropic: streaming");
 	bool key = false, ver = false;
@@ -234,6 +264,26 @@ static void test_anthropic(void)
 	ok(!strstr(hc.body, "sk-ant-test"), "anthropic: the key is not in the body");
 	cJSON_Delete(b);
 	http_call_free(&hc);
+	cfg.cache_ttl = "1h";
+	ok(p->request(&cfg, &q, &hc, &e) == 0 && strstr(hc.body, "\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"1h\"}"),
+	   "anthropic: --cache-ttl 1h asks for an hour");
+	http_call_free(&hc);
+	cfg.cache_ttl = NULL;
+	ok(p->request(&cfg, &q, &hc, &e) == 0 && !strstr(hc.body, "cache_control"), "anthropic: --cache-ttl off: no breakpoint");
+	http_call_free(&hc);
+	{
+		/* The last message ends with thinking: the breakpoint goes on the
+		 * block before it. */
+		cJSON *m2 = cJSON_Parse("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+					"{\"type\":\"thinking\",\"thinking\":\"x\",\"signature\":\"s\"}]}]");
+		struct provider_req q2 = { .messages = m2 };
+		cfg.cache_ttl = "5m";
+		ok(p->request(&cfg, &q2, &hc, &e) == 0 && strstr(hc.body, "\"text\":\"hi\",\"cache_control\"") &&
+			   !strstr(hc.body, "\"signature\":\"s\",\"cache_control\""),
+		   "anthropic: never a breakpoint on a thinking block");
+		http_call_free(&hc);
+		cJSON_Delete(m2);
+	}
 
 	/* The OpenAI translation of the same conversation. */
 	cfg.api_key = "sk-oa-test";
@@ -283,6 +333,15 @@ static void test_openai(void)
 	is_str(bstr(&x, 0, "text"), "Hi there", "openai: text");
 	is_str(stop_reason_name(x.stop), "end_turn", "openai: stop is end_turn");
 	ok(x.complete && x.usage.input == 11 && x.usage.output == 2, "openai: complete, usage from the last chunk");
+	reply_free(&x);
+	buf_free(&r.shown);
+	x = assemble(p, O_CHUNK("{\"content\":\"Hi\"}", "\"stop\"")
+		     "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":2,"
+		     "\"prompt_tokens_details\":{\"cached_tokens\":800}}}\n\n" O_DONE, -1, &r);
+	ok(x.usage.input == 200 && x.usage.cache_read == 800,
+	   "openai: cached tokens are counted once: 200 not cached, 800 read (%lld, %lld)", (long long)x.usage.input,
+	   (long long)x.usage.cache_read);
+	ok(usage_prompt(&x.usage) == 1000, "openai: the whole prompt is still 1000");
 	reply_free(&x);
 	buf_free(&r.shown);
 	check_cuts(p, "openai text", text);
