@@ -49,7 +49,8 @@ static const struct option run_opts[] = {
 static const char run_help[] =
 	"usage: ward run [FLAGS] \"TASK\"   (or - to read the task from stdin)\n"
 	"  --model M          the model (default " RUN_DEFAULT_ANTHROPIC_MODEL "); replay:FILE plays a recorded script\n"
-	"  --provider P       anthropic (default) or openai (any compatible server with --base-url)\n"
+	"  --provider P       anthropic (default), openai (Chat Completions: any compatible server with\n"
+	"                     --base-url) or openai-responses (the Responses API)\n"
 	"  --base-url URL     the API's address\n"
 	"  --approve MODE     ask | edits | auto (default auto: everything runs inside the box)\n"
 	"  --allow RULE       allow TOOL or TOOL:GLOB, e.g. 'bash:git status*' (repeatable)\n"

@@ -169,12 +169,14 @@ int run_flags_finish(struct run_flags *f)
 	} else {
 		cfg->provider = provider_find(f->provider ? f->provider : "anthropic");
 		if (!cfg->provider) {
-			cmd_error("--provider: \"%s\" is not a provider; use anthropic or openai", f->provider);
+			cmd_error("--provider: \"%s\" is not a provider; use anthropic, openai or openai-responses",
+				  f->provider);
 			return EXIT_USAGE;
 		}
 		cfg->pcfg.model = model ? model
 				  : cfg->provider == &provider_openai ? RUN_DEFAULT_OPENAI_MODEL
-								     : RUN_DEFAULT_ANTHROPIC_MODEL;
+				  : cfg->provider == &provider_openai_responses ? RUN_DEFAULT_OPENAI_RESPONSES_MODEL
+									       : RUN_DEFAULT_ANTHROPIC_MODEL;
 		if (f->base_url && !base_url_valid(f->base_url)) {
 			cmd_error("--base-url: \"%s\" is not an http:// or https:// URL with a host (e.g. "
 				  "http://127.0.0.1:8080/v1)", f->base_url);

@@ -11,6 +11,8 @@
 
 #define RUN_DEFAULT_ANTHROPIC_MODEL "claude-sonnet-4-20250514"
 #define RUN_DEFAULT_OPENAI_MODEL "gpt-4o"
+/* A reasoning model: its reasoning is what the Responses API carries. */
+#define RUN_DEFAULT_OPENAI_RESPONSES_MODEL "gpt-5"
 
 /* getopt_long entries for the flags run_flag handles. */
 #define RUN_FLAG_OPTIONS                                                                                     \

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A fake LLM API for ward's tests: real HTTP on loopback, real SSE bytes.
 
-It answers POST /v1/messages (Anthropic) and POST /v1/chat/completions
-(OpenAI) from a named scenario: a function of the request number and the
+It answers POST /v1/messages (Anthropic), POST /v1/chat/completions
+(OpenAI) and POST /v1/responses (OpenAI's Responses API) from a named scenario: a function of the request number and the
 conversation that returns one response. Every request is appended to the
 log file as one JSON line, so a test can check what ward sent.
 
@@ -24,7 +24,7 @@ class Turn:
 
     def __init__(self, blocks, stop=None, status=200, headers=None, error_body=None,
                  cut_after=None, stall_after=None, stall_s=0, error_event_after=None,
-                 byte_chunks=False, json_split=None, slow_s=0):
+                 byte_chunks=False, json_split=None, slow_s=0, failed=False):
         self.blocks = blocks
         self.stop = stop or ("tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn")
         self.status = status
@@ -37,6 +37,7 @@ class Turn:
         self.byte_chunks = byte_chunks      # one byte per write
         self.json_split = json_split        # tool input pieces of this size
         self.slow_s = slow_s                # a pause before each event
+        self.failed = failed                # Responses API: end with response.failed
 
 
 def text(s, **kw):
@@ -335,6 +336,39 @@ def sc_chat(n, msgs):
     return text("You said: " + " ".join(words)[:200])
 
 
+def sc_resp_reason(n, msgs):
+    """A reasoning item, text and a call; then an answer."""
+    if n == 1:
+        return Turn([("thinking", "The user wants a file; bash can write it."), ("text", "Writing a file."),
+                     ("tool", "bash", {"command": "echo made-by-tool > out.txt; cat out.txt"})])
+    return text("Done: " + last_user_text(msgs)[:200])
+
+
+def sc_resp_two(n, msgs):
+    if n == 1:
+        return Turn([("tool", "bash", {"command": "echo one-ran > one.txt; echo one-ran"}),
+                     ("tool", "bash", {"command": "echo two-ran > two.txt; echo two-ran"})])
+    return text("Both ran.")
+
+
+def sc_resp_cut(n, msgs):
+    """A whole call, then one cut by the output limit."""
+    if n == 1:
+        return Turn([("tool", "bash", {"command": "touch first-ran.txt"}),
+                     ("tool", "bash", {"command": "touch cut-call-ran.txt"})], stop="max_tokens")
+    return text("I was cut off; stopping.")
+
+
+def sc_resp_failed(n, msgs):
+    return Turn([("text", "Some words shown before the failure")], failed=True)
+
+
+def sc_resp_400(n, msgs):
+    return Turn([], status=400, error_body={"error": {"message": "Unsupported parameter: 'temperature'",
+                                                      "type": "invalid_request_error", "param": "temperature",
+                                                      "code": "unsupported_parameter"}})
+
+
 SCENARIOS = {k[3:].replace("_", "-"): v for k, v in globals().items() if k.startswith("sc_")}
 
 
@@ -409,6 +443,94 @@ def openai_events(t):
     return out
 
 
+def responses_messages(items):
+    """Responses-API input items as the messages the scenarios read."""
+    out = []
+    for it in items or []:
+        t = it.get("type")
+        if t == "message":
+            out.append({"role": it.get("role"), "content": [{"type": "text", "text": p.get("text", "")}
+                                                           for p in it.get("content") or []]})
+        elif t == "function_call_output":
+            out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": it.get("call_id"),
+                                                     "content": it.get("output", "")}]})
+    return out
+
+
+def responses_events(t, n):
+    """The Responses API's events for a Turn: a reasoning item for each
+    thinking block (encrypted content "enc-N-I": request N, block I), a
+    message for each text block, a function_call for each tool block.
+    stop "max_tokens": the response is incomplete, cut in the last call
+    after its arguments (whole, parseable: only the missing done events say
+    it was cut) and before it was finished; t.failed: it ends with
+    response.failed."""
+    ev = []
+
+    def add(typ, **d):
+        d = dict(type=typ, sequence_number=len(ev), **d)
+        ev.append("event: %s\ndata: %s\n\n" % (typ, json.dumps(d)))
+
+    resp = {"id": "resp_fake_%d" % n, "object": "response", "model": "fake-model", "status": "in_progress",
+            "output": []}
+    add("response.created", response=resp)
+    add("response.in_progress", response=resp)
+    cut = t.stop == "max_tokens"
+    last_tool = max([i for i, b in enumerate(t.blocks) if b[0] == "tool"], default=-1)
+    for i, b in enumerate(t.blocks):
+        if b[0] == "thinking":
+            rid = "rs_fake_%d" % i
+            add("response.output_item.added", output_index=i, item={"id": rid, "type": "reasoning", "summary": []})
+            add("response.reasoning_summary_part.added", item_id=rid, output_index=i, summary_index=0,
+                part={"type": "summary_text", "text": ""})
+            add("response.reasoning_summary_text.delta", item_id=rid, output_index=i, summary_index=0, delta=b[1])
+            add("response.reasoning_summary_text.done", item_id=rid, output_index=i, summary_index=0, text=b[1])
+            add("response.output_item.done", output_index=i,
+                item={"id": rid, "type": "reasoning", "encrypted_content": "enc-%d-%d" % (n, i),
+                      "summary": [{"type": "summary_text", "text": b[1]}]})
+        elif b[0] == "text":
+            mid = "msg_fake_%d" % i
+            add("response.output_item.added", output_index=i,
+                item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []})
+            add("response.content_part.added", item_id=mid, output_index=i, content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []})
+            words = b[1].split(" ")
+            for k, w in enumerate(words):
+                piece = w + (" " if k < len(words) - 1 else "")
+                if piece:
+                    add("response.output_text.delta", item_id=mid, output_index=i, content_index=0, delta=piece)
+            add("response.output_text.done", item_id=mid, output_index=i, content_index=0, text=b[1])
+            part = {"type": "output_text", "text": b[1], "annotations": []}
+            add("response.content_part.done", item_id=mid, output_index=i, content_index=0, part=part)
+            add("response.output_item.done", output_index=i,
+                item={"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [part]})
+        elif b[0] == "tool":
+            fid, cid = "fc_fake_%d" % i, "call_fake_%d_%d" % (n, i)
+            item = {"id": fid, "type": "function_call", "status": "in_progress", "arguments": "",
+                    "call_id": cid, "name": b[1]}
+            add("response.output_item.added", output_index=i, item=item)
+            js = json.dumps(b[2])
+            step = t.json_split or 12
+            for k in range(0, len(js), step):
+                add("response.function_call_arguments.delta", item_id=fid, output_index=i, delta=js[k:k + step])
+            if cut and i == last_tool:
+                break
+            add("response.function_call_arguments.done", item_id=fid, output_index=i, arguments=js)
+            add("response.output_item.done", output_index=i, item=dict(item, status="completed", arguments=js))
+    resp = dict(resp, usage={"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4},
+                             "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 5},
+                             "total_tokens": 30})
+    if t.failed:
+        add("response.failed", response=dict(resp, status="failed",
+                                             error={"code": "server_error", "message": "The model failed"}))
+    elif cut:
+        add("response.incomplete", response=dict(resp, status="incomplete",
+                                                 incomplete_details={"reason": "max_output_tokens"}))
+    else:
+        add("response.completed", response=dict(resp, status="completed"))
+    return ev
+
+
 class State:
     lock = threading.Lock()
     n = 0
@@ -468,12 +590,13 @@ class Handler(BaseHTTPRequestHandler):
             State.n += 1
             n = State.n
         openai = self.path.endswith("/chat/completions")
+        responses = self.path.endswith("/responses")
         rec = {"n": n, "path": self.path, "body": req,
                "has_key": bool(self.headers.get("x-api-key") or self.headers.get("authorization")),
                "anthropic_version": self.headers.get("anthropic-version")}
         with open(self.server.log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
-        msgs = req.get("messages", [])
+        msgs = req.get("messages", []) if not responses else responses_messages(req.get("input"))
         t = self.server.scenario(n, msgs)
         if t.status != 200:
             payload = json.dumps(t.error_body or {}).encode()
@@ -486,8 +609,8 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(payload)
             return
-        usage = cache_usage(req) if self.server.cache_sim and not openai else None
-        events = openai_events(t) if openai else anthropic_events(t, usage)
+        usage = cache_usage(req) if self.server.cache_sim and not openai and not responses else None
+        events = openai_events(t) if openai else responses_events(t, n) if responses else anthropic_events(t, usage)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -509,7 +632,11 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(t.stall_s)
                 if t.error_event_after is not None and i == t.error_event_after:
                     err = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-                    if openai:
+                    if responses:
+                        self.wfile.write(("event: error\ndata: %s\n\n" % json.dumps(
+                            {"type": "error", "code": "server_error", "message": "Overloaded",
+                             "param": None})).encode())
+                    elif openai:
                         self.wfile.write(("data: %s\n\n" % json.dumps({"error": {"message": "Overloaded", "type": "overloaded_error"}})).encode())
                     else:
                         self.wfile.write(("event: error\ndata: %s\n\n" % json.dumps(err)).encode())

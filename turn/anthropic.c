@@ -47,6 +47,21 @@ static void cache_mark_last(cJSON *msgs, const char *ttl)
 	}
 }
 
+/* The block types the Messages API takes; others (openai-responses'
+ * reasoning) are another provider's and are not sent. */
+static bool block_known(const cJSON *b)
+{
+	static const char *const known[] = {
+		"text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
+		"tool_result", "server_tool_use", "web_search_tool_result",
+	};
+	const char *t = json_str(b, "type");
+	for (size_t i = 0; t && i < ARRAY_SIZE(known); i++)
+		if (!strcmp(t, known[i]))
+			return true;
+	return false;
+}
+
 static int anthropic_request(const struct provider_cfg *c, const struct provider_req *q, struct http_call *out,
 			     struct err *e)
 {
@@ -88,8 +103,15 @@ static int anthropic_request(const struct provider_cfg *c, const struct provider
 		cJSON *content = cJSON_AddArrayToObject(nm, "content");
 		const cJSON *blk;
 		cJSON_ArrayForEach(blk, cJSON_GetObjectItemCaseSensitive(m, "content"))
-			cJSON_AddItemToArray(content, provider_clean_block(blk));
-		cJSON_AddItemToArray(msgs, nm);
+			if (block_known(blk))
+				cJSON_AddItemToArray(content, provider_clean_block(blk));
+		/* A message left empty (only another provider's blocks) is
+		 * dropped: the API takes no empty content, and joins the
+		 * consecutive turns of one role this may leave. */
+		if (cJSON_GetArraySize(content) == 0)
+			cJSON_Delete(nm);
+		else
+			cJSON_AddItemToArray(msgs, nm);
 	}
 	if (ttl)
 		cache_mark_last(msgs, ttl);

@@ -15,24 +15,6 @@
 #define OPENAI_TEXT_MAX (16u << 20)
 #define OPENAI_CALLS_MAX 256
 
-/* A tool_result's content: a string, or text blocks joined. */
-static char *result_text(const cJSON *blk)
-{
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(blk, "content");
-	if (cJSON_IsString(c))
-		return strdup(c->valuestring);
-	struct buf b;
-	buf_init(&b, OPENAI_TEXT_MAX);
-	buf_append(&b, "", 0);
-	const cJSON *it;
-	cJSON_ArrayForEach(it, c) {
-		const char *t = json_str(it, "text");
-		if (t)
-			buf_append(&b, t, strlen(t));
-	}
-	return b.data;
-}
-
 static int openai_request(const struct provider_cfg *c, const struct provider_req *q, struct http_call *out,
 			  struct err *e)
 {
@@ -73,7 +55,7 @@ static int openai_request(const struct provider_cfg *c, const struct provider_re
 				cJSON *t = cJSON_CreateObject();
 				cJSON_AddStringToObject(t, "role", "tool");
 				cJSON_AddStringToObject(t, "tool_call_id", json_str(blk, "tool_use_id") ? json_str(blk, "tool_use_id") : "");
-				char *rt = result_text(blk);
+				char *rt = provider_result_text(blk);
 				cJSON_AddStringToObject(t, "content", rt ? rt : "");
 				free(rt);
 				cJSON_AddItemToArray(msgs, t);
@@ -90,9 +72,11 @@ static int openai_request(const struct provider_cfg *c, const struct provider_re
 				free(args);
 				cJSON_AddItemToArray(calls, tc);
 			}
-			/* thinking blocks have no place in this API. */
+			/* thinking and reasoning blocks have no place in this API. */
 		}
-		if (role && !strcmp(role, "assistant")) {
+		if (role && !strcmp(role, "assistant") && (text.len || calls)) {
+			/* One of only thinking or reasoning blocks has nothing
+			 * to send here. */
 			cJSON *a = cJSON_CreateObject();
 			cJSON_AddStringToObject(a, "role", "assistant");
 			if (text.len)

@@ -1,4 +1,5 @@
 #include "turn/provider.h"
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 
@@ -52,6 +53,8 @@ const struct provider *provider_find(const char *name)
 		return &provider_anthropic;
 	if (!strcmp(name, "openai"))
 		return &provider_openai;
+	if (!strcmp(name, "openai-responses"))
+		return &provider_openai_responses;
 	return NULL;
 }
 
@@ -124,6 +127,25 @@ cJSON *provider_parse_input(const char *json, size_t n, char *why, size_t cap)
 		return NULL;
 	}
 	return j;
+}
+
+#define RESULT_TEXT_MAX (16u << 20)
+
+char *provider_result_text(const cJSON *blk)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(blk, "content");
+	if (cJSON_IsString(c))
+		return strdup(c->valuestring);
+	struct buf b;
+	buf_init(&b, RESULT_TEXT_MAX);
+	buf_append(&b, "", 0);
+	const cJSON *it;
+	cJSON_ArrayForEach(it, c) {
+		const char *t = json_str(it, "text");
+		if (t)
+			buf_append(&b, t, strlen(t));
+	}
+	return b.data;
 }
 
 /* {"error":{"type":..,"message":..}} or {"error":"..."} or {"message":..}. */

@@ -1,7 +1,10 @@
 /* Model providers. The conversation is kept in one shape, Anthropic's
  * content blocks (text, thinking, redacted_thinking, tool_use, tool_result),
  * and each provider translates it into its request and assembles its stream
- * back into one assistant message of the same shape.
+ * back into one assistant message of the same shape. A provider may keep
+ * blocks of its own (openai-responses: reasoning); every request builder
+ * skips the block types it does not know, so a conversation stays sendable
+ * by any provider.
  *
  * A block may carry "_ward_error" (a string) set by an assembler: that
  * tool_use must not run (its input was cut or was not JSON); request
@@ -95,7 +98,7 @@ struct provider {
 	void (*error_text)(const char *body, size_t n, char *out, size_t cap);
 };
 
-extern const struct provider provider_anthropic, provider_openai;
+extern const struct provider provider_anthropic, provider_openai, provider_openai_responses;
 const struct provider *provider_find(const char *name);
 
 /* Helpers shared by the providers (provider.c). */
@@ -112,4 +115,7 @@ cJSON *provider_clean_block(const cJSON *b);
 /* Parse a tool call's accumulated arguments: empty means {}; invalid JSON
  * or a non-object gives NULL and a message. */
 cJSON *provider_parse_input(const char *json, size_t n, char *why, size_t cap);
+/* A tool_result's content as one string: a string, or its text blocks
+ * joined; NULL if out of memory. */
+char *provider_result_text(const cJSON *blk);
 void provider_error_json(const char *body, size_t n, char *out, size_t cap);
