@@ -36,10 +36,13 @@ struct command {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct command cmd_apply, cmd_box, cmd_chat, cmd_diff, cmd_doctor, cmd_image, cmd_run, cmd_sessions, cmd_version;
+extern const struct command cmd_apply, cmd_box, cmd_chat, cmd_config, cmd_diff, cmd_doctor, cmd_image, cmd_run, cmd_sessions, cmd_version;
 
 /* One line on stderr: "ward: ..." */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Until called again with NULL, every cmd_error line says where the value
+ * it is about came from ("FILE:LINE:COL: key: "), right after "ward: ". */
+void cmd_error_context(const char *where);
 /* The ward-guest binary: $WARD_GUEST, beside this binary's build tree, or
  * the install location. */
 const char *cmd_guest_path(void);

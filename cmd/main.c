@@ -11,13 +11,22 @@
 #include <getopt.h>
 #include <unistd.h>
 
-static const struct command *const commands[] = { &cmd_run, &cmd_chat, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_doctor, &cmd_version, NULL };
+static const struct command *const commands[] = { &cmd_run, &cmd_chat, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_box, &cmd_image, &cmd_config, &cmd_doctor, &cmd_version, NULL };
+
+static const char *error_context;
+
+void cmd_error_context(const char *where)
+{
+	error_context = where;
+}
 
 void cmd_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	fputs("ward: ", stderr);
+	if (error_context)
+		fputs(error_context, stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);

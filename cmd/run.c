@@ -77,6 +77,8 @@ static const char run_help[] =
 	"                     back once if it does not match, then exit 1; it is the result's \"output\"\n"
 	"  --cache-ttl T      prompt caching (anthropic): 5m (default), 1h or off\n"
 	"  --no-project-instructions  do not read AGENTS.md / CLAUDE.md into the system prompt\n"
+	"Settings also come from ~/.config/ward/config.json, the project's .ward/config.json and the\n"
+	"environment, under the flags: see `ward config --help`, and `ward config` for what is in force.\n"
 	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined, 64 usage,\n"
 	"130 cancelled\n";
 
@@ -541,7 +543,7 @@ static int run_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:h", run_opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("run", c, argv);
-		int k = run_flag(&f, c, optarg);
+		int k = run_flag_given(&f, c, optarg);
 		if (k < 0)
 			return EXIT_USAGE;
 		if (k > 0)
@@ -559,12 +561,9 @@ static int run_run(int argc, char **argv)
 		case 'O':
 			if (output_schema_load(optarg, &schema) < 0)
 				return EXIT_USAGE;
-			cfg->output_schema = schema;
 			break;
 		case 'G':
 			approver.cmd = optarg;
-			f.gate.ask = approver_ask;
-			f.gate.ask_ud = &approver;
 			break;
 		case 'h':
 			fputs(run_help, stdout);
@@ -590,6 +589,12 @@ static int run_run(int argc, char **argv)
 	r = run_flags_finish(&f);
 	if (r)
 		return r;
+	if (approver.cmd) {
+		f.gate.ask = approver_ask;
+		f.gate.ask_ud = &approver;
+	}
+	/* The flags were applied again over the settings: this is run's own. */
+	cfg->output_schema = schema;
 	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ on_event, &out };
 	if (f.deadline_ms)
 		cfg->b.deadline_ms = now_ms() + f.deadline_ms;

@@ -7,6 +7,7 @@
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "cmd/cmd.h"
+#include "cmd/settings.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
 #include "sandbox/wsbase.h"
@@ -31,7 +32,23 @@ static const char run_system[] =
 
 void run_flags_init(struct run_flags *f, enum gate_mode mode)
 {
-	*f = (struct run_flags){ .cfg.retries = -1, .cfg.pcfg.cache_ttl = "5m", .gate.mode = mode };
+	*f = (struct run_flags){ .cfg.retries = -1, .cfg.pcfg.cache_ttl = "5m", .gate.mode = mode, .mode_default = mode };
+}
+
+/* http://HOST[:PORT][/PATH] or https://...: a host, no spaces, no
+ * credentials in the URL (they would be sent and logged as a URL). */
+static bool base_url_valid(const char *u)
+{
+	const char *p = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
+	if (!p || !*p || *p == '/' || *p == ':')
+		return false;
+	size_t host = strcspn(p, "/");
+	if (memchr(p, '@', host))
+		return false;
+	for (const char *c = u; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return false;
+	return true;
 }
 
 int run_flag(struct run_flags *f, int c, const char *arg)
@@ -41,12 +58,21 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 	uint64_t v;
 	switch (c) {
 	case 'p':
+		if (!provider_find(arg)) {
+			cmd_error("--provider: \"%s\" is not a provider; use anthropic, openai or openai-responses", arg);
+			return -1;
+		}
 		f->provider = arg;
 		return 1;
 	case 'm':
 		f->model = arg;
 		return 1;
 	case 'u':
+		if (!base_url_valid(arg)) {
+			cmd_error("--base-url: \"%s\" is not an http:// or https:// URL with a host (e.g. "
+				  "http://127.0.0.1:8080/v1)", arg);
+			return -1;
+		}
 		f->base_url = arg;
 		return 1;
 	case 'a':
@@ -128,30 +154,45 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 		f->cfg.pcfg.cache_ttl = strcmp(arg, "off") ? arg : NULL;
 		return 1;
 	case 'n':
-		f->no_instructions = true;
+		/* --no-project-instructions, or "project_instructions": "on"|"off". */
+		if (arg && strcmp(arg, "on") && strcmp(arg, "off")) {
+			cmd_error("project_instructions: \"%s\" is not on or off", arg);
+			return -1;
+		}
+		f->no_instructions = !arg || !strcmp(arg, "off");
 		return 1;
 	}
 	return netflag_parse(&f->net, c, arg);
 }
 
-/* http://HOST[:PORT][/PATH] or https://...: a host, no spaces, no
- * credentials in the URL (they would be sent and logged as a URL). */
-static bool base_url_valid(const char *u)
+int run_flag_given(struct run_flags *f, int c, const char *arg)
 {
-	const char *p = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
-	if (!p || !*p || *p == '/' || *p == ':')
-		return false;
-	size_t host = strcspn(p, "/");
-	if (memchr(p, '@', host))
-		return false;
-	for (const char *c = u; *c; c++)
-		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return false;
-	return true;
+	int k = run_flag(f, c, arg);
+	if (k <= 0)
+		return k;
+	if (f->ngiven == RUN_GIVEN_MAX) {
+		cmd_error("more than %d flags; put the settings in a config file (see `ward config --help`)", RUN_GIVEN_MAX);
+		return -1;
+	}
+	f->given[f->ngiven++] = (struct run_given){ c, arg };
+	return 1;
+}
+
+const char *run_flags_model(const struct run_flags *f)
+{
+	if (f->model)
+		return f->model;
+	const struct provider *p = provider_find(f->provider ? f->provider : "anthropic");
+	return p == &provider_openai		 ? RUN_DEFAULT_OPENAI_MODEL
+	       : p == &provider_openai_responses ? RUN_DEFAULT_OPENAI_RESPONSES_MODEL
+						 : RUN_DEFAULT_ANTHROPIC_MODEL;
 }
 
 int run_flags_finish(struct run_flags *f)
 {
+	int r = settings_apply(f, NULL);
+	if (r)
+		return r;
 	struct turn_cfg *cfg = &f->cfg;
 	const char *model = f->model;
 	const char *replay = model && !strncmp(model, "replay:", 7) ? model + 7 : NULL;
@@ -167,21 +208,9 @@ int run_flags_finish(struct run_flags *f)
 		cfg->replay_path = replay;
 		cfg->pcfg.model = "replay";
 	} else {
+		/* run_flag checked the name. */
 		cfg->provider = provider_find(f->provider ? f->provider : "anthropic");
-		if (!cfg->provider) {
-			cmd_error("--provider: \"%s\" is not a provider; use anthropic, openai or openai-responses",
-				  f->provider);
-			return EXIT_USAGE;
-		}
-		cfg->pcfg.model = model ? model
-				  : cfg->provider == &provider_openai ? RUN_DEFAULT_OPENAI_MODEL
-				  : cfg->provider == &provider_openai_responses ? RUN_DEFAULT_OPENAI_RESPONSES_MODEL
-									       : RUN_DEFAULT_ANTHROPIC_MODEL;
-		if (f->base_url && !base_url_valid(f->base_url)) {
-			cmd_error("--base-url: \"%s\" is not an http:// or https:// URL with a host (e.g. "
-				  "http://127.0.0.1:8080/v1)", f->base_url);
-			return EXIT_USAGE;
-		}
+		cfg->pcfg.model = run_flags_model(f);
 		cfg->pcfg.base_url = f->base_url;
 		const char *key = getenv(cfg->provider->key_env);
 		if ((!key || !*key) && !f->base_url) {

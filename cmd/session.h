@@ -29,6 +29,8 @@
 	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
 	NETFLAG_OPTIONS
 
+#define RUN_GIVEN_MAX 512
+
 struct run_flags {
 	struct turn_cfg cfg;
 	struct gate gate;
@@ -38,16 +40,32 @@ struct run_flags {
 	uint64_t disk;		/* the box's --disk; 0: the default */
 	struct netflag net;	/* the box's --net and --allow-host */
 	int64_t deadline_ms;	/* from now; 0: none */
+	enum gate_mode mode_default;	/* the command's approval mode */
+	/* The shared flags the command line gave, in order: run_flags_finish
+	 * applies them last, over the config files and the environment. */
+	struct run_given {
+		int c;
+		const char *arg;
+	} given[RUN_GIVEN_MAX];
+	size_t ngiven;
 };
 
 void run_flags_init(struct run_flags *f, enum gate_mode mode);
 /* One of the shared flags, by its getopt_long value (see the option
- * letters in session.c): 1 handled, 0 not one of them, -1 after an error
- * line (exit EXIT_USAGE). */
+ * letters in session.c), applied to f: 1 handled, 0 not one of them, -1
+ * after an error line (exit EXIT_USAGE). A config file's key or an
+ * environment variable is applied through this too (cmd/settings.c). */
 int run_flag(struct run_flags *f, int c, const char *arg);
-/* After the flags: the provider, its key, the prices. 0, or an exit code
+/* The same from the command line: checked and applied at once, and kept
+ * in f->given for run_flags_finish. */
+int run_flag_given(struct run_flags *f, int c, const char *arg);
+/* After the flags: the settings rebuilt from the defaults, the config
+ * files, the environment and the flags (settings_apply); then the provider,
+ * its key, the prices. Set the gate's ask after this. 0, or an exit code
  * after an error line. */
 int run_flags_finish(struct run_flags *f);
+/* The model in force: f->model, or the provider's default. */
+const char *run_flags_model(const struct run_flags *f);
 
 /* A new session, or the one --resume names (its conversation, with a
  * result made up for each call that was cut off, and its workspace). The

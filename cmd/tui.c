@@ -62,7 +62,8 @@ static const char tui_help[] =
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
 	"  --allow-host PAT, --net MODE              as for ward run\n"
 	"  --box NAME         use this existing box\n"
-	"  --resume ID        continue a session\n";
+	"  --resume ID        continue a session\n"
+	"Settings also come from config files and the environment: see `ward config --help`.\n";
 
 static const char tui_commands[] =
 	"  /help             this list\n"
@@ -515,7 +516,6 @@ static int tui_run(int argc, char **argv)
 	u->s.j.fd = -1;
 	u->sfd = -1;
 	run_flags_init(&u->f, GATE_EDITS);
-	bool mode_given = false;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -524,12 +524,11 @@ static int tui_run(int argc, char **argv)
 			free(u);
 			return cmd_bad_flag("chat", c, argv);
 		}
-		int k = run_flag(&u->f, c, optarg);
+		int k = run_flag_given(&u->f, c, optarg);
 		if (k < 0) {
 			free(u);
 			return EXIT_USAGE;
 		}
-		mode_given |= c == 'a';
 		if (k > 0)
 			continue;
 		free(u);
@@ -549,8 +548,8 @@ static int tui_run(int argc, char **argv)
 		free(u);
 		return EXIT_USAGE;
 	}
-	if (!mode_given && u->f.rw)
-		u->f.gate.mode = GATE_ASK;	/* edits would reach the tree at once */
+	if (u->f.rw)
+		u->f.mode_default = GATE_ASK;	/* edits would reach the tree at once */
 	int r = run_flags_finish(&u->f);
 	if (r) {
 		free(u);

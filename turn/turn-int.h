@@ -11,7 +11,6 @@
 #include "base/loop.h"
 #include "tools/tool.h"
 
-#define TURN_IDLE_MS_DEFAULT 120000
 #define TURN_ERRBODY_MAX (64u * 1024)
 #define TURN_SSE_EVENT_MAX (16u << 20)
 #define TURN_REPLAY_CHUNK 512

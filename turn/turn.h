@@ -92,6 +92,8 @@ struct budgets {
 };
 
 #define TURN_SINKS_MAX 4
+/* A stream's idle limit when turn_cfg.idle_ms is 0 (2 minutes). */
+#define TURN_IDLE_MS_DEFAULT 120000
 
 struct turn;
 

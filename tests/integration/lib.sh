@@ -10,6 +10,9 @@ T_TMP=$(mktemp -d /tmp/ward-test.XXXXXX)
 chmod 755 "$T_TMP"
 # Workspace layers (and their loop-mounted images, as root) live here.
 export XDG_STATE_HOME=$T_TMP/state
+# No config file or variable of the person running the tests applies.
+export XDG_CONFIG_HOME=$T_TMP/config
+unset WARD_MODEL ANTHROPIC_MODEL ANTHROPIC_BASE_URL OPENAI_BASE_URL
 
 ok() { # ok COND-EXIT-STATUS DESCRIPTION
 	T_N=$((T_N + 1))

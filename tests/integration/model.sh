@@ -60,20 +60,25 @@ SYS=$(system_of 3)
 unlike "$SYS" "ROOT-RULE" "--no-project-instructions: the root's file is not read"
 unlike "$SYS" "USER-RULE" "nor the user's"
 like "$SYS" "You are a coding agent" "ward's own prompt stays"
+printf '{"project_instructions": "off", "cache_ttl": "off"}\n' >"$T_TMP/config/ward/config.json"
+run "hello"
+unlike "$(system_of 4)" "ROOT-RULE" "the config file's \"project_instructions\": \"off\" does the same"
+unlike "$(req 4)" "cache_control" "and its \"cache_ttl\": \"off\" sends no breakpoint"
+rm "$T_TMP/config/ward/config.json"
 
 # A symlink out of the workspace is not followed, whatever its form.
 rm "$WS/svc/AGENTS.md"
 ln -s "$T_TMP/secret.txt" "$WS/svc/AGENTS.md"
 ln -sf ../../../secret.txt "$WS/svc/api/AGENTS.md"
 CWD=$WS/svc/api run "hello"
-SYS=$(system_of 4)
+SYS=$(system_of 5)
 unlike "$SYS" "HOST-SECRET-FILE" "an AGENTS.md that links out of the workspace (absolute or ../) is not read"
 like "$ERR" "AGENTS.md.*not read" "and ward says so on stderr"
 like "$SYS" "ROOT-RULE" "twin: the root's plain file still is"
 rm "$WS/svc/AGENTS.md" "$WS/svc/api/AGENTS.md"
 ln -s ../AGENTS.md "$WS/svc/AGENTS.md"
 CWD=$WS/svc run "hello"
-is "$(system_of 5 | grep -c ROOT-RULE)" 2 "twin: a link that stays inside the workspace is followed"
+is "$(system_of 6 | grep -c ROOT-RULE)" 2 "twin: a link that stays inside the workspace is followed"
 rm "$WS/svc/AGENTS.md"
 mkfifo "$WS/svc/AGENTS.md"
 t0=$(now_ms)
@@ -86,12 +91,12 @@ rm "$WS/svc/AGENTS.md"
 # The cap: 32 KiB in all, cut and said.
 python3 -c 'print("BIG-START " + "x" * 40000 + " BIG-END")' >"$WS/AGENTS.md"
 run "hello"
-SYS=$(system_of 7)
+SYS=$(system_of 8)
 like "$SYS" "BIG-START" "a big AGENTS.md: its start is in the prompt"
 unlike "$SYS" "BIG-END" "its end is not"
 like "$SYS" "cut here, at 32 KiB" "and the prompt says it was cut"
 like "$ERR" "cut at 32 KiB" "and so does stderr"
-[ "$(system_of 7 | wc -c)" -lt $(( 32768 + 4096 )) ]; ok $? "the prompt's instructions stay within the cap"
+[ "$(system_of 8 | wc -c)" -lt $(( 32768 + 4096 )) ]; ok $? "the prompt's instructions stay within the cap"
 rm "$WS/AGENTS.md" "$T_TMP/config/ward/AGENTS.md"
 
 # --- Prompt caching ---

@@ -458,6 +458,22 @@ print("lost %d of %d" % (lost, n))
 PY
 )
 is "$LOST" "lost 0 of 30" "Ctrl-D sent the moment the prompt is drawn ends the session, every time"
+
+# Config: with --rw the session asks by default, and a project's file may not
+# loosen that to edits; the user's own file may.
+mkdir -p "$T_TMP/ws-cfgrw/.ward"
+printf '{"approve": "edits"}\n' >"$T_TMP/ws-cfgrw/.ward/config.json"
+start cfgrw --rw
+like "$(screen cfgrw)" "approvals: ask" "--rw: a project file's approve edits does not loosen the session's ask"
+like "$(screen cfgrw)" "\"approve\": edits ignored" "and one line says why"
+$TM kill-session -t cfgrw
+mkdir -p "$XDG_CONFIG_HOME/ward"
+printf '{"approve": "edits"}\n' >"$XDG_CONFIG_HOME/ward/config.json"
+rm -f "$T_TMP/ws-cfgrw/.ward/config.json"
+start cfgrw2 --rw
+like "$(screen cfgrw2)" "approvals: edits" "twin: approve edits in the user's file is taken with --rw"
+$TM kill-session -t cfgrw2
+rm -f "$XDG_CONFIG_HOME/ward/config.json"
 $TM kill-server 2>/dev/null
 kill "$SRV" 2>/dev/null
 done_testing

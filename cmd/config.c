@@ -1,0 +1,194 @@
+/* ward config: the settings in force, and where each came from. */
+#include "cmd/cmd.h"
+#include "cmd/settings.h"
+#include "base/cleanup.h"
+#include "turn/turn.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct option config_opts[] = {
+	RUN_FLAG_OPTIONS,
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static void config_help(void)
+{
+	fputs("usage: ward config [--json] [FLAGS of ward run]\n"
+	      "The settings ward run would use, one a line: the value in force and where it came\n"
+	      "from (flag, env VAR, user file PATH, project file PATH, or default). Give ward run's\n"
+	      "flags to see their effect; --json: one JSON object.\n"
+	      "Each source is over the one before: default, user file, project file, environment,\n"
+	      "flags. Lists (allow, deny) add up; a source that sets the network replaces the\n"
+	      "network settings of the sources before it.\n"
+	      "  user file     $XDG_CONFIG_HOME/ward/config.json (default ~/.config/ward/config.json)\n"
+	      "  project file  .ward/config.json in the --workspace directory (default: the current\n"
+	      "                one); it may only narrow: the model, deny rules, a stricter approve,\n"
+	      "                tighter bounds, network mode none. Any other key is ignored, with a line.\n"
+	      "  environment   WARD_MODEL; ANTHROPIC_MODEL and ANTHROPIC_BASE_URL (provider anthropic);\n"
+	      "                OPENAI_BASE_URL (provider openai)\n"
+	      "A file holds one JSON object; each key is read as its flag would be:\n",
+	      stdout);
+	for (size_t i = 0; settings_key_at(i); i++) {
+		const struct settings_key *k = settings_key_at(i);
+		if (k->key)
+			printf("  %-20s --%-13s e.g. %s\n", k->key, settings_flag_name(k->c), k->eg);
+	}
+	fputs("(network.* nest: {\"network\": {\"mode\": \"none\", \"allow_hosts\": [...]}})\n"
+	      "An unknown key is a warning, so a newer ward's file works with this one; a malformed\n"
+	      "file (not JSON, a wrong type, a bad value) is an error naming FILE:LINE:COLUMN.\n",
+	      stdout);
+}
+
+static void source_text(const struct settings_applied *a, char *buf, size_t n)
+{
+	if (!a)
+		snprintf(buf, n, "default");
+	else if (a->src == SETTINGS_FLAG)
+		snprintf(buf, n, "flag --%s", a->from);
+	else
+		snprintf(buf, n, "%s %s", settings_source_name(a->src), a->from);
+}
+
+static cJSON *source_json(const struct settings_applied *a, const char *value)
+{
+	static const char *const names[] = { "default", "user", "project", "env", "flag" };
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "value", value);
+	cJSON_AddStringToObject(j, "source", names[a ? a->src : SETTINGS_DEFAULT]);
+	if (a && a->src == SETTINGS_FLAG) {
+		char flag[64];
+		snprintf(flag, sizeof(flag), "--%s", a->from);
+		cJSON_AddStringToObject(j, "from", flag);
+	} else if (a) {
+		cJSON_AddStringToObject(j, "from", a->from);
+	}
+	return j;
+}
+
+static void show_line(const char *key, const char *value, const struct settings_applied *a)
+{
+	char src[PATH_MAX + 32];
+	source_text(a, src, sizeof(src));
+	printf("%-20s %-30s %s\n", key, value, src);
+}
+
+static const char *default_text(const struct settings_key *k, const struct run_flags *f)
+{
+	if (k->c == 'm')
+		return run_flags_model(f);
+	if (k->c == 'a')
+		return gate_mode_name(f->mode_default);
+	if (k->c == 'N' && f->net.nallow)
+		return "(allow_hosts)";
+	return k->dflt;
+}
+
+static int config_show(const struct run_flags *f, const struct settings_report *rep, bool json)
+{
+	cJSON *out = json ? cJSON_CreateObject() : NULL, *set = NULL;
+	if (json) {
+		cJSON *files = cJSON_AddObjectToObject(out, "files");
+		cJSON *u = cJSON_AddObjectToObject(files, "user"), *p = cJSON_AddObjectToObject(files, "project");
+		cJSON_AddStringToObject(u, "path", rep->user);
+		cJSON_AddBoolToObject(u, "found", rep->user_found);
+		cJSON_AddStringToObject(p, "path", rep->project);
+		cJSON_AddBoolToObject(p, "found", rep->project_found);
+		set = cJSON_AddObjectToObject(out, "settings");
+	} else {
+		printf("# user file: %s%s\n", rep->user[0] ? rep->user : "(none: no HOME)", rep->user_found ? "" : " (not found)");
+		printf("# project file: %s%s\n", rep->project[0] ? rep->project : "(none: no workspace)",
+		       rep->project_found ? "" : " (not found)");
+	}
+	for (size_t i = 0; settings_key_at(i); i++) {
+		const struct settings_key *k = settings_key_at(i);
+		if (!k->key)
+			continue;
+		cJSON *list = json && k->type == SETTINGS_LIST ? cJSON_AddArrayToObject(set, k->key) : NULL;
+		const struct settings_applied *last = NULL;
+		for (size_t n = 0; n < rep->n; n++) {
+			const struct settings_applied *a = &rep->applied[n];
+			if (a->c != k->c || a->replaced)
+				continue;
+			last = a;
+			if (k->type != SETTINGS_LIST)
+				continue;
+			if (json)
+				cJSON_AddItemToArray(list, source_json(a, a->value));
+			else
+				show_line(k->key, a->value, a);
+		}
+		if (k->type == SETTINGS_LIST) {
+			if (!last && !json)
+				show_line(k->key, k->dflt, NULL);
+			continue;
+		}
+		const char *v = last ? last->value : default_text(k, f);
+		if (json)
+			cJSON_AddItemToObject(set, k->key, source_json(last, v));
+		else
+			show_line(k->key, v, last);
+	}
+	/* Whether the key is there, never the key. */
+	const struct provider *p = provider_find(f->provider ? f->provider : "anthropic");
+	const char *key = getenv(p->key_env);
+	bool has = key && *key;
+	if (json) {
+		cJSON *a = cJSON_AddObjectToObject(out, "api_key");
+		cJSON_AddBoolToObject(a, "set", has);
+		cJSON_AddStringToObject(a, "env", p->key_env);
+		_cleanup_free_ char *s = cJSON_PrintUnformatted(out);
+		puts(s ? s : "{}");
+		cJSON_Delete(out);
+	} else {
+		printf("%-20s %-30s env %s\n", "api_key", has ? "(set)" : "(not set)", p->key_env);
+	}
+	return EXIT_OKAY;
+}
+
+static int config_run(int argc, char **argv)
+{
+	_cleanup_free_ struct run_flags *f = malloc(sizeof(*f));
+	_cleanup_free_ struct settings_report *rep = malloc(sizeof(*rep));
+	if (!f || !rep)
+		return EXIT_FAIL;
+	run_flags_init(f, GATE_AUTO);
+	bool json = false;
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:h", config_opts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return cmd_bad_flag("config", c, argv);
+		int k = run_flag_given(f, c, optarg);
+		if (k < 0)
+			return EXIT_USAGE;
+		if (k > 0)
+			continue;
+		if (c == 'h') {
+			config_help();
+			return EXIT_OKAY;
+		}
+		if (c != 'j')
+			return cmd_bad_flag("config", '?', argv);
+		json = true;
+	}
+	if (optind != argc) {
+		cmd_error("config takes no arguments, only flags; see `ward config --help`");
+		return EXIT_USAGE;
+	}
+	int r = settings_apply(f, rep);
+	if (r)
+		return r;
+	return config_show(f, rep, json);
+}
+
+const struct command cmd_config = {
+	.name = "config", .args = "[--json] [FLAGS]", .summary = "the settings in force, and where each came from",
+	.run = config_run,
+};

@@ -1,0 +1,612 @@
+#include "cmd/settings.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/parse.h"
+#include "base/utf8.h"
+#include "cmd/cmd.h"
+#include "sandbox/box.h"
+#include "turn/retry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/openat2.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CONFIG_FILE_MAX (256u << 10)
+
+/* One row per flag of RUN_FLAG_OPTIONS: a flag with a config key gets it
+ * by adding its row here; settings_apply refuses to run while a flag has
+ * none. */
+static const struct settings_key keys[] = {
+	{ "model", 'm', SETTINGS_STR, NARROW_ANY, NULL, NULL, "\"claude-sonnet-4-20250514\"" },
+	{ "provider", 'p', SETTINGS_STR, NARROW_NEVER,
+	  "this picks the API that gets your key (set it in your own file, or give --provider)", "anthropic",
+	  "\"openai\"" },
+	{ "base_url", 'u', SETTINGS_STR, NARROW_NEVER,
+	  "this would send your requests and your API key to another server (set it in your own file, "
+	  "ANTHROPIC_BASE_URL or OPENAI_BASE_URL, or give --base-url)",
+	  "(the provider's)", "\"http://127.0.0.1:8080/v1\"" },
+	{ "approve", 'a', SETTINGS_STR, NARROW_RANK, "auto would run every call without asking", NULL, "\"ask\"" },
+	{ "allow", 'A', SETTINGS_LIST, NARROW_NEVER,
+	  "allow rules widen it (deny rules are taken; put allow rules in your own file, or give --allow)", "(none)",
+	  "[\"bash:git status*\"]" },
+	{ "deny", 'D', SETTINGS_LIST, NARROW_ANY, NULL, "(none)", "[\"bash:rm *\"]" },
+	{ "deadline", 'd', SETTINGS_STR, NARROW_RANK, NULL, "none", "\"10m\"" },
+	{ "max_rounds", 'R', SETTINGS_NUM, NARROW_RANK, NULL, "none", "50" },
+	{ "max_calls", 'C', SETTINGS_NUM, NARROW_RANK, NULL, "none", "200" },
+	{ "max_tokens", 'T', SETTINGS_NUM, NARROW_RANK, NULL, "none", "1000000" },
+	{ "max_cost", '$', SETTINGS_NUM, NARROW_RANK, NULL, "none", "2.5" },
+	{ "idle_timeout", 'I', SETTINGS_STR, NARROW_RANK, NULL, "2m", "\"2m\"" },
+	{ "retries", 'Y', SETTINGS_NUM, NARROW_RANK, NULL, "2", "2" },
+	{ "disk", 'K', SETTINGS_STR, NARROW_RANK, NULL, "10G", "\"10G\"" },
+	{ "network.mode", 'N', SETTINGS_STR, NARROW_RANK, "host would open the host's whole network to the box", "none",
+	  "\"none\"" },
+	{ "network.allow_hosts", 'H', SETTINGS_LIST, NARROW_NEVER,
+	  "this would let the box reach those hosts (put them in your own file, or give --allow-host)", "(none)",
+	  "[\"pypi.org\"]" },
+	{ "cache_ttl", 'c', SETTINGS_STR, NARROW_ANY, NULL, "5m", "\"1h\"" },
+	{ "project_instructions", 'n', SETTINGS_STR, NARROW_ANY, NULL, "on", "\"off\"" },
+	/* Flags of one invocation, not settings. */
+	{ NULL, 'b' }, { NULL, 'w' }, { NULL, 'r' }, { NULL, 'S' },
+};
+
+/* The variables the providers' own tools read; later rows win. */
+static const struct {
+	const char *var;
+	int c;
+	const char *provider;	/* only with this provider; NULL: any */
+} envs[] = {
+	{ "ANTHROPIC_MODEL", 'm', "anthropic" },
+	{ "WARD_MODEL", 'm', NULL },
+	{ "ANTHROPIC_BASE_URL", 'u', "anthropic" },
+	{ "OPENAI_BASE_URL", 'u', "openai" },
+};
+
+static const struct option flag_opts[] = { RUN_FLAG_OPTIONS, { 0 } };
+
+const char *settings_flag_name(int c)
+{
+	for (const struct option *o = flag_opts; o->name; o++)
+		if (o->val == c)
+			return o->name;
+	return "?";
+}
+
+const struct settings_key *settings_key_at(size_t i)
+{
+	return i < sizeof(keys) / sizeof(keys[0]) ? &keys[i] : NULL;
+}
+
+const char *settings_source_name(enum settings_source s)
+{
+	static const char *const names[] = { "default", "user file", "project file", "env", "flag" };
+	return names[s];
+}
+
+static const struct settings_key *key_by_flag(int c)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (keys[i].c == c)
+			return &keys[i];
+	return NULL;
+}
+
+static const struct settings_key *key_by_name(const char *section, const char *name)
+{
+	size_t sl = section ? strlen(section) : 0;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *k = keys[i].key;
+		if (!k)
+			continue;
+		if (section ? (!strncmp(k, section, sl) && k[sl] == '.' && !strcmp(k + sl + 1, name))
+			    : !strcmp(k, name))
+			return &keys[i];
+	}
+	return NULL;
+}
+
+static bool is_section(const char *name)
+{
+	size_t l = strlen(name);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (keys[i].key && !strncmp(keys[i].key, name, l) && keys[i].key[l] == '.')
+			return true;
+	return false;
+}
+
+/* How loose a setting is: the bigger, the more it allows. */
+static double rank(const struct run_flags *f, int c)
+{
+	switch (c) {
+	case 'a':
+		return f->gate.mode;	/* ask < edits < auto */
+	case 'N':
+		return f->net.nallow ? 1 : f->net.net == BOX_NET_HOST ? 2 : 0;
+	case 'd':
+		return f->deadline_ms ? (double)f->deadline_ms : INFINITY;
+	case 'R':
+		return f->cfg.b.max_rounds ? f->cfg.b.max_rounds : INFINITY;
+	case 'C':
+		return f->cfg.b.max_calls ? f->cfg.b.max_calls : INFINITY;
+	case 'T':
+		return f->cfg.b.max_tokens ? (double)f->cfg.b.max_tokens : INFINITY;
+	case '$':
+		return f->cfg.b.max_cost > 0 ? f->cfg.b.max_cost : INFINITY;
+	case 'I':
+		return (double)(f->cfg.idle_ms ? f->cfg.idle_ms : TURN_IDLE_MS_DEFAULT);
+	case 'Y':
+		return f->cfg.retries >= 0 ? f->cfg.retries : RETRY_MAX_DEFAULT;
+	case 'K':
+		return (double)(f->disk ? f->disk : BOX_DEFAULT_DISK);
+	}
+	return INFINITY;
+}
+
+/* The loosest value of a setting, which a project's file may never set. */
+static double loosest(int c)
+{
+	return c == 'a' ? GATE_AUTO : c == 'N' ? 2 : INFINITY;
+}
+
+/* Positions in a file's text, for the messages. The text is valid JSON
+ * (cJSON parsed it), and a cJSON object's members are in the text's order,
+ * so the i-th member of an object is found by skipping i values. */
+static const char *pos_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *pos_str_end(const char *p)
+{
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
+}
+
+static const char *pos_value_end(const char *p)
+{
+	if (*p == '"')
+		return pos_str_end(p);
+	if (*p == '{' || *p == '[') {
+		int depth = 0;
+		do {
+			if (*p == '"') {
+				p = pos_str_end(p);
+				continue;
+			}
+			if (*p == '{' || *p == '[')
+				depth++;
+			else if (*p == '}' || *p == ']')
+				depth--;
+			p++;
+		} while (depth > 0 && *p);
+		return p;
+	}
+	while (*p && !strchr(",}] \t\r\n", *p))
+		p++;
+	return p;
+}
+
+/* The i-th member of the object at p: its key's position, and its value's. */
+static void pos_member(const char *p, int i, const char **ret_key, const char **ret_val)
+{
+	p = pos_ws(p + 1);
+	for (int k = 0;; k++) {
+		const char *kp = p;
+		p = pos_ws(pos_str_end(p));
+		p = pos_ws(p + (*p == ':'));
+		if (k == i || !*p) {
+			*ret_key = kp;
+			*ret_val = p;
+			return;
+		}
+		p = pos_ws(pos_value_end(p));
+		p = pos_ws(p + (*p == ','));
+	}
+}
+
+static const char *pos_element(const char *p, int i)
+{
+	p = pos_ws(p + 1);
+	for (int k = 0; k < i && *p; k++) {
+		p = pos_ws(pos_value_end(p));
+		p = pos_ws(p + (*p == ','));
+	}
+	return p;
+}
+
+/* One source of settings being applied. */
+struct layer {
+	enum settings_source src;
+	const char *from;	/* the file; NULL for the environment and the flags */
+	const char *text;	/* a file's text */
+	bool net;		/* it set the network: what lower sources said is replaced */
+	struct settings_report *rep;
+};
+
+/* "FILE:LINE:COL: " (columns in characters) into buf. */
+static const char *where(char *buf, size_t n, const struct layer *L, const char *at)
+{
+	int line = 1, col = 1;
+	for (const char *p = L->text; p < at && *p; p++) {
+		if (*p == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)*p & 0xC0) != 0x80) {
+			col++;
+		}
+	}
+	snprintf(buf, n, "%s:%d:%d: ", L->from, line, col);
+	return buf;
+}
+
+/* The value in force for c, and where it came from, for a message. */
+static void in_force(const struct settings_report *rep, int c, char *buf, size_t n)
+{
+	for (size_t i = rep->n; i-- > 0;) {
+		const struct settings_applied *a = &rep->applied[i];
+		if (a->c == c && !a->replaced) {
+			snprintf(buf, n, "%s, from %s %s", a->value, settings_source_name(a->src), a->from);
+			return;
+		}
+	}
+	const struct settings_key *k = key_by_flag(c);
+	snprintf(buf, n, "%s, the default", k && k->dflt ? k->dflt : "?");
+}
+
+static void record(struct settings_report *rep, int c, const char *value, const struct layer *L)
+{
+	if (rep->n < SETTINGS_APPLIED_MAX)
+		rep->applied[rep->n++] = (struct settings_applied){ c, value, L->src, L->from };
+}
+
+/* Apply one value of key k from layer L (ctx: "FILE:L:C: key: " or NULL).
+ * A project file's ranked key is applied to a copy first, and kept only
+ * if it is no looser than what is in force. */
+static int apply(struct run_flags *g, const struct settings_key *k, const char *value, struct layer *L, const char *ctx)
+{
+	bool ranked = L->src == SETTINGS_PROJECT && k->narrow == NARROW_RANK;
+	_cleanup_free_ struct run_flags *copy = NULL;
+	struct run_flags *t = g;
+	if (ranked) {
+		copy = malloc(sizeof(*copy));
+		if (!copy) {
+			cmd_error("out of memory");
+			return EXIT_FAIL;
+		}
+		*copy = *g;
+		t = copy;
+	}
+	/* A source's first network setting replaces the network settings of
+	 * the sources below it: --net none on the command line is not in
+	 * conflict with the hosts of a file, it replaces them. */
+	bool net = (k->c == 'N' || k->c == 'H') && !L->net;
+	if (net)
+		t->net = (struct netflag){ 0 };
+	cmd_error_context(ctx);
+	int r = run_flag(t, k->c, value);
+	cmd_error_context(NULL);
+	if (r < 0)
+		return EXIT_USAGE;
+	if (ranked) {
+		double now = rank(g, k->c), then = rank(t, k->c);
+		if (then >= loosest(k->c)) {
+			cmd_error("warning: %s%s ignored: a project's file may only narrow what you allow, and %s", ctx,
+				  value, k->why);
+			return 0;
+		}
+		if (then > now) {
+			char was[600];
+			in_force(L->rep, k->c, was, sizeof(was));
+			cmd_error("warning: %s%s ignored: a project's file may only tighten it, and this is looser than "
+				  "what is in force (%s)", ctx, value, was);
+			return 0;
+		}
+		*g = *t;
+	}
+	if (net) {
+		L->net = true;
+		for (size_t i = 0; i < L->rep->n; i++)
+			if (L->rep->applied[i].c == 'N' || L->rep->applied[i].c == 'H')
+				L->rep->applied[i].replaced = true;
+	}
+	record(L->rep, k->c, value, L);
+	return 0;
+}
+
+/* A string value a flag could take: no NUL (JSON's \u0000) and no control
+ * character, which would reach the terminal and the journal. */
+static bool value_ok(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < ' ' || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* Keep a number's text for as long as the settings live. */
+static const char *num_text(double d)
+{
+	static char *kept[SETTINGS_APPLIED_MAX];
+	static size_t n;
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%.15g", d);
+	if (n == SETTINGS_APPLIED_MAX)
+		return NULL;
+	kept[n] = strdup(buf);
+	return kept[n] ? kept[n++] : NULL;
+}
+
+static int member(struct run_flags *g, const char *section, const cJSON *parent, const cJSON *item, int idx,
+		  const char *ppos, struct layer *L)
+{
+	char ctx[PATH_MAX + 200], kname[200];
+	const char *kpos, *vpos;
+	pos_member(ppos, idx, &kpos, &vpos);
+	snprintf(kname, sizeof(kname), "%s%s%s", section ? section : "", section ? "." : "", item->string);
+	if (cJSON_GetObjectItemCaseSensitive(parent, item->string) != item) {
+		cmd_error("%s\"%s\" is given twice; keep one", where(ctx, sizeof(ctx), L, kpos), kname);
+		return EXIT_USAGE;
+	}
+	if (!section && is_section(item->string)) {
+		if (!cJSON_IsObject(item)) {
+			cmd_error("%s\"%s\" must be an object, e.g. {\"mode\": \"none\"}", where(ctx, sizeof(ctx), L, vpos),
+				  kname);
+			return EXIT_USAGE;
+		}
+		int i = 0;
+		for (const cJSON *m = item->child; m; m = m->next, i++) {
+			int r = member(g, item->string, item, m, i, vpos, L);
+			if (r)
+				return r;
+		}
+		return 0;
+	}
+	const struct settings_key *k = key_by_name(section, item->string);
+	if (!k) {
+		_cleanup_free_ char *safe = utf8_term_safe(kname, strnlen(kname, 60));
+		cmd_error("warning: %sunknown key \"%s\" ignored (this ward's keys: see `ward config --help`)",
+			  where(ctx, sizeof(ctx), L, kpos), safe ? safe : "?");
+		return 0;
+	}
+	if (L->src == SETTINGS_PROJECT && k->narrow == NARROW_NEVER) {
+		cmd_error("warning: %s\"%s\" ignored: a project's file may only narrow what you allow, and %s",
+			  where(ctx, sizeof(ctx), L, kpos), k->key, k->why);
+		return 0;
+	}
+	/* The values, each with its position. */
+	bool list = k->type == SETTINGS_LIST;
+	if (list ? !cJSON_IsArray(item) : k->type == SETTINGS_NUM ? !cJSON_IsNumber(item) : !cJSON_IsString(item)) {
+		cmd_error("%s\"%s\" must be %s, e.g. %s", where(ctx, sizeof(ctx), L, vpos), k->key,
+			  list ? "an array of strings" : k->type == SETTINGS_NUM ? "a number" : "a string", k->eg);
+		return EXIT_USAGE;
+	}
+	int i = 0;
+	for (const cJSON *v = list ? item->child : item; v; v = list ? v->next : NULL, i++) {
+		const char *at = list ? pos_element(vpos, i) : vpos;
+		where(ctx, sizeof(ctx), L, at);
+		if (list && !cJSON_IsString(v)) {
+			cmd_error("%s\"%s\" must be an array of strings, e.g. %s", ctx, k->key, k->eg);
+			return EXIT_USAGE;
+		}
+		const char *s = cJSON_IsNumber(v) ? num_text(v->valuedouble) : v->valuestring;
+		if (!s || !value_ok(s)) {
+			cmd_error("%s\"%s\": a control character in the value", ctx, k->key);
+			return EXIT_USAGE;
+		}
+		if (L->src == SETTINGS_PROJECT && k->c == 'm' && !strncmp(s, "replay:", 7)) {
+			cmd_error("warning: %s\"model\" ignored: a project's file may pick a model, not a script that "
+				  "plays one", ctx);
+			return 0;
+		}
+		size_t cl = strlen(ctx);
+		snprintf(ctx + cl, sizeof(ctx) - cl, "\"%s\": ", k->key);
+		int r = apply(g, k, s, L, ctx);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Read a file: 0 with *ret_text, 1 when there is none, or EXIT_USAGE after
+ * an error line. The project's is reached with no symlink on the way. */
+static int file_read(const char *path, int wsfd, bool project, char **ret_text)
+{
+	int fd;
+	if (project) {
+		struct open_how how = {
+			.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+		};
+		fd = (int)syscall(SYS_openat2, wsfd, ".ward/config.json", &how, sizeof(how));
+		if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
+			/* No openat2 (an old kernel, or a container's filter). */
+			_cleanup_close_ int dfd = openat(wsfd, ".ward", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			fd = dfd < 0 ? -1 : openat(dfd, "config.json", (int)how.flags);
+		}
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	}
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return 1;
+	if (fd < 0 && errno == ELOOP) {
+		cmd_error("%s: a symbolic link on the way; a project's file must be a file of the project itself", path);
+		return EXIT_USAGE;
+	}
+	if (fd < 0) {
+		cmd_error("%s: %s", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	_cleanup_close_ int cfd = fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX) {
+		cmd_error("%s: not a regular file of at most %u KiB", path, CONFIG_FILE_MAX >> 10);
+		return EXIT_USAGE;
+	}
+	size_t n = (size_t)st.st_size;
+	_cleanup_free_ char *text = malloc(n + 1);
+	if (!text || fdio_read_full(fd, text, n) < 0) {
+		cmd_error("%s: cannot read it whole", path);
+		return EXIT_USAGE;
+	}
+	text[n] = 0;
+	if (parse_json_has_nul(text, n)) {
+		cmd_error("%s: a NUL character in the file; remove it", path);
+		return EXIT_USAGE;
+	}
+	*ret_text = TAKE_PTR(text);
+	return 0;
+}
+
+/* A file's text and parse, kept for as long as the settings live: they
+ * point into them. */
+static struct {
+	char *text;
+	cJSON *doc;
+} kept[8];
+static size_t nkept;
+
+/* One file's settings onto g. */
+static int file_apply(struct run_flags *g, const char *path, int wsfd, struct layer *L, bool *found)
+{
+	char *text = NULL;
+	int r = file_read(path, wsfd, L->src == SETTINGS_PROJECT, &text);
+	*found = r == 0;
+	if (r)
+		return r == 1 ? 0 : r;
+	if (nkept == sizeof(kept) / sizeof(kept[0])) {
+		free(text);
+		cmd_error("internal: config files read too often");
+		return EXIT_FAIL;
+	}
+	L->from = path;
+	L->text = kept[nkept].text = text;
+	char ctx[PATH_MAX + 64];
+	const char *end = NULL;
+	cJSON *doc = kept[nkept++].doc = cJSON_ParseWithOpts(text, &end, true);
+	if (!doc) {
+		/* cJSON stops at or just past the offending character: name the
+		 * last one that is not white space. */
+		const char *at = end && end >= text ? end : text;
+		if (!*at || strchr(" \t\r\n", *at))
+			while (at > text && strchr(" \t\r\n", at[-1]))
+				at--;
+		if ((!*at || strchr(" \t\r\n", *at)) && at > text)
+			at--;
+		cmd_error("%snot valid JSON here; fix the file (or move it away)", where(ctx, sizeof(ctx), L, at));
+		return EXIT_USAGE;
+	}
+	const char *root = pos_ws(text + (!strncmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0));
+	if (!cJSON_IsObject(doc)) {
+		cmd_error("%sthe file must hold one JSON object, e.g. {\"model\": \"claude-sonnet-4-20250514\"}",
+			  where(ctx, sizeof(ctx), L, root));
+		return EXIT_USAGE;
+	}
+	int i = 0;
+	for (const cJSON *m = doc->child; m; m = m->next, i++) {
+		r = member(g, NULL, doc, m, i, root, L);
+		if (r)
+			return r;
+	}
+	/* Within one file, --net and --allow-host contradict as on a command line. */
+	struct box_opts probe;
+	box_opts_default(&probe);
+	cmd_error_context(where(ctx, sizeof(ctx), L, root));
+	r = netflag_finish(&g->net, &probe);
+	cmd_error_context(NULL);
+	return r < 0 ? EXIT_USAGE : 0;
+}
+
+/* $XDG_CONFIG_HOME/ward/config.json, or ~/.config/ward/config.json. */
+static bool user_path(char *buf, size_t n)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	int k;
+	if (x && x[0] == '/')	/* a relative one is to be ignored (XDG Base Directory) */
+		k = snprintf(buf, n, "%s/ward/config.json", x);
+	else if (home && home[0] == '/')
+		k = snprintf(buf, n, "%s/.config/ward/config.json", home);
+	else
+		return false;
+	return k > 0 && (size_t)k < n;
+}
+
+int settings_apply(struct run_flags *f, struct settings_report *rep)
+{
+	for (const struct option *o = flag_opts; o->name; o++)
+		if (!key_by_flag(o->val)) {
+			cmd_error("internal: --%s has no row in the table of cmd/settings.c", o->name);
+			return EXIT_FAIL;
+		}
+	_cleanup_free_ struct settings_report *own = NULL;
+	if (!rep)
+		rep = own = malloc(sizeof(*own));
+	_cleanup_free_ struct run_flags *g = malloc(sizeof(*g));
+	if (!rep || !g) {
+		cmd_error("out of memory");
+		return EXIT_FAIL;
+	}
+	rep->n = 0;
+	rep->user[0] = rep->project[0] = 0;
+	rep->user_found = rep->project_found = false;
+	run_flags_init(g, f->mode_default);
+
+	/* The user's file. */
+	struct layer L = { .src = SETTINGS_USER, .rep = rep };
+	if (user_path(rep->user, sizeof(rep->user))) {
+		int r = file_apply(g, rep->user, -1, &L, &rep->user_found);
+		if (r)
+			return r;
+	}
+
+	/* The project's: in the workspace the flags name, or here. */
+	const char *ws = f->workspace ? f->workspace : ".";
+	_cleanup_close_ int wsfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (wsfd >= 0) {
+		char abs[PATH_MAX];
+		snprintf(rep->project, sizeof(rep->project), "%s/.ward/config.json", realpath(ws, abs) ? abs : ws);
+		L = (struct layer){ .src = SETTINGS_PROJECT, .rep = rep };
+		int r = file_apply(g, rep->project, wsfd, &L, &rep->project_found);
+		if (r)
+			return r;
+	}
+
+	/* The environment: which base URL depends on the provider in force. */
+	const char *provider = f->provider ? f->provider : g->provider ? g->provider : "anthropic";
+	L = (struct layer){ .src = SETTINGS_ENV, .rep = rep };
+	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+		const char *v = getenv(envs[i].var);
+		if (!v || !*v || (envs[i].provider && strcmp(envs[i].provider, provider)))
+			continue;
+		char ctx[100];
+		snprintf(ctx, sizeof(ctx), "env %s: ", envs[i].var);
+		L.from = envs[i].var;
+		int r = apply(g, key_by_flag(envs[i].c), v, &L, ctx);
+		if (r)
+			return r;
+	}
+
+	/* The flags, last. */
+	L = (struct layer){ .src = SETTINGS_FLAG, .rep = rep };
+	for (size_t i = 0; i < f->ngiven; i++) {
+		const struct run_given *a = &f->given[i];
+		L.from = settings_flag_name(a->c);
+		int r = apply(g, key_by_flag(a->c), a->arg, &L, NULL);
+		if (r)
+			return r;
+	}
+	memcpy(g->given, f->given, sizeof(g->given));
+	g->ngiven = f->ngiven;
+	*f = *g;
+	return 0;
+}

@@ -1,0 +1,60 @@
+/* Where the settings of ward run, the terminal session and ward config
+ * come from, each over the one before: the built-in defaults, the user's
+ * file ($XDG_CONFIG_HOME/ward/config.json), the project's file
+ * (.ward/config.json in the workspace; it may only narrow), the
+ * environment, the flags. Every value goes through run_flag, exactly as
+ * its flag would. */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cmd/session.h"
+
+/* A config key: the flag it is read as, and how a project's file may set
+ * it. */
+struct settings_key {
+	const char *key;	/* "section.name" for a nested one; NULL: a flag only */
+	int c;			/* run_flag's letter */
+	enum { SETTINGS_STR, SETTINGS_NUM, SETTINGS_LIST } type;
+	enum {
+		NARROW_ANY,	/* freely: the model, deny rules */
+		NARROW_NEVER,	/* not at all: it would widen what the user allows */
+		NARROW_RANK,	/* only to a value no looser than the one in force */
+	} narrow;
+	const char *why;	/* NEVER: why not; RANK: why not its loosest value */
+	const char *dflt;	/* the default, as ward config shows it; NULL: computed */
+	const char *eg;		/* an example value, for a type error */
+};
+/* The i-th row of the table (flags of one invocation have no key); NULL
+ * past the last. */
+const struct settings_key *settings_key_at(size_t i);
+/* A shared flag's long name, without the dashes. */
+const char *settings_flag_name(int c);
+
+enum settings_source { SETTINGS_DEFAULT, SETTINGS_USER, SETTINGS_PROJECT, SETTINGS_ENV, SETTINGS_FLAG };
+
+#define SETTINGS_APPLIED_MAX 2048
+
+/* "default", "user file", "project file", "env", "flag" */
+const char *settings_source_name(enum settings_source s);
+
+/* What came from where, for ward config. */
+struct settings_report {
+	char user[PATH_MAX], project[PATH_MAX];	/* the files looked for ("": none) */
+	bool user_found, project_found;
+	struct settings_applied {
+		int c;			/* the run_flag letter */
+		const char *value;
+		enum settings_source src;
+		const char *from;	/* the flag, the variable or the file */
+		bool replaced;		/* a later source's network settings replaced it */
+	} applied[SETTINGS_APPLIED_MAX];	/* in order; past the end, not recorded */
+	size_t n;
+};
+
+/* Rebuild f's settings from f->mode_default and the other defaults: the
+ * user's file, the project's file (only what narrows: one warning line for
+ * each key it may not set), the environment, then f->given. rep (or NULL)
+ * gets what came from where. 0, or an exit code after an error line. */
+int settings_apply(struct run_flags *f, struct settings_report *rep);
