@@ -1,5 +1,6 @@
 #include "cmd/netflag.h"
 #include "cmd/cmd.h"
+#include "base/parse.h"
 #include "net/allow.h"
 
 #include <string.h>
@@ -17,6 +18,15 @@ int netflag_parse(struct netflag *f, int c, const char *arg)
 			return -1;
 		}
 		f->net_set = true;
+		return 1;
+	}
+	if (c == 'Q') {
+		uint64_t v;
+		if (parse_size(arg, &v) < 0 || v < 1024) {
+			cmd_error("--net-max-bytes: \"%s\" is not a size of at least 1K (e.g. 500M, 10G)", arg);
+			return -1;
+		}
+		f->max_bytes = v;
 		return 1;
 	}
 	if (c != 'H')
@@ -46,10 +56,11 @@ int netflag_finish(const struct netflag *f, struct box_opts *o)
 	o->net = f->nallow ? BOX_NET_ALLOW : f->net;
 	o->allow = f->allow;
 	o->nallow = f->nallow;
+	o->net_max_bytes = f->max_bytes;
 	return 0;
 }
 
 bool netflag_given(const struct netflag *f)
 {
-	return f->net_set || f->nallow;
+	return f->net_set || f->nallow || f->max_bytes;
 }

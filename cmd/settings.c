@@ -51,6 +51,7 @@ static const struct settings_key keys[] = {
 	{ "network.allow_hosts", 'H', SETTINGS_LIST, NARROW_NEVER,
 	  "this would let the box reach those hosts (put them in your own file, or give --allow-host)", "(none)",
 	  "[\"pypi.org\"]" },
+	{ "network.max_bytes", 'Q', SETTINGS_STR, NARROW_RANK, NULL, "10G", "\"500M\"" },
 	{ "cache_ttl", 'c', SETTINGS_STR, NARROW_ANY, NULL, "5m", "\"1h\"" },
 	{ "project_instructions", 'n', SETTINGS_STR, NARROW_ANY, NULL, "on", "\"off\"" },
 	/* Flags of one invocation, not settings. */
@@ -145,6 +146,8 @@ static double rank(const struct run_flags *f, int c)
 		return f->cfg.retries >= 0 ? f->cfg.retries : RETRY_MAX_DEFAULT;
 	case 'K':
 		return (double)(f->disk ? f->disk : BOX_DEFAULT_DISK);
+	case 'Q':
+		return (double)(f->net.max_bytes ? f->net.max_bytes : BOX_NET_MAX_BYTES_DEFAULT);
 	}
 	return INFINITY;
 }

@@ -28,6 +28,9 @@ enum box_net {
 	BOX_NET_ALLOW,
 };
 #define BOX_ALLOW_MAX 256
+/* What a box's egress proxy carries, up and down, before it ends its
+ * tunnels and refuses new ones. */
+#define BOX_NET_MAX_BYTES_DEFAULT (10ULL << 30)
 
 struct box_opts {
 	const char *name;	/* NULL: generated */
@@ -40,6 +43,7 @@ struct box_opts {
 	enum box_net net;
 	const char *const *allow;	/* --allow-host patterns (BOX_NET_ALLOW), valid ones */
 	size_t nallow;
+	uint64_t net_max_bytes;	/* 0: BOX_NET_MAX_BYTES_DEFAULT */
 	const char *workspace;	/* host directory; NULL: an empty one */
 	bool rw;		/* live read-write instead of copy-on-write */
 	int64_t grace_ms;

@@ -59,6 +59,7 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 		.allow = o->allow, .nallow = o->nallow,
 		.listen_fd = inst->net_mux ? -1 : inst->net_fd,
 		.event_fd = ev_w,
+		.max_bytes = o->net_max_bytes ? o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT,
 	};
 	struct net_proxy *p;
 	if (net_proxy_new(&cfg, &p, &e) < 0) {

@@ -466,6 +466,8 @@ static void keeper_info(struct kclient *c, uint32_t id)
 		cJSON_AddNumberToObject(eg, "refused", (double)K.eg.refused);
 		cJSON_AddNumberToObject(eg, "bytes_up", (double)K.eg.up);
 		cJSON_AddNumberToObject(eg, "bytes_down", (double)K.eg.down);
+		cJSON_AddNumberToObject(eg, "max_bytes",
+					(double)(K.o->net_max_bytes ? K.o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
 	}
 	if (K.o->workspace) {
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);

@@ -76,7 +76,7 @@ unset ANTHROPIC_MODEL
 clean
 cfg
 is "$RC" 0 "ward config with no files: exit 0"
-DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 2 default|disk 10G default|network.mode none default|network.allow_hosts (none) default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
+DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 2 default|disk 10G default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
 is "$(printf '%s\n' "$OUT" | grep -v '^#' | tr -s ' ' | paste -sd'|')" "$DEFAULTS" "ward config: the defaults, one line each"
 cfg --json
 is "$(printf '%s' "$OUT" | json settings.model.source)" default "ward config --json: the model's source"

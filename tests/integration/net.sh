@@ -259,4 +259,20 @@ like "$V" "^valid [0-9]+" "every --json line, net events included, validates aga
 "$WARD" run --json --model "replay:$T_TMP/net.json" --box nosuchbox --allow-host x.org "fetch" >/dev/null 2>"$T_TMP/err"
 is "$?" 64 "ward run --box with --allow-host: exit 64 (the box's network was set when it was made)"
 like "$("$WARD" doctor 2>&1)" "egress" "ward doctor says how egress is enforced"
+
+# The byte budget: past --net-max-bytes the proxy ends the tunnels and
+# refuses new connections, saying why.
+head -c 400000 /dev/urandom >"$D/root/big.bin"
+B=$(box_new --workspace "$WS" --allow-host "plain.test=127.0.0.1:$HTTP" --net-max-bytes 100K)
+like "$("$WARD" box info "$B")" '"max_bytes":[[:space:]]*102400' "--net-max-bytes 100K: ward box info shows the budget"
+like "$("$WARD" box exec "$B" -- "curl -sS http://plain.test:$HTTP/hello.txt" 2>&1)" "hello through the proxy" \
+	"twin: a small download within the budget works"
+R=$("$WARD" box exec "$B" --timeout 30s -- "curl -sS -o /tmp/big http://plain.test:$HTTP/big.bin; echo rc=\$?; wc -c </tmp/big" 2>&1)
+like "$R" "rc=(18|56)" "a download past the budget is cut"
+N=$(printf '%s\n' "$R" | tail -1 | tr -d ' ')
+lt "$N" 102401 "and the box got no more than the budget ($N bytes)"
+like "$("$WARD" box exec "$B" -- "curl -sS -v http://plain.test:$HTTP/hello.txt 2>&1")" "byte budget \(102400 bytes\) is spent" \
+	"then a new connection is refused, saying the budget is spent"
+"$WARD" box destroy "$B"
+bad "--net-max-bytes 12" --net-max-bytes 12
 finish
