@@ -313,6 +313,7 @@ wait_for again 'EXIT=0' 5000
 ok $? "Ctrl-D exits"
 
 # --- The slash commands.
+mkdir -p "$T_TMP/ws-slash"; printf 'SLASH-RULE: be brief.\n' >"$T_TMP/ws-slash/AGENTS.md"
 start slash --approve auto
 say slash "/help"
 wait_for slash '/resume \[N\|ID\]' 3000
@@ -331,6 +332,10 @@ ok $? "the changes survive it"
 say slash "/cost"
 wait_for slash '^[0-9]+ tokens in, [0-9]+ out' 3000
 ok $? "/cost gives the tokens"
+say slash "/status"
+wait_for slash 'project instructions: AGENTS.md \(22 bytes, sha256 [0-9a-f]{12}' 3000
+ok $? "/status names the project instruction files loaded, with their size and hash"
+like "$(grep -c 'SLASH-RULE' "$LOG")" '^[1-9]' "and the session's requests carry them"
 say slash "/clear"
 wait_for slash 'The conversation starts again' 3000
 say slash "hi"
