@@ -3,6 +3,7 @@
 #include "cmd/settings.h"
 #include "base/cleanup.h"
 #include "turn/turn.h"
+#include "turn/window.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -86,6 +87,16 @@ static const char *default_text(const struct settings_key *k, const struct run_f
 		return gate_mode_name(f->mode_default);
 	if (k->c == 'N' && f->net.nallow)
 		return "(allow_hosts)";
+	if (k->c == 'W') {
+		/* The model's, from ward's table. */
+		static char w[64];
+		int64_t n;
+		if (window_for(run_flags_model(f), &n))
+			snprintf(w, sizeof(w), "%lld", (long long)n);
+		else
+			snprintf(w, sizeof(w), "%d (the model is not in ward's table)", WINDOW_DEFAULT);
+		return w;
+	}
 	return k->dflt;
 }
 

@@ -71,6 +71,8 @@ static const char run_help[] =
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
 	"  --retries N        provider retries (default 2)\n"
+	"  --context-window N the model's context window in tokens (default: ward's table, else 128000)\n"
+	"  --compact-at PCT   compact the conversation when a prompt reaches PCT% of it (default 80)\n"
 	"  --apply            apply the workspace changes to DIR at the end\n"
 	"  --patch FILE       write the workspace changes to FILE as a patch\n"
 	"  --output-schema F  the final answer must be JSON matching the JSON Schema in F: checked, sent\n"
@@ -148,6 +150,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			cJSON_AddStringToObject(j, "why", ev->stop->why);
 			break;
 		case EV_NET:
+		case EV_COMPACT:
 			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
 				if (f->string && strcmp(f->string, "type"))
 					cJSON_AddItemToObject(j, f->string, cJSON_Duplicate(f, 1));
@@ -225,6 +228,10 @@ static void on_event(void *ud, const struct turn_event *ev)
 		}
 		break;
 	}
+	case EV_COMPACT:
+		fprintf(stderr, "ward: compacted the conversation: %lld messages replaced by a summary (%s)\n",
+			(long long)ev->n, ev->text);
+		break;
 	case EV_STOP:
 		if (o->text_open) {
 			fputc('\n', stdout);
@@ -840,11 +847,16 @@ static int sessions_run(int argc, char **argv)
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	printf("%-24s %-14s %-16s %s\n", "SESSION", "STOP", "MODEL", "WORKSPACE");
+	printf("%-24s %-14s %-16s %-9s %s\n", "SESSION", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
 	const cJSON *x;
-	cJSON_ArrayForEach(x, list)
-		printf("%-24s %-14s %-16.16s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"),
+	cJSON_ArrayForEach(x, list) {
+		const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
+		char c[16] = "-";
+		if (cJSON_IsNumber(nc) && nc->valueint > 0)
+			snprintf(c, sizeof(c), "%d", nc->valueint);
+		printf("%-24s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"), c,
 		       json_str(x, "workspace"));
+	}
 	cJSON_Delete(list);
 	return 0;
 }

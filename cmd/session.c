@@ -13,6 +13,8 @@
 #include "sandbox/wsbase.h"
 #include "sandbox/wsdiff.h"
 #include "sandbox/wspatch.h"
+#include "turn/compact.h"
+#include "turn/window.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -161,6 +163,21 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 		}
 		f->no_instructions = !arg || !strcmp(arg, "off");
 		return 1;
+	case 'W':
+		if (parse_u64(arg, &v) < 0 || v < 1024 || v > 100000000) {
+			cmd_error("--context-window: \"%s\" is not a number of tokens from 1024 up (e.g. 200000)", arg);
+			return -1;
+		}
+		f->cfg.context_window = (int64_t)v;
+		return 1;
+	case '%':
+		if (parse_u64(arg, &v) < 0 || v < 10 || v > 100) {
+			cmd_error("--compact-at: \"%s\" is not a percentage of the context window from 10 to 100 (e.g. 80)",
+				  arg);
+			return -1;
+		}
+		f->cfg.compact_at = (int)v;
+		return 1;
 	}
 	return netflag_parse(&f->net, c, arg);
 }
@@ -235,6 +252,14 @@ int run_flags_finish(struct run_flags *f)
 		cmd_error("--max-cost: ward does not know the prices of %s; use --max-tokens instead", cfg->pcfg.model);
 		return EXIT_USAGE;
 	}
+	/* The context window: the flag's, the model's, or a guess said once. */
+	if (!cfg->replay_path && !cfg->context_window && !window_for(cfg->pcfg.model, &cfg->context_window)) {
+		cfg->context_window = WINDOW_DEFAULT;
+		fprintf(stderr, "ward: warning: ward does not know the context window of %s; assuming %d tokens (set "
+			"--context-window)\n", cfg->pcfg.model, WINDOW_DEFAULT);
+	}
+	if (!cfg->compact_at)
+		cfg->compact_at = COMPACT_AT_DEFAULT;
 	cfg->system = run_system;
 	cfg->gate = &f->gate;
 	return 0;
@@ -695,6 +720,7 @@ int session_list(cJSON **ret, struct err *e)
 			cJSON_AddStringToObject(x, "workspace",
 						json_str(st.header, "workspace") ? json_str(st.header, "workspace") : "");
 			cJSON_AddStringToObject(x, "first", first);
+			cJSON_AddNumberToObject(x, "compactions", st.compactions);
 			cJSON_AddItemToArray(list, x);
 			journal_state_free(&st);
 		}

@@ -27,6 +27,7 @@
 	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' },         \
 	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
 	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
+	{ "context-window", required_argument, NULL, 'W' }, { "compact-at", required_argument, NULL, '%' },    \
 	NETFLAG_OPTIONS
 
 #define RUN_GIVEN_MAX 512
@@ -116,8 +117,8 @@ struct session_changes_opts {
  * a file changed in the tree since the run (one line each), unless force.
  * ret_patched (or NULL): whether the patch was written, whole. */
 int session_changes(const struct session_ws *w, const struct session_changes_opts *o, bool *ret_patched);
-/* The sessions, oldest first: [{session, stop, model, workspace, first}]
- * (first: the first thing the person asked). */
+/* The sessions, oldest first: [{session, stop, model, workspace, first,
+ * compactions}] (first: the first thing the person asked). */
 int session_list(cJSON **ret, struct err *e);
 /* A call's key argument, for a one-line card: bash's command, a file
  * tool's path, grep's pattern. */

@@ -52,6 +52,8 @@ static const struct settings_key keys[] = {
 	  "this would let the box reach those hosts (put them in your own file, or give --allow-host)", "(none)",
 	  "[\"pypi.org\"]" },
 	{ "network.max_bytes", 'Q', SETTINGS_STR, NARROW_RANK, NULL, "10G", "\"500M\"" },
+	{ "context_window", 'W', SETTINGS_NUM, NARROW_ANY, NULL, NULL, "200000" },
+	{ "compact_at", '%', SETTINGS_NUM, NARROW_ANY, NULL, "80", "80" },
 	{ "cache_ttl", 'c', SETTINGS_STR, NARROW_ANY, NULL, "5m", "\"1h\"" },
 	{ "project_instructions", 'n', SETTINGS_STR, NARROW_ANY, NULL, "on", "\"off\"" },
 	/* Flags of one invocation, not settings. */

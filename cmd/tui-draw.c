@@ -289,6 +289,13 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 		}
 		break;
 	}
+	case EV_COMPACT: {
+		tui_newline(u);
+		_cleanup_free_ char *s = tui_short(ev->text ? ev->text : "", 300);
+		tui_putf(u, DIM "⋯ compacted: %lld messages replaced by a summary (%s)" UNDIM "\n", (long long)ev->n,
+			 s ? s : "");
+		break;
+	}
 	case EV_STOP: {
 		const struct turn_stop *st = ev->stop;
 		if (st->kind == TURN_CANCELLED && u->streamed)

@@ -57,6 +57,7 @@ static const char tui_help[] =
 	"  --allow RULE, --deny RULE                 as for ward run\n"
 	"  --deadline DUR     each message's time limit\n"
 	"  --max-rounds N, --max-calls N, --max-tokens N, --max-cost USD\n"
+	"  --context-window N, --compact-at PCT      as for ward run: when to compact\n"
 	"  --workspace DIR    the task's directory (default: the current one)\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
@@ -75,6 +76,8 @@ static const char tui_commands[] =
 	"  /cost             tokens and cost so far\n"
 	"  /status           the model, the box, the session and the project instructions loaded\n"
 	"  /clear            start the conversation again (the box and its changes stay)\n"
+	"  /compact          replace the middle of the conversation with a summary the model\n"
+	"                    writes (the first message and the recent rounds stay)\n"
 	"  /resume [N|ID]    list recent sessions, or continue one\n"
 	"  /approve [MODE]   show or change the approval mode: ask, edits or auto\n"
 	"  /quit             end the session (Ctrl-D does too)\n"
@@ -245,6 +248,36 @@ static void cmd_resume(struct tui *u, const char *arg)
 	cJSON_Delete(list);
 }
 
+/* /compact: the summary request, with Esc to stop it; the conversation
+ * changes only when the summary came. */
+static void compact_now(struct tui *u)
+{
+	struct turn_cfg cfg = u->f.cfg;
+	cfg.gate = &u->f.gate;
+	cfg.sinks[cfg.nsinks++] = (struct turn_sink){ tui_on_event, u };
+	cfg.input = (struct turn_input){ .fd = u->in, .on_ready = tui_on_keys, .tick_ms = TUI_TICK_MS, .on_tick = tui_on_tick, .ud = u };
+	u->deadline = u->f.deadline_ms ? now_ms() + u->f.deadline_ms : 0;
+	cfg.b.deadline_ms = u->deadline;
+	u->interrupts = 0;
+	u->bol = true;
+	tui_tty_turn(u);
+	struct turn_stop stop;
+	struct err e = { 0 };
+	int before = cJSON_GetArraySize(u->s.messages);
+	int r = run_compact(&cfg, &u->s, &stop, &e);
+	tui_live_clear(u);
+	if (r < 0)
+		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
+	else if (stop.signal == SIGTERM || stop.signal == SIGHUP)
+		u->quit_sig = stop.signal;
+	else if (stop.kind == TURN_DONE && cJSON_GetArraySize(u->s.messages) == before) {
+		/* Nothing to compact: why (the compaction's own line says the rest). */
+		_cleanup_free_ char *s = tui_short(stop.why, 400);
+		tui_putf(u, "%s\n", s ? s : "");
+	}
+	fflush(stdout);
+}
+
 /* A slash command; false when the session should end. */
 static bool slash(struct tui *u, char *line)
 {
@@ -309,6 +342,8 @@ static bool slash(struct tui *u, char *line)
 		cJSON_Delete(u->s.messages);
 		u->s.messages = cJSON_CreateArray();
 		tui_put(u, "The conversation starts again; the box and the workspace changes stay.\n");
+	} else if (!strcmp(line, "/compact")) {
+		compact_now(u);
 	} else if (!strcmp(line, "/resume")) {
 		cmd_resume(u, arg);
 	} else if (!strcmp(line, "/approve")) {

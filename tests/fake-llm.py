@@ -24,7 +24,7 @@ class Turn:
 
     def __init__(self, blocks, stop=None, status=200, headers=None, error_body=None,
                  cut_after=None, stall_after=None, stall_s=0, error_event_after=None,
-                 byte_chunks=False, json_split=None, slow_s=0, failed=False):
+                 byte_chunks=False, json_split=None, slow_s=0, failed=False, usage=None):
         self.blocks = blocks
         self.stop = stop or ("tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn")
         self.status = status
@@ -38,6 +38,7 @@ class Turn:
         self.json_split = json_split        # tool input pieces of this size
         self.slow_s = slow_s                # a pause before each event
         self.failed = failed                # Responses API: end with response.failed
+        self.usage = usage or {}            # {"input_tokens": N}: the prompt's size to report
 
 
 def text(s, **kw):
@@ -369,13 +370,84 @@ def sc_resp_400(n, msgs):
                                                       "code": "unsupported_parameter"}})
 
 
+# Compaction. A request without tools is ward's summary request.
+def summary_turn():
+    return text("SUMMARY-OF-EARLIER: the agent ran the first rounds' commands and read their output.",
+                usage={"input_tokens": 7777})
+
+
+def context_error():
+    if State.openai:
+        return {"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages "
+                                     "resulted in 131072 tokens. Please reduce the length of the messages.",
+                          "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+    return {"type": "error", "error": {"type": "invalid_request_error",
+                                       "message": "prompt is too long: 208310 tokens > 200000 maximum"}}
+
+
+def count_results(msgs):
+    return sum(1 for m in msgs if m.get("role") == "tool") + sum(
+        1 for m in msgs if isinstance(m.get("content"), list)
+        for b in m["content"] if b.get("type") == "tool_result")
+
+
+def round_call(k):
+    # Some 3 KB of output a round, marked with the round.
+    return tool("bash", {"command": "echo mark-%d; seq 1000 1600" % k})
+
+
+def sc_compact_grow(n, msgs):
+    """The prompt grows by 20k tokens a round (20000 for each tool result
+    sent, and 20000 more); five rounds of calls, then an answer."""
+    if not State.req.get("tools"):
+        return summary_turn()
+    State.tools_n += 1
+    u = {"input_tokens": 20000 * (1 + count_results(msgs))}
+    if State.tools_n <= 5:
+        t = round_call(State.tools_n)
+        t.usage = u
+        return t
+    return text("Finished after six rounds.", usage=u)
+
+
+def sc_compact_ctx400(n, msgs):
+    """Three rounds, then the API says the prompt is too long, once."""
+    if not State.req.get("tools"):
+        return summary_turn()
+    State.tools_n += 1
+    if State.tools_n <= 3:
+        return round_call(State.tools_n)
+    if State.tools_n == 4:
+        return Turn([], status=400, error_body=context_error())
+    return text("Finished after the compaction.")
+
+
+def sc_compact_ctx400_again(n, msgs):
+    """The same, but every request with tools after the third is too long."""
+    if not State.req.get("tools"):
+        return summary_turn()
+    State.tools_n += 1
+    if State.tools_n <= 3:
+        return round_call(State.tools_n)
+    return Turn([], status=400, error_body=context_error())
+
+
+def sc_compact_summary_fails(n, msgs):
+    """The prompt passes the threshold and the summary request fails."""
+    if not State.req.get("tools"):
+        return Turn([], status=400, error_body={"type": "error", "error": {
+            "type": "invalid_request_error", "message": "summary refused"}})
+    State.tools_n += 1
+    return Turn(round_call(State.tools_n).blocks, usage={"input_tokens": 20000 * (1 + count_results(msgs))})
+
+
 SCENARIOS = {k[3:].replace("_", "-"): v for k, v in globals().items() if k.startswith("sc_")}
 
 
 def anthropic_events(t, usage=None):
     ev = [("message_start", {"type": "message_start", "message": {
         "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
-        "content": [], "usage": usage or {"input_tokens": 10, "output_tokens": 1}}})]
+        "content": [], "usage": usage or {"input_tokens": t.usage.get("input_tokens", 10), "output_tokens": 1}}})]
     ev.append(("ping", {"type": "ping"}))
     for i, b in enumerate(t.blocks):
         if b[0] == "text":
@@ -438,7 +510,7 @@ def openai_events(t):
     finish = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
               "refusal": "content_filter"}.get(t.stop, "stop")
     chunk({}, finish)
-    chunk(None, usage={"prompt_tokens": 10, "completion_tokens": 20})
+    chunk(None, usage={"prompt_tokens": t.usage.get("input_tokens", 10), "completion_tokens": 20})
     out.append("data: [DONE]\n\n")
     return out
 
@@ -534,6 +606,9 @@ def responses_events(t, n):
 class State:
     lock = threading.Lock()
     n = 0
+    req = {}            # the request being answered
+    openai = False      # ... at /chat/completions
+    tools_n = 0         # requests with tools so far (compaction scenarios)
     cached = set()      # --cache-sim: the prefixes written to the cache
 
 
@@ -597,6 +672,7 @@ class Handler(BaseHTTPRequestHandler):
         with open(self.server.log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
         msgs = req.get("messages", []) if not responses else responses_messages(req.get("input"))
+        State.req, State.openai = req, openai
         t = self.server.scenario(n, msgs)
         if t.status != 200:
             payload = json.dumps(t.error_body or {}).encode()

@@ -2,6 +2,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "sandbox/state.h"
+#include "turn/compact.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,6 +179,22 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 			/* /clear: the conversation starts again from here. */
 			cJSON_Delete(st->messages);
 			st->messages = cJSON_CreateArray();
+		} else if (type && !strcmp(type, "compaction")) {
+			/* The conversation as the loop left it: the middle replaced. */
+			const cJSON *from = cJSON_GetObjectItemCaseSensitive(rec, "from");
+			const cJSON *to = cJSON_GetObjectItemCaseSensitive(rec, "to");
+			const cJSON *sum = cJSON_GetObjectItemCaseSensitive(rec, "summary");
+			struct compact_split sp = { .from = cJSON_IsNumber(from) ? from->valueint : -1,
+						    .to = cJSON_IsNumber(to) ? to->valueint : -1 };
+			if (!cJSON_IsObject(sum) || compact_splice(st->messages, &sp, cJSON_Duplicate(sum, 1), NULL) < 0) {
+				cJSON_Delete(rec);
+				journal_state_free(st);
+				return err_set(e, -EBADMSG,
+					       "%s: line %zu: a compaction record that does not fit the conversation before "
+					       "it; the journal is damaged",
+					       path, lineno);
+			}
+			st->compactions++;
 		} else if (type && !strcmp(type, "stop") && rec_str(rec, "reason")) {
 			snprintf(st->stop, sizeof(st->stop), "%s", rec_str(rec, "reason"));
 		} else if (type && !strcmp(type, "result") && cid) {

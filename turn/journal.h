@@ -9,6 +9,12 @@
  *                          a connection of the box's egress proxy
  *   {"type":"stop","reason","why","rounds","calls","usage"}
  *   {"type":"clear"}        the conversation starts again (the box does not)
+ *   {"type":"compaction","reason","why","from","to","prompt_tokens","context_window",
+ *    "summary","replaced"}
+ *                          messages [from, to) of the conversation as it stood
+ *                          were replaced by the summary (a user message);
+ *                          "replaced" keeps them; reason is threshold,
+ *                          context_length or manual
  * Each record is one write(2) of a whole line, so a killed ward leaves at
  * most its last line cut; the loader skips a cut last line. */
 #pragma once
@@ -41,6 +47,7 @@ struct journal_state {
 	cJSON *messages;	/* array, ready to send */
 	cJSON *results;		/* object: call_id -> result record */
 	char stop[32];		/* the last stop record's reason; "" if none */
+	int compactions;	/* compaction records */
 };
 int journal_load(const char *id, struct journal_state *st, struct err *e);
 void journal_state_free(struct journal_state *st);

@@ -4,6 +4,7 @@
  * see turn.h. */
 #pragma once
 #include "turn/turn.h"
+#include "turn/compact.h"
 #include "turn/http.h"
 #include "turn/price.h"
 #include "turn/sse.h"
@@ -74,10 +75,36 @@ struct turn {
 	size_t nlat;
 	cJSON *tools;		/* the tool schemas, the same every round */
 	bool answer_retried;	/* --output-schema: the answer was sent back once */
+	size_t req_bytes;	/* the body of the request in flight */
+
+	/* Compaction (turn-compact.c): the summary request in flight. */
+	bool compacting;
+	bool compact_only;	/* run_compact: this is all the turn does */
+	bool context_retried;	/* this round already compacted for a context-length error */
+	enum compact_reason creason;
+	struct compact_split csplit;
+	cJSON *cmsgs;		/* the summary request's messages */
+	int64_t cprompt;	/* the prompt's tokens when it began */
 };
 
 void turn_emit(struct turn *t, const struct turn_event *ev);
 void turn_start_round(struct turn *t);
+/* Send the request (a round's, or the summary's while compacting). */
+void turn_start_attempt(struct turn *t);
+/* Add a reply's usage to the session's and tell the front ends. */
+void turn_add_usage(struct turn *t, const struct usage *u);
+
+/* turn-compact.c. Whether the last prompt passed --compact-at. */
+bool turn_compact_due(const struct turn *t);
+/* Begin: the split chosen and the summary request sent. <0 with why set
+ * (too few rounds; the replay provider) when nothing was begun. */
+int turn_compact_begin(struct turn *t, enum compact_reason reason, char *why, size_t n);
+/* The summary came: spliced in, journalled, told; then the round goes on
+ * (or is retried, or the turn ends for run_compact). */
+void turn_compact_done(struct turn *t, struct reply *r);
+/* The summary request failed for good: the turn stops. */
+void turn_compact_failed(struct turn *t, const char *why);
+void turn_compact_free(struct turn *t);
 
 /* turn-stop.c. A stop asked for while calls run: no new rounds or calls;
  * the first reason asked for is the one the turn ends with. */

@@ -55,7 +55,9 @@ void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
 	cJSON_AddNumberToObject(rec, "rounds", st->rounds);
 	cJSON_AddNumberToObject(rec, "calls", st->calls);
 	usage_json(rec, &st->usage);
-	journal_write(&t->s->j, "stop", rec);
+	/* A compaction by hand is not the end of a turn. */
+	if (!t->compact_only)
+		journal_write(&t->s->j, "stop", rec);
 	cJSON_Delete(rec);
 	struct turn_event ev = { .type = EV_STOP, .stop = st };
 	turn_emit(t, &ev);

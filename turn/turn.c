@@ -25,6 +25,7 @@ const char *turn_ev_name(enum turn_ev_type t)
 		[EV_ROUND] = "round", [EV_TEXT] = "text", [EV_THINKING] = "thinking", [EV_RETRY] = "retry",
 		[EV_TOOL_CALL] = "tool_call", [EV_APPROVAL] = "approval", [EV_TOOL_OUTPUT] = "tool_output",
 		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop", [EV_NET] = "net",
+		[EV_COMPACT] = "compaction",
 	};
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
@@ -79,14 +80,23 @@ static void round_reset(struct turn *t)
 }
 
 
+void turn_add_usage(struct turn *t, const struct usage *u)
+{
+	struct session *s = t->s;
+	usage_add(&s->usage, u);
+	struct turn_event ue = { .type = EV_USAGE, .usage = &s->usage };
+	turn_emit(t, &ue);
+}
+
 static void process_reply(struct turn *t, struct reply *r)
 {
 	struct session *s = t->s;
-	usage_add(&s->usage, &r->usage);
 	s->rounds++;
+	/* The whole prompt: what the context window holds. */
+	s->prompt_tokens = usage_prompt(&r->usage);
+	s->prompt_bytes = (int64_t)t->req_bytes;
 	snprintf(t->stop->model_stop, sizeof(t->stop->model_stop), "%s", r->stop_raw[0] ? r->stop_raw : stop_reason_name(r->stop));
-	struct turn_event ue = { .type = EV_USAGE, .usage = &s->usage };
-	turn_emit(t, &ue);
+	turn_add_usage(t, &r->usage);
 	cJSON *m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "role", "assistant");
 	cJSON_AddItemToObject(m, "content", TAKE_PTR(r->content));
@@ -171,11 +181,14 @@ static void http_done(void *ud, const struct http_result *res)
 	stream_done(t, res);
 }
 
-static void start_attempt(struct turn *t)
+void turn_start_attempt(struct turn *t)
 {
 	round_reset(t);
 	t->phase = PH_STREAM;
+	/* The summary is not the model's answer: it is not shown. */
 	struct stream_sink sink = { .ud = t, .text = sink_text, .thinking = sink_thinking };
+	if (t->compacting)
+		sink = (struct stream_sink){ .ud = t };
 	t->stream = t->prov->stream_new(&sink);
 	sse_init(&t->sse, TURN_SSE_EVENT_MAX, on_sse, t);
 	t->sse_on = true;
@@ -194,7 +207,11 @@ static void start_attempt(struct turn *t)
 		return;
 	}
 	struct provider_req q = { .system = t->s->system ? t->s->system : t->cfg->system, .tools = t->tools, .messages = t->s->messages };
+	if (t->compacting)
+		q = (struct provider_req){ .system = compact_instruction, .messages = t->cmsgs,
+					   .max_tokens = COMPACT_SUMMARY_MAX_TOKENS };
 	int r = t->prov->request(&t->cfg->pcfg, &q, &t->hc, &e);
+	t->req_bytes = t->hc.body_len;
 	if (r >= 0) {
 		struct http_opts o = {
 			.connect_ms = t->cfg->connect_ms,
@@ -208,7 +225,10 @@ static void start_attempt(struct turn *t)
 	}
 	if (r < 0) {
 		t->phase = PH_IDLE;
-		turn_finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
+		if (t->compacting)
+			turn_compact_failed(t, e.msg);
+		else
+			turn_finish(t, TURN_PROVIDER_ERROR, "%s", e.msg);
 	}
 }
 
@@ -218,12 +238,18 @@ void turn_start_round(struct turn *t)
 		return;
 	if (!budget_check(t))
 		return;
+	/* Near the context window: the summary first; its end starts the
+	 * round. Too few rounds to compact: the round goes as it is. */
+	char why[300];
+	if (turn_compact_due(t) && turn_compact_begin(t, COMPACT_THRESHOLD, why, sizeof(why)) == 0)
+		return;
 	t->round_no++;
 	t->attempt = 0;
 	t->output_shown = false;
+	t->context_retried = false;
 	struct turn_event ev = { .type = EV_ROUND, .n = t->round_no };
 	turn_emit(t, &ev);
-	start_attempt(t);
+	turn_start_attempt(t);
 }
 
 /* The stream ended, whole or not: take the message, retry, or stop. */
@@ -234,7 +260,7 @@ static void stream_done(struct turn *t, const struct http_result *res)
 	struct reply r = { 0 };
 	t->prov->stream_end(t->stream, &r);
 	char why[700] = "";
-	bool retry = false;
+	bool retry = false, context = false;
 	if (t->perr.code) {
 		snprintf(why, sizeof(why), "%s", t->perr.msg);
 	} else if (res->fail != HTTP_OK) {
@@ -248,6 +274,8 @@ static void stream_done(struct turn *t, const struct http_result *res)
 		if (res->request_id[0])
 			strncat(why, ")", sizeof(why) - strlen(why) - 1);
 		retry = retry_should(res, t->output_shown);
+		context = !t->compacting && compact_context_error(res->status, t->errbody.data ? t->errbody.data : "",
+								  t->errbody.len);
 	} else if (t->bad_type) {
 		snprintf(why, sizeof(why), "the API answered with content type \"%s\", not an event stream (is --base-url right?)",
 			 res->content_type);
@@ -261,11 +289,25 @@ static void stream_done(struct turn *t, const struct http_result *res)
 		retry = !t->output_shown;
 	} else {
 		round_reset(t);
-		process_reply(t, &r);
+		if (t->compacting)
+			turn_compact_done(t, &r);
+		else
+			process_reply(t, &r);
 		reply_free(&r);
 		return;
 	}
 	reply_free(&r);
+	/* The prompt is more than the window: compact and send the round
+	 * again, once; a second time the turn stops with the API's words. */
+	if (context && !t->context_retried && !t->stopping) {
+		char cwhy[300];
+		t->context_retried = true;
+		if (turn_compact_begin(t, COMPACT_CONTEXT, cwhy, sizeof(cwhy)) == 0)
+			return;
+		t->phase = PH_IDLE;
+		turn_finish(t, TURN_PROVIDER_ERROR, "%s; ward could not compact the conversation: %s", why, cwhy);
+		return;
+	}
 	int retries = t->cfg->retries >= 0 ? t->cfg->retries : RETRY_MAX_DEFAULT;
 	if (retry && (int)t->attempt < retries && !t->stopping) {
 		uint32_t rnd = 0;
@@ -287,7 +329,12 @@ static void stream_done(struct turn *t, const struct http_result *res)
 	t->phase = PH_IDLE;
 	if (t->output_shown && retry)
 		strncat(why, "; not retried because its output was already shown", sizeof(why) - strlen(why) - 1);
-	turn_finish(t, TURN_PROVIDER_ERROR, "%s", why);
+	if (t->compacting)
+		turn_compact_failed(t, why);
+	else if (context)
+		turn_finish(t, TURN_PROVIDER_ERROR, "%s; the conversation was compacted for this round already", why);
+	else
+		turn_finish(t, TURN_PROVIDER_ERROR, "%s", why);
 }
 
 static void replay_feed(struct turn *t)
@@ -401,11 +448,11 @@ static int64_t dmin(int64_t a, int64_t b)
 	return a < 0 ? b : b < 0 ? a : MIN(a, b);
 }
 
-int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruction, struct turn_stop *stop,
-	     struct err *e)
+static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *instruction, bool compact_only,
+		    struct turn_stop *stop, struct err *e)
 {
 	*stop = (struct turn_stop){ .cost = -1 };
-	struct turn t = { .cfg = cfg, .s = s, .stop = stop, .sfd = -1 };
+	struct turn t = { .cfg = cfg, .s = s, .stop = stop, .sfd = -1, .compact_only = compact_only };
 	t.prov = cfg->replay_path ? &provider_anthropic : cfg->provider;
 	if (!t.prov)
 		return err_set(e, -EINVAL, "no provider");
@@ -451,7 +498,13 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		journal_write(&s->j, "message", m);
 		cJSON_AddItemToArray(s->messages, m);
 	}
-	turn_start_round(&t);
+	if (compact_only) {
+		char why[300];
+		if (turn_compact_begin(&t, COMPACT_MANUAL, why, sizeof(why)) < 0)
+			turn_finish(&t, TURN_DONE, "%s", why);
+	} else {
+		turn_start_round(&t);
+	}
 	while (!t.finished) {
 		int64_t d = t.http ? http_deadline(t.http) : -1;
 		if (s->box)
@@ -479,7 +532,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		if (t.finished)
 			break;
 		if (t.phase == PH_RETRY_WAIT && now_ms() >= t.retry_at)
-			start_attempt(&t);
+			turn_start_attempt(&t);
 		else if (t.phase == PH_STREAM && t.replay)
 			replay_feed(&t);
 		if (cfg->b.deadline_ms && !t.stopping && now_ms() >= cfg->b.deadline_ms)
@@ -491,6 +544,7 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 		http_abort(t.req);
 	round_reset(&t);
 	turn_calls_free(&t);
+	turn_compact_free(&t);
 	buf_free(&t.errbody);
 	buf_free(&t.partial);
 	if (s->box)
@@ -506,4 +560,15 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
 	cJSON_Delete(t.tools);
 	cJSON_Delete(t.replay_script);
 	return 0;
+}
+
+int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruction, struct turn_stop *stop,
+	     struct err *e)
+{
+	return turn_run(cfg, s, instruction, false, stop, e);
+}
+
+int run_compact(const struct turn_cfg *cfg, struct session *s, struct turn_stop *stop, struct err *e)
+{
+	return turn_run(cfg, s, NULL, true, stop, e);
 }

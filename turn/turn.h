@@ -64,6 +64,8 @@ enum turn_ev_type {
 	EV_STOP,		/* stop */
 	EV_NET,			/* result: a connection of the box's egress proxy
 				 * {host, port, method, allowed, why, addr, up, down, ms} */
+	EV_COMPACT,		/* text: why; result: {reason, why, replaced, rounds_replaced,
+				 * rounds_kept, prompt_tokens, context_window} */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 
@@ -122,6 +124,8 @@ struct turn_cfg {
 	int64_t idle_ms;	/* stream idle limit */
 	const struct schema *output_schema;	/* turn/schema.h; NULL: none */
 	int64_t connect_ms;
+	int64_t context_window;	/* tokens; 0: WINDOW_DEFAULT */
+	int compact_at;		/* percent of it; 0: COMPACT_AT_DEFAULT */
 };
 
 /* A session: the conversation so far, its journal, its box. */
@@ -133,6 +137,9 @@ struct session {
 	struct usage usage;
 	char *system;		/* the session's system prompt (owned); NULL: cfg->system */
 	cJSON *instructions;	/* the project instruction files in it: [{path, sha256, bytes, cut?}] */
+	/* The last request's whole prompt (input + cache reads and writes) and
+	 * its body's bytes: what compaction is decided on; 0: not known. */
+	int64_t prompt_tokens, prompt_bytes;
 };
 
 /* Run until a stop; the stop is always filled. Returns 0, or <0 for a
@@ -142,6 +149,13 @@ struct session {
  * is turn_interrupt(now=true). */
 int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruction, struct turn_stop *stop,
 	     struct err *e);
+
+/* Compact the conversation now (/compact): its middle replaced by a
+ * summary the model writes, as run_turn does near the context window. The
+ * stop says what happened (done, with why; "too few rounds" is done too,
+ * and nothing changed). No stop record is journalled: a compaction is not
+ * the end of a turn. Returns as run_turn does. */
+int run_compact(const struct turn_cfg *cfg, struct session *s, struct turn_stop *stop, struct err *e);
 
 /* Stop the turn from a front end's callback. now=false: the stream is
  * cut (its text kept, marked partial), running calls are cancelled in the

@@ -76,7 +76,7 @@ unset ANTHROPIC_MODEL
 clean
 cfg
 is "$RC" 0 "ward config with no files: exit 0"
-DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 2 default|disk 10G default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
+DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 2 default|disk 10G default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
 is "$(printf '%s\n' "$OUT" | grep -v '^#' | tr -s ' ' | paste -sd'|')" "$DEFAULTS" "ward config: the defaults, one line each"
 cfg --json
 is "$(printf '%s' "$OUT" | json settings.model.source)" default "ward config --json: the model's source"
@@ -290,7 +290,7 @@ printf '{"model": "a\\u001b[2Jb"}' >"$PF"
 wr --base-url "$URL" "hi"
 is "$RC" 64 "a control character in a value: exit 64"
 printf '{"model": "proj-ok", "colour": "blue"}' >"$PF"
-wr --base-url "$URL" "hi"
+wr --base-url "$URL" --context-window 100000 "hi"
 is "$RC" 0 "an unknown key is not fatal"
 is "$(sent model)" proj-ok "the rest of the file applies"
 is "$(warnings)" 1 "one warning line"

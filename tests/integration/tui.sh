@@ -359,6 +359,31 @@ say slash "/quit"
 wait_for slash 'EXIT=0' 5000
 ok $? "/quit ends the session"
 
+# --- /compact: by hand; with too few rounds it says so and changes nothing.
+start compact --approve auto
+say compact "/compact"
+wait_for compact 'too few rounds to compact: the conversation has 0 rounds' 5000
+ok $? "/compact with nothing to compact says so"
+for w in c1 c2 c3; do say compact "run $w"; wait_for compact "Tool said: ran-$w" 10000 >/dev/null; done
+N0=$(wc -l <"$LOG")
+say compact "/compact"
+wait_for compact 'compacted: [0-9]+ messages replaced by a summary \(asked for by hand\)' 10000
+ok $? "/compact replaces the middle with a summary, and says so in one line"
+is "$(( $(wc -l <"$LOG") - N0 ))" 1 "with one request"
+is "$(tail -1 "$LOG" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["body"].get("tools") or []))')" 0 "which has no tools"
+like "$(journal compact)" '"type":"compaction","reason":"manual"' "the journal has the compaction"
+unlike "$(journal compact | tail -1)" '"type":"stop"' "and no stop record for it"
+say compact "hi"
+wait_for compact 'You said: hi' 10000
+like "$(tail -1 "$LOG")" 'summary of the earlier conversation' "the next request carries the summary"
+unlike "$(tail -1 "$LOG")" 'c1.txt' "not the replaced round"
+like "$(tail -1 "$LOG")" '"text": "run c1"' "the first message is kept"
+say compact "/quit"
+wait_for compact 'k keep them for later' 5000
+key compact k
+wait_for compact 'EXIT=0' 5000
+ok $? "the session ends"
+
 # --- SIGTERM at the prompt: a clean exit, the terminal restored.
 start term
 kill -TERM "$(ward_pid term)"
