@@ -127,6 +127,15 @@ is "$(q 1 pairs)" "whole 2" "its pairs whole"
 is "$(q 1 first)" "grow the conversation" "the first message still first"
 like "$(req 1)" "and one more thing" "and the new instruction"
 
+# A compaction record that does not fit the conversation before it: the
+# journal is damaged, and --resume says so in one line.
+BAD=20000101-000000-0bad00
+sed 's/"type":"compaction","reason":"threshold","why":\("[^"]*"\),"from":1,"to":[0-9]*/"type":"compaction","reason":"threshold","why":\1,"from":1,"to":999/' "$J" >"$(dirname "$J")/$BAD.jsonl"
+run anthropic --context-window 100000 --resume "$BAD" "go on"
+is "$RC" 64 "a damaged compaction record: --resume refuses (exit 64)"
+like "$ERR" "$BAD.jsonl: line [0-9]+: a compaction record that does not fit the conversation before it; the journal is damaged" "in one line that says where"
+is "$(printf '%s\n' "$ERR" | grep -c .)" 1 "one line"
+
 # Twin: the same conversation in a window of 1M tokens is never compacted.
 serve compact-grow; ws grow-twin
 run anthropic --json --context-window 1000000 "grow the conversation"
