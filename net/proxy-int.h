@@ -50,6 +50,7 @@ struct proxy_conn {
 	bool dead;		/* ended: freed after this loop turn */
 	int cfd, ufd;
 	uint32_t cev, uev;	/* epoll events registered for each */
+	bool c_gone, u_gone;	/* that side hung up with bytes still going the other way: out of the loop */
 	int64_t t0, deadline, last;
 
 	struct buf in;		/* client bytes not yet consumed */

@@ -390,8 +390,21 @@ void proxy_conn_io(struct loop *l, int fd, uint32_t events, void *data)
 	 * descriptor nothing is waited for, the peer is gone, and nothing else
 	 * would notice (a loop spinning on it, otherwise). */
 	if (!c->dead && (events & (EPOLLHUP | EPOLLERR)) &&
-	    ((fd == c->cfd && !c->cev) || (fd == c->ufd && !c->uev)))
-		proxy_conn_end(c, "reset");
+	    ((fd == c->cfd && !c->cev) || (fd == c->ufd && !c->uev))) {
+		/* What is already on its way to the other side still goes (the
+		 * rest of a response in the pipe when the server has closed):
+		 * the hung-up side leaves the loop, and the connection ends when
+		 * that is delivered. */
+		bool ufd = fd == c->ufd;
+		bool pending = ufd ? c->down.inpipe || c->out_c.len : c->up.inpipe || c->out_u.len;
+		if (!pending)
+			return proxy_conn_end(c, "reset");
+		loop_del(c->p->loop, fd);
+		if (ufd)
+			c->u_gone = true;
+		else
+			c->c_gone = true;
+	}
 }
 
 void proxy_conn_sync(struct proxy_conn *c)
@@ -416,9 +429,9 @@ void proxy_conn_sync(struct proxy_conn *c)
 		cev = c->out_c.len ? EPOLLOUT : EPOLLIN;
 		break;
 	}
-	if (c->cfd >= 0 && cev != c->cev && loop_mod(c->p->loop, c->cfd, cev) >= 0)
+	if (c->cfd >= 0 && !c->c_gone && cev != c->cev && loop_mod(c->p->loop, c->cfd, cev) >= 0)
 		c->cev = cev;
-	if (c->ufd >= 0 && uev != c->uev && loop_mod(c->p->loop, c->ufd, uev) >= 0)
+	if (c->ufd >= 0 && !c->u_gone && uev != c->uev && loop_mod(c->p->loop, c->ufd, uev) >= 0)
 		c->uev = uev;
 }
 

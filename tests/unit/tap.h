@@ -37,7 +37,9 @@ static inline int tap_done(void)
 
 #define like(s, sub, ...) do { \
 	const char *_s = (s), *_sub = (sub); \
-	ok(_s && strstr(_s, _sub), __VA_ARGS__); \
+	bool _l = _s && strstr(_s, _sub); \
+	ok(_l, __VA_ARGS__); \
+	if (!_l) printf("#   got \"%.400s\", want it to hold \"%s\"\n", _s ? _s : "(null)", _sub); \
 } while (0)
 
 #define unlike(s, sub, ...) do { \
