@@ -248,19 +248,28 @@ static void cmd_resume(struct tui *u, const char *arg)
 	cJSON_Delete(list);
 }
 
+/* What a turn (or a /compact) of the session runs with: the keys and the
+ * screen, the message's deadline; the terminal set for it. */
+static void turn_begin(struct tui *u, struct turn_cfg *cfg)
+{
+	*cfg = u->f.cfg;
+	cfg->gate = &u->f.gate;
+	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ tui_on_event, u };
+	cfg->input = (struct turn_input){ .fd = u->in, .on_ready = tui_on_keys, .tick_ms = TUI_TICK_MS,
+					  .on_tick = tui_on_tick, .ud = u };
+	u->deadline = u->f.deadline_ms ? now_ms() + u->f.deadline_ms : 0;
+	cfg->b.deadline_ms = u->deadline;
+	u->interrupts = 0;
+	u->bol = true;
+	tui_tty_turn(u);
+}
+
 /* /compact: the summary request, with Esc to stop it; the conversation
  * changes only when the summary came. */
 static void compact_now(struct tui *u)
 {
-	struct turn_cfg cfg = u->f.cfg;
-	cfg.gate = &u->f.gate;
-	cfg.sinks[cfg.nsinks++] = (struct turn_sink){ tui_on_event, u };
-	cfg.input = (struct turn_input){ .fd = u->in, .on_ready = tui_on_keys, .tick_ms = TUI_TICK_MS, .on_tick = tui_on_tick, .ud = u };
-	u->deadline = u->f.deadline_ms ? now_ms() + u->f.deadline_ms : 0;
-	cfg.b.deadline_ms = u->deadline;
-	u->interrupts = 0;
-	u->bol = true;
-	tui_tty_turn(u);
+	struct turn_cfg cfg;
+	turn_begin(u, &cfg);
 	struct turn_stop stop;
 	struct err e = { 0 };
 	int before = cJSON_GetArraySize(u->s.messages);
@@ -489,15 +498,8 @@ static void run_message(struct tui *u, const char *text)
 		session_changes_begin(&sw, now_wall_ns());
 	if (box_up(u) < 0)
 		return;
-	struct turn_cfg cfg = u->f.cfg;
-	cfg.gate = &u->f.gate;
-	cfg.sinks[cfg.nsinks++] = (struct turn_sink){ tui_on_event, u };
-	cfg.input = (struct turn_input){ .fd = u->in, .on_ready = tui_on_keys, .tick_ms = TUI_TICK_MS, .on_tick = tui_on_tick, .ud = u };
-	u->deadline = u->f.deadline_ms ? now_ms() + u->f.deadline_ms : 0;
-	cfg.b.deadline_ms = u->deadline;
-	u->interrupts = 0;
-	u->bol = true;
-	tui_tty_turn(u);
+	struct turn_cfg cfg;
+	turn_begin(u, &cfg);
 	struct turn_stop stop;
 	struct err e = { 0 };
 	int r = run_turn(&cfg, &u->s, text, &stop, &e);

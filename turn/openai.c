@@ -111,23 +111,7 @@ static int openai_request(const struct provider_cfg *c, const struct provider_re
 			cJSON_AddItemToArray(tools, ft);
 		}
 	}
-	out->body = cJSON_PrintUnformatted(b);
-	cJSON_Delete(b);
-	if (!out->body)
-		return err_set(e, -ENOMEM, "out of memory");
-	out->body_len = strlen(out->body);
-	int h = 0;
-	out->headers[h++] = provider_header("content-type", "application/json");
-	out->headers[h++] = provider_header("accept", "text/event-stream");
-	if (c->api_key) {
-		size_t n = strlen(c->api_key) + 8;
-		char *v = malloc(n);
-		if (v)
-			snprintf(v, n, "Bearer %s", c->api_key);
-		out->headers[h++] = v ? provider_header("authorization", v) : NULL;
-		free(v);
-	}
-	return provider_headers_ok(out, h, e);
+	return provider_bearer_request(out, b, c->api_key, e);
 }
 
 struct ocall {

@@ -171,3 +171,24 @@ void provider_error_json(const char *body, size_t n, char *out, size_t cap)
 	}
 	cJSON_Delete(j);
 }
+
+int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key, struct err *e)
+{
+	out->body = cJSON_PrintUnformatted(b);
+	cJSON_Delete(b);
+	if (!out->body)
+		return err_set(e, -ENOMEM, "out of memory");
+	out->body_len = strlen(out->body);
+	int h = 0;
+	out->headers[h++] = provider_header("content-type", "application/json");
+	out->headers[h++] = provider_header("accept", "text/event-stream");
+	if (api_key) {
+		size_t n = strlen(api_key) + 8;
+		char *v = malloc(n);
+		if (v)
+			snprintf(v, n, "Bearer %s", api_key);
+		out->headers[h++] = v ? provider_header("authorization", v) : NULL;
+		free(v);
+	}
+	return provider_headers_ok(out, h, e);
+}

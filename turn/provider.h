@@ -108,6 +108,9 @@ int64_t json_int(const cJSON *o, const char *k, int64_t dflt);
 char *provider_header(const char *name, const char *value);
 /* base (trailing slashes dropped) + path. */
 void provider_url(struct http_call *out, const char *base, const char *path);
+/* An OpenAI-style request: body b (JSON, consumed), content-type, accept
+ * text/event-stream, and the key (NULL: none) as a Bearer token. */
+int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key, struct err *e);
 /* The first n headers were all allocated. */
 int provider_headers_ok(const struct http_call *out, int n, struct err *e);
 /* A copy of a block without "_ward" keys. */
