@@ -3,6 +3,8 @@
  * line on stdout for every event, ending with a "result" event. */
 #include "cmd/cmd.h"
 #include "cmd/session.h"
+#include "cmd/hook.h"
+#include "cmd/settings.h"
 #include "base/buf.h"
 #include "base/child.h"
 #include "base/cleanup.h"
@@ -151,6 +153,7 @@ static void on_event(void *ud, const struct turn_event *ev)
 			break;
 		case EV_NET:
 		case EV_COMPACT:
+		case EV_HOOK:
 			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
 				if (f->string && strcmp(f->string, "type"))
 					cJSON_AddItemToObject(j, f->string, cJSON_Duplicate(f, 1));
@@ -225,6 +228,17 @@ static void on_event(void *ud, const struct turn_event *ev)
 		} else {
 			fprintf(stderr, "  ⇄ network: %.200s:%d, %.0f bytes in\n", h ? h : "", cJSON_IsNumber(port) ? port->valueint : 0,
 				cJSON_IsNumber(down) ? down->valuedouble : 0);
+		}
+		break;
+	}
+	case EV_HOOK: {
+		/* A hook that said something: one line (errors are warned of
+		 * where they are run). */
+		const char *d = json_str(ev->result, "decision"), *w = json_str(ev->result, "why");
+		if (d && (!strcmp(d, "block") || !strcmp(d, "approve"))) {
+			_cleanup_free_ char *s = utf8_term_safe(w ? w : "", strnlen(w ? w : "", 300));
+			fprintf(stderr, "  ⚑ %s hook: %s%s%s\n", json_str(ev->result, "event") ? json_str(ev->result, "event") : "?",
+				d, s && *s ? ": " : "", s ? s : "");
 		}
 		break;
 	}
@@ -310,8 +324,6 @@ static int read_task(const char *arg, char **ret)
  * first line it prints is the reason the model is told). 60 s at most, and
  * never past the run's deadline. */
 #define RUN_APPROVER_TIMEOUT_MS 60000
-/* SIGTERM to its group, then SIGKILL after this. */
-#define RUN_APPROVER_GRACE_MS 500
 
 struct approver {
 	const char *cmd;
@@ -321,105 +333,36 @@ struct approver {
 static int approver_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
 {
 	const struct approver *ap = ud;
-	int in[2], out[2];
-	if (pipe2(in, O_CLOEXEC) < 0)
-		return 'n';
-	if (pipe2(out, O_CLOEXEC) < 0) {
-		close(in[0]);
-		close(in[1]);
-		return 'n';
-	}
-	/* Its own process group, signals at their defaults, only stdin, stdout
-	 * and stderr: when it is done, or out of time, the whole group goes,
-	 * so nothing it started keeps ward's stderr (a CI step's pipe) open. */
-	setenv("WARD_TOOL", tool, 1);
-	char *argv[] = { "sh", "-c", (char *)ap->cmd, NULL };
-	int fds[] = { in[0], out[1], 2 };
-	pid_t pid;
-	int r = child_start_group(argv, fds, 3, &pid);
-	unsetenv("WARD_TOOL");
-	close(in[0]);
-	close(out[1]);
-	if (r < 0) {
-		close(in[1]);
-		close(out[0]);
-		snprintf(reason, cap, "the approver could not be started: %s", strerror(-r));
-		return 'n';
-	}
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "tool", tool);
 	cJSON_AddItemToObject(j, "input", cJSON_Duplicate(input, 1));
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
-	signal(SIGPIPE, SIG_IGN);
-	/* The call goes in as the approver reads it, within the same bound:
-	 * one that never reads cannot hold ward. */
-	fdio_set_nonblock(in[1], true);
-	size_t len = s ? strlen(s) : 0, sent = 0;
-	int infd = in[1];
-	char buf[512];
-	size_t got = 0;
-	/* 60 s, or less: the run's deadline holds while the approver thinks. */
-	int64_t until = now_ms() + RUN_APPROVER_TIMEOUT_MS;
-	bool by_deadline = *ap->deadline_ms && *ap->deadline_ms < until;
-	if (by_deadline)
-		until = *ap->deadline_ms;
-	fdio_set_nonblock(out[0], true);
-	siginfo_t si = { 0 };
-	for (;;) {
-		/* Exited? Looked at without reaping, so its group id stays its own
-		 * until the group is killed below. */
-		si.si_pid = 0;
-		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-			break;
-		int64_t left = until - now_ms();
-		if (left <= 0) {
-			child_kill_group(pid, RUN_APPROVER_GRACE_MS);
-			close(out[0]);
-			if (infd >= 0)
-				close(infd);
-			if (by_deadline)
-				snprintf(reason, cap, "the approver did not answer before the run's deadline");
-			else
-				snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
-			return 'n';
-		}
-		if (infd >= 0 && sent == len) {
-			close(infd);
-			infd = -1;
-		}
-		struct pollfd pf[2] = { { .fd = out[0], .events = POLLIN }, { .fd = infd, .events = POLLOUT } };
-		if (poll(pf, infd >= 0 ? 2 : 1, (int)MIN(left, 100)) <= 0)
-			continue;
-		if ((pf[0].revents & (POLLIN | POLLHUP)) && got < sizeof(buf) - 1) {
-			ssize_t n = read(out[0], buf + got, sizeof(buf) - 1 - got);
-			if (n > 0)
-				got += (size_t)n;
-		}
-		if (infd >= 0 && (pf[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t n = write(infd, s + sent, len - sent);
-			if (n > 0)
-				sent += (size_t)n;
-			else if (n < 0 && errno != EAGAIN && errno != EINTR)
-				sent = len;	/* it closed its stdin: it has what it wanted */
-		}
+	_cleanup_free_ struct hook_run *hr = calloc(1, sizeof(*hr));
+	if (!s || !hr) {
+		snprintf(reason, cap, "the approver could not be started: out of memory");
+		return 'n';
 	}
-	if (infd >= 0)
-		close(infd);
-	ssize_t n = got < sizeof(buf) - 1 ? read(out[0], buf + got, sizeof(buf) - 1 - got) : 0;
-	if (n > 0)
-		got += (size_t)n;
-	close(out[0]);
-	/* It answered; what it left running in its group goes now. */
-	kill(-pid, SIGKILL);
-	int st = child_reap(pid);
-	buf[got] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	_cleanup_free_ char *safe = utf8_dup(buf, strlen(buf));
+	/* The one way ward runs a program of the user's (cmd/hook.c): its own
+	 * process group, killed whole when it answers or runs out of time. */
+	int r = hook_exec(ap->cmd, s, tool, RUN_APPROVER_TIMEOUT_MS, *ap->deadline_ms, hr);
+	if (r < 0) {
+		snprintf(reason, cap, "the approver could not be started: %s", strerror(-r));
+		return 'n';
+	}
+	if (hr->timed_out) {
+		if (hr->by_deadline)
+			snprintf(reason, cap, "the approver did not answer before the run's deadline");
+		else
+			snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
+		return 'n';
+	}
+	hr->out[strcspn(hr->out, "\n")] = 0;
+	_cleanup_free_ char *safe = utf8_dup(hr->out, strlen(hr->out));
 	snprintf(reason, cap, "%s", safe ? safe : "");
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+	if (WIFEXITED(hr->status) && WEXITSTATUS(hr->status) == 0)
 		return 'y';
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+	if (WIFEXITED(hr->status) && WEXITSTATUS(hr->status) == 2)
 		return 'q';
 	return 'n';
 }
@@ -505,6 +448,11 @@ static int run_box_given(struct run_flags *f, struct box_conn **ret, char *ws, i
 	return 0;
 }
 
+static void hooks_freep(struct hooks **h)
+{
+	hooks_free(*h);
+}
+
 static void schema_freep(struct schema **s)
 {
 	schema_free(*s);
@@ -543,6 +491,7 @@ static int run_run(int argc, char **argv)
 	const char *patch = NULL;
 	bool apply = false;
 	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
+	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
 	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
 	optind = 1;
 	opterr = 0;
@@ -599,6 +548,14 @@ static int run_run(int argc, char **argv)
 	if (approver.cmd) {
 		f.gate.ask = approver_ask;
 		f.gate.ask_ud = &approver;
+	}
+	const char *hooks_from = NULL;
+	const cJSON *hooks_conf = settings_hooks(&hooks_from);
+	if (hooks_conf) {
+		if (hooks_new(hooks_conf, hooks_from ? hooks_from : "config", &hooks) < 0)
+			return EXIT_USAGE;
+		hooks_set_deadline(hooks, &cfg->b.deadline_ms);
+		cfg->hooks = (struct turn_hooks){ hooks_turn_run, hooks };
 	}
 	/* The flags were applied again over the settings: this is run's own. */
 	cfg->output_schema = schema;
@@ -668,6 +625,7 @@ static int run_run(int argc, char **argv)
 	if (!out.json)
 		fprintf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
 
+	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
 	struct turn_stop stop;
 	r = run_turn(cfg, &s, task, &stop, &e);
 	box_disconnect(s.box);

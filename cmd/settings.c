@@ -352,6 +352,16 @@ static const char *num_text(double d)
 	return kept[n] ? kept[n++] : NULL;
 }
 
+static const cJSON *settings_hooks_conf;
+static const char *settings_hooks_from;
+
+const cJSON *settings_hooks(const char **ret_from)
+{
+	if (ret_from)
+		*ret_from = settings_hooks_from;
+	return settings_hooks_conf;
+}
+
 static int member(struct run_flags *g, const char *section, const cJSON *parent, const cJSON *item, int idx,
 		  const char *ppos, struct layer *L)
 {
@@ -362,6 +372,19 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 	if (cJSON_GetObjectItemCaseSensitive(parent, item->string) != item) {
 		cmd_error("%s\"%s\" is given twice; keep one", where(ctx, sizeof(ctx), L, kpos), kname);
 		return EXIT_USAGE;
+	}
+	if (!section && !strcmp(item->string, "hooks")) {
+		/* Hooks run on the host as the user: a repository's file that
+		 * could add one would run its code on checkout. */
+		if (L->src == SETTINGS_PROJECT) {
+			cmd_error("warning: %s\"hooks\" ignored: hooks run on your machine as you, so only your own "
+				  "file may set them (move them to your user config file)",
+				  where(ctx, sizeof(ctx), L, kpos));
+			return 0;
+		}
+		settings_hooks_conf = item;
+		settings_hooks_from = L->from;
+		return 0;
 	}
 	if (!section && is_section(item->string)) {
 		if (!cJSON_IsObject(item)) {
@@ -564,6 +587,7 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 	rep->n = 0;
 	rep->user[0] = rep->project[0] = 0;
 	rep->user_found = rep->project_found = false;
+	settings_hooks_conf = NULL;
 	run_flags_init(g, f->mode_default);
 
 	/* The user's file. */

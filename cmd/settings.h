@@ -58,3 +58,7 @@ struct settings_report {
  * each key it may not set), the environment, then f->given. rep (or NULL)
  * gets what came from where. 0, or an exit code after an error line. */
 int settings_apply(struct run_flags *f, struct settings_report *rep);
+
+/* The "hooks" object of the user's file as the last settings_apply read it
+ * (a project's file may not set hooks), and the file's path; NULL: none. */
+const cJSON *settings_hooks(const char **ret_from);

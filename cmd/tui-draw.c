@@ -296,6 +296,8 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 			 s ? s : "");
 		break;
 	}
+	case EV_HOOK:	/* the terminal session runs no hooks yet */
+		break;
 	case EV_STOP: {
 		const struct turn_stop *st = ev->stop;
 		if (st->kind == TURN_CANCELLED && u->streamed)

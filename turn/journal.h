@@ -10,6 +10,10 @@
  *   {"type":"result","call_id","outcome","text",...}   written after
  *   {"type":"net","host","port","method","allowed","why","addr","up","down","ms"}
  *                          a connection of the box's egress proxy
+ *   {"type":"hook","event","command","exit","elapsed_ms","decision","why"?}
+ *                          one run of a user's hook (exit null when it was
+ *                          killed or did not start; decision continue, block,
+ *                          approve, error or timeout)
  *   {"type":"stop","reason","why","rounds","calls","usage"}
  *   {"type":"clear"}        the conversation starts again (the box does not)
  *   {"type":"compaction","reason","why","from","to","prompt_tokens","context_window",

@@ -25,6 +25,29 @@ void turn_calls_free(struct turn *t)
 void turn_call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatched)
 {
 	c->state = TC_DONE;
+	if (dispatched && t->cfg->hooks.run && result) {
+		/* PostToolUse: what a hook adds (its additionalContext, or the
+		 * reason of one that exits 2) follows the result's text. */
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "tool_name", c->name);
+		cJSON_AddItemToObject(ev, "tool_input",
+				      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c->block, "input"), 1));
+		cJSON_AddStringToObject(ev, "tool_use_id", c->id);
+		cJSON_AddItemToObject(ev, "tool_response", cJSON_Duplicate(result, 1));
+		char why[1024], ctx[4096];
+		bool blocked = turn_hooks_fire(t, "PostToolUse", c->name, ev, why, sizeof(why), ctx, sizeof(ctx));
+		cJSON_Delete(ev);
+		const char *add = blocked ? why : ctx;
+		cJSON *text = cJSON_GetObjectItemCaseSensitive(result, "text");
+		if (add[0] && cJSON_IsString(text)) {
+			size_t n = strlen(text->valuestring) + strlen(add) + 32;
+			_cleanup_free_ char *nt = malloc(n);
+			if (nt) {
+				snprintf(nt, n, "%s\n\n[PostToolUse hook] %s", text->valuestring, add);
+				cJSON_SetValuestring(text, nt);
+			}
+		}
+	}
 	c->result = result;
 	if (dispatched) {
 		cJSON *rec = cJSON_Duplicate(result, 1);
@@ -99,6 +122,21 @@ static void dispatch(struct turn *t, struct tcall *c)
 		turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
 		turn_stop_request(t, over, why);
 		return;
+	}
+	/* PreToolUse, before the gate: a hook that blocks refuses the call,
+	 * its reason told to the model. */
+	if (t->cfg->hooks.run) {
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "tool_name", c->name);
+		cJSON_AddItemToObject(ev, "tool_input", cJSON_Duplicate(input, 1));
+		cJSON_AddStringToObject(ev, "tool_use_id", c->id);
+		char ctx[2048];
+		bool blocked = turn_hooks_fire(t, "PreToolUse", c->name, ev, why, sizeof(why), ctx, sizeof(ctx));
+		cJSON_Delete(ev);
+		if (blocked) {
+			turn_call_done(t, c, tool_result_json("refused", "refused by a PreToolUse hook: %s", why), false);
+			return;
+		}
 	}
 	const struct budgets *b = &t->cfg->b;
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;

@@ -62,6 +62,16 @@ int turn_compact_begin(struct turn *t, enum compact_reason reason, char *why, si
 		snprintf(why, n, "%s", e.msg);
 		return e.code;
 	}
+	/* PreCompact: the hooks are told (trigger as Claude Code names it);
+	 * one cannot stop a compaction the context window needs. */
+	if (t->cfg->hooks.run) {
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "trigger", reason == COMPACT_MANUAL ? "manual" : "auto");
+		cJSON_AddStringToObject(ev, "custom_instructions", "");
+		char hwhy[512], hctx[512];
+		turn_hooks_fire(t, "PreCompact", NULL, ev, hwhy, sizeof(hwhy), hctx, sizeof(hctx));
+		cJSON_Delete(ev);
+	}
 	t->cmsgs = compact_summary_request(s->messages, &t->csplit, (size_t)((double)win / 2 / tpb));
 	if (!t->cmsgs) {
 		snprintf(why, n, "out of memory");

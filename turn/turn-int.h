@@ -75,6 +75,7 @@ struct turn {
 	size_t nlat;
 	cJSON *tools;		/* the tool schemas, the same every round */
 	bool answer_retried;	/* --output-schema: the answer was sent back once */
+	bool stop_hook_done;	/* a Stop hook held the turn once */
 	size_t req_bytes;	/* the body of the request in flight */
 
 	/* Compaction (turn-compact.c): the summary request in flight. */
@@ -134,3 +135,9 @@ void turn_call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatc
 /* The results of the message's calls, as the next user message. */
 void turn_calls_message(struct turn *t);
 void turn_calls_free(struct turn *t);
+
+/* turn-hooks.c. Run the user's hooks of one event (ev: its own fields; the
+ * session's are added here): each run journalled and emitted. true when
+ * one blocked (why says why); ctx gets what they added for the model. */
+bool turn_hooks_fire(struct turn *t, const char *event, const char *tool, cJSON *ev, char *why, size_t why_cap,
+		     char *ctx, size_t ctx_cap);

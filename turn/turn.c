@@ -25,7 +25,7 @@ const char *turn_ev_name(enum turn_ev_type t)
 		[EV_ROUND] = "round", [EV_TEXT] = "text", [EV_THINKING] = "thinking", [EV_RETRY] = "retry",
 		[EV_TOOL_CALL] = "tool_call", [EV_APPROVAL] = "approval", [EV_TOOL_OUTPUT] = "tool_output",
 		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop", [EV_NET] = "net",
-		[EV_COMPACT] = "compaction",
+		[EV_COMPACT] = "compaction", [EV_HOOK] = "hook",
 	};
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
@@ -88,6 +88,34 @@ void turn_add_usage(struct turn *t, const struct usage *u)
 	turn_emit(t, &ue);
 }
 
+/* The Stop hooks: one that blocks sends its reason back as a user message
+ * and the turn goes on, once a turn; the next Stop is told
+ * stop_hook_active and cannot hold the turn again. */
+static bool stop_hook(struct turn *t)
+{
+	if (!t->cfg->hooks.run)
+		return false;
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddBoolToObject(ev, "stop_hook_active", t->stop_hook_done);
+	char why[1024], ctx[2048];
+	bool blocked = turn_hooks_fire(t, "Stop", NULL, ev, why, sizeof(why), ctx, sizeof(ctx));
+	cJSON_Delete(ev);
+	if (!blocked || t->stop_hook_done)
+		return false;
+	t->stop_hook_done = true;
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON *c = cJSON_AddArrayToObject(m, "content");
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "type", "text");
+	cJSON_AddStringToObject(b, "text", why);
+	cJSON_AddItemToArray(c, b);
+	journal_write(&t->s->j, "message", m);
+	cJSON_AddItemToArray(t->s->messages, m);
+	turn_start_round(t);
+	return true;
+}
+
 static void process_reply(struct turn *t, struct reply *r)
 {
 	struct session *s = t->s;
@@ -120,6 +148,8 @@ static void process_reply(struct turn *t, struct reply *r)
 		const char *raw = r->stop_raw[0] ? r->stop_raw : stop_reason_name(r->stop);
 		if (r->stop == STOP_REFUSAL)
 			turn_finish(t, TURN_MODEL_REFUSED, "the model declined the request (stop reason %s)", raw);
+		else if (stop_hook(t))
+			;
 		else if (turn_answer(t, raw))
 			;
 		else if (r->stop == STOP_MAX_TOKENS)
@@ -487,7 +517,16 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		loop_add(t.loop, in->fd, EPOLLIN, on_input, &t);
 	int64_t next_tick = in->tick_ms > 0 && in->on_tick ? now_ms() + in->tick_ms : -1;
 
-	if (instruction) {
+	char hwhy[1024], hctx[4096];
+	bool prompt_blocked = false;
+	hctx[0] = 0;
+	if (instruction && cfg->hooks.run) {
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "prompt", instruction);
+		prompt_blocked = turn_hooks_fire(&t, "UserPromptSubmit", NULL, ev, hwhy, sizeof(hwhy), hctx, sizeof(hctx));
+		cJSON_Delete(ev);
+	}
+	if (instruction && !prompt_blocked) {
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddStringToObject(m, "role", "user");
 		cJSON *c = cJSON_AddArrayToObject(m, "content");
@@ -495,10 +534,18 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		cJSON_AddStringToObject(b, "type", "text");
 		cJSON_AddStringToObject(b, "text", instruction);
 		cJSON_AddItemToArray(c, b);
+		if (hctx[0]) {
+			b = cJSON_CreateObject();
+			cJSON_AddStringToObject(b, "type", "text");
+			cJSON_AddStringToObject(b, "text", hctx);
+			cJSON_AddItemToArray(c, b);
+		}
 		journal_write(&s->j, "message", m);
 		cJSON_AddItemToArray(s->messages, m);
 	}
-	if (compact_only) {
+	if (prompt_blocked) {
+		turn_finish(&t, TURN_REFUSED, "a UserPromptSubmit hook stopped the prompt: %s", hwhy);
+	} else if (compact_only) {
 		char why[300];
 		if (turn_compact_begin(&t, COMPACT_MANUAL, why, sizeof(why)) < 0)
 			turn_finish(&t, TURN_DONE, "%s", why);

@@ -66,6 +66,8 @@ enum turn_ev_type {
 				 * {host, port, method, allowed, why, addr, up, down, ms} */
 	EV_COMPACT,		/* text: why; result: {reason, why, replaced, rounds_replaced,
 				 * rounds_kept, prompt_tokens, context_window} */
+	EV_HOOK,		/* result: one hook run {event, command, exit, elapsed_ms,
+				 * decision, why?} */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 
@@ -110,6 +112,24 @@ struct turn_input {
 	void *ud;
 };
 
+/* The user's lifecycle hooks (Claude Code's events), run by the front end:
+ * run_turn calls run for PreToolUse (before the gate; tool set), PostToolUse
+ * (after a dispatched call's result; tool set), UserPromptSubmit (before
+ * the instruction is sent), Stop (the model is done; once a turn, a block
+ * sends the reason back as a user message), PreCompact (before the summary
+ * is asked for), and SessionStart (turn_session_start). ev is the event as the hooks read it
+ * (session_id, transcript_path, cwd, hook_event_name and the event's own
+ * fields). run appends one record to runs for each hook it ran
+ * ({event, command, exit, elapsed_ms, decision, why?}: run_turn journals
+ * each as a "hook" record and emits it as EV_HOOK); it returns true when a
+ * hook blocked (why: the reason), and puts what the hooks added for the
+ * model (additionalContext) into ctx ("" when none). */
+struct turn_hooks {
+	bool (*run)(void *ud, const char *event, const char *tool, const cJSON *ev, cJSON *runs, char *why,
+		    size_t why_cap, char *ctx, size_t ctx_cap);
+	void *ud;
+};
+
 struct turn_cfg {
 	const struct provider *provider;	/* NULL with replay */
 	struct provider_cfg pcfg;
@@ -126,6 +146,7 @@ struct turn_cfg {
 	int64_t connect_ms;
 	int64_t context_window;	/* tokens; 0: WINDOW_DEFAULT */
 	int compact_at;		/* percent of it; 0: COMPACT_AT_DEFAULT */
+	struct turn_hooks hooks;	/* run NULL: none */
 };
 
 /* A session: the conversation so far, its journal, its box. */
@@ -156,6 +177,11 @@ int run_turn(const struct turn_cfg *cfg, struct session *s, const char *instruct
  * and nothing changed). No stop record is journalled: a compaction is not
  * the end of a turn. Returns as run_turn does. */
 int run_compact(const struct turn_cfg *cfg, struct session *s, struct turn_stop *stop, struct err *e);
+
+/* Run the SessionStart hooks (source: "startup" or "resume"); what they
+ * add for the model (additionalContext) joins the session's system prompt.
+ * Each run is journalled and emitted as EV_HOOK. */
+void turn_session_start(const struct turn_cfg *cfg, struct session *s, const char *source);
 
 /* Stop the turn from a front end's callback. now=false: the stream is
  * cut (its text kept, marked partial), running calls are cancelled in the

@@ -1,0 +1,364 @@
+/* Running the user's programs on the host (hooks and --approve-cmd), and
+ * the hooks of the user's config file, matched and answered as Claude
+ * Code's are. */
+#include "cmd/hook.h"
+#include "cmd/cmd.h"
+#include "base/child.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/timeutil.h"
+#include "base/utf8.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void drain(int fd, char *buf, size_t cap, size_t *got)
+{
+	while (*got < cap - 1) {
+		ssize_t n = read(fd, buf + *got, cap - 1 - *got);
+		if (n <= 0)
+			break;
+		*got += (size_t)n;
+	}
+	if (*got == cap - 1) {	/* full: what it prints past the cap is thrown away */
+		char sink[512];
+		while (read(fd, sink, sizeof(sink)) > 0)
+			;
+	}
+}
+
+int hook_exec(const char *cmd, const char *input, const char *tool, int64_t timeout_ms, int64_t deadline_ms,
+	      struct hook_run *ret)
+{
+	int in[2], out[2], er[2];
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		int r = -errno;
+		close(in[0]);
+		close(in[1]);
+		return r;
+	}
+	if (pipe2(er, O_CLOEXEC) < 0) {
+		int r = -errno;
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		return r;
+	}
+	int64_t t0 = now_ms();
+	/* Its own process group, signals at their defaults, only stdin, stdout
+	 * and stderr: when it is done, or out of time, the whole group goes,
+	 * so nothing it started keeps ward's stderr (a CI step's pipe) open. */
+	if (tool)
+		setenv("WARD_TOOL", tool, 1);
+	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+	int fds[] = { in[0], out[1], er[1] };
+	pid_t pid;
+	int r = child_start_group(argv, fds, 3, &pid);
+	if (tool)
+		unsetenv("WARD_TOOL");
+	close(in[0]);
+	close(out[1]);
+	close(er[1]);
+	if (r < 0) {
+		close(in[1]);
+		close(out[0]);
+		close(er[0]);
+		return r;
+	}
+	memset(ret, 0, sizeof(*ret));
+	signal(SIGPIPE, SIG_IGN);
+	/* The event goes in as the program reads it, within the same bound:
+	 * one that never reads cannot hold ward. */
+	fdio_set_nonblock(in[1], true);
+	fdio_set_nonblock(out[0], true);
+	fdio_set_nonblock(er[0], true);
+	size_t len = strlen(input), sent = 0, got = 0, egot = 0;
+	int infd = in[1];
+	int64_t until = t0 + timeout_ms;
+	ret->by_deadline = deadline_ms && deadline_ms < until;
+	if (ret->by_deadline)
+		until = deadline_ms;
+	siginfo_t si = { 0 };
+	for (;;) {
+		/* Exited? Looked at without reaping, so its group id stays its own
+		 * until the group is killed below. */
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			break;
+		int64_t left = until - now_ms();
+		if (left <= 0) {
+			ret->timed_out = true;
+			break;
+		}
+		if (infd >= 0 && sent == len) {
+			close(infd);
+			infd = -1;
+		}
+		struct pollfd pf[3] = { { .fd = out[0], .events = POLLIN },
+					{ .fd = er[0], .events = POLLIN },
+					{ .fd = infd, .events = POLLOUT } };
+		if (poll(pf, infd >= 0 ? 3 : 2, (int)MIN(left, 50)) <= 0)
+			continue;
+		if (pf[0].revents & (POLLIN | POLLHUP))
+			drain(out[0], ret->out, sizeof(ret->out), &got);
+		if (pf[1].revents & (POLLIN | POLLHUP))
+			drain(er[0], ret->err, sizeof(ret->err), &egot);
+		if (infd >= 0 && (pf[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t n = write(infd, input + sent, len - sent);
+			if (n > 0)
+				sent += (size_t)n;
+			else if (n < 0 && errno != EAGAIN && errno != EINTR)
+				sent = len;	/* it closed its stdin: it has what it wanted */
+		}
+	}
+	if (infd >= 0)
+		close(infd);
+	/* Done or out of time: the whole group goes now, whatever it started
+	 * in the background with it. */
+	kill(-pid, SIGKILL);
+	ret->status = child_reap(pid);
+	drain(out[0], ret->out, sizeof(ret->out), &got);
+	drain(er[0], ret->err, sizeof(ret->err), &egot);
+	close(out[0]);
+	close(er[0]);
+	ret->out[got] = 0;
+	ret->err[egot] = 0;
+	ret->elapsed_ms = now_ms() - t0;
+	return 0;
+}
+
+/* The config's hooks. */
+#define HOOKS_MAX 64
+static const char *const events[] = { "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+				      "PreCompact" };
+
+struct hook {
+	const char *event;
+	bool tool_event;
+	bool any;		/* no matcher, "" or "*" */
+	regex_t re;
+	char *command;
+	int64_t timeout_ms;
+};
+
+struct hooks {
+	struct hook h[HOOKS_MAX];
+	size_t n;
+	const int64_t *deadline_ms;
+};
+
+void hooks_free(struct hooks *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n; i++) {
+		if (!h->h[i].any)
+			regfree(&h->h[i].re);
+		free(h->h[i].command);
+	}
+	free(h);
+}
+
+void hooks_set_deadline(struct hooks *h, const int64_t *deadline_ms)
+{
+	h->deadline_ms = deadline_ms;
+}
+
+static int bad(struct hooks *h, const char *from, const char *what)
+{
+	cmd_error("%s: \"hooks\"%s; e.g. {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"bash\", \"hooks\": "
+		  "[{\"type\": \"command\", \"command\": \"./check.sh\", \"timeout\": 30}]}]}}",
+		  from, what);
+	hooks_free(h);
+	return -1;
+}
+
+int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
+{
+	struct hooks *h = calloc(1, sizeof(*h));
+	if (!h)
+		return bad(h, from, ": out of memory");
+	char what[300];
+	if (!cJSON_IsObject(conf))
+		return bad(h, from, " must be an object of events");
+	for (const cJSON *ev = conf->child; ev; ev = ev->next) {
+		const char *name = NULL;
+		for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+			if (!strcmp(ev->string, events[i]))
+				name = events[i];
+		if (!name) {
+			_cleanup_free_ char *s = utf8_term_safe(ev->string, strnlen(ev->string, 60));
+			snprintf(what, sizeof(what), ": no event named \"%s\" (the events: SessionStart, UserPromptSubmit, "
+				 "PreToolUse, PostToolUse, Stop, PreCompact)", s ? s : "?");
+			return bad(h, from, what);
+		}
+		if (!cJSON_IsArray(ev)) {
+			snprintf(what, sizeof(what), ".%s must be an array of {matcher, hooks}", name);
+			return bad(h, from, what);
+		}
+		for (const cJSON *g = ev->child; g; g = g->next) {
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(g, "matcher");
+			const cJSON *list = cJSON_GetObjectItemCaseSensitive(g, "hooks");
+			if (!cJSON_IsObject(g) || (m && !cJSON_IsString(m)) || !cJSON_IsArray(list)) {
+				snprintf(what, sizeof(what), ".%s: each entry is {\"matcher\": a string, \"hooks\": an array}",
+					 name);
+				return bad(h, from, what);
+			}
+			for (const cJSON *one = list->child; one; one = one->next) {
+				const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(one, "type"));
+				const char *command = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(one, "command"));
+				const cJSON *to = cJSON_GetObjectItemCaseSensitive(one, "timeout");
+				if (!type || strcmp(type, "command") || !command || !*command ||
+				    (to && (!cJSON_IsNumber(to) || to->valuedouble <= 0 || to->valuedouble > 86400))) {
+					snprintf(what, sizeof(what), ".%s: each hook is {\"type\": \"command\", \"command\": "
+						 "a string, \"timeout\": seconds (optional, 1 to 86400)}", name);
+					return bad(h, from, what);
+				}
+				if (h->n == HOOKS_MAX) {
+					snprintf(what, sizeof(what), ": more than %d hooks", HOOKS_MAX);
+					return bad(h, from, what);
+				}
+				struct hook *k = &h->h[h->n];
+				k->event = name;
+				k->tool_event = !strcmp(name, "PreToolUse") || !strcmp(name, "PostToolUse");
+				const char *ms = m ? m->valuestring : "";
+				k->any = !k->tool_event || !*ms || !strcmp(ms, "*");
+				if (!k->any) {
+					/* A regex over the whole tool name, as Claude Code's. */
+					size_t n = strlen(ms) + 8;
+					_cleanup_free_ char *anch = malloc(n);
+					if (!anch)
+						return bad(h, from, ": out of memory");
+					snprintf(anch, n, "^(%s)$", ms);
+					if (regcomp(&k->re, anch, REG_EXTENDED | REG_NOSUB)) {
+						_cleanup_free_ char *s = utf8_term_safe(ms, strnlen(ms, 60));
+						snprintf(what, sizeof(what), ".%s: the matcher \"%s\" is not a regular expression",
+							 name, s ? s : "?");
+						k->any = true;
+						return bad(h, from, what);
+					}
+				}
+				k->command = strdup(command);
+				k->timeout_ms = to ? (int64_t)(to->valuedouble * 1000) : HOOK_TIMEOUT_MS_DEFAULT;
+				h->n++;
+				if (!k->command)
+					return bad(h, from, ": out of memory");
+			}
+		}
+	}
+	*ret = h;
+	return 0;
+}
+
+/* A line from what a hook printed: its first non-empty line, safe to show. */
+static void first_line(const char *s, char *out, size_t cap)
+{
+	while (*s == '\n' || *s == ' ')
+		s++;
+	size_t l = strcspn(s, "\n");
+	_cleanup_free_ char *t = utf8_dup(s, MIN(l, cap - 1));
+	snprintf(out, cap, "%s", t ? t : "");
+}
+
+bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *ev, cJSON *runs, char *why,
+		    size_t why_cap, char *ctx, size_t ctx_cap)
+{
+	struct hooks *h = ud;
+	_cleanup_free_ char *input = cJSON_PrintUnformatted(ev);
+	bool blocked = false;
+	size_t clen = 0;
+	for (size_t i = 0; i < h->n && !blocked; i++) {
+		struct hook *k = &h->h[i];
+		if (strcmp(k->event, event) || (!k->any && (!tool || regexec(&k->re, tool, 0, NULL, 0))))
+			continue;
+		_cleanup_free_ struct hook_run *r = calloc(1, sizeof(*r));
+		if (!r)
+			break;
+		int64_t dl = h->deadline_ms ? *h->deadline_ms : 0;
+		const char *decision = "continue";
+		char line[1024] = "";
+		int rc = hook_exec(k->command, input ? input : "{}", tool, k->timeout_ms, dl, r);
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "event", event);
+		cJSON_AddStringToObject(rec, "command", k->command);
+		if (rc < 0) {
+			decision = "error";
+			snprintf(line, sizeof(line), "could not be started: %s", strerror(-rc));
+			cJSON_AddNullToObject(rec, "exit");
+		} else if (r->timed_out) {
+			decision = "timeout";
+			if (r->by_deadline)
+				snprintf(line, sizeof(line), "killed at the run's deadline, with its process group");
+			else
+				snprintf(line, sizeof(line), "killed after its timeout of %lld s, with its process group",
+					 (long long)(k->timeout_ms / 1000));
+			cJSON_AddNullToObject(rec, "exit");
+		} else if (!WIFEXITED(r->status)) {
+			decision = "error";
+			snprintf(line, sizeof(line), "killed by signal %d", WTERMSIG(r->status));
+			cJSON_AddNullToObject(rec, "exit");
+		} else {
+			int code = WEXITSTATUS(r->status);
+			cJSON_AddNumberToObject(rec, "exit", code);
+			if (code == 2) {
+				decision = "block";
+				first_line(r->err, line, sizeof(line));
+				if (!line[0])
+					snprintf(line, sizeof(line), "the hook exited 2 and gave no reason");
+			} else if (code != 0) {
+				decision = "error";
+				char e1[600];
+				first_line(r->err, e1, sizeof(e1));
+				snprintf(line, sizeof(line), "exited %d%s%s", code, e1[0] ? ": " : "", e1);
+			} else {
+				/* Claude Code's answer on stdout, when it is JSON. */
+				cJSON *o = cJSON_Parse(r->out);
+				const cJSON *hso = cJSON_GetObjectItemCaseSensitive(o, "hookSpecificOutput");
+				const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "decision"));
+				const char *pd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hso, "permissionDecision"));
+				const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "reason"));
+				const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hso, "permissionDecisionReason"));
+				const char *ac = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "additionalContext"));
+				if (!ac)
+					ac = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hso, "additionalContext"));
+				if ((d && !strcmp(d, "block")) || (pd && !strcmp(pd, "deny"))) {
+					decision = "block";
+					snprintf(line, sizeof(line), "%s", pr ? pr : reason ? reason : "the hook said no");
+				} else if ((d && !strcmp(d, "approve")) || (pd && !strcmp(pd, "allow"))) {
+					decision = "approve";
+				}
+				if (ac && clen + 2 < ctx_cap) {
+					int n = snprintf(ctx + clen, ctx_cap - clen, "%s%s", clen ? "\n" : "", ac);
+					clen = n > 0 ? MIN(ctx_cap - 1, clen + (size_t)n) : clen;
+				}
+				cJSON_Delete(o);
+			}
+		}
+		cJSON_AddNumberToObject(rec, "elapsed_ms", (double)r->elapsed_ms);
+		cJSON_AddStringToObject(rec, "decision", decision);
+		if (line[0]) {
+			_cleanup_free_ char *safe = utf8_dup(line, strlen(line));
+			cJSON_AddStringToObject(rec, "why", safe ? safe : "");
+		}
+		cJSON_AddItemToArray(runs, rec);
+		if (!strcmp(decision, "block")) {
+			blocked = true;
+			snprintf(why, why_cap, "%s", line);
+		} else if (!strcmp(decision, "error") || !strcmp(decision, "timeout")) {
+			_cleanup_free_ char *c = utf8_term_safe(k->command, strnlen(k->command, 80));
+			cmd_error("warning: %s hook `%s` %s; going on", event, c ? c : "?", line);
+		}
+	}
+	return blocked;
+}

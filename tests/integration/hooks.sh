@@ -1,0 +1,208 @@
+#!/bin/bash
+# Lifecycle hooks from the user's config file (Claude Code's shape): run on
+# the host, their event as JSON on stdin, exit 2 or a JSON decision blocks,
+# a timeout kills the hook's whole process group; a project's file may not
+# add one.
+. "$(dirname "$0")/lib.sh"
+export ANTHROPIC_API_KEY=sk-ant-fake-key
+mkdir -p "$XDG_CONFIG_HOME/ward"
+CONF=$XDG_CONFIG_HOME/ward/config.json
+
+ws() { WS=$T_TMP/ws-$1; rm -rf "$WS"; mkdir -p "$WS"; printf 'alpha\n' >"$WS/a.txt"; }
+run() { # run [flags] TASK -> OUT, ERR, RC, MS
+	local t0; t0=$(now_ms)
+	"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "$@" \
+		>"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+	RC=$?
+	MS=$(( $(now_ms) - t0 ))
+	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
+}
+nreq() { [ -f "$LOG" ] && wc -l <"$LOG" | tr -d ' ' || echo 0; }
+req() { sed -n "${1}p" "$LOG"; }
+journal() { cat "$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)"; }
+hooks() { # hooks EVENT MATCHER COMMAND [TIMEOUT]: the user's file with one hook
+	python3 - "$@" >"$CONF" <<'PY'
+import json, sys
+h = {"type": "command", "command": sys.argv[3]}
+if len(sys.argv) > 4: h["timeout"] = int(sys.argv[4])
+print(json.dumps({"hooks": {sys.argv[1]: [{"matcher": sys.argv[2], "hooks": [h]}]}}))
+PY
+}
+script() { # script NAME BODY: an executable hook script in T_TMP
+	printf '#!/bin/sh\n%s\n' "$2" >"$T_TMP/$1"; chmod +x "$T_TMP/$1"
+}
+
+# PreToolUse exit 2: the bash call is refused, the model told stderr.
+script pre-no 'cat >/dev/null; echo "no bash here: house policy" >&2; exit 2'
+hooks PreToolUse "bash|write" "$T_TMP/pre-no"
+serve tool; ws pre-no
+run "make a file"
+is "$RC" 0 "PreToolUse exit 2: the run goes on (exit 0)"
+[ ! -e "$WS/out.txt" ]; ok $? "PreToolUse exit 2: the command did not run (no out.txt)"
+like "$(req 2)" 'refused by a PreToolUse hook: no bash here: house policy' "the model's next request carries the hook's reason"
+like "$(journal)" '"type":"hook","event":"PreToolUse".*"exit":2,.*"decision":"block"' "the hook run is journalled as a block"
+
+# Twin: exit 0 lets it run; the hook read Claude Code's fields on stdin.
+script pre-yes "cat >\"$T_TMP/pre-in.json\"; exit 0"
+hooks PreToolUse "bash|write" "$T_TMP/pre-yes"
+serve tool; ws pre-yes
+run "make a file"
+is "$(cat "$WS/out.txt" 2>/dev/null)" made-by-tool "PreToolUse exit 0: the command ran"
+IN=$(cat "$T_TMP/pre-in.json" 2>/dev/null)
+is "$(json hook_event_name <<<"$IN")" PreToolUse "stdin: hook_event_name"
+is "$(json tool_name <<<"$IN")" bash "stdin: tool_name"
+is "$(json tool_input.command <<<"$IN")" "echo made-by-tool > out.txt; cat out.txt" "stdin: tool_input"
+like "$(json tool_use_id <<<"$IN")" '^[A-Za-z0-9_-]{4,}$' "stdin: tool_use_id"
+SID=$(json session_id <<<"$IN")
+like "$(journal | head -1)" "\"session\":\"$SID\"" "stdin: session_id is the journal's session"
+is "$(json transcript_path <<<"$IN")" "$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)" "stdin: transcript_path is the journal"
+like "$(json cwd <<<"$IN")" '^/' "stdin: cwd"
+
+# A matcher that does not match: the hook does not run; twin: one that does.
+script pre-mark "cat >/dev/null; touch \"$T_TMP/mark\""
+rm -f "$T_TMP/mark"
+hooks PreToolUse "write|edit" "$T_TMP/pre-mark"
+serve tool; ws nomatch
+run "make a file"
+[ ! -e "$T_TMP/mark" ]; ok $? "matcher write|edit: not run for bash"
+is "$(journal | grep -c '"type":"hook"')" 0 "and no hook record"
+hooks PreToolUse "ba.*" "$T_TMP/pre-mark"
+serve tool; ws match
+run "make a file"
+[ -e "$T_TMP/mark" ]; ok $? "matcher ba.*: run for bash"
+
+# JSON permissionDecision deny refuses as exit 2 does.
+script pre-deny 'cat >/dev/null; echo "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"denied-by-json\"}}"'
+hooks PreToolUse "" "$T_TMP/pre-deny"
+serve tool; ws deny
+run "make a file"
+[ ! -e "$WS/out.txt" ]; ok $? "permissionDecision deny: the command did not run"
+like "$(req 2)" 'denied-by-json' "the model is told the reason"
+
+# PostToolUse sees tool_response; its additionalContext reaches the model.
+script post "cat >\"$T_TMP/post-in.json\"; echo '{\"additionalContext\": \"post-context-marker\"}'"
+hooks PostToolUse "bash" "$T_TMP/post"
+serve tool; ws post
+run "make a file"
+IN=$(cat "$T_TMP/post-in.json" 2>/dev/null)
+is "$(json hook_event_name <<<"$IN")" PostToolUse "PostToolUse: hook_event_name"
+like "$(json tool_response <<<"$IN")" '"outcome": "ok".*made-by-tool' "PostToolUse: tool_response holds the command's output"
+like "$(req 2)" 'post-context-marker' "PostToolUse: additionalContext is in the next request"
+unlike "$(req 1)" 'post-context-marker' "and not before the call"
+
+# UserPromptSubmit exit 2: no request is sent; twin exit 0.
+script prompt-no "cat >\"$T_TMP/prompt-in.json\"; echo 'prompts need a ticket number' >&2; exit 2"
+hooks UserPromptSubmit "" "$T_TMP/prompt-no"
+serve tool; ws prompt-no
+run "make a file"
+is "$(nreq)" 0 "UserPromptSubmit exit 2: no request reached the model"
+like "$ERR" 'UserPromptSubmit hook stopped the prompt: prompts need a ticket number' "the reason is shown"
+is "$(json prompt <"$T_TMP/prompt-in.json")" "make a file" "UserPromptSubmit: prompt on stdin"
+script prompt-yes 'cat >/dev/null; exit 0'
+hooks UserPromptSubmit "" "$T_TMP/prompt-yes"
+serve tool; ws prompt-yes
+run "make a file"
+is "$(nreq)" 2 "UserPromptSubmit exit 0: the prompt was sent (two rounds)"
+
+# Stop exit 2: the turn goes on once with the reason, not forever.
+script stop-no "cat >>\"$T_TMP/stop-in.jsonl\"; echo >>\"$T_TMP/stop-in.jsonl\"; echo 'run the tests before you stop' >&2; exit 2"
+hooks Stop "" "$T_TMP/stop-no"
+serve text; ws stop-no; rm -f "$T_TMP/stop-in.jsonl"
+run "say hello"
+is "$RC" 0 "Stop exit 2: the run ends (exit 0)"
+is "$(nreq)" 2 "Stop exit 2: exactly one more request"
+like "$(req 2)" 'run the tests before you stop' "which carries the hook's reason"
+is "$(grep -c . "$T_TMP/stop-in.jsonl")" 2 "the Stop hook ran at each stop"
+is "$(sed -n 1p "$T_TMP/stop-in.jsonl" | json stop_hook_active)" false "first: stop_hook_active false"
+is "$(sed -n 2p "$T_TMP/stop-in.jsonl" | json stop_hook_active)" true "second: stop_hook_active true, and it cannot hold the turn again"
+script stop-yes 'cat >/dev/null; exit 0'
+hooks Stop "" "$T_TMP/stop-yes"
+serve text; ws stop-yes
+run "say hello"
+is "$(nreq)" 1 "Stop exit 0: no extra request"
+
+# SessionStart: once, with the session's id; its additionalContext reaches the model.
+script start "cat >>\"$T_TMP/start-in.jsonl\"; echo >>\"$T_TMP/start-in.jsonl\"; echo '{\"hookSpecificOutput\": {\"hookEventName\": \"SessionStart\", \"additionalContext\": \"start-context-marker\"}}'"
+hooks SessionStart "" "$T_TMP/start"
+serve tool; ws start; rm -f "$T_TMP/start-in.jsonl"
+run "make a file"
+is "$(grep -c . "$T_TMP/start-in.jsonl")" 1 "SessionStart ran once"
+IN=$(head -1 "$T_TMP/start-in.jsonl")
+like "$(journal | head -1)" "\"session\":\"$(json session_id <<<"$IN")\"" "SessionStart: its session_id"
+is "$(json source <<<"$IN")" startup "SessionStart: source startup"
+like "$(req 1)" 'start-context-marker' "SessionStart: additionalContext is in the first request"
+
+# PreCompact: told before the summary request is sent; twin: no compaction, no run.
+script precompact "cat >>\"$T_TMP/precompact-in.jsonl\"; echo >>\"$T_TMP/precompact-in.jsonl\"; wc -l <\"\$LOG\" >\"$T_TMP/precompact-nreq\""
+hooks PreCompact "" "$T_TMP/precompact"
+serve compact-grow; ws precompact; rm -f "$T_TMP/precompact-in.jsonl"
+export LOG	# the hook counts the requests made before it ran
+run --context-window 100000 "grow the conversation"
+is "$(grep -c . "$T_TMP/precompact-in.jsonl")" 1 "PreCompact ran once, at the compaction"
+is "$(head -1 "$T_TMP/precompact-in.jsonl" | json trigger)" auto "PreCompact: trigger auto"
+is "$(tr -d ' ' <"$T_TMP/precompact-nreq")" 4 "PreCompact ran after round 4, before the summary request"
+serve compact-grow; ws precompact-twin; rm -f "$T_TMP/precompact-in.jsonl"
+run --context-window 1000000 "grow the conversation"
+[ ! -e "$T_TMP/precompact-in.jsonl" ]; ok $? "twin: no compaction, PreCompact not run"
+
+# A hook past its timeout: killed with its whole group, the canary
+# grandchild included; the run goes on and the journal says so.
+MARK=$$
+script slow "cat >/dev/null; ( sleep 3.$MARK; touch \"$T_TMP/canary\" ) & sleep 100.$MARK"
+hooks PreToolUse "" "$T_TMP/slow" 1
+serve tool; ws slow
+run "make a file"
+is "$RC" 0 "a hook past its timeout: the run goes on (exit 0)"
+is "$(cat "$WS/out.txt" 2>/dev/null)" made-by-tool "and the call ran"
+lt "$MS" 5000 "the whole run took its 1 s timeout and little more"
+REC=$(journal | grep '"type":"hook"')
+like "$REC" '"decision":"timeout"' "the journal records the timeout"
+E=$(json elapsed_ms <<<"$REC")
+lt "${E:-99999}" 1600 "the hook was killed within 1 s + slack"
+lt 900 "${E:-0}" "and not before its timeout"
+like "$ERR" 'killed after its timeout of 1 s' "one line says so"
+pgrep -f "^sleep 3\.$MARK\$" >/dev/null; ok $((! $?)) "the background grandchild is gone"
+pgrep -f "^sleep 100\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is gone"
+sleep 3.5
+[ ! -e "$T_TMP/canary" ]; ok $? "the canary never touched its file"
+
+# A project's file may not add hooks (one line, naming the file); the same
+# in the user's file runs.
+rm -f "$T_TMP/mark" "$CONF"
+serve tool; ws project
+mkdir -p "$WS/.ward"
+printf '{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "touch %s"}]}]}}\n' "$T_TMP/mark" >"$WS/.ward/config.json"
+run "make a file"
+like "$ERR" '\.ward/config\.json.*"hooks" ignored: hooks run on your machine as you' "project hooks: ignored, the file named"
+is "$(printf '%s\n' "$ERR" | grep -c 'hooks')" 1 "in one line"
+[ ! -e "$T_TMP/mark" ]; ok $? "project hooks: not run"
+cp "$WS/.ward/config.json" "$CONF"; rm -rf "$WS/.ward"
+serve tool; ws user
+run "make a file"
+[ -e "$T_TMP/mark" ]; ok $? "the same hooks in the user's file: run"
+unlike "$ERR" 'ignored' "with no warning"
+
+# A bad hooks entry in the user's file: one line, what to do.
+echo '{"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}' >"$CONF"
+run "make a file"
+is "$RC" 64 "a hook without a command: usage error"
+like "$ERR" 'each hook is \{"type": "command", "command": a string' "it says what a hook is"
+echo '{"hooks": {"BeforeTool": []}}' >"$CONF"
+run "make a file"
+like "$ERR" 'no event named "BeforeTool"' "an unknown event is named"
+
+# Every hook run: a journal record and a --json event, valid by the schema.
+script ok0 'cat >/dev/null; exit 0'
+cat >"$CONF" <<JSON
+{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "$T_TMP/ok0"}]}],
+ "PreToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "$T_TMP/ok0"}]}],
+ "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "$T_TMP/ok0"}]}]}}
+JSON
+serve tool; ws json
+run --json "make a file"
+is "$(grep -c '"type":"hook"' "$T_TMP/out")" 3 "--json: three hook events"
+is "$(journal | grep -c '"type":"hook"')" 3 "journal: three hook records"
+like "$(grep '"type":"hook"' "$T_TMP/out" | head -1)" '"event":"UserPromptSubmit","command":"[^"]*ok0","exit":0,"elapsed_ms":[0-9]+,"decision":"continue"' "a hook event's fields"
+is "$(validate_events "$T_TMP/out")" "valid $(wc -l <"$T_TMP/out" | tr -d ' ')" "--json output validates against the schema"
+
+done_testing

@@ -1,0 +1,65 @@
+/* The user's hooks, as run_turn sees them: the event's common fields, and
+ * each run recorded in the journal and the event stream. Running them is
+ * the front end's (turn_cfg.hooks). */
+#include "turn/turn-int.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static bool fire(const struct turn_cfg *cfg, struct session *s, const char *event, const char *tool, cJSON *ev,
+		 char *why, size_t why_cap, char *ctx, size_t ctx_cap)
+{
+	why[0] = ctx[0] = 0;
+	const struct turn_hooks *h = &cfg->hooks;
+	if (!h->run)
+		return false;
+	char cwd[PATH_MAX];
+	cJSON_AddStringToObject(ev, "session_id", s->j.id);
+	cJSON_AddStringToObject(ev, "transcript_path", s->j.path);
+	cJSON_AddStringToObject(ev, "cwd", getcwd(cwd, sizeof(cwd)) ? cwd : "");
+	cJSON_AddStringToObject(ev, "hook_event_name", event);
+	cJSON *runs = cJSON_CreateArray();
+	bool blocked = h->run(h->ud, event, tool, ev, runs, why, why_cap, ctx, ctx_cap);
+	for (cJSON *r = runs ? runs->child : NULL; r; r = r->next) {
+		cJSON *rec = cJSON_Duplicate(r, 1);
+		journal_write(&s->j, "hook", rec);
+		cJSON_Delete(rec);
+		struct turn_event te = { .type = EV_HOOK, .result = r };
+		for (int i = 0; i < cfg->nsinks; i++)
+			if (cfg->sinks[i].on_event)
+				cfg->sinks[i].on_event(cfg->sinks[i].ud, &te);
+	}
+	cJSON_Delete(runs);
+	return blocked;
+}
+
+bool turn_hooks_fire(struct turn *t, const char *event, const char *tool, cJSON *ev, char *why, size_t why_cap,
+		     char *ctx, size_t ctx_cap)
+{
+	return fire(t->cfg, t->s, event, tool, ev, why, why_cap, ctx, ctx_cap);
+}
+
+void turn_session_start(const struct turn_cfg *cfg, struct session *s, const char *source)
+{
+	if (!cfg->hooks.run)
+		return;
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "source", source);
+	char why[512], ctx[4096];
+	fire(cfg, s, "SessionStart", NULL, ev, why, sizeof(why), ctx, sizeof(ctx));
+	cJSON_Delete(ev);
+	if (!ctx[0])
+		return;
+	/* What the hooks add is the model's from the first request on. */
+	const char *sys = s->system ? s->system : cfg->system ? cfg->system : "";
+	size_t n = strlen(sys) + strlen(ctx) + 4;
+	char *ns = malloc(n);
+	if (!ns)
+		return;
+	snprintf(ns, n, "%s%s%s", sys, sys[0] ? "\n\n" : "", ctx);
+	free(s->system);
+	s->system = ns;
+}
