@@ -2,6 +2,7 @@
  * the hooks of the user's config file, matched and answered as Claude
  * Code's are. */
 #include "cmd/hook.h"
+#include "cmd/settings.h"
 #include "cmd/cmd.h"
 #include "base/child.h"
 #include "base/cleanup.h"
@@ -361,4 +362,18 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 		}
 	}
 	return blocked;
+}
+
+int hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret)
+{
+	*ret = NULL;
+	const char *from = NULL;
+	const cJSON *conf = settings_hooks(&from);
+	if (!conf)
+		return 0;
+	if (hooks_new(conf, from ? from : "config", ret) < 0)
+		return EXIT_USAGE;
+	hooks_set_deadline(*ret, deadline_ms);
+	cfg->hooks = (struct turn_hooks){ hooks_turn_run, *ret };
+	return 0;
 }

@@ -39,3 +39,8 @@ void hooks_free(struct hooks *h);
 bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *ev, cJSON *runs, char *why,
 		    size_t why_cap, char *ctx, size_t ctx_cap);
 void hooks_set_deadline(struct hooks *h, const int64_t *deadline_ms);
+/* The hooks of the user's config file (settings_hooks) installed in cfg,
+ * bounded by the deadline *deadline_ms holds when one runs: 0 (*ret NULL
+ * when there are none; hooks_free it), or EXIT_USAGE after an error line.
+ * ward run and the terminal session both start this way. */
+int hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret);

@@ -549,14 +549,8 @@ static int run_run(int argc, char **argv)
 		f.gate.ask = approver_ask;
 		f.gate.ask_ud = &approver;
 	}
-	const char *hooks_from = NULL;
-	const cJSON *hooks_conf = settings_hooks(&hooks_from);
-	if (hooks_conf) {
-		if (hooks_new(hooks_conf, hooks_from ? hooks_from : "config", &hooks) < 0)
-			return EXIT_USAGE;
-		hooks_set_deadline(hooks, &cfg->b.deadline_ms);
-		cfg->hooks = (struct turn_hooks){ hooks_turn_run, hooks };
-	}
+	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
+		return EXIT_USAGE;
 	/* The flags were applied again over the settings: this is run's own. */
 	cfg->output_schema = schema;
 	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ on_event, &out };

@@ -19,6 +19,7 @@
 #include "base/utf8.h"
 #include "cmd/edit.h"
 #include "cmd/cmd.h"
+#include "cmd/hook.h"
 #include "cmd/session.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
@@ -188,6 +189,7 @@ static void session_switch(struct tui *u, const char *id)
 	session_end(&u->s);
 	u->s = s;
 	u->f.rw = f.rw;
+	turn_session_start(&u->f.cfg, &u->s, "resume");
 	snprintf(u->ws, sizeof(u->ws), "%s", ws);
 	u->usage = (struct usage){ 0 };
 	int n = cJSON_GetArraySize(u->s.messages);
@@ -535,6 +537,7 @@ static int history_path(char *out, size_t n)
 static void tui_free(struct tui *u)
 {
 	session_end(&u->s);
+	hooks_free(u->hooks);
 	editor_close(u->ed);
 	tui_tty_restore();
 	tui_pastes_free(u);
@@ -592,6 +595,10 @@ static int tui_run(int argc, char **argv)
 		free(u);
 		return r;
 	}
+	if (hooks_install(&u->f.cfg, &u->deadline, &u->hooks)) {
+		free(u);
+		return EXIT_USAGE;
+	}
 	u->f.gate.ask = tui_ask;
 	u->f.gate.ask_ud = u;
 	u->priced = price_for(u->f.cfg.pcfg.model, &u->price);
@@ -632,6 +639,7 @@ static int tui_run(int argc, char **argv)
 		tui_free(u);
 		return r;
 	}
+	turn_session_start(&u->f.cfg, &u->s, u->f.resume ? "resume" : "startup");
 	u->own_box = !u->f.box_name;
 	if (!u->own_box)
 		snprintf(u->box, sizeof(u->box), "%s", u->f.box_name);

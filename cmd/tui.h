@@ -74,6 +74,7 @@ struct tui {
 	unsigned spin;
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */
+	struct hooks *hooks;	/* the user's lifecycle hooks (cmd/hook.h), or NULL */
 	struct usage usage;
 	bool priced;
 	struct price price;

@@ -504,6 +504,25 @@ start cfgrw2 --rw
 like "$(screen cfgrw2)" "approvals: edits" "twin: approve edits in the user's file is taken with --rw"
 $TM kill-session -t cfgrw2
 rm -f "$XDG_CONFIG_HOME/ward/config.json"
+# The user's hooks run in the session as in ward run.
+cat >"$XDG_CONFIG_HOME/ward/config.json" <<EOF
+{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "cat >$T_TMP/tui-hook-start.json"}]}],
+           "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat >$T_TMP/tui-hook-prompt.json"}]}],
+           "PreToolUse": [{"matcher": "bash|write", "hooks": [{"type": "command",
+             "command": "echo 'no tools here' >&2; exit 2"}]}]}}
+EOF
+start hooked --approve auto
+say hooked "hello hooks"
+wait_for hooked 'You said: hello hooks' 10000
+ok $? "a session with hooks answers"
+like "$(cat "$T_TMP/tui-hook-start.json" 2>/dev/null)" '"hook_event_name": *"SessionStart"' "the session ran the SessionStart hook"
+like "$(cat "$T_TMP/tui-hook-prompt.json" 2>/dev/null)" '"prompt": *"hello hooks"' "and UserPromptSubmit, with the prompt"
+say hooked "note"
+wait_for hooked 'no tools here' 10000
+ok $? "a PreToolUse hook's exit 2 refuses a call in the session, with its reason"
+[ ! -e "$T_TMP/ws-hooked/note.txt" ]; ok $? "and the call did not run"
+$TM kill-session -t hooked
+rm -f "$XDG_CONFIG_HOME/ward/config.json"
 $TM kill-server 2>/dev/null
 kill "$SRV" 2>/dev/null
 done_testing
