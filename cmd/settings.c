@@ -354,6 +354,7 @@ static const char *num_text(double d)
 
 static const cJSON *settings_hooks_conf;
 static const char *settings_hooks_from;
+static char settings_hooks_path[PATH_MAX];	/* the file's, kept past the report it came from */
 
 const cJSON *settings_hooks(const char **ret_from)
 {
@@ -383,7 +384,8 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 			return 0;
 		}
 		settings_hooks_conf = item;
-		settings_hooks_from = L->from;
+		snprintf(settings_hooks_path, sizeof(settings_hooks_path), "%s", L->from ? L->from : "config");
+		settings_hooks_from = settings_hooks_path;
 		return 0;
 	}
 	if (!section && is_section(item->string)) {
