@@ -50,7 +50,7 @@ static const struct settings_key keys[] = {
 	  "\"none\"" },
 	{ "network.allow_hosts", 'H', SETTINGS_LIST, NARROW_NEVER,
 	  "this would let the box reach those hosts (put them in your own file, or give --allow-host)", "(none)",
-	  "[\"pypi.org\"]" },
+	  "[\"pkgs.example\"]" },
 	{ "network.max_bytes", 'Q', SETTINGS_STR, NARROW_RANK, NULL, "10G", "\"500M\"" },
 	{ "context_window", 'W', SETTINGS_NUM, NARROW_ANY, NULL, NULL, "200000" },
 	{ "compact_at", '%', SETTINGS_NUM, NARROW_ANY, NULL, "80", "80" },

@@ -198,19 +198,19 @@ like "$ERR" "$PF:1:22: \"network.mode\": host ignored: .*host would open the hos
 like "$ERR" "$PF:1:30: \"network.allow_hosts\" ignored: .*reach those hosts" "project network.allow_hosts: its line"
 like "$OUT" "^network.mode +none +default$" "the mode stays none"
 like "$OUT" "^network.allow_hosts +\\(none\\) +default$" "no host is allowed"
-user '{"network": {"allow_hosts": ["pypi.org", "files.pythonhosted.org"]}}'
+user '{"network": {"allow_hosts": ["pkgs.example", "files.pkgs.example"]}}'
 rm -f "$PF"
 cfg
-like "$OUT" "^network.allow_hosts +files.pythonhosted.org +user file $UF$" "twin: allow_hosts in the user file take effect"
+like "$OUT" "^network.allow_hosts +files.pkgs.example +user file $UF$" "twin: allow_hosts in the user file take effect"
 proj '{"network": {"mode": "none"}}'
 cfg
 like "$OUT" "^network.mode +none +project file $PF$" "project network.mode none narrows the user's hosts away"
-unlike "$OUT" "pypi.org" "and no host is left"
+unlike "$OUT" "pkgs.example" "and no host is left"
 rm -f "$PF"
 cfg --net none
 like "$OUT" "^network.mode +none +flag --net$" "--net none replaces the user file's hosts (no conflict)"
 is "$RC" 0 "exit 0"
-user '{"network": {"mode": "none", "allow_hosts": ["pypi.org"]}}'
+user '{"network": {"mode": "none", "allow_hosts": ["pkgs.example"]}}'
 cfg
 is "$RC" 64 "mode none and allow_hosts in one file contradict: exit 64"
 like "$ERR" "$UF:1:1: --allow-host with --net none" "and the line names the file"
