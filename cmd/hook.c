@@ -21,19 +21,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void drain(int fd, char *buf, size_t cap, size_t *got)
+/* Read what is there; true at the end of the pipe. */
+static bool drain(int fd, char *buf, size_t cap, size_t *got)
 {
+	ssize_t n = -1;
 	while (*got < cap - 1) {
-		ssize_t n = read(fd, buf + *got, cap - 1 - *got);
+		n = read(fd, buf + *got, cap - 1 - *got);
 		if (n <= 0)
 			break;
 		*got += (size_t)n;
 	}
 	if (*got == cap - 1) {	/* full: what it prints past the cap is thrown away */
 		char sink[512];
-		while (read(fd, sink, sizeof(sink)) > 0)
+		while ((n = read(fd, sink, sizeof(sink))) > 0)
 			;
 	}
+	return n == 0;
 }
 
 int hook_exec(const char *cmd, const char *input, const char *tool, int64_t timeout_ms, int64_t deadline_ms,
@@ -91,6 +94,7 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	if (ret->by_deadline)
 		until = deadline_ms;
 	siginfo_t si = { 0 };
+	bool oeof = false, eeof = false;	/* a closed output is not polled again (it would spin) */
 	for (;;) {
 		/* Exited? Looked at without reaping, so its group id stays its own
 		 * until the group is killed below. */
@@ -106,15 +110,15 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 			close(infd);
 			infd = -1;
 		}
-		struct pollfd pf[3] = { { .fd = out[0], .events = POLLIN },
-					{ .fd = er[0], .events = POLLIN },
+		struct pollfd pf[3] = { { .fd = oeof ? -1 : out[0], .events = POLLIN },
+					{ .fd = eeof ? -1 : er[0], .events = POLLIN },
 					{ .fd = infd, .events = POLLOUT } };
 		if (poll(pf, infd >= 0 ? 3 : 2, (int)MIN(left, 50)) <= 0)
 			continue;
 		if (pf[0].revents & (POLLIN | POLLHUP))
-			drain(out[0], ret->out, sizeof(ret->out), &got);
+			oeof = drain(out[0], ret->out, sizeof(ret->out), &got);
 		if (pf[1].revents & (POLLIN | POLLHUP))
-			drain(er[0], ret->err, sizeof(ret->err), &egot);
+			eeof = drain(er[0], ret->err, sizeof(ret->err), &egot);
 		if (infd >= 0 && (pf[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t n = write(infd, input + sent, len - sent);
 			if (n > 0)
