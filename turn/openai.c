@@ -210,22 +210,9 @@ static int openai_stream_event(struct stream *s, const struct sse_event *ev, str
 		cJSON_Delete(j);
 		return 0;
 	}
-	const char *id = json_str(j, "id"), *model = json_str(j, "model");
-	if (id && !s->r.id[0])
-		snprintf(s->r.id, sizeof(s->r.id), "%s", id);
-	if (model && !s->r.model[0])
-		snprintf(s->r.model, sizeof(s->r.model), "%s", model);
-	const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "usage");
-	if (cJSON_IsObject(u)) {
-		s->r.usage.input = json_int(u, "prompt_tokens", s->r.usage.input);
-		s->r.usage.output = json_int(u, "completion_tokens", s->r.usage.output);
-		s->r.usage.cache_read = json_int(cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens_details"),
-					     "cached_tokens", s->r.usage.cache_read);
-		/* prompt_tokens counts the cached ones too; input is the rest
-		 * (turn/usage.h). */
-		if (s->r.usage.cache_read > 0 && s->r.usage.input >= s->r.usage.cache_read)
-			s->r.usage.input -= s->r.usage.cache_read;
-	}
+	provider_reply_meta(&s->r, j);
+	provider_openai_usage(&s->r.usage, cJSON_GetObjectItemCaseSensitive(j, "usage"), "prompt_tokens",
+			      "completion_tokens", "prompt_tokens_details");
 	const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ch, "delta");
 	if (!d)

@@ -192,3 +192,25 @@ int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key
 	}
 	return provider_headers_ok(out, h, e);
 }
+
+void provider_reply_meta(struct reply *r, const cJSON *o)
+{
+	const char *id = json_str(o, "id"), *model = json_str(o, "model");
+	if (id && !r->id[0])
+		snprintf(r->id, sizeof(r->id), "%s", id);
+	if (model && !r->model[0])
+		snprintf(r->model, sizeof(r->model), "%s", model);
+}
+
+void provider_openai_usage(struct usage *u, const cJSON *o, const char *in, const char *out, const char *details)
+{
+	if (!cJSON_IsObject(o))
+		return;
+	u->output = json_int(o, out, u->output);
+	int64_t all = json_int(o, in, -1);
+	if (all < 0)
+		return;
+	int64_t cached = json_int(cJSON_GetObjectItemCaseSensitive(o, details), "cached_tokens", 0);
+	u->cache_read = cached < all ? cached : all;
+	u->input = all - u->cache_read;
+}

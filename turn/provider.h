@@ -108,6 +108,12 @@ int64_t json_int(const cJSON *o, const char *k, int64_t dflt);
 char *provider_header(const char *name, const char *value);
 /* base (trailing slashes dropped) + path. */
 void provider_url(struct http_call *out, const char *base, const char *path);
+/* The reply's id and model, from the first object that names them. */
+void provider_reply_meta(struct reply *r, const cJSON *o);
+/* An OpenAI-style usage object (NULL: nothing): its prompt count (key
+ * in) holds the cached tokens too (details.cached_tokens), so input is the
+ * rest (turn/usage.h). */
+void provider_openai_usage(struct usage *u, const cJSON *o, const char *in, const char *out, const char *details);
 /* An OpenAI-style request: body b (JSON, consumed), content-type, accept
  * text/event-stream, and the key (NULL: none) as a Bearer token. */
 int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key, struct err *e);

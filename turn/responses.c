@@ -216,22 +216,9 @@ static int text_add(struct stream *s, struct buf *b, const char *t, bool show, s
 
 static void response_meta(struct stream *s, const cJSON *resp)
 {
-	const char *id = json_str(resp, "id"), *model = json_str(resp, "model");
-	if (id && !s->r.id[0])
-		snprintf(s->r.id, sizeof(s->r.id), "%s", id);
-	if (model && !s->r.model[0])
-		snprintf(s->r.model, sizeof(s->r.model), "%s", model);
-	const cJSON *u = cJSON_GetObjectItemCaseSensitive(resp, "usage");
-	if (cJSON_IsObject(u)) {
-		s->r.usage.input = json_int(u, "input_tokens", s->r.usage.input);
-		s->r.usage.output = json_int(u, "output_tokens", s->r.usage.output);
-		s->r.usage.cache_read = json_int(cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details"),
-					     "cached_tokens", s->r.usage.cache_read);
-		/* input_tokens counts the cached ones too; input is the rest
-		 * (turn/usage.h). */
-		if (s->r.usage.cache_read > 0 && s->r.usage.input >= s->r.usage.cache_read)
-			s->r.usage.input -= s->r.usage.cache_read;
-	}
+	provider_reply_meta(&s->r, resp);
+	provider_openai_usage(&s->r.usage, cJSON_GetObjectItemCaseSensitive(resp, "usage"), "input_tokens",
+			      "output_tokens", "input_tokens_details");
 }
 
 static void set_error(struct stream *s, const cJSON *err, const char *dflt_type)

@@ -22,8 +22,6 @@ run() { # run PROVIDER [flags] TASK -> OUT, ERR, RC, MS
 	MS=$(( $(now_ms) - t0 ))
 	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
 }
-nreq() { wc -l <"$LOG" | tr -d ' '; }
-req() { sed -n "${1}p" "$LOG"; }
 # What the log says of request N: tools (how many), bytes (of its body),
 # pairs (whether every tool_use has its tool_result right after it, and
 # every tool_result its tool_use right before, in either API's shape).

@@ -26,7 +26,6 @@ cfg() { # cfg [flags] -> RC OUT ERR of ward config
 }
 sent() { tail -1 "$LOG" | json "body.$1"; }	# what the last request said
 path() { tail -1 "$LOG" | json path; }
-nreq() { [ -e "$LOG" ] && wc -l <"$LOG" | tr -d ' ' || echo 0; }
 warnings() { printf '%s\n' "$ERR" | grep -c "^ward: warning: "; }
 
 serve text

@@ -17,8 +17,6 @@ run() { # run [flags] TASK -> OUT, ERR, RC, MS
 	MS=$(( $(now_ms) - t0 ))
 	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
 }
-nreq() { [ -f "$LOG" ] && wc -l <"$LOG" | tr -d ' ' || echo 0; }
-req() { sed -n "${1}p" "$LOG"; }
 journal() { cat "$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)"; }
 hooks() { # hooks EVENT MATCHER COMMAND [TIMEOUT]: the user's file with one hook
 	python3 - "$@" >"$CONF" <<'PY'

@@ -93,6 +93,9 @@ serve() { # serve SCENARIO [SERVER FLAGS]: start the fake LLM server; sets URL a
 	URL=http://127.0.0.1:$(cat "$T_TMP/port")
 }
 
+nreq() { [ -e "$LOG" ] && wc -l <"$LOG" | tr -d ' ' || echo 0; }	# requests the fake server logged
+req() { sed -n "${1}p" "$LOG"; }	# request N, as the fake server logged it
+
 done_testing() {
 	# The fake LLM server holds the test's output open: it goes first.
 	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }

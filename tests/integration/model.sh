@@ -13,7 +13,6 @@ run() { # run [flags] TASK -> OUT, ERR, RC (in $WS, from the directory $CWD or $
 	RC=$?
 	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
 }
-req() { sed -n "${1}p" "$LOG"; }
 system_of() { # the system prompt of request N, as text
 	req "$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["body"]; print("".join(b["text"] for b in r.get("system", [])))'
 }

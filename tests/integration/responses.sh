@@ -17,8 +17,6 @@ run() { # run [flags] TASK -> OUT, ERR, RC
 	RC=$?
 	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
 }
-nreq() { wc -l <"$LOG" | tr -d ' '; }
-req() { sed -n "${1}p" "$LOG"; }
 # input items of request N as "type" or "type:call_id", one line each
 items() {
 	req "$1" | python3 -c 'import json, sys

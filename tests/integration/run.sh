@@ -25,8 +25,6 @@ run() { # run PROVIDER [flags] TASK -> OUT, ERR, RC, MS
 	MS=$(( $(now_ms) - t0 ))
 	OUT=$(cat "$T_TMP/out"); ERR=$(cat "$T_TMP/err")
 }
-nreq() { wc -l <"$LOG" | tr -d ' '; }
-req() { sed -n "${1}p" "$LOG"; }
 
 for P in anthropic openai; do
 	serve text; ws text
