@@ -370,6 +370,37 @@ def sc_resp_400(n, msgs):
                                                       "code": "unsupported_parameter"}})
 
 
+# MCP: ward names a server's tools mcp__SERVER__TOOL; "everything" is the
+# reference server that .ci/setup installs (its tools echo, add and
+# longRunningOperation).
+def sc_mcp_echo(n, msgs):
+    if n == 1:
+        return tool("mcp__everything__echo", {"message": "hello from the model"})
+    if n == 2:
+        return tool("mcp__everything__add", {"a": 2, "b": 40})
+    return text("The last tool said: " + last_user_text(msgs)[:500])
+
+
+def sc_mcp_long(n, msgs):
+    """A call that outlasts the test: what a cancel or a deadline meets."""
+    if n == 1:
+        return tool("mcp__everything__longRunningOperation", {"duration": 60, "steps": 10})
+    return text("The long operation is over: " + last_user_text(msgs)[:500])
+
+
+def sc_mcp_call(n, msgs):
+    """Any one call (or two) the test chooses, so that each MCP test needs
+    no scenario of its own: FAKE_TOOL and FAKE_INPUT (JSON, default {}),
+    then FAKE_TOOL2 and FAKE_INPUT2 if FAKE_TOOL2 is set; then the text
+    "done: " and what the last call returned."""
+    calls = [(os.environ["FAKE_TOOL"], os.environ.get("FAKE_INPUT") or "{}")]
+    if os.environ.get("FAKE_TOOL2"):
+        calls.append((os.environ["FAKE_TOOL2"], os.environ.get("FAKE_INPUT2") or "{}"))
+    if n <= len(calls):
+        return tool(calls[n - 1][0], json.loads(calls[n - 1][1]))
+    return text("done: " + last_user_text(msgs))
+
+
 # Compaction. A request without tools is ward's summary request.
 def summary_turn():
     return text("SUMMARY-OF-EARLIER: the agent ran the first rounds' commands and read their output.",
