@@ -54,10 +54,11 @@ static int budget_field(const cJSON *j, const char *name, int64_t min, int64_t m
 
 int budget_from_json(const cJSON *j, struct budget *ret)
 {
-	/* A day is far past any limit ward sets; beyond it is a bug. */
+	/* A grace of a day is far past any ward sets; beyond it is a bug. */
 	const int64_t day = 24LL * 3600 * 1000;
 	struct budget b;
-	if (budget_field(j, "limit_ms", 1, day, &b.limit_ms) < 0 || budget_field(j, "idle_ms", 0, day, &b.idle_ms) < 0 ||
+	if (budget_field(j, "limit_ms", 1, BUDGET_LIMIT_MAX_MS, &b.limit_ms) < 0 ||
+	    budget_field(j, "idle_ms", 0, BUDGET_LIMIT_MAX_MS, &b.idle_ms) < 0 ||
 	    budget_field(j, "grace_ms", 0, day, &b.grace_ms) < 0 ||
 	    budget_field(j, "margin_ms", 0, 60000, &b.margin_ms) < 0)
 		return -EINVAL;

@@ -19,6 +19,10 @@
 #define BUDGET_GRACE_MS 2000		/* SIGTERM -> SIGKILL on a cancel */
 #define BUDGET_TIMEOUT_GRACE_MAX_MS 500	/* the same after a time-out, at most */
 #define BUDGET_MARGIN_MS 1000		/* each outer layer waits this much longer */
+/* The longest limit a CALL frame may carry: a long-lived call (an MCP
+ * server on a stdin call) runs for days. Deadlines are int64 ms of a
+ * monotonic clock, so this is far from any overflow. */
+#define BUDGET_LIMIT_MAX_MS (366LL * 24 * 3600 * 1000)
 
 struct budget {
 	int64_t limit_ms;	/* the call's wall-clock limit, >= 1 */
@@ -41,5 +45,6 @@ int64_t budget_timeout_grace(const struct budget *b);
 int64_t budget_deadline(const struct budget *b, enum budget_layer layer, int64_t start_ms, int64_t cancel_ms);
 /* As the CALL frame carries it: {"limit_ms","idle_ms","grace_ms","margin_ms"}. */
 cJSON *budget_to_json(const struct budget *b);
-/* -EINVAL when a field is missing or out of range. */
+/* -EINVAL when a field is missing or out of range (limit_ms and idle_ms:
+ * 1 ms to BUDGET_LIMIT_MAX_MS and 0 to the same; grace_ms: up to a day). */
 int budget_from_json(const cJSON *j, struct budget *ret);

@@ -23,7 +23,10 @@
 enum proto_type {
 	PROTO_HELLO = 1,	/* magic u32, version u32; from a keeper to a client, then
 				 * JSON {grace_ms}: the box's cancel grace */
-	PROTO_CALL = 2,		/* JSON {tool, args, budget (proto/budget.h), stream, key} */
+	PROTO_CALL = 2,		/* JSON {tool, args, budget (proto/budget.h), stream, key,
+				 * stdin}: stdin true (bash only) gives the command a
+				 * stdin fed by INPUT frames, stdout and stderr apart,
+				 * and output that is never dropped */
 	PROTO_CANCEL = 3,
 	PROTO_EVIDENCE = 4,	/* request: empty; reply: JSON */
 	PROTO_PING = 5,
@@ -36,13 +39,18 @@ enum proto_type {
 	PROTO_INFO = 12,	/* client -> keeper: empty; reply JSON */
 	PROTO_START = 13,	/* host -> a VM's guest waiting after boot: JSON
 				 * {entropy (hex), time_ns, pids, mem} */
-	PROTO_TYPE_MAX = 13,
+	PROTO_INPUT = 14,	/* client -> keeper -> guest, for a call made with
+				 * "stdin": true: bytes for its command's stdin;
+				 * PROTO_F_EOF closes it after what came before */
+	PROTO_TYPE_MAX = 14,
 };
 
 #define PROTO_F_OWNER 0x1
 /* On a guest's HELLO: booted and waiting for PROTO_START (a VM; a
  * snapshot is taken at this point). */
 #define PROTO_F_READY 0x2
+/* On an INPUT frame: the stdin ends once this frame's bytes are written. */
+#define PROTO_F_EOF 0x1
 
 struct frame {
 	uint8_t type, flags;

@@ -47,6 +47,23 @@ int main(void)
 	cJSON_DeleteItemFromObject(j, "limit_ms");
 	is_int(budget_from_json(j, &r), -EINVAL, "a missing field is refused");
 	is_int(budget_from_json(NULL, &r), -EINVAL, "no budget at all is refused");
+
+	/* A long-lived call (stdin, an MCP server): days, in int64 ms. */
+	const int64_t week = 7LL * 24 * 3600 * 1000, month = 30LL * 24 * 3600 * 1000;
+	struct budget lb = budget_make(month, 0, -1, 0);
+	cJSON *lj = budget_to_json(&lb);
+	ok(budget_from_json(lj, &r) == 0 && r.limit_ms == month && r.idle_ms == 0, "a 30-day limit parses back");
+	cJSON_Delete(lj);
+	lb = budget_make(week, 0, -1, 0);
+	int64_t t = 5LL * 24 * 3600 * 1000;	/* a monotonic clock days after boot */
+	is_int(budget_deadline(&lb, BUDGET_CLIENT, t, 0), t + week + 500 + 2 * BUDGET_MARGIN_MS,
+	       "a 7-day limit's client deadline, no overflow");
+	is_int(budget_deadline(&lb, BUDGET_GUEST, t, t + 1000), t + 1000 + BUDGET_GRACE_MS,
+	       "and a cancel still ends it one grace later");
+	lb.limit_ms = BUDGET_LIMIT_MAX_MS + 1;
+	lj = budget_to_json(&lb);
+	is_int(budget_from_json(lj, &r), -EINVAL, "past the maximum limit is refused");
+	cJSON_Delete(lj);
 	cJSON_Delete(j);
 	return tap_done();
 }

@@ -55,6 +55,12 @@ next:;
 	proto_encode_hdr(b, 200, 0, 1, 0);
 	is_int(proto_decode(b, PROTO_HDR, &f, &used), 0, "an unknown type decodes (the peer answers it with an error)");
 	is_str(proto_type_name(200), "unknown", "and is named unknown");
+	is_int(PROTO_INPUT, 14, "INPUT is type 14");
+	is_int(PROTO_TYPE_MAX, PROTO_INPUT, "and the last type");
+	is_str(proto_type_name(PROTO_INPUT), "input", "INPUT has a name");
+	proto_encode_hdr(b, PROTO_INPUT, PROTO_F_EOF, 7, 0);
+	ok(proto_decode(b, PROTO_HDR, &f, &used) == 0 && f.type == PROTO_INPUT && f.flags == PROTO_F_EOF && f.id == 7,
+	   "an empty INPUT with EOF decodes with its flag and call id");
 
 	/* Many frames through a socket, read by the incremental reader. */
 	int sv[2];
