@@ -81,6 +81,17 @@ ssize_t fdio_read_some(int fd, void *buf, size_t len)
 	}
 }
 
+ssize_t fdio_write_some(int fd, const void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = write(fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
 int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size_t *ret_len)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);

@@ -11,6 +11,9 @@ int fdio_write_full(int fd, const void *buf, size_t len);
 int fdio_read_full(int fd, void *buf, size_t len);
 /* Read up to len bytes, retrying EINTR. Returns bytes read (0 = EOF) or -errno. */
 ssize_t fdio_read_some(int fd, void *buf, size_t len);
+/* Write up to len bytes, retrying EINTR (non-blocking fds: -EAGAIN when
+ * none fit). Returns bytes written or -errno. */
+ssize_t fdio_write_some(int fd, const void *buf, size_t len);
 /* Read a whole file of at most cap bytes into a NUL-terminated buffer.
  * -EFBIG if larger. *ret_buf is set only on success. */
 int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size_t *ret_len);

@@ -14,7 +14,13 @@
  * with it (proto/budget.h). */
 #define GUEST_TOOL_UID 1000		/* tool commands' uid inside their namespace */
 #define BASH_TAIL_EVIDENCE 2000
-#define GUEST_STREAM_QUEUE (8u << 20)	/* output waiting for the host before chunks are dropped */
+#define GUEST_STREAM_QUEUE (8u << 20)	/* output waiting for the host before chunks are dropped
+					 * (a stdin call's pipes are paused instead) */
+/* INPUT a stdin call's command has not read yet. The channel carries every
+ * call, so the guest cannot stop reading it for one: past this the host is
+ * writing faster than the command reads, which is an error frame and the
+ * stdin closed, not an ever-growing buffer. */
+#define GUEST_STDIN_PENDING (16u << 20)
 
 struct guest_cfg {
 	int chan_fd;
@@ -55,6 +61,17 @@ struct call {
 	int wstatus;
 	ino_t pidns;
 	struct capture cap;
+
+	/* bash with "stdin": true. The command's stdin is a pipe whose write
+	 * end (in_fd, -1 once closed) ward-guest feeds from INPUT frames
+	 * through in_pend (from in_off on); in_eof: close it once drained.
+	 * stderr has a pipe of its own (err_fd). Output is never dropped:
+	 * paused, the call's pipes are out of the loop until the channel's
+	 * queue drains. */
+	bool input, in_eof, err_eof, paused;
+	int in_fd, err_fd;
+	struct buf in_pend;
+	size_t in_off;
 
 	/* in-process */
 	struct job *job;

@@ -37,9 +37,12 @@ static struct {
 	bool quit;
 } G;
 
+static void guest_resume(void);
+
 static void guest_flush(void)
 {
 	int r = proto_flush(&G.wr, G.cfg.chan_fd);
+	guest_resume();
 	if (r == -EAGAIN && !G.wr_armed) {
 		loop_mod(G.loop, G.cfg.chan_fd, EPOLLIN | EPOLLOUT);
 		G.wr_armed = true;
@@ -102,6 +105,15 @@ static void call_free(struct call *c)
 		loop_del(G.loop, c->out_fd);
 		close(c->out_fd);
 	}
+	if (c->err_fd >= 0) {
+		loop_del(G.loop, c->err_fd);
+		close(c->err_fd);
+	}
+	if (c->in_fd >= 0) {
+		loop_del(G.loop, c->in_fd);
+		close(c->in_fd);
+	}
+	buf_free(&c->in_pend);
 	if (c->status_fd >= 0)
 		close(c->status_fd);
 	if (c->cg_fd >= 0) {
@@ -207,13 +219,110 @@ static void bash_finish(struct call *c)
 
 static void bash_maybe_finish(struct call *c)
 {
-	if (c->init_reaped && c->out_eof)
+	if (c->init_reaped && c->out_eof && c->err_eof)
 		bash_finish(c);
+}
+
+static void on_output(struct loop *l, int fd, uint32_t events, void *data);
+
+/* A stdin call's pipes leave the loop while the channel's queue is over
+ * GUEST_STREAM_QUEUE (the command blocks on a full pipe: that is how a
+ * slow host slows it down) and come back once half of it has drained.
+ * Out of the loop rather than with no events: a pipe whose writer is gone
+ * reports EPOLLHUP whatever it was asked for. */
+static void call_pause(struct call *c, bool pause)
+{
+	if (c->paused == pause)
+		return;
+	c->paused = pause;
+	int fds[] = { c->out_fd, c->err_fd };
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		if (fds[i] < 0)
+			continue;
+		if (pause)
+			loop_del(G.loop, fds[i]);
+		else
+			loop_add(G.loop, fds[i], EPOLLIN, on_output, c);
+	}
+}
+
+static void guest_resume(void)
+{
+	if (G.wr.out.len > GUEST_STREAM_QUEUE / 2)
+		return;
+	for (struct call *c = G.calls; c; c = c->next)
+		call_pause(c, false);
+}
+
+static void stdin_close(struct call *c)
+{
+	if (c->in_fd < 0)
+		return;
+	loop_del(G.loop, c->in_fd);
+	close(c->in_fd);
+	c->in_fd = -1;
+	buf_free(&c->in_pend);
+	c->in_off = 0;
+}
+
+/* As much of what is pending as the pipe takes; the rest when it has room. */
+static void stdin_pump(struct call *c)
+{
+	while (c->in_fd >= 0 && c->in_off < c->in_pend.len) {
+		ssize_t n = fdio_write_some(c->in_fd, c->in_pend.data + c->in_off, c->in_pend.len - c->in_off);
+		if (n == -EAGAIN) {
+			loop_mod(G.loop, c->in_fd, EPOLLOUT);
+			return;
+		}
+		if (n <= 0) {
+			/* The command closed its stdin (EPIPE): what is pending
+			 * has nowhere to go. */
+			stdin_close(c);
+			return;
+		}
+		c->in_off += (size_t)n;
+	}
+	if (c->in_fd < 0)
+		return;
+	c->in_pend.len = c->in_off = 0;
+	if (c->in_eof)
+		stdin_close(c);
+	else
+		loop_mod(G.loop, c->in_fd, 0);
+}
+
+/* Room in the pipe, or (asked for nothing) its reader gone: EPOLLERR. */
+static void on_stdin(struct loop *l, int fd, uint32_t events, void *data)
+{
+	stdin_pump(data);
+}
+
+static void guest_input(const struct frame *f)
+{
+	struct call *c = guest_find(f->id);
+	/* For a call that has ended, or whose stdin is closed: a race with
+	 * its end, not an error. */
+	if (!c || c->in_fd < 0 || c->in_eof)
+		return;
+	if (c->in_off) {
+		buf_consume(&c->in_pend, c->in_off);
+		c->in_off = 0;
+	}
+	if (buf_append(&c->in_pend, f->payload, f->len) < 0) {
+		guest_error(c->id, "the command's stdin was closed: %u MiB written to it were still unread",
+			    GUEST_STDIN_PENDING >> 20);
+		stdin_close(c);
+		return;
+	}
+	if (f->flags & PROTO_F_EOF)
+		c->in_eof = true;
+	stdin_pump(c);
 }
 
 static void on_output(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct call *c = data;
+	bool err = fd == c->err_fd;
 	char tmp[65536];
 	ssize_t n = fdio_read_some(fd, tmp, sizeof(tmp));
 	if (n == -EAGAIN)
@@ -221,14 +330,23 @@ static void on_output(struct loop *l, int fd, uint32_t events, void *data)
 	if (n <= 0) {
 		loop_del(l, fd);
 		close(fd);
-		c->out_fd = -1;
-		c->out_eof = true;
+		if (err) {
+			c->err_fd = -1;
+			c->err_eof = true;
+		} else {
+			c->out_fd = -1;
+			c->out_eof = true;
+		}
 		bash_maybe_finish(c);
 		return;
 	}
 	capture_add(&c->cap, tmp, (size_t)n);
 	c->last_out_ms = now_ms();
-	if (c->stream && !c->stream_dropped) {
+	if (c->input) {
+		guest_send(PROTO_OUTPUT, err ? 2 : 1, c->id, tmp, (size_t)n);
+		if (G.wr.out.len > GUEST_STREAM_QUEUE)
+			call_pause(c, true);
+	} else if (c->stream && !c->stream_dropped) {
 		if (G.wr.out.len + (size_t)n > GUEST_STREAM_QUEUE) {
 			/* The host reads slower than the command writes: stop
 			 * streaming; the result still carries head and tail. */
@@ -255,6 +373,8 @@ static void call_stop(struct call *c, enum outcome why, int64_t grace_ms)
 	/* Evidence first: it costs a few /proc reads and never delays the kill
 	 * beyond its own small budget. */
 	c->evidence = evidence_collect(c, 50);
+	/* A server on stdin takes its end as the sign to leave. */
+	stdin_close(c);
 	proc_signal(c, SIGTERM);
 }
 
@@ -356,7 +476,9 @@ static void guest_call(const struct frame *f)
 		return;
 	}
 	c->id = f->id;
-	c->out_fd = c->status_fd = c->cg_fd = -1;
+	c->out_fd = c->status_fd = c->cg_fd = c->in_fd = c->err_fd = -1;
+	c->err_eof = true;
+	buf_init(&c->in_pend, GUEST_STDIN_PENDING);
 	c->start_ms = c->last_out_ms = now_ms();
 	c->next = G.calls;
 	G.calls = c;
@@ -388,6 +510,12 @@ static void guest_call(const struct frame *f)
 	const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->req, "key"));
 	snprintf(c->key, sizeof(c->key), "%s", key ? key : "");
 	c->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->req, "stream"));
+	c->input = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->req, "stdin"));
+	if (c->input && c->tool->inproc) {
+		guest_result_simple(c, OUTCOME_BAD_INPUT, "only a bash call can have a stdin");
+		return;
+	}
+	c->err_eof = !c->input;
 	/* The host made the call's budget (proto/budget.h); the guest only
 	 * keeps it. */
 	if (budget_from_json(cJSON_GetObjectItemCaseSensitive(c->req, "budget"), &c->b) < 0) {
@@ -401,6 +529,13 @@ static void guest_call(const struct frame *f)
 		r = worker_start(c, G.done_efd);
 	else
 		r = proc_start(c, &G.cfg, tool_arg_str(c->args, "command", ""));
+	/* Read even when the start failed half-way: its end is their EOF. */
+	if (c->out_fd >= 0)
+		loop_add(G.loop, c->out_fd, EPOLLIN, on_output, c);
+	if (c->err_fd >= 0)
+		loop_add(G.loop, c->err_fd, EPOLLIN, on_output, c);
+	if (c->in_fd >= 0)
+		loop_add(G.loop, c->in_fd, 0, on_stdin, c);
 	if (r < 0) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "the box could not start the call: %s", strerror(-r));
@@ -413,8 +548,6 @@ static void guest_call(const struct frame *f)
 		guest_result_simple(c, OUTCOME_FAILED, msg);
 		return;
 	}
-	if (c->out_fd >= 0)
-		loop_add(G.loop, c->out_fd, EPOLLIN, on_output, c);
 	cJSON *ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "event", "started");
 	cJSON_AddNumberToObject(ev, "limit_ms", (double)c->b.limit_ms);
@@ -444,6 +577,9 @@ static void guest_frame(const struct frame *f)
 		ev = evidence_collect(c, 100);
 		guest_send_json(PROTO_EVIDENCE, f->id, ev);
 		cJSON_Delete(ev);
+		break;
+	case PROTO_INPUT:
+		guest_input(f);
 		break;
 	case PROTO_PING:
 		guest_send(PROTO_PONG, 0, f->id, f->payload, f->len);

@@ -73,7 +73,7 @@ static void proc_drop_caps(void)
  * copied held. */
 struct spawn {
 	const struct guest_cfg *cfg;
-	int out_w, devnull;
+	int in_r, out_w, err_w, devnull;
 	char idvar[128];
 	char *env[40];
 	char *argv[4];
@@ -112,7 +112,7 @@ static int proc_exec(void *arg)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
-	if (dup2(sp->devnull, 0) < 0 || dup2(sp->out_w, 1) < 0 || dup2(sp->out_w, 2) < 0)
+	if (dup2(sp->in_r, 0) < 0 || dup2(sp->out_w, 1) < 0 || dup2(sp->err_w, 2) < 0)
 		_exit(127);
 	/* In a VM the call's uid 1000 is the VM's own uid 1000: become it
 	 * (raw system calls: glibc's setxid would signal threads this child
@@ -175,9 +175,11 @@ static void proc_title_set(const char *title)
 
 /* PID 1 of the call's namespace: start the command, pass SIGTERM on to
  * everything, reap, and report the command's wait status. Exiting ends the
- * namespace: whatever the command left behind is killed by the kernel. */
+ * namespace: whatever the command left behind is killed by the kernel.
+ * in_r and err_w: a stdin call's stdin and stderr pipes; -1: /dev/null and
+ * stdout's pipe. */
 static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, const char *key,
-						 const char *command, int out_w, int status_w)
+						 const char *command, int in_r, int out_w, int err_w, int status_w)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sigset_t mask;
@@ -192,6 +194,8 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 	sp.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (sp.devnull < 0 || dup2(sp.devnull, 0) < 0 || dup2(sp.devnull, 1) < 0 || dup2(sp.devnull, 2) < 0)
 		_exit(126);
+	sp.in_r = in_r >= 0 ? in_r : sp.devnull;
+	sp.err_w = err_w >= 0 ? err_w : out_w;
 	snprintf(sp.idvar, sizeof(sp.idvar), "WARD_CALL_ID=%s", key);
 	static const char *const env[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -218,7 +222,14 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 			    CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	if (child < 0)
 		_exit(126);
+	/* The command holds the pipes now: call-init keeping an end would
+	 * hold stdin open past the command's own close, or stdout past its
+	 * exit. */
 	close(out_w);
+	if (in_r >= 0)
+		close(in_r);
+	if (err_w >= 0)
+		close(err_w);
 	close(sp.devnull);
 	for (;;) {
 		struct signalfd_siginfo si;
@@ -300,22 +311,26 @@ static int proc_map_call(pid_t pid, int sync_fd, const struct guest_cfg *cfg, co
 	return r;
 }
 
+static void proc_close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
 int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 {
-	int outp[2], statp[2], syncp[2];
-	if (pipe2(outp, O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(statp, O_CLOEXEC) < 0) {
-		close(outp[0]);
-		close(outp[1]);
-		return -errno;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, syncp) < 0) {
-		close(outp[0]);
-		close(outp[1]);
-		close(statp[0]);
-		close(statp[1]);
-		return -errno;
+	/* out, status, sync; a stdin call's stdin and stderr pipes, or -1. */
+	int fds[10] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+	int *outp = fds, *statp = fds + 2, *syncp = fds + 4, *inp = fds + 6, *errp = fds + 8;
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(statp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, syncp) < 0 ||
+	    (c->input && (pipe2(inp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0))) {
+		int r = -errno;
+		proc_close_fds(fds, ARRAY_SIZE(fds));
+		return r;
 	}
 	c->cg_fd = -1;
 	if (cfg->cgroup_fd >= 0) {
@@ -336,26 +351,29 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 	}
 	if (pid < 0) {
 		int r = -errno;
-		close(outp[0]), close(outp[1]), close(statp[0]), close(statp[1]), close(syncp[0]), close(syncp[1]);
+		proc_close_fds(fds, ARRAY_SIZE(fds));
 		return r;
 	}
 	if (pid == 0) {
 		close(outp[0]);
 		close(statp[0]);
 		close(syncp[0]);
+		if (c->input) {
+			close(inp[1]);
+			close(errp[0]);
+		}
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		/* call-init is a copy of ward-guest: of its descriptors (the
 		 * channel, the tools' root, other calls' pipes) it keeps none. */
-		int keep[] = { outp[1], statp[1], syncp[1] };
-		fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
+		int keep[] = { outp[1], statp[1], syncp[1], inp[0], errp[1] };
+		fdio_close_all_but(3, keep, c->input ? ARRAY_SIZE(keep) : 3);
 		proc_title_set("ward-call-init");
 		proc_init_namespaces(syncp[1]);
 		close(syncp[1]);
-		proc_init(cfg, c->key, command, outp[1], statp[1]);
+		proc_init(cfg, c->key, command, inp[0], outp[1], errp[1], statp[1]);
 	}
-	close(outp[1]);
-	close(statp[1]);
-	close(syncp[1]);
+	int ends[] = { outp[1], statp[1], syncp[1], inp[0], errp[1] };
+	proc_close_fds(ends, ARRAY_SIZE(ends));
 	const char *why;
 	int r = proc_map_call(pid, syncp[0], cfg, &why);
 	close(syncp[0]);
@@ -367,8 +385,14 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 	c->init_pid = pid;
 	c->out_fd = outp[0];
 	c->status_fd = statp[0];
+	c->in_fd = inp[1];
+	c->err_fd = errp[0];
 	fdio_set_nonblock(c->out_fd, true);
 	fdio_set_nonblock(c->status_fd, true);
+	if (c->input) {
+		fdio_set_nonblock(c->in_fd, true);
+		fdio_set_nonblock(c->err_fd, true);
+	}
 	if (r < 0) {
 		if (why) {
 			/* The model sees why on the call's output. */

@@ -34,6 +34,7 @@ struct box_pending {
 	int64_t start_ms, cancel_ms, deadline;
 	struct box_call_cbs cbs;
 	void *ud;
+	bool input, started, in_closed;
 	struct box_pending *next;
 };
 
@@ -166,16 +167,21 @@ static void box_flush(struct box_conn *c)
 		c->dead = true;
 }
 
-static int box_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p, size_t n)
+static int box_queue_flags(struct box_conn *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
 {
 	bool was_empty = !proto_pending(&c->wr);
-	int r = proto_queue(&c->wr, type, 0, id, p, n);
+	int r = proto_queue(&c->wr, type, flags, id, p, n);
 	if (r < 0)
 		return r;
 	if (was_empty)
 		c->wr_progress_ms = now_ms();
 	box_flush(c);
 	return 0;
+}
+
+static int box_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p, size_t n)
+{
+	return box_queue_flags(c, type, 0, id, p, n);
 }
 
 /* The keeper did not answer in time: it is broken or stopped. Kill it; the
@@ -239,12 +245,19 @@ int box_call_start(struct box_conn *c, const struct box_call_req *rq, const stru
 	if (c->dead)
 		return err_set(e, -ECONNRESET, "the connection to box %s is gone", c->name);
 	const struct tool *t = tool_lookup(rq->tool);
+	if (rq->limit_ms < 0 || rq->limit_ms > BUDGET_LIMIT_MAX_MS)
+		return err_set(e, -EINVAL, "a call's limit is at most %lld days",
+			       (long long)(BUDGET_LIMIT_MAX_MS / (24LL * 3600 * 1000)));
+	if (rq->input && (!t || t->inproc))
+		return err_set(e, -EINVAL, "only a bash call can have a stdin");
 	struct box_pending *p = calloc(1, sizeof(*p));
 	if (!p)
 		return err_set(e, -ENOMEM, "out of memory");
 	p->id = ++c->next_id;
+	p->input = rq->input;
 	/* The one place a call's time budget is made. */
-	p->b = budget_make(tool_limit_ms(t, rq->args), tool_idle_ms(t, rq->args), rq->left_ms, c->grace_ms);
+	p->b = budget_make(rq->limit_ms ? rq->limit_ms : tool_limit_ms(t, rq->args), tool_idle_ms(t, rq->args),
+			   rq->left_ms, c->grace_ms);
 	p->start_ms = now_ms();
 	p->deadline = budget_deadline(&p->b, BUDGET_CLIENT, p->start_ms, 0);
 	p->cbs = *cbs;
@@ -253,7 +266,9 @@ int box_call_start(struct box_conn *c, const struct box_call_req *rq, const stru
 	cJSON_AddStringToObject(req, "tool", rq->tool);
 	cJSON_AddItemToObject(req, "args", cJSON_Duplicate(rq->args, 1));
 	cJSON_AddItemToObject(req, "budget", budget_to_json(&p->b));
-	cJSON_AddBoolToObject(req, "stream", rq->stream);
+	cJSON_AddBoolToObject(req, "stream", rq->stream || rq->input);
+	if (rq->input)
+		cJSON_AddBoolToObject(req, "stdin", 1);
 	char gen[64];
 	snprintf(gen, sizeof(gen), "%s-%d-%u", c->name, getpid(), p->id);
 	cJSON_AddStringToObject(req, "key", rq->key && *rq->key ? rq->key : gen);
@@ -284,6 +299,40 @@ int box_call_cancel(struct box_conn *c, uint32_t id)
 	return box_queue(c, PROTO_CANCEL, id, NULL, 0);
 }
 
+int box_call_input(struct box_conn *c, uint32_t id, const void *p, size_t n)
+{
+	struct box_pending *pc = box_pending_take(c, id, false);
+	if (!pc || !pc->input || c->dead)
+		return -ENOENT;
+	if (pc->in_closed)
+		return -EPIPE;
+	if (n > BOX_INPUT_MAX)
+		return -EMSGSIZE;
+	/* Whole or not at all: a stdin must not lose a middle. */
+	size_t frames = n ? (n + PROTO_MAX_PAYLOAD - 1) / PROTO_MAX_PAYLOAD : 0;
+	if (c->wr.out.len + n + frames * PROTO_HDR > c->wr.out.cap)
+		return -ENOBUFS;
+	for (size_t off = 0; off < n; off += PROTO_MAX_PAYLOAD) {
+		int r = box_queue(c, PROTO_INPUT, id, (const uint8_t *)p + off, MIN(n - off, (size_t)PROTO_MAX_PAYLOAD));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int box_call_input_close(struct box_conn *c, uint32_t id)
+{
+	struct box_pending *p = box_pending_take(c, id, false);
+	if (!p || !p->input || c->dead)
+		return -ENOENT;
+	if (p->in_closed)
+		return 0;
+	int r = box_queue_flags(c, PROTO_INPUT, PROTO_F_EOF, id, NULL, 0);
+	if (r == 0)
+		p->in_closed = true;
+	return r;
+}
+
 void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void *ud)
 {
 	c->ev_cb = cb;
@@ -310,8 +359,20 @@ static void box_frame(struct box_conn *c, const struct frame *f)
 	struct box_pending *p = box_pending_take(c, f->id, false);
 	if (!p)
 		return;
-	if (f->type == PROTO_OUTPUT && p->cbs.output) {
+	if (f->type == PROTO_OUTPUT && f->flags == 2 && p->cbs.output_err) {
+		p->cbs.output_err(p->ud, p->id, (const char *)f->payload, f->len);
+	} else if (f->type == PROTO_OUTPUT && p->cbs.output) {
 		p->cbs.output(p->ud, p->id, (const char *)f->payload, f->len);
+	} else if (f->type == PROTO_EVENT) {
+		p->started = true;	/* the guest's one event for a call: it started */
+	} else if (f->type == PROTO_ERROR && p->input && p->started) {
+		/* About its stdin (closed past GUEST_STDIN_PENDING): the call
+		 * goes on, and its result comes as ever. */
+		char line[600];
+		int k = snprintf(line, sizeof(line), "\nward: %.*s\n", (int)MIN(f->len, 500u), f->payload);
+		void (*cb)(void *, uint32_t, const char *, size_t) = p->cbs.output_err ? p->cbs.output_err : p->cbs.output;
+		if (cb && k > 0)
+			cb(p->ud, p->id, line, MIN((size_t)k, sizeof(line) - 1));
 	} else if (f->type == PROTO_ERROR) {
 		box_pending_take(c, f->id, true);
 		box_pending_finish(p, box_result("failed", false, "the box refused the call: %.*s\n",

@@ -95,17 +95,43 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e);
 struct box_call_cbs {
 	void (*output)(void *ud, uint32_t id, const char *p, size_t n);
 	void (*result)(void *ud, uint32_t id, cJSON *result);
+	/* An input call's stderr, and what the box says about its stdin
+	 * ("ward: ..." lines); NULL: they go to output. */
+	void (*output_err)(void *ud, uint32_t id, const char *p, size_t n);
 };
 struct box_call_req {
 	const char *tool;
 	const cJSON *args;
 	const char *key;	/* the command's WARD_CALL_ID; NULL: made up */
 	int64_t left_ms;	/* what the task has left, which clamps the limit; <0: no clamp */
+	/* The call's wall-clock limit, up to BUDGET_LIMIT_MAX_MS (a
+	 * long-lived call: days); 0: the tool's own (bash: its timeout
+	 * argument, at most BASH_TIMEOUT_MAX_S). */
+	int64_t limit_ms;
 	bool stream;		/* output frames as they come */
+	/* bash only: the command's stdin comes from box_call_input (without
+	 * it, /dev/null), its stdout and stderr come apart (output and
+	 * output_err), and its output is streamed and never dropped: a
+	 * caller that reads slowly slows the command down. A call for a
+	 * server speaking over its stdin and stdout (MCP). */
+	bool input;
 };
 int box_call_start(struct box_conn *c, const struct box_call_req *rq, const struct box_call_cbs *cbs, void *ud,
 		   uint32_t *ret_id, struct err *e);
 int box_call_cancel(struct box_conn *c, uint32_t id);
+/* Bytes for an input call's stdin, queued whole (in frames of at most
+ * PROTO_MAX_PAYLOAD) and written as the connection is driven, in order.
+ * -ENOENT: no such call is pending (it ended: its result came), or it has
+ * no stdin; -EPIPE: its stdin was closed (box_call_input_close);
+ * -EMSGSIZE: over BOX_INPUT_MAX at once; -ENOBUFS: the connection's queue
+ * has no room now (drive it, and try again). The box holds at most
+ * GUEST_STDIN_PENDING bytes the command has not read: past that it closes
+ * the stdin and says so on output_err. */
+#define BOX_INPUT_MAX (4u << 20)
+int box_call_input(struct box_conn *c, uint32_t id, const void *p, size_t n);
+/* The stdin ends (EOF) after what was queued. -ENOENT as above; -ENOBUFS
+ * when the queue has no room now. Closing twice is 0. */
+int box_call_input_close(struct box_conn *c, uint32_t id);
 int box_conn_fd(const struct box_conn *c);
 /* EPOLLIN, and EPOLLOUT while frames wait to be written. */
 uint32_t box_conn_events(const struct box_conn *c);

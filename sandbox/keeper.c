@@ -31,6 +31,14 @@
 #include <unistd.h>
 
 #define KEEPER_CLIENT_QUEUE (16u << 20)
+/* A stdin call's output is never dropped: past this much queued for the
+ * client of one, the keeper stops reading the guest, whose own queue then
+ * fills and which then pauses that call's pipes. The price: while that
+ * client reads slowly, every call's frames wait (its own calls are what it
+ * waits for; another client's calls still end at their deadlines). Past
+ * this much queued for the guest, no client is read: INPUT waits in the
+ * clients' queues rather than being dropped here. */
+#define KEEPER_PACE (4u << 20)
 /* What of the guest's stderr reaches the keeper's log, per box. */
 #define KEEPER_GUEST_LOG_MAX (1u << 20)
 /* Refusals of the egress proxy a call's result reports, at most. */
@@ -40,7 +48,7 @@ struct kclient {
 	int fd;
 	struct proto_reader rd;
 	struct proto_writer wr;
-	bool armed;
+	uint32_t mask;		/* what the loop watches for */
 	struct kclient *next;
 };
 
@@ -48,6 +56,7 @@ struct kcall {
 	uint32_t gid, cid;	/* guest-side and client-side ids */
 	struct kclient *cl;
 	bool evidence;		/* a box-wide evidence request, not a call */
+	bool input;		/* "stdin": output never dropped (KEEPER_PACE) */
 	struct budget b;	/* the call's, from its CALL frame */
 	int64_t start_ms, cancel_ms, deadline_ms;
 	/* What the egress proxy refused while the call ran: its result says. */
@@ -69,7 +78,7 @@ static struct {
 	bool up;		/* a guest is running and has said hello */
 	struct proto_reader grd;
 	struct proto_writer gwr;
-	bool garmed;
+	uint32_t gmask;		/* what the loop watches for on the guest's channel */
 	struct loop *loop;
 	int lfd, sfd, ownerfd;
 	struct kclient *clients;
@@ -93,14 +102,35 @@ static void keeper_log(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* What the loop watches on the guest's channel and on each client: their
+ * reads paused as KEEPER_PACE says, their writes while frames wait. */
+static void keeper_pace(void)
+{
+	bool read_guest = true;
+	for (struct kcall *k = K.calls; k; k = k->next)
+		if (k->input && k->cl && k->cl->wr.out.len > KEEPER_PACE)
+			read_guest = false;
+	if (K.up) {
+		uint32_t m = (read_guest ? EPOLLIN : 0) | (proto_pending(&K.gwr) ? EPOLLOUT : 0);
+		if (m != K.gmask) {
+			loop_mod(K.loop, K.inst.chan_fd, m);
+			K.gmask = m;
+		}
+	}
+	bool read_clients = K.gwr.out.len <= KEEPER_PACE;
+	for (struct kclient *c = K.clients; c; c = c->next) {
+		uint32_t m = (read_clients ? EPOLLIN : 0) | (proto_pending(&c->wr) ? EPOLLOUT : 0);
+		if (m != c->mask) {
+			loop_mod(K.loop, c->fd, m);
+			c->mask = m;
+		}
+	}
+}
+
 static void kclient_flush(struct kclient *c)
 {
-	int r = proto_flush(&c->wr, c->fd);
-	bool want = r == -EAGAIN;
-	if (want != c->armed) {
-		loop_mod(K.loop, c->fd, EPOLLIN | (want ? EPOLLOUT : 0));
-		c->armed = want;
-	}
+	proto_flush(&c->wr, c->fd);
+	keeper_pace();
 }
 
 static void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
@@ -123,18 +153,19 @@ static void guest_flush(void)
 {
 	if (!K.up)
 		return;
-	int r = proto_flush(&K.gwr, K.inst.chan_fd);
-	bool want = r == -EAGAIN;
-	if (want != K.garmed) {
-		loop_mod(K.loop, K.inst.chan_fd, EPOLLIN | (want ? EPOLLOUT : 0));
-		K.garmed = want;
-	}
+	proto_flush(&K.gwr, K.inst.chan_fd);
+	keeper_pace();
+}
+
+static void guest_send_flags(uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
+{
+	if (proto_queue(&K.gwr, type, flags, id, p, n) == 0)
+		guest_flush();
 }
 
 static void guest_send(uint8_t type, uint32_t id, const void *p, size_t n)
 {
-	if (proto_queue(&K.gwr, type, 0, id, p, n) == 0)
-		guest_flush();
+	guest_send_flags(type, 0, id, p, n);
 }
 
 static struct kcall *kcall_by_gid(uint32_t gid)
@@ -153,6 +184,7 @@ static void kcall_remove(struct kcall *k)
 			for (unsigned i = 0; i < k->nnet; i++)
 				free(k->net_refused[i]);
 			free(k);
+			keeper_pace();
 			return;
 		}
 }
@@ -252,7 +284,7 @@ static void keeper_guest_down(void)
 		K.be->kill(&K.inst);
 	}
 	K.up = false;
-	K.garmed = false;
+	K.gmask = 0;
 	proto_reader_free(&K.grd);
 	proto_writer_free(&K.gwr);
 }
@@ -331,6 +363,7 @@ static int keeper_guest_up(struct err *e)
 		loop_add(K.loop, K.eg.ev_fd, EPOLLIN, on_egress, NULL);
 	}
 	loop_add(K.loop, K.inst.chan_fd, EPOLLIN, on_guest, NULL);
+	K.gmask = EPOLLIN;
 	loop_add(K.loop, K.inst.pidfd, EPOLLIN, on_guest_exit, NULL);
 	if (K.inst.log_fd >= 0)
 		loop_add(K.loop, K.inst.log_fd, EPOLLIN, on_guest_log, NULL);
@@ -517,6 +550,7 @@ static void kclient_close(struct kclient *c)
 			break;
 		}
 	free(c);
+	keeper_pace();
 }
 
 static void kclient_call(struct kclient *c, const struct frame *f)
@@ -537,6 +571,7 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 	cJSON *req = cJSON_ParseWithLength((const char *)f->payload, f->len);
 	struct budget b;
 	int r = budget_from_json(cJSON_GetObjectItemCaseSensitive(req, "budget"), &b);
+	bool input = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "stdin"));
 	cJSON_Delete(req);
 	if (r < 0) {
 		const char m[] = "{\"outcome\":\"bad_input\",\"text\":\"the call has no valid time budget\\n\"}";
@@ -549,7 +584,7 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 	int64_t now = now_ms();
 	*k = (struct kcall){
 		.gid = ++K.next_gid ? K.next_gid : ++K.next_gid,
-		.cid = f->id, .cl = c, .b = b, .start_ms = now,
+		.cid = f->id, .cl = c, .b = b, .start_ms = now, .input = input,
 		.deadline_ms = budget_deadline(&b, BUDGET_KEEPER, now, 0),
 		.next = K.calls,
 	};
@@ -580,6 +615,15 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 				k->cancel_ms = now_ms();
 				k->deadline_ms = budget_deadline(&k->b, BUDGET_KEEPER, k->start_ms, k->cancel_ms);
 				guest_send(PROTO_CANCEL, k->gid, NULL, 0);
+			}
+		break;
+	case PROTO_INPUT:
+		/* A call that has ended (or never was) drops it: a race with
+		 * the call's end, not an error. */
+		for (k = K.calls; k; k = k->next)
+			if (k->cl == c && k->cid == f->id && k->input && K.up) {
+				guest_send_flags(PROTO_INPUT, f->flags, k->gid, f->payload, f->len);
+				break;
 			}
 		break;
 	case PROTO_EVIDENCE: {
@@ -670,6 +714,7 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *data)
 	c->next = K.clients;
 	K.clients = c;
 	loop_add(l, cfd, EPOLLIN, on_client, c);
+	c->mask = EPOLLIN;
 	/* The hello tells the client the box's cancel grace, which goes into
 	 * every call's budget. */
 	uint8_t hello[64];
