@@ -29,6 +29,10 @@ int main(void)
 	is_int(BOX_DEFAULT_IDLE_MS, 30LL * 60 * 1000, "box idle 30 min");
 	is_int(PROTO_MAX_PAYLOAD, 1u << 20, "frame payload maximum 1 MiB");
 	is_int(PROTO_VERSION, 2, "protocol version 2 (a call carries its budget)");
+	is_int(BUDGET_LIMIT_MAX_MS, 366LL * 24 * 3600 * 1000, "a call's limit at most 366 days (long-lived calls)");
+	is_int(GUEST_STREAM_QUEUE, 8u << 20, "output queued for the host before it is dropped (or paused) 8 MiB");
+	is_int(GUEST_STDIN_PENDING, 16u << 20, "a stdin call's unread input at most 16 MiB");
+	is_int(BOX_INPUT_MAX, 4u << 20, "one box_call_input at most 4 MiB");
 	struct box_opts o;
 	box_opts_default(&o);
 	ok(!o.net && !o.rw && !o.persistent, "no network, copy-on-write, dies with its owner by default");
