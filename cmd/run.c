@@ -4,6 +4,7 @@
 #include "cmd/cmd.h"
 #include "cmd/session.h"
 #include "cmd/hook.h"
+#include "cmd/mcpconf.h"
 #include "cmd/settings.h"
 #include "base/buf.h"
 #include "base/child.h"
@@ -12,6 +13,7 @@
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
+#include "mcp/mcp.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
@@ -44,6 +46,7 @@ static const struct option run_opts[] = {
 	{ "apply", no_argument, NULL, 'X' },
 	{ "approve-cmd", required_argument, NULL, 'G' },
 	{ "output-schema", required_argument, NULL, 'O' },
+	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -59,6 +62,7 @@ static const char run_help[] =
 	"  --deny RULE        deny likewise; deny rules are checked first (repeatable)\n"
 	"  --approve-cmd CMD  a program that answers when a call needs approval: the call as\n"
 	"                     JSON on stdin; exit 0 allows, 2 stops the turn, else refuses\n"
+	MCPCONF_HELP
 	"  --deadline DUR     stop the run after DUR (e.g. 10m); each call's limit is clamped to what is left\n"
 	"  --max-rounds N     at most N model rounds\n"
 	"  --max-calls N      at most N tool calls\n"
@@ -493,6 +497,7 @@ static int run_run(int argc, char **argv)
 	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
 	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
 	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
+	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -525,7 +530,11 @@ static int run_run(int argc, char **argv)
 			fputs(run_help, stdout);
 			return 0;
 		default:
-			return cmd_bad_flag("run", '?', argv);
+			k = mcpconf_flag(&mc, c, optarg);
+			if (k < 0)
+				return EXIT_USAGE;
+			if (k == 0)
+				return cmd_bad_flag("run", '?', argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -614,6 +623,17 @@ static int run_run(int argc, char **argv)
 	} else {
 		s.box = given;
 	}
+	struct mcp *mcp = NULL;
+	r = mcpconf_load(&mc, workspace, NULL, NULL);
+	if (!r)
+		r = mcpconf_start(&mc, s.box, &s.j, &mcp);
+	if (r) {
+		if (own_box)
+			box_destroy(box_name, &e);
+		session_end(&s);
+		return r;
+	}
+	cfg->mcp = mcp;
 	if (cfg->b.deadline_ms)
 		watchdog_start(&s.j, cfg->b.deadline_ms);
 	if (!out.json)
@@ -622,6 +642,8 @@ static int run_run(int argc, char **argv)
 	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
 	struct turn_stop stop;
 	r = run_turn(cfg, &s, task, &stop, &e);
+	mcp_free(mcp);
+	cfg->mcp = NULL;
 	box_disconnect(s.box);
 	s.box = NULL;
 	if (own_box)

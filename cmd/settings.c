@@ -363,6 +363,16 @@ const cJSON *settings_hooks(const char **ret_from)
 	return settings_hooks_conf;
 }
 
+static const cJSON *settings_mcp_conf;
+static char settings_mcp_path[PATH_MAX];
+
+const cJSON *settings_mcp(const char **ret_from)
+{
+	if (ret_from)
+		*ret_from = settings_mcp_path;
+	return settings_mcp_conf;
+}
+
 static int member(struct run_flags *g, const char *section, const cJSON *parent, const cJSON *item, int idx,
 		  const char *ppos, struct layer *L)
 {
@@ -386,6 +396,16 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 		settings_hooks_conf = item;
 		snprintf(settings_hooks_path, sizeof(settings_hooks_path), "%s", L->from ? L->from : "config");
 		settings_hooks_from = settings_hooks_path;
+		return 0;
+	}
+	if (!section && !strcmp(item->string, "mcpServers")) {
+		if (L->src == SETTINGS_PROJECT) {
+			cmd_error("warning: %s\"mcpServers\" ignored: a project's MCP servers belong in its .mcp.json, "
+				  "which runs only once you trust it", where(ctx, sizeof(ctx), L, kpos));
+			return 0;
+		}
+		settings_mcp_conf = item;
+		snprintf(settings_mcp_path, sizeof(settings_mcp_path), "%s", L->from ? L->from : "config");
 		return 0;
 	}
 	if (!section && is_section(item->string)) {
@@ -590,6 +610,7 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 	rep->user[0] = rep->project[0] = 0;
 	rep->user_found = rep->project_found = false;
 	settings_hooks_conf = NULL;
+	settings_mcp_conf = NULL;
 	run_flags_init(g, f->mode_default);
 
 	/* The user's file. */

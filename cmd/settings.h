@@ -62,3 +62,6 @@ int settings_apply(struct run_flags *f, struct settings_report *rep);
 /* The "hooks" object of the user's file as the last settings_apply read it
  * (a project's file may not set hooks), and the file's path; NULL: none. */
 const cJSON *settings_hooks(const char **ret_from);
+/* The same for "mcpServers": the project's servers come from its .mcp.json
+ * (cmd/mcpconf.h), which needs the person's trust. */
+const cJSON *settings_mcp(const char **ret_from);

@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/hook.h"
 #include "cmd/session.h"
+#include "mcp/mcp.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
@@ -44,6 +45,7 @@
 
 static const struct option tui_opts[] = {
 	RUN_FLAG_OPTIONS,
+	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -65,6 +67,7 @@ static const char tui_help[] =
 	"  --allow-host PAT, --net MODE              as for ward run\n"
 	"  --box NAME         use this existing box\n"
 	"  --resume ID        continue a session\n"
+	MCPCONF_HELP
 	"Settings also come from config files and the environment: see `ward config --help`.\n";
 
 static const char tui_commands[] =
@@ -76,6 +79,7 @@ static const char tui_commands[] =
 	"                    since the box took its copy; /apply --force does)\n"
 	"  /cost             tokens and cost so far\n"
 	"  /status           the model, the box, the session and the project instructions loaded\n"
+	"  /mcp              the MCP servers: their state and tools\n"
 	"  /clear            start the conversation again (the box and its changes stay)\n"
 	"  /compact          replace the middle of the conversation with a summary the model\n"
 	"                    writes (the first message and the recent rounds stay)\n"
@@ -85,6 +89,15 @@ static const char tui_commands[] =
 	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box);\n"
 	"Ctrl-C twice at an empty prompt exits. End a line with \\ to go on to the next;\n"
 	"a paste of several lines is taken as one piece.\n";
+
+/* The MCP servers, in the box just made or connected. */
+static int mcp_up(struct tui *u)
+{
+	tui_tty_restore();
+	int r = mcpconf_start(&u->mc, u->s.box, &u->s.j, &u->mcp);
+	tui_tty_turn(u);
+	return r ? -1 : 0;
+}
 
 static int box_up(struct tui *u)
 {
@@ -97,18 +110,20 @@ static int box_up(struct tui *u)
 			cmd_error("%s", e.msg);
 			return -1;
 		}
-		return 0;
+		return mcp_up(u);
 	}
 	fflush(stdout);
 	if (session_box(&u->s, &u->f, u->ws[0] ? u->ws : NULL, u->box, sizeof(u->box)) != 0) {
 		u->box[0] = 0;
 		return -1;
 	}
-	return 0;
+	return mcp_up(u);
 }
 
 static void box_down(struct tui *u)
 {
+	mcp_free(u->mcp);
+	u->mcp = NULL;
 	if (u->s.box)
 		box_disconnect(u->s.box);
 	u->s.box = NULL;
@@ -134,6 +149,18 @@ static void apply_changes(struct tui *u, bool force)
 }
 
 /* One line, whatever the terminal's width: cut and marked, never wrapped. */
+static void tui_show_mcp(struct tui *u)
+{
+	cJSON *st = mcp_status(u->mcp);
+	struct buf b;
+	buf_init(&b, 1u << 20);
+	mcpconf_describe(st, &b);
+	buf_cstr(&b);
+	tui_put(u, b.data ? b.data : "");
+	buf_free(&b);
+	cJSON_Delete(st);
+}
+
 static void print_status(struct tui *u)
 {
 	char line[1024];
@@ -256,6 +283,7 @@ static void turn_begin(struct tui *u, struct turn_cfg *cfg)
 {
 	*cfg = u->f.cfg;
 	cfg->gate = &u->f.gate;
+	cfg->mcp = u->mcp;
 	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ tui_on_event, u };
 	cfg->input = (struct turn_input){ .fd = u->in, .on_ready = tui_on_keys, .tick_ms = TUI_TICK_MS,
 					  .on_tick = tui_on_tick, .ud = u };
@@ -338,6 +366,8 @@ static bool slash(struct tui *u, char *line)
 				 (long long)json_int(fi, "bytes", 0), hash,
 				 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fi, "cut")) ? ", cut at the cap" : "");
 		}
+	} else if (!strcmp(line, "/mcp")) {
+		tui_show_mcp(u);
 	} else if (!strcmp(line, "/cost")) {
 		tui_putf(u, "%lld tokens in, %lld out (%lld not cached, %lld read from the cache, %lld written to it: %.0f%% hit)",
 			 (long long)usage_prompt(&u->usage), (long long)u->usage.output, (long long)u->usage.input,
@@ -369,6 +399,33 @@ static bool slash(struct tui *u, char *line)
 		tui_putf(u, "Unknown command %s; /help lists them.\n", s ? s : "");
 	}
 	return true;
+}
+
+/* A project's .mcp.json, asked once: its servers and their commands. */
+static bool tui_trust_mcp(void *ud, const char *path, const struct mcp_config *servers)
+{
+	struct tui *u = ud;
+	tui_newline(u);
+	tui_putf(u, YELLOW "? " RESET "%s starts %zu MCP server%s in the box:\n", path, servers->n,
+		 servers->n == 1 ? "" : "s");
+	for (size_t i = 0; i < servers->n; i++) {
+		const struct mcp_server_cfg *sv = &servers->v[i];
+		char line[600];
+		int n = snprintf(line, sizeof(line), "%s", sv->transport == MCP_HTTP ? sv->url : sv->command);
+		for (size_t k = 0; k < sv->nargs && n > 0 && n < (int)sizeof(line); k++)
+			n += snprintf(line + n, sizeof(line) - (size_t)n, " %s", sv->args[k]);
+		_cleanup_free_ char *safe = tui_short(line, 200);
+		tui_putf(u, "  " BOLD "%s" RESET "  %s\n", sv->name, safe ? safe : "");
+	}
+	tui_put(u, "  Trust this file (remembered until it changes)? " BOLD "y" RESET " yes   " BOLD "n" RESET
+		   " no, start without them\n");
+	tui_flush(u);
+	tui_tty_turn(u);
+	int k = tui_read_key(u, 0, false);
+	bool yes = k == 'y' || k == 'Y';
+	tui_put(u, yes ? GREEN "  → trusted" RESET "\n" : "  → not started\n");
+	tui_flush(u);
+	return yes;
 }
 
 int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
@@ -536,6 +593,8 @@ static int history_path(char *out, size_t n)
 /* Everything the session holds, let go; the terminal as it was found. */
 static void tui_free(struct tui *u)
 {
+	mcp_free(u->mcp);
+	mcpconf_free(&u->mc);
 	session_end(&u->s);
 	hooks_free(u->hooks);
 	editor_close(u->ed);
@@ -565,6 +624,8 @@ static int tui_run(int argc, char **argv)
 			return cmd_bad_flag("chat", c, argv);
 		}
 		int k = run_flag_given(&u->f, c, optarg);
+		if (k == 0)
+			k = mcpconf_flag(&u->mc, c, optarg);
 		if (k < 0) {
 			free(u);
 			return EXIT_USAGE;
@@ -649,6 +710,11 @@ static int tui_run(int argc, char **argv)
 	if (u->f.resume)
 		tui_putf(u, "Resumed session %s (%d messages).\n", u->s.j.id, cJSON_GetArraySize(u->s.messages));
 	fflush(stdout);
+	r = mcpconf_load(&u->mc, u->ws[0] ? u->ws : NULL, tui_trust_mcp, u);
+	if (r) {
+		tui_free(u);
+		return r;
+	}
 	if (box_up(u) < 0) {
 		/* As ward run: no box, no session (the journal says why). */
 		fflush(stdout);

@@ -10,6 +10,7 @@
 #include <limits.h>
 
 #include "cmd/session.h"
+#include "cmd/mcpconf.h"
 #include "sandbox/box.h"
 
 /* Lines of a call's output shown on its card; the rest are counted. */
@@ -75,6 +76,8 @@ struct tui {
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */
 	struct hooks *hooks;	/* the user's lifecycle hooks (cmd/hook.h), or NULL */
+	struct mcpconf mc;	/* the MCP servers' configuration (cmd/mcpconf.h) */
+	struct mcp *mcp;	/* started in the box, or NULL */
 	struct usage usage;
 	bool priced;
 	struct price price;

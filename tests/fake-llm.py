@@ -401,6 +401,15 @@ def sc_mcp_call(n, msgs):
     return text("done: " + last_user_text(msgs))
 
 
+def sc_mcp_repeat(n, msgs):
+    """FAKE_TOOL with FAKE_INPUT at every request (FAKE_ROUNDS of them,
+    default 6): a model that insists, as one refused for want of a person
+    would; or the same call round after round, for the benchmark."""
+    if n <= int(os.environ.get("FAKE_ROUNDS") or 6):
+        return tool(os.environ["FAKE_TOOL"], json.loads(os.environ.get("FAKE_INPUT") or "{}"))
+    return text("gave up")
+
+
 # Compaction. A request without tools is ward's summary request.
 def summary_turn():
     return text("SUMMARY-OF-EARLIER: the agent ran the first rounds' commands and read their output.",

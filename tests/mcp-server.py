@@ -21,8 +21,8 @@ Modes:
                 the crash tool exits with code 3 at once, without an
                 answer (it does so in every mode; other tools still work)
   paginate      tools/list gives 2 tools a page, with nextCursor
-  list-changed  after the first tools/call, adds late_tool and sends
-                notifications/tools/list_changed
+  list-changed  at the first tools/call, adds late_tool and sends
+                notifications/tools/list_changed before the call's answer
   stderr-noise  writes to stderr all the time
   old-protocol  always answers protocolVersion 2024-11-05
 """
@@ -147,6 +147,12 @@ class Server:
             # Unknown tool: a protocol error, as the spec has it.
             self.error(rid, -32602, "Unknown tool: %s" % name)
             return
+        self.calls += 1
+        if self.calls == 1 and "list-changed" in self.modes:
+            # The call changed what the server offers: it says so before
+            # it answers, as a tool that enables others would.
+            self.tools.append(LATE_TOOL)
+            self.write({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if name in ("sleep", "ask_sampling"):
             # In a thread: stdin must still be read, for the cancellation or
             # the client's answer.
@@ -156,10 +162,6 @@ class Server:
             threading.Thread(target=fn, args=(rid, args, ev), daemon=True).start()
         else:
             self.result(rid, self.call(name, args))
-        self.calls += 1
-        if self.calls == 1 and "list-changed" in self.modes:
-            self.tools.append(LATE_TOOL)
-            self.write({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
     def call(self, name, args):
         def txt(s):

@@ -60,6 +60,15 @@ int gate_add_rule(struct gate *g, bool allow, const char *spec, struct err *e)
 			       allow ? "allow" : "deny", spec);
 	*r = (struct gate_rule){ .allow = allow };
 	memcpy(r->tool, spec, tl);
+	/* An MCP tool's name is only known once its server has listed it: a
+	 * rule names it by a glob over mcp__SERVER__TOOL, and no pattern. */
+	if (!strncmp(r->tool, "mcp__", 5)) {
+		if (colon)
+			return err_set(e, -EINVAL, "--%s '%s': an MCP tool's rule is its name alone (a glob such as "
+				       "mcp__github__* or mcp__*__delete*), with no :PATTERN", allow ? "allow" : "deny", spec);
+		g->nrules++;
+		return 0;
+	}
 	if (!tool_lookup(r->tool) && strcmp(r->tool, "*"))
 		return err_set(e, -EINVAL, "--%s '%s': no tool named %s", allow ? "allow" : "deny", spec, r->tool);
 	if (colon && snprintf(r->pattern, sizeof(r->pattern), "%s", colon + 1) >= (int)sizeof(r->pattern))
@@ -85,6 +94,8 @@ static const char *gate_subject(const char *tool, const cJSON *input)
  * `git diff src/x.c`. */
 static bool rule_matches(const struct gate_rule *r, const char *tool, const cJSON *input)
 {
+	if (!strncmp(r->tool, "mcp__", 5))
+		return glob_match_text(r->tool, tool);
 	if (strcmp(r->tool, "*") && strcmp(r->tool, tool))
 		return false;
 	if (!r->pattern[0])
@@ -122,7 +133,8 @@ int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MA
 	return 0;
 }
 
-enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, char *why, size_t cap)
+enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, bool readonly, char *why,
+			      size_t cap)
 {
 	for (int i = 0; i < g->nrules; i++)
 		if (!g->rules[i].allow && rule_matches(&g->rules[i], tool, input)) {
@@ -136,12 +148,19 @@ enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *inp
 				 g->rules[i].pattern[0] ? ":" : "", g->rules[i].pattern);
 			return GATE_ALLOW;
 		}
-	const struct tool *t = tool_lookup(tool);
-	bool readonly = t && t->readonly;
+	bool mcp = !strncmp(tool, "mcp__", 5);
 	bool edit = !strcmp(tool, "write") || !strcmp(tool, "edit");
 	if (g->mode == GATE_AUTO || readonly || (g->mode == GATE_EDITS && edit)) {
-		snprintf(why, cap, "allowed by the mode (%s)", g->mode == GATE_AUTO ? "auto" : readonly ? "read-only tool" : "edits");
+		snprintf(why, cap, "allowed by the mode (%s)",
+			 g->mode == GATE_AUTO ? "auto" : !readonly ? "edits" : mcp ? "the MCP server marks the tool read-only"
+										 : "read-only tool");
 		return GATE_ALLOW;
+	}
+	if (!g->ask && mcp) {
+		snprintf(why, cap,
+			 "refused: this MCP tool call (%s) needs a person's approval and no one is at a terminal "
+			 "(the run allows it with --approve auto or --allow '%s')", tool, tool);
+		return GATE_NEEDS_PERSON;
 	}
 	if (!g->ask) {
 		snprintf(why, cap,

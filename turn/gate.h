@@ -3,7 +3,9 @@
  * runs needs a person), edits (file edits run, bash needs a person), auto
  * (everything inside the box runs). A rule is TOOL or TOOL:PATTERN, where
  * PATTERN is a glob (tools/glob.h) over bash's command, as one string, or
- * a file tool's path, segment by segment as find matches one. */
+ * a file tool's path, segment by segment as find matches one. An MCP tool
+ * (mcp__SERVER__TOOL) is named by a glob over its whole name, with no
+ * pattern: mcp__github__*, mcp__*__delete*. */
 #pragma once
 #include <stdbool.h>
 
@@ -24,7 +26,7 @@ const char *gate_decision_name(enum gate_decision d);
 #define GATE_RULES_MAX 64
 struct gate_rule {
 	bool allow;
-	char tool[32];
+	char tool[128];		/* a tool, "*", or a glob over mcp__SERVER__TOOL */
 	char pattern[256];	/* "" matches every call of the tool */
 };
 
@@ -52,5 +54,8 @@ const char *gate_mode_name(enum gate_mode m);
 int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap);
 /* e.g. "bash:git status*", "write", "edit:src/x*" */
 int gate_add_rule(struct gate *g, bool allow, const char *spec, struct err *e);
-/* The decision and a line saying why (for the model and the journal). */
-enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, char *why, size_t cap);
+/* The decision and a line saying why (for the model and the journal).
+ * readonly: the tool only reads (a built-in tool's own flag; an MCP tool's
+ * annotations.readOnlyHint), so the ask and edits modes let it run. */
+enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, bool readonly, char *why,
+			      size_t cap);

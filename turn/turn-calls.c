@@ -69,21 +69,30 @@ static void on_box_output(void *ud, uint32_t id, const char *p, size_t n)
 		}
 }
 
-static void on_box_result(void *ud, uint32_t id, cJSON *result)
+static void call_result(struct turn *t, bool mcp, uint32_t id, cJSON *result)
 {
-	struct turn *t = ud;
 	for (size_t i = 0; i < t->ncalls; i++) {
 		struct tcall *c = &t->calls[i];
-		if (c->state != TC_RUNNING || c->box_id != id)
+		if (c->state != TC_RUNNING || c->box_id != id || c->mcp != mcp)
 			continue;
 		t->running--;
-		if (!c->tool || !c->tool->readonly)
+		if (!c->ro)
 			t->running_mut--;
 		turn_call_done(t, c, result, true);
 		turn_calls_pump(t);
 		return;
 	}
 	cJSON_Delete(result);
+}
+
+static void on_box_result(void *ud, uint32_t id, cJSON *result)
+{
+	call_result(ud, false, id, result);
+}
+
+static void on_mcp_result(void *ud, uint32_t id, cJSON *result)
+{
+	call_result(ud, true, id, result);
 }
 
 /* Gate one call and start it in the box, or finish it at once with the
@@ -102,7 +111,7 @@ static void dispatch(struct turn *t, struct tcall *c)
 		turn_call_done(t, c, tool_result_json("bad_input", "not run: %s", werr), false);
 		return;
 	}
-	if (!c->tool) {
+	if (!c->tool && !c->mcp) {
 		turn_call_done(t, c,
 			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
 				     c->name ? c->name : ""),
@@ -110,7 +119,12 @@ static void dispatch(struct turn *t, struct tcall *c)
 		return;
 	}
 	struct err e = { 0 };
-	if (tool_check_args(c->tool, input, &e) < 0) {
+	/* A server given up, or a tool it no longer lists. */
+	if (c->mcp && mcp_tool_check(t->cfg->mcp, c->name, &c->ro, &e) < 0) {
+		turn_call_done(t, c, tool_result_json("failed", "not run: %s", e.msg), false);
+		return;
+	}
+	if (c->tool && tool_check_args(c->tool, input, &e) < 0) {
 		turn_call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
 		return;
 	}
@@ -140,7 +154,7 @@ static void dispatch(struct turn *t, struct tcall *c)
 	}
 	const struct budgets *b = &t->cfg->b;
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
-	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, why, sizeof(why));
+	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, c->ro, why, sizeof(why));
 	cJSON *g = cJSON_CreateObject();
 	cJSON_AddStringToObject(g, "call_id", c->id);
 	cJSON_AddStringToObject(g, "tool", c->name);
@@ -171,9 +185,10 @@ static void dispatch(struct turn *t, struct tcall *c)
 	cJSON_AddItemToObject(intent, "input", cJSON_Duplicate(input, 1));
 	journal_write(&t->s->j, "intent", intent);
 	cJSON_Delete(intent);
-	static const struct box_call_cbs cbs = { on_box_output, on_box_result };
+	static const struct box_call_cbs cbs = { .output = on_box_output, .result = on_box_result };
 	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
-	int r = box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
+	int r = c->mcp ? mcp_call_start(t->cfg->mcp, c->name, input, left, on_mcp_result, t, &c->box_id, &e)
+		       : box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
 	t->s->calls++;
 	if (r >= 0 && t->stream_end_us) {
 		int64_t us = now_us() - t->stream_end_us;
@@ -186,12 +201,15 @@ static void dispatch(struct turn *t, struct tcall *c)
 		t->stream_end_us = 0;
 	}
 	if (r < 0) {
-		turn_call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
+		if (c->mcp)
+			turn_call_done(t, c, tool_result_json("failed", "%s", e.msg), true);
+		else
+			turn_call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
 		return;
 	}
 	c->state = TC_RUNNING;
 	t->running++;
-	if (!c->tool->readonly)
+	if (!c->ro)
 		t->running_mut++;
 }
 
@@ -202,7 +220,28 @@ cJSON *turn_tool_result(const char *id, const cJSON *result)
 	cJSON_AddStringToObject(b, "tool_use_id", id);
 	const char *outcome = json_str(result, "outcome");
 	const char *text = json_str(result, "text");
-	cJSON_AddStringToObject(b, "content", text && *text ? text : outcome ? outcome : "");
+	const cJSON *images = cJSON_GetObjectItemCaseSensitive(result, "images");
+	if (cJSON_IsArray(images)) {
+		/* An MCP tool's images, as Anthropic's content blocks; the
+		 * text describes them for providers that take none. */
+		cJSON *content = cJSON_AddArrayToObject(b, "content");
+		cJSON *tb = cJSON_CreateObject();
+		cJSON_AddStringToObject(tb, "type", "text");
+		cJSON_AddStringToObject(tb, "text", text && *text ? text : outcome ? outcome : "");
+		cJSON_AddItemToArray(content, tb);
+		const cJSON *im;
+		cJSON_ArrayForEach(im, images) {
+			cJSON *ib = cJSON_CreateObject();
+			cJSON_AddStringToObject(ib, "type", "image");
+			cJSON *src = cJSON_AddObjectToObject(ib, "source");
+			cJSON_AddStringToObject(src, "type", "base64");
+			cJSON_AddStringToObject(src, "media_type", json_str(im, "media_type") ? json_str(im, "media_type") : "");
+			cJSON_AddStringToObject(src, "data", json_str(im, "data") ? json_str(im, "data") : "");
+			cJSON_AddItemToArray(content, ib);
+		}
+	} else {
+		cJSON_AddStringToObject(b, "content", text && *text ? text : outcome ? outcome : "");
+	}
 	if (!outcome || strcmp(outcome, "ok"))
 		cJSON_AddBoolToObject(b, "is_error", 1);
 	return b;
@@ -246,7 +285,7 @@ void turn_calls_pump(struct turn *t)
 		return;
 	while (t->next < t->ncalls) {
 		struct tcall *c = &t->calls[t->next];
-		bool ro = c->tool && c->tool->readonly;
+		bool ro = c->ro;
 		if (!t->stopping && ((ro && t->running_mut) || (!ro && t->running)))
 			return;
 		t->next++;
@@ -275,6 +314,11 @@ void turn_calls_begin(struct turn *t, const cJSON *content, size_t n)
 		c->id = json_str(b, "id") ? json_str(b, "id") : "";
 		c->name = json_str(b, "name") ? json_str(b, "name") : "";
 		c->tool = tool_lookup(c->name);
+		c->ro = c->tool && c->tool->readonly;
+		if (!c->tool && mcp_is_name(c->name)) {
+			c->mcp = true;
+			mcp_tool_check(t->cfg->mcp, c->name, &c->ro, NULL);
+		}
 		/* The idempotency key the command sees as WARD_CALL_ID. */
 		snprintf(c->key, sizeof(c->key), "%s-%d-%zu", s->j.id[0] ? s->j.id : "run", s->rounds, t->ncalls);
 	}
@@ -285,6 +329,8 @@ void turn_calls_begin(struct turn *t, const cJSON *content, size_t n)
 void turn_calls_cancel(struct turn *t)
 {
 	for (size_t i = 0; i < t->ncalls; i++)
-		if (t->calls[i].state == TC_RUNNING)
+		if (t->calls[i].state == TC_RUNNING && t->calls[i].mcp)
+			mcp_call_cancel(t->cfg->mcp, t->calls[i].box_id);
+		else if (t->calls[i].state == TC_RUNNING)
 			box_call_cancel(t->s->box, t->calls[i].box_id);
 }

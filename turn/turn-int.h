@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/loop.h"
 #include "tools/tool.h"
+#include "mcp/mcp.h"
 
 #define TURN_ERRBODY_MAX (64u * 1024)
 #define TURN_SSE_EVENT_MAX (16u << 20)
@@ -26,8 +27,10 @@ struct tcall {
 	const cJSON *block;	/* the tool_use block, in the assistant message */
 	const char *id, *name;
 	const struct tool *tool;
+	bool mcp;		/* an MCP server's tool (mcp__SERVER__TOOL) */
+	bool ro;		/* it only reads: runs beside other reads */
 	enum tc_state state;
-	uint32_t box_id;
+	uint32_t box_id;	/* or the MCP client's call id */
 	cJSON *result;
 	char key[128];
 };
@@ -74,6 +77,7 @@ struct turn {
 	int64_t lat[512];	/* dispatch latencies, for the stop's median */
 	size_t nlat;
 	cJSON *tools;		/* the tool schemas, the same every round */
+	unsigned tools_gen;	/* the MCP servers' generation they were built at */
 	bool answer_retried;	/* --output-schema: the answer was sent back once */
 	bool stop_hook_done;	/* a Stop hook held the turn once */
 	size_t req_bytes;	/* the body of the request in flight */
@@ -90,6 +94,8 @@ struct turn {
 
 void turn_emit(struct turn *t, const struct turn_event *ev);
 void turn_start_round(struct turn *t);
+/* The request's tools built again where an MCP server's changed. */
+void turn_tools_refresh(struct turn *t);
 /* Send the request (a round's, or the summary's while compacting). */
 void turn_start_attempt(struct turn *t);
 /* Add a reply's usage to the session's and tell the front ends. */

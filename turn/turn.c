@@ -171,12 +171,29 @@ static bool budget_check(struct turn *t)
 	return false;
 }
 
-static cJSON *tool_schemas(void)
+/* The built-in tools, then the MCP servers' as they are listed now. */
+static cJSON *tool_schemas(struct turn *t)
 {
 	cJSON *a = cJSON_CreateArray();
 	for (const struct tool *const *tp = tool_table; *tp; tp++)
 		cJSON_AddItemToArray(a, tool_schema(*tp));
+	t->tools_gen = mcp_generation(t->cfg->mcp);
+	cJSON *m = mcp_tools(t->cfg->mcp);
+	cJSON *it;
+	while ((it = cJSON_DetachItemFromArray(m, 0)))
+		cJSON_AddItemToArray(a, it);
+	cJSON_Delete(m);
 	return a;
+}
+
+/* A server's list changed (list_changed, a restart, a server given up):
+ * the next request offers the tools as they are. */
+void turn_tools_refresh(struct turn *t)
+{
+	if (mcp_generation(t->cfg->mcp) == t->tools_gen)
+		return;
+	cJSON_Delete(t->tools);
+	t->tools = tool_schemas(t);
 }
 
 static int http_head(void *ud, const struct http_result *h)
@@ -273,6 +290,7 @@ void turn_start_round(struct turn *t)
 	char why[300];
 	if (turn_compact_due(t) && turn_compact_begin(t, COMPACT_THRESHOLD, why, sizeof(why)) == 0)
 		return;
+	turn_tools_refresh(t);
 	t->round_no++;
 	t->attempt = 0;
 	t->output_shown = false;
@@ -487,7 +505,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 	if (!t.prov)
 		return err_set(e, -EINVAL, "no provider");
 	t.priced = price_for(cfg->pcfg.model, &t.price);
-	t.tools = tool_schemas();
+	t.tools = tool_schemas(&t);
 	buf_init(&t.errbody, TURN_ERRBODY_MAX);
 	buf_init(&t.partial, TURN_SSE_EVENT_MAX);
 	int r = loop_new(&t.loop);
@@ -556,6 +574,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		int64_t d = t.http ? http_deadline(t.http) : -1;
 		if (s->box)
 			d = dmin(d, box_conn_deadline(s->box));
+		d = dmin(d, mcp_deadline(cfg->mcp));
 		if (t.phase == PH_RETRY_WAIT)
 			d = dmin(d, t.retry_at);
 		if (t.phase == PH_STREAM && t.replay)
@@ -576,6 +595,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 			http_tick(t.http);
 		if (s->box)
 			box_conn_tick(s->box);
+		mcp_tick(cfg->mcp);
 		if (t.finished)
 			break;
 		if (t.phase == PH_RETRY_WAIT && now_ms() >= t.retry_at)

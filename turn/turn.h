@@ -17,6 +17,7 @@
 #include "turn/provider.h"
 
 struct box_conn;
+struct mcp;
 struct schema;
 
 enum turn_stop_kind {
@@ -147,6 +148,10 @@ struct turn_cfg {
 	int64_t context_window;	/* tokens; 0: WINDOW_DEFAULT */
 	int compact_at;		/* percent of it; 0: COMPACT_AT_DEFAULT */
 	struct turn_hooks hooks;	/* run NULL: none */
+	/* The run's MCP servers (mcp/mcp.h), started in the session's box:
+	 * their tools are offered as mcp__SERVER__TOOL and gated as tools.
+	 * NULL: none. */
+	struct mcp *mcp;
 };
 
 /* A session: the conversation so far, its journal, its box. */

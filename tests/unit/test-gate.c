@@ -1,5 +1,6 @@
 /* The gate: modes, rules (deny first), and a person's answers. */
 #include "turn/gate.h"
+#include "tools/tool.h"
 #include "tap.h"
 
 static int answers[8], asked;
@@ -14,7 +15,8 @@ static enum gate_decision check(struct gate *g, const char *tool, const char *in
 {
 	cJSON *in = cJSON_Parse(input_json);
 	char why[600];
-	enum gate_decision d = gate_check(g, tool, in, why, sizeof(why));
+	const struct tool *t = tool_lookup(tool);
+	enum gate_decision d = gate_check(g, tool, in, t && t->readonly, why, sizeof(why));
 	cJSON_Delete(in);
 	return d;
 }
@@ -56,6 +58,34 @@ int main(void)
 	ok(gate_add_rule(&g2, true, "nosuchtool", &e) < 0, "an unknown tool in a rule is refused");
 	like(e.msg, "no tool named nosuchtool", "and says so");
 	ok(gate_add_rule(&g2, true, ":x", &e) < 0, "a rule without a tool is refused");
+
+	/* MCP tools: named by globs; a read-only one runs where reads run. */
+	struct gate m = { .mode = GATE_EDITS };
+	char why[600];
+	cJSON *none = cJSON_CreateObject();
+	is_int(gate_check(&m, "mcp__t__delete_all", none, false, why, sizeof(why)), GATE_NEEDS_PERSON,
+	       "edits mode: an MCP tool that may change something needs a person");
+	like(why, "--allow 'mcp__t__delete_all'", "and the line says how to allow it");
+	is_int(gate_check(&m, "mcp__t__readonly_peek", none, true, why, sizeof(why)), GATE_ALLOW,
+	       "edits mode: an MCP tool marked read-only runs");
+	like(why, "MCP server marks the tool read-only", "and says why");
+	m.mode = GATE_ASK;
+	is_int(gate_check(&m, "mcp__t__readonly_peek", none, true, why, sizeof(why)), GATE_ALLOW,
+	       "ask mode: a read-only MCP tool runs");
+	ok(gate_add_rule(&m, true, "mcp__t__*", &e) == 0, "an allow rule by glob over MCP names");
+	ok(gate_add_rule(&m, false, "mcp__*__delete*", &e) == 0, "a deny rule by glob over MCP names");
+	is_int(gate_check(&m, "mcp__t__delete_all", none, false, why, sizeof(why)), GATE_DENY,
+	       "the deny rule wins over the allow rule");
+	like(why, "--deny 'mcp__*__delete*'", "and is named");
+	is_int(gate_check(&m, "mcp__t__echo", none, false, why, sizeof(why)), GATE_ALLOW,
+	       "positive twin: the allow rule lets another tool of the server run");
+	is_int(gate_check(&m, "mcp__other__echo", none, false, why, sizeof(why)), GATE_NEEDS_PERSON,
+	       "and only that server's");
+	is_int(gate_check(&m, "bash", none, false, why, sizeof(why)), GATE_NEEDS_PERSON,
+	       "an MCP glob does not match a built-in tool");
+	ok(gate_add_rule(&m, true, "mcp__t__echo:x*", &e) < 0, "an MCP rule with a pattern is refused");
+	like(e.msg, "name alone", "and says the rule is the name alone");
+	cJSON_Delete(none);
 
 	struct gate p = { .mode = GATE_ASK, .ask = ask };
 	answers[0] = 'y';

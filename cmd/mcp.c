@@ -1,0 +1,146 @@
+/* ward mcp list: the MCP servers a run would start, started in a box of
+ * their own for the asking: their state and their tools. */
+#include "cmd/cmd.h"
+#include "cmd/mcpconf.h"
+#include "cmd/session.h"
+#include "cmd/settings.h"
+#include "base/buf.h"
+#include "mcp/mcp.h"
+#include "sandbox/box.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct option mcp_opts[] = {
+	RUN_FLAG_OPTIONS,
+	MCPCONF_OPTIONS,
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static const char mcp_help[] =
+	"usage: ward mcp list [--json] [--workspace DIR] [--mcp-config FILE] [--trust-project-mcp]\n"
+	"                     [--allow-host PAT] [--net MODE]\n"
+	"Start the MCP servers ward run would start (your config file's \"mcpServers\", the\n"
+	"workspace's .mcp.json once trusted, --mcp-config files) in a box of their own, and show\n"
+	"each one's state and tools (as the model sees them: mcp__SERVER__TOOL). The box is\n"
+	"destroyed after. A server's stdio process runs inside the box, with its limits and\n"
+	"network rules; its tools need approval unless the server marks them read-only.\n"
+	MCPCONF_HELP
+	"  --json             one JSON array: [{name, transport, state, why?, restarts, tools}]\n";
+
+static int mcp_list(int argc, char **argv)
+{
+	struct run_flags *f = malloc(sizeof(*f));
+	if (!f)
+		return EXIT_FAIL;
+	run_flags_init(f, GATE_AUTO);
+	struct mcpconf mc = { 0 };
+	bool json = false;
+	optind = 1;
+	opterr = 0;
+	int c, r = 0;
+	while ((c = getopt_long(argc, argv, "+:hj", mcp_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			free(f);
+			return cmd_bad_flag("mcp list", c, argv);
+		}
+		int k = run_flag_given(f, c, optarg);
+		if (k == 0)
+			k = mcpconf_flag(&mc, c, optarg);
+		if (k < 0) {
+			free(f);
+			return EXIT_USAGE;
+		}
+		if (k > 0)
+			continue;
+		if (c == 'j') {
+			json = true;
+			continue;
+		}
+		free(f);
+		if (c == 'h') {
+			fputs(mcp_help, stdout);
+			return 0;
+		}
+		return cmd_bad_flag("mcp list", '?', argv);
+	}
+	if (optind != argc) {
+		cmd_error("ward mcp list takes no arguments; see `ward mcp --help`");
+		free(f);
+		return EXIT_USAGE;
+	}
+	r = settings_apply(f, NULL);
+	char ws[PATH_MAX];
+	if (!r && !realpath(f->workspace ? f->workspace : ".", ws)) {
+		cmd_error("--workspace %s: no such directory", f->workspace ? f->workspace : ".");
+		r = EXIT_NOINPUT;
+	}
+	if (!r)
+		r = mcpconf_load(&mc, ws, NULL, NULL);
+	struct box_opts bo;
+	box_opts_default(&bo);
+	bo.guest_path = cmd_guest_path();
+	bo.workspace = ws;
+	bo.rw = f->rw;
+	bo.owner = getpid();
+	if (!r && netflag_finish(&f->net, &bo) < 0)
+		r = EXIT_USAGE;
+	char name[BOX_NAME_MAX + 1] = "";
+	struct box_conn *conn = NULL;
+	struct mcp *m = NULL;
+	struct err e = { 0 };
+	if (!r && mc.cfg.n) {
+		if (box_create(&bo, name, sizeof(name), &e) < 0 || box_connect(name, &conn, &e) < 0) {
+			cmd_error("cannot make a box: %s", e.msg);
+			r = EXIT_NOBOX;
+		}
+	}
+	if (!r && conn)
+		r = mcpconf_start(&mc, conn, NULL, &m);
+	if (!r) {
+		cJSON *st = mcp_status(m);
+		if (json) {
+			char *s = cJSON_PrintUnformatted(st);
+			puts(s ? s : "[]");
+			free(s);
+		} else {
+			struct buf b;
+			buf_init(&b, 1u << 20);
+			mcpconf_describe(st, &b);
+			fwrite(b.data ? b.data : "", 1, b.len, stdout);
+			buf_free(&b);
+		}
+		cJSON_Delete(st);
+	}
+	mcp_free(m);
+	if (conn)
+		box_disconnect(conn);
+	if (name[0])
+		box_destroy(name, &e);
+	mcpconf_free(&mc);
+	free(f);
+	return r;
+}
+
+static int mcp_run(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(mcp_help, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	if (!strcmp(argv[1], "list"))
+		return mcp_list(argc - 1, argv + 1);
+	cmd_error("ward mcp: no command \"%s\" (there is: list)", argv[1]);
+	return EXIT_USAGE;
+}
+
+const struct command cmd_mcp = {
+	.name = "mcp", .args = "list [FLAGS]", .summary = "the MCP servers a run would start, and their tools",
+	.run = mcp_run,
+};
