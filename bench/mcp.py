@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""MCP and hooks, per call: ward run with the fake LLM server, the same
+number of rounds each way, side by side in one run.
+
+- dispatch: the stream's last byte to the call's frame written to the box
+  (ward's own dispatch_us_median) for an MCP tool (the tools/call line on
+  the server's stdin) and for bash (the CALL frame);
+- a PreToolUse hook's added wall time per call: rounds with a hook that
+  reads its input and exits 0, against the same rounds without.
+
+usage: mcp.py WARD WORKDIR ROUNDS -> one line: mcp_disp_us bash_disp_us
+       mcp_round_ms bash_round_ms hook_ms_per_call nohook_round_ms"""
+import json, os, statistics, subprocess, sys, time
+
+ward, work, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+here = os.path.dirname(os.path.abspath(__file__))
+ws = os.path.join(work, "mcpws")
+os.makedirs(ws, exist_ok=True)
+subprocess.run(["cp", os.path.join(here, "..", "tests", "mcp-server.py"), os.path.join(ws, "srv.py")], check=True)
+conf = os.path.join(work, "mcp.json")
+json.dump({"mcpServers": {"t": {"command": "python3", "args": ["/workspace/srv.py"]}}}, open(conf, "w"))
+cfgdir = os.path.join(work, "cfg-hook")
+os.makedirs(os.path.join(cfgdir, "ward"), exist_ok=True)
+hook = os.path.join(work, "hook.sh")
+open(hook, "w").write("#!/bin/sh\ncat >/dev/null\nexit 0\n")
+os.chmod(hook, 0o755)
+json.dump({"hooks": {"PreToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": hook}]}]}},
+          open(os.path.join(cfgdir, "ward", "config.json"), "w"))
+
+
+def one(tool, inp, extra, cfg=None):
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"), ANTHROPIC_API_KEY="sk-bench",
+               FAKE_TOOL=tool, FAKE_INPUT=json.dumps(inp), FAKE_ROUNDS=str(rounds),
+               XDG_CONFIG_HOME=cfg or os.path.join(work, "cfg-none"))
+    port = os.path.join(work, "port")
+    if os.path.exists(port):
+        os.unlink(port)
+    srv = subprocess.Popen(["python3", os.path.join(here, "..", "tests", "fake-llm.py"), "--scenario", "mcp-repeat",
+                            "--port-file", port, "--log", os.path.join(work, "fake.log")], env=env)
+    for _ in range(100):
+        if os.path.exists(port):
+            break
+        time.sleep(0.05)
+    url = "http://127.0.0.1:" + open(port).read()
+    t0 = time.monotonic()
+    p = subprocess.run([ward, "run", "--json", "--base-url", url, "--model", "fake", "--workspace", ws,
+                        "--max-rounds", str(rounds + 1)] + extra + ["go"], capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
+    srv.kill()
+    srv.wait()
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["calls"] == rounds, (tool, r)
+    return r["dispatch_us_median"], wall * 1000 / rounds
+
+
+mcp, bash, hooked, plain = [], [], [], []
+for _ in range(3):
+    mcp.append(one("mcp__t__echo", {"text": "x"}, ["--mcp-config", conf]))
+    bash.append(one("bash", {"command": "true"}, []))
+    hooked.append(one("bash", {"command": "true"}, [], cfgdir))
+    plain.append(one("bash", {"command": "true"}, []))
+med = lambda xs, i: statistics.median(x[i] for x in xs)
+print(med(mcp, 0), med(bash, 0), round(med(mcp, 1), 2), round(med(bash, 1), 2),
+      round(med(hooked, 1) - med(plain, 1), 2), round(med(plain, 1), 2))
