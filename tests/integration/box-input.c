@@ -275,7 +275,10 @@ int main(int argc, char **argv)
 	is_str(outcome(&r), "ok", "and the call is ok");
 	if (hwm0 > 0) {
 		long hwm1 = guest_hwm_kb(guest);
-		ok(hwm1 - hwm0 < 24 * 1024, "the guest's memory stayed bounded (peak grew %ld KiB)", hwm1 - hwm0);
+		/* Well under the 40 MB that went through: the write queue
+		 * (GUEST_STREAM_QUEUE and the frames past it) as its buffer
+		 * doubles, with room for a sanitizer's freed-memory quarantine. */
+		ok(hwm1 - hwm0 < 32 * 1024, "the guest's memory stayed bounded (peak grew %ld KiB)", hwm1 - hwm0);
 	}
 	run_free(&r);
 

@@ -523,8 +523,7 @@ ok $? "a PreToolUse hook's exit 2 refuses a call in the session, with its reason
 [ ! -e "$T_TMP/ws-hooked/note.txt" ]; ok $? "and the call did not run"
 $TM kill-session -t hooked
 rm -f "$XDG_CONFIG_HOME/ward/config.json"
-$TM kill-server 2>/dev/null
-kill "$SRV" 2>/dev/null
+
 # A project's .mcp.json: asked about once at a terminal, remembered by its
 # content's hash; a changed file is asked about again; "no" starts nothing.
 WS=$T_TMP/ws-mcp; mkdir -p "$WS"; cp "$(dirname "$0")/../mcp-server.py" "$WS/srv.py"
@@ -534,7 +533,7 @@ tstart() { # tstart NAME: ward in the MCP workspace, no waiting
 WARD_GUEST=$WARD_GUEST TERM=screen '$WARD' --base-url $URL --model fake-model --workspace $WS; echo EXIT=\$?; sleep 600"
 }
 tstart mcp1
-wait_for mcp1 'starts 1 MCP server in the box' 10000; ok $? "a project's .mcp.json is asked about at a terminal"
+wait_for mcp1 'starts 1 MCP server in the box' 20000; ok $? "a project's .mcp.json is asked about at a terminal"
 like "$(screen mcp1)" 'p +python3 /workspace/srv.py' "its servers' commands are shown"
 key mcp1 y
 wait_for mcp1 'Esc interrupts' 15000; ok $? "trusted: the session starts"
@@ -550,7 +549,7 @@ say mcp2 /quit
 wait_for mcp2 'EXIT=' 10000
 printf '{"mcpServers": {"p": {"command": "python3", "args": ["/workspace/srv.py", "--mode", "stderr-noise"]}}}' >"$WS/.mcp.json"
 tstart mcp3
-wait_for mcp3 'starts 1 MCP server in the box' 10000; ok $? "a changed .mcp.json is asked about again"
+wait_for mcp3 'starts 1 MCP server in the box' 20000; ok $? "a changed .mcp.json is asked about again"
 key mcp3 n
 wait_for mcp3 'Esc interrupts' 15000; ok $? "declined: the session starts"
 say mcp3 /mcp
@@ -558,4 +557,6 @@ wait_for mcp3 'No MCP servers' 5000; ok $? "and no server was started"
 say mcp3 /quit
 wait_for mcp3 'EXIT=' 10000
 
+$TM kill-server 2>/dev/null
+kill "$SRV" 2>/dev/null
 done_testing
