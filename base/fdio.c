@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 static int fdio_wait(int fd, short ev)
 {
@@ -97,6 +98,47 @@ int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	return fdio_read_fd(fd, cap, ret_buf, ret_len);
+}
+
+int fdio_open_beneath(int dirfd, const char *path)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd < 0 ? -errno : fd;
+	/* No openat2 (an old kernel, or a container's filter): one component
+	 * at a time, none of them a link, none of them "..". */
+	if (path[0] == '/')
+		return -EXDEV;
+	_cleanup_close_ int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (cur < 0)
+		return -errno;
+	for (const char *p = path;;) {
+		size_t l = strcspn(p, "/");
+		char comp[256];
+		if (l == 0 || l >= sizeof(comp))
+			return -EINVAL;
+		memcpy(comp, p, l);
+		comp[l] = 0;
+		if (!strcmp(comp, ".."))
+			return -EXDEV;
+		if (!p[l]) {
+			fd = openat(cur, comp, (int)how.flags);
+			return fd < 0 ? -errno : fd;
+		}
+		int next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return -errno;
+		close(cur);
+		cur = next;
+		p += l + 1;
+	}
+}
+
+int fdio_read_fd(int fd, size_t cap, char **ret_buf, size_t *ret_len)
+{
 	size_t size = 0, alloc = 4096;
 	_cleanup_free_ char *buf = malloc(alloc);
 	if (!buf)

@@ -17,6 +17,13 @@ ssize_t fdio_write_some(int fd, const void *buf, size_t len);
 /* Read a whole file of at most cap bytes into a NUL-terminated buffer.
  * -EFBIG if larger. *ret_buf is set only on success. */
 int fdio_read_file(int dirfd, const char *path, size_t cap, char **ret_buf, size_t *ret_len);
+/* The same from an open fd, read to its end. */
+int fdio_read_fd(int fd, size_t cap, char **ret_buf, size_t *ret_len);
+/* Open path (relative) beneath dirfd for reading, with no symbolic link
+ * anywhere on the way and no ".." out: a file of a tree the user's project
+ * controls. The fd (O_NONBLOCK, O_CLOEXEC), or -errno (-ELOOP: a link;
+ * -EXDEV: out of dirfd). */
+int fdio_open_beneath(int dirfd, const char *path);
 /* Write a small string to a file that must already exist (sysfs, procfs). */
 int fdio_write_str(int dirfd, const char *path, const char *s);
 int fdio_set_nonblock(int fd, bool on);

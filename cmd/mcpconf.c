@@ -95,9 +95,10 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 	if (!workspace || snprintf(path, sizeof(path), "%s/%s", workspace, MCPCONF_FILE) >= (int)sizeof(path))
 		return 0;
 	/* A regular file of the workspace's own, not a link out of it. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	_cleanup_close_ int wsfd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = wsfd < 0 ? -errno : fdio_open_beneath(wsfd, MCPCONF_FILE);
 	if (fd < 0) {
-		if (errno == ELOOP)
+		if (fd == -ELOOP)
 			cmd_error("warning: %s is a symbolic link: not used", path);
 		return 0;
 	}
@@ -105,11 +106,8 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 	int r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	/* The file opened above, whatever its path now points to. */
 	if (r == 0)
-		r = fdio_read_file(AT_FDCWD, self, MCPCONF_FILE_MAX, &data, &len);
+		r = fdio_read_fd(fd, MCPCONF_FILE_MAX, &data, &len);
 	close(fd);
 	if (r < 0) {
 		cmd_error("warning: %s: not used: %s", path, r == -EINVAL ? "not a regular file" : strerror(-r));
@@ -130,36 +128,30 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 		cmd_error("%s: %s", path, j ? "no \"mcpServers\" object" : "not valid JSON");
 		return EXIT_USAGE;
 	}
-	struct mcp_config tmp = { 0 };
+	_cleanup_free_ struct mcp_config *tmp = calloc(1, sizeof(*tmp));
 	struct err e = { 0 };
-	r = mcp_config_add(&tmp, servers, path, &e);
+	r = tmp ? mcp_config_parse(tmp, servers, path, &e) : err_set(&e, -ENOMEM, "out of memory");
 	cJSON_Delete(j);
 	if (r < 0) {
 		cmd_error("%s", e.msg);
-		mcp_config_free(&tmp);
 		return EXIT_USAGE;
 	}
 	bool ok = c->trust_project || trusted(path, hex), asked = false;
-	if (!ok && ask && tmp.n) {
-		ok = ask(ud, path, &tmp);
+	if (!ok && ask && tmp->n) {
+		ok = ask(ud, path, tmp);
 		asked = true;
 		if (ok)
 			trust_remember(path, hex);
 	}
 	if (!ok) {
-		if (tmp.n && !asked)
+		if (tmp->n && !asked)
 			cmd_error("%s: its %zu MCP server%s not started: a project's servers run only once you trust "
 				  "the file (approve it once in `ward` at a terminal, or pass --trust-project-mcp)",
-				  path, tmp.n, tmp.n == 1 ? " is" : "s are");
-		mcp_config_free(&tmp);
+				  path, tmp->n, tmp->n == 1 ? " is" : "s are");
+		mcp_config_free(tmp);
 		return 0;
 	}
-	/* Parsed again into the run's: the same text, so the same result. */
-	j = cJSON_ParseWithLength(data, len);
-	r = mcp_config_add(&c->cfg, cJSON_GetObjectItemCaseSensitive(j, "mcpServers"), path, &e);
-	cJSON_Delete(j);
-	mcp_config_free(&tmp);
-	if (r < 0) {
+	if (mcp_config_merge(&c->cfg, tmp, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_USAGE;
 	}

@@ -474,16 +474,9 @@ static int file_read(const char *path, int wsfd, bool project, char **ret_text)
 {
 	int fd;
 	if (project) {
-		struct open_how how = {
-			.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
-		};
-		fd = (int)syscall(SYS_openat2, wsfd, ".ward/config.json", &how, sizeof(how));
-		if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
-			/* No openat2 (an old kernel, or a container's filter). */
-			_cleanup_close_ int dfd = openat(wsfd, ".ward", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			fd = dfd < 0 ? -1 : openat(dfd, "config.json", (int)how.flags);
-		}
+		fd = fdio_open_beneath(wsfd, ".ward/config.json");
+		if (fd < 0)
+			errno = -fd;
 	} else {
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	}

@@ -201,45 +201,57 @@ static int server_parse(const char *name, const cJSON *o, const char *from, stru
 	return 0;
 }
 
-int mcp_config_add(struct mcp_config *c, const cJSON *servers, const char *from, struct err *e)
+int mcp_config_merge(struct mcp_config *dst, struct mcp_config *src, struct err *e)
 {
+	int r = 0;
+	for (size_t i = 0; i < src->n; i++) {
+		size_t k = 0;
+		while (k < dst->n && strcmp(dst->v[k].name, src->v[i].name))
+			k++;
+		if (k == dst->n && dst->n == MCP_SERVERS_MAX) {
+			r = err_set(e, -E2BIG, "%s: more than %d MCP servers in all", src->v[i].source, MCP_SERVERS_MAX);
+			break;
+		}
+		if (k == dst->n)
+			dst->n++;
+		else
+			server_free(&dst->v[k]);
+		dst->v[k] = src->v[i];
+		memset(&src->v[i], 0, sizeof(src->v[i]));
+	}
+	mcp_config_free(src);
+	return r;
+}
+
+int mcp_config_parse(struct mcp_config *c, const cJSON *servers, const char *from, struct err *e)
+{
+	mcp_config_free(c);
 	if (!cJSON_IsObject(servers))
 		return err_set(e, -EINVAL, "%s: \"mcpServers\" must be an object of servers by name", from);
-	struct mcp_server_cfg *tmp = calloc(MCP_SERVERS_MAX, sizeof(*tmp));
-	if (!tmp)
-		return err_set(e, -ENOMEM, "out of memory");
-	size_t n = 0;
-	int r = 0;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, servers) {
-		if (n == MCP_SERVERS_MAX) {
-			r = err_set(e, -E2BIG, "%s: more than %d MCP servers", from, MCP_SERVERS_MAX);
-			break;
+		if (c->n == MCP_SERVERS_MAX) {
+			mcp_config_free(c);
+			return err_set(e, -E2BIG, "%s: more than %d MCP servers", from, MCP_SERVERS_MAX);
 		}
-		r = server_parse(it->string, it, from, &tmp[n], e);
-		n++;
-		if (r < 0)
-			break;
-	}
-	if (r >= 0) {
-		for (size_t i = 0; i < n; i++) {
-			size_t k = 0;
-			while (k < c->n && strcmp(c->v[k].name, tmp[i].name))
-				k++;
-			if (k == c->n && c->n == MCP_SERVERS_MAX) {
-				r = err_set(e, -E2BIG, "%s: more than %d MCP servers in all", from, MCP_SERVERS_MAX);
-				break;
-			}
-			if (k == c->n)
-				c->n++;
-			else
-				server_free(&c->v[k]);
-			c->v[k] = tmp[i];
-			memset(&tmp[i], 0, sizeof(tmp[i]));
+		/* Counted before it is parsed: a half-parsed entry is freed too. */
+		if (server_parse(it->string, it, from, &c->v[c->n++], e) < 0) {
+			mcp_config_free(c);
+			return -EINVAL;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		server_free(&tmp[i]);
+	return 0;
+}
+
+int mcp_config_add(struct mcp_config *c, const cJSON *servers, const char *from, struct err *e)
+{
+	struct mcp_config *tmp = calloc(1, sizeof(*tmp));
+	if (!tmp)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = mcp_config_parse(tmp, servers, from, e);
+	if (r >= 0)
+		r = mcp_config_merge(c, tmp, e);
+	mcp_config_free(tmp);
 	free(tmp);
 	return r;
 }

@@ -42,10 +42,14 @@ struct mcp_config {
 	size_t n;
 };
 
-/* Add the servers of one "mcpServers" object (from is the file, for
- * messages). A server named again replaces the earlier one: a later file
- * overrides an earlier one, as flags override files. <0 with one line in e
- * for a malformed entry (nothing of this object is added). */
+/* The servers of one "mcpServers" object (from is the file, for
+ * messages), into c (emptied first). <0 with one line in e for a malformed
+ * entry, and c empty. */
+int mcp_config_parse(struct mcp_config *c, const cJSON *servers, const char *from, struct err *e);
+/* src's servers moved into dst (src is left empty): a server named again
+ * replaces the earlier one, so a later source overrides an earlier one. */
+int mcp_config_merge(struct mcp_config *dst, struct mcp_config *src, struct err *e);
+/* Both: nothing of servers is added when one entry is malformed. */
 int mcp_config_add(struct mcp_config *c, const cJSON *servers, const char *from, struct err *e);
 /* The same from a file holding {"mcpServers": {...}}. */
 int mcp_config_add_file(struct mcp_config *c, const char *path, struct err *e);

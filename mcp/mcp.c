@@ -13,7 +13,6 @@
 #include "tools/tool.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +189,26 @@ static struct rpc *rpc_take(struct srv *s, int64_t id)
 
 /* ---- calls ---- */
 
+static void call_free(struct mcall *c)
+{
+	cJSON_Delete(c->input);
+	cJSON_Delete(c->held);
+	free(c);
+}
+
+/* The call's result to its owner; c is gone after. */
+static void call_finish(struct mcall *c, cJSON *result)
+{
+	mcp_done_fn *done = c->done;
+	void *ud = c->ud;
+	uint32_t id = c->id;
+	call_free(c);
+	if (done)
+		done(ud, id, result);
+	else
+		cJSON_Delete(result);
+}
+
 static void call_end(struct mcp *m, struct mcall *c, cJSON *result)
 {
 	for (struct mcall **p = &m->calls; *p; p = &(*p)->next)
@@ -197,16 +216,7 @@ static void call_end(struct mcp *m, struct mcall *c, cJSON *result)
 			*p = c->next;
 			break;
 		}
-	mcp_done_fn *done = c->done;
-	void *ud = c->ud;
-	uint32_t id = c->id;
-	cJSON_Delete(c->input);
-	cJSON_Delete(c->held);
-	free(c);
-	if (done)
-		done(ud, id, result);
-	else
-		cJSON_Delete(result);
+	call_finish(c, result);
 }
 
 /* What the server's stderr said last, as one short clause. */
@@ -226,41 +236,46 @@ static void err_tail(const struct srv *s, char *out, size_t cap)
 		out[0] = 0;
 }
 
+enum which {
+	HELD,		/* answered, waiting for a new list */
+	SENT,		/* sent or answered: they end now, answered ones with their answer */
+	WAITING,	/* not yet sent */
+};
+
+/* End the calls of s that `which` selects: answered ones with their
+ * answer, the others with why. They are taken off the list first and
+ * ended after, since an owner's callback may start, cancel or end other
+ * calls. */
+static void end_calls(struct srv *s, enum which which, const char *outcome, const char *why)
+{
+	struct mcp *m = s->m;
+	struct mcall *take = NULL, **tail = &take;
+	for (struct mcall **p = &m->calls; *p;) {
+		struct mcall *c = *p;
+		bool pick = c->s == s && (which == HELD	   ? c->held != NULL
+					  : which == SENT  ? c->held || c->rpc
+							   : !c->held && !c->rpc);
+		if (!pick) {
+			p = &c->next;
+			continue;
+		}
+		*p = c->next;
+		c->next = NULL;
+		*tail = c;
+		tail = &c->next;
+	}
+	while (take) {
+		struct mcall *c = take;
+		take = c->next;
+		cJSON *r = c->held ? c->held : tool_result_json(outcome, "%s", why);
+		c->held = NULL;
+		call_finish(c, r);
+	}
+}
+
 static void deliver_held(struct srv *s)
 {
-	struct mcp *m = s->m;
-	for (struct mcall *c = m->calls, *n; c; c = n) {
-		n = c->next;
-		if (c->s == s && c->held) {
-			cJSON *r = c->held;
-			c->held = NULL;
-			call_end(m, c, r);
-			n = m->calls;	/* the callback may have started or ended others */
-		}
-	}
-}
-
-/* Every call on s that was sent ends with this result text (one already
- * answered, with its answer). */
-static void fail_sent(struct srv *s, const char *outcome, const char *why)
-{
-	deliver_held(s);
-	struct mcp *m = s->m;
-	for (struct mcall *c = m->calls, *n; c; c = n) {
-		n = c->next;
-		if (c->s == s && c->rpc)
-			call_end(m, c, tool_result_json(outcome, "%s", why));
-	}
-}
-
-static void fail_waiting(struct srv *s)
-{
-	struct mcp *m = s->m;
-	for (struct mcall *c = m->calls, *n; c; c = n) {
-		n = c->next;
-		if (c->s == s && !c->rpc && !c->held)
-			call_end(m, c, tool_result_json("failed", "the MCP server \"%s\" is unavailable: %s", s->cfg.name, s->why));
-	}
+	end_calls(s, HELD, NULL, NULL);
 }
 
 static void call_send(struct mcall *c)
@@ -278,12 +293,17 @@ static void call_send(struct mcall *c)
 	c->rpc = id;
 }
 
+/* Each waiting call of s, sent; the list is looked at afresh each time,
+ * since a call that cannot be sent ends through its owner's callback. */
 static void send_waiting(struct srv *s)
 {
-	for (struct mcall *c = s->m->calls, *n; c; c = n) {
-		n = c->next;
-		if (c->s == s && !c->rpc && !c->held)
-			call_send(c);
+	for (;;) {
+		struct mcall *c = s->m->calls;
+		while (c && !(c->s == s && !c->rpc && !c->held))
+			c = c->next;
+		if (!c)
+			return;
+		call_send(c);
 	}
 }
 
@@ -323,9 +343,11 @@ static void srv_down(struct srv *s, const char *fmt, ...)
 	bool was_down = s->state == ST_DOWN;
 	s->state = ST_DOWN;
 	srv_kill(s);
-	fail_sent(s, "failed", s->why);
+	end_calls(s, SENT, "failed", s->why);
 	srv_clear_rpcs(s);
-	fail_waiting(s);
+	char why[700];
+	snprintf(why, sizeof(why), "the MCP server \"%s\" is unavailable: %s", s->cfg.name, s->why);
+	end_calls(s, WAITING, "failed", why);
 	if (!was_down && !s->m->freeing)
 		note(s->m, "MCP server \"%s\" is unavailable: %s", s->cfg.name, s->why);
 	if (s->nmt) {
@@ -340,9 +362,10 @@ static void srv_restart(struct srv *s, const char *why)
 {
 	if (s->state == ST_DOWN || s->state == ST_KILLING)
 		return;
-	fail_sent(s, "failed", why);
-	srv_clear_rpcs(s);
+	/* First: a call the callbacks start now waits for the new process. */
 	s->state = ST_KILLING;
+	end_calls(s, SENT, "failed", why);
+	srv_clear_rpcs(s);
 	note(s->m, "MCP server \"%s\" is restarted: %s", s->cfg.name, why);
 	srv_kill(s);
 }
@@ -460,7 +483,8 @@ static void on_exit_result(void *ud, uint32_t id, cJSON *result)
 	err_tail(s, tail, sizeof(tail));
 	char why[600];
 	snprintf(why, sizeof(why), "the MCP server \"%s\" stopped during the call: %s%s", s->cfg.name, how, tail);
-	fail_sent(s, "failed", why);
+	s->state = ST_OFF;
+	end_calls(s, SENT, "failed", why);
 	srv_clear_rpcs(s);
 	if (lost) {
 		srv_down(s, "%s", how);
@@ -473,7 +497,6 @@ static void on_exit_result(void *ud, uint32_t id, cJSON *result)
 	s->restarts++;
 	note(m, "MCP server \"%s\": %s%s; starting it again (%d of %d)", s->cfg.name, how, tail, s->restarts,
 	     MCP_RESTARTS_MAX);
-	s->state = ST_OFF;
 	srv_start(s);
 }
 
@@ -777,34 +800,34 @@ int mcp_new(const struct mcp_config *cfg, struct box_conn *c, mcp_note_fn *nf, v
 	return 0;
 }
 
+static bool started(void *ud)
+{
+	const struct mcp *m = ud;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].state != ST_READY && m->v[i].state != ST_DOWN)
+			return false;
+	return true;
+}
+
 int mcp_start(struct mcp *m, struct err *e)
 {
 	for (size_t i = 0; i < m->n; i++)
 		srv_start(&m->v[i]);
-	for (;;) {
-		bool busy = false;
-		for (size_t i = 0; i < m->n; i++)
-			busy |= m->v[i].state != ST_READY && m->v[i].state != ST_DOWN;
-		if (!busy)
-			return 0;
-		int64_t d = mcp_deadline(m);
-		int64_t bd = box_conn_deadline(m->c);
-		if (bd >= 0 && (d < 0 || bd < d))
-			d = bd;
-		struct pollfd pfd = { .fd = box_conn_fd(m->c), .events = (short)box_conn_events(m->c) };
-		int64_t wait = d < 0 ? 1000 : d - now_ms();
-		int r = poll(&pfd, 1, wait < 0 ? 0 : (int)(wait > 1000 ? 1000 : wait));
-		if (r < 0 && errno != EINTR)
-			return err_setc(e, -errno, "poll");
-		if (r > 0 && box_conn_io(m->c, (uint32_t)pfd.revents) < 0) {
+	/* The connection's wait runs to the servers' next deadline, then
+	 * their clock: start-up bounds, restarts. */
+	while (!started(m)) {
+		int r = box_conn_wait(m->c, started, m, mcp_deadline(m));
+		if (r == -ECONNRESET) {
 			for (size_t i = 0; i < m->n; i++)
 				if (m->v[i].state != ST_DOWN)
 					srv_down(&m->v[i], "the connection to the box was lost");
-			return err_set(e, -ECONNRESET, "the connection to the box was lost while the MCP servers started");
+			return err_set(e, r, "the connection to the box was lost while the MCP servers started");
 		}
-		box_conn_tick(m->c);
+		if (r < 0 && r != -ETIMEDOUT)
+			return err_setc(e, r, "waiting for the MCP servers");
 		mcp_tick(m);
 	}
+	return 0;
 }
 
 void mcp_free(struct mcp *m)
@@ -812,8 +835,12 @@ void mcp_free(struct mcp *m)
 	if (!m)
 		return;
 	m->freeing = true;
-	while (m->calls)
-		call_end(m, m->calls, tool_result_json("cancelled", "the run ended"));
+	/* As box_disconnect: calls still pending get no callback. */
+	for (struct mcall *c = m->calls, *n; c; c = n) {
+		n = c->next;
+		call_free(c);
+	}
+	m->calls = NULL;
 	for (size_t i = 0; i < m->n; i++) {
 		struct srv *s = &m->v[i];
 		srv_kill(s);

@@ -507,6 +507,11 @@ static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t
 	return 0;
 }
 
+int box_conn_wait(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until)
+{
+	return box_drive(c, done, ud, until, -1, 0);
+}
+
 struct box_sync {
 	box_output_cb *cb;
 	void *ud;

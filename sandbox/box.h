@@ -139,6 +139,10 @@ uint32_t box_conn_events(const struct box_conn *c);
 int box_conn_io(struct box_conn *c, uint32_t events);
 int64_t box_conn_deadline(const struct box_conn *c);
 void box_conn_tick(struct box_conn *c);
+/* Drive the connection, blocking, until done(ud) is true (0), until
+ * (monotonic ms; <0: none) passes (-ETIMEDOUT), or the connection is gone
+ * (-ECONNRESET). For a caller with no loop of its own. */
+int box_conn_wait(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until);
 
 typedef void box_output_cb(const char *p, size_t n, void *ud);
 /* The same, blocking until the result: a loop over the calls above.

@@ -171,6 +171,15 @@ run --rw --mcp-config "$T_TMP/big.json" "big"
 like "$(req 2)" 'the result was 20971520 bytes; output is capped at 30000' "a 20 MB result is capped, the cap named"
 lt "$(req 2 | wc -c)" 200000 "the request stays small"
 
+# Over 32 MiB in one message: not read; the server is started again.
+export FAKE_TOOL=mcp__t__big FAKE_INPUT='{"mb":40}' FAKE_TOOL2=mcp__t__echo FAKE_INPUT2='{"text":"after the flood"}'
+serve mcp-call
+run --rw --mcp-config "$T_TMP/big.json" "bigger"
+like "$(req 2)" 'sent a message over 32 MiB, which ward does not read' "a message over 32 MiB fails the call, saying so"
+like "$ERR" 'MCP server "t" is restarted' "and the server is started again"
+like "$(req 3)" 'echo: after the flood' "and serves the next call"
+unset FAKE_TOOL2 FAKE_INPUT2
+
 # A call past its limit: notifications/cancelled, reported timed out, the server lives on.
 ws slow; conf "$T_TMP/slow.json" t "" '{"tool_timeout_sec": 2}'
 export FAKE_TOOL=mcp__t__sleep FAKE_INPUT='{"seconds":30}' FAKE_TOOL2=mcp__t__received FAKE_INPUT2='{}'
@@ -192,6 +201,12 @@ unlike "$(tools_of 1)" 'mcp__p__' "its tools are not offered"
 serve mcp-call
 run --rw --trust-project-mcp "echo"
 like "$(req 2)" 'echo: from the project' "positive twin: --trust-project-mcp starts it"
+mv "$WS/.mcp.json" "$T_TMP/elsewhere.json"; ln -s "$T_TMP/elsewhere.json" "$WS/.mcp.json"
+serve mcp-call
+run --rw --trust-project-mcp "echo"
+like "$ERR" '\.mcp\.json is a symbolic link: not used' "a .mcp.json that is a symbolic link is not used, even trusted"
+unlike "$(tools_of 1)" 'mcp__p__' "its servers are not started"
+rm -f "$WS/.mcp.json"
 mkdir -p "$XDG_CONFIG_HOME/ward"
 conf "$XDG_CONFIG_HOME/ward/config.json" u ""
 export FAKE_TOOL=mcp__u__echo FAKE_INPUT='{"text":"from my config"}'
