@@ -291,10 +291,15 @@ static void stdin_pump(struct call *c)
 		loop_mod(G.loop, c->in_fd, 0);
 }
 
-/* Room in the pipe, or (asked for nothing) its reader gone: EPOLLERR. */
+/* Room in the pipe, or its reader gone: EPOLLERR, which epoll reports
+ * whatever was asked for, so the pipe is closed rather than pumped (with
+ * nothing pending, pumping would leave it in the loop, reporting again). */
 static void on_stdin(struct loop *l, int fd, uint32_t events, void *data)
 {
-	stdin_pump(data);
+	if (events & (EPOLLERR | EPOLLHUP))
+		stdin_close(data);
+	else
+		stdin_pump(data);
 }
 
 static void guest_input(const struct frame *f)
@@ -309,8 +314,12 @@ static void guest_input(const struct frame *f)
 		c->in_off = 0;
 	}
 	if (buf_append(&c->in_pend, f->payload, f->len) < 0) {
-		guest_error(c->id, "the command's stdin was closed: %u MiB written to it were still unread",
-			    GUEST_STDIN_PENDING >> 20);
+		/* A note on the call's stderr, as the streaming note is: the call
+		 * goes on, and its result comes as ever. */
+		char note[120];
+		int k = snprintf(note, sizeof(note), "\n[ward: the command's stdin was closed: %u MiB written to it "
+				 "were still unread]\n", GUEST_STDIN_PENDING >> 20);
+		guest_send(PROTO_OUTPUT, 2, c->id, note, (size_t)k);
 		stdin_close(c);
 		return;
 	}
@@ -323,6 +332,12 @@ static void on_output(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct call *c = data;
 	bool err = fd == c->err_fd;
+	/* Before reading: every stdin call may add a chunk past the mark,
+	 * and the queue's ceiling is only a few chunks above it. */
+	if (c->input && G.wr.out.len > GUEST_STREAM_QUEUE) {
+		call_pause(c, true);
+		return;
+	}
 	char tmp[65536];
 	ssize_t n = fdio_read_some(fd, tmp, sizeof(tmp));
 	if (n == -EAGAIN)
@@ -344,8 +359,6 @@ static void on_output(struct loop *l, int fd, uint32_t events, void *data)
 	c->last_out_ms = now_ms();
 	if (c->input) {
 		guest_send(PROTO_OUTPUT, err ? 2 : 1, c->id, tmp, (size_t)n);
-		if (G.wr.out.len > GUEST_STREAM_QUEUE)
-			call_pause(c, true);
 	} else if (c->stream && !c->stream_dropped) {
 		if (G.wr.out.len + (size_t)n > GUEST_STREAM_QUEUE) {
 			/* The host reads slower than the command writes: stop

@@ -355,18 +355,11 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 		return r;
 	}
 	if (pid == 0) {
-		close(outp[0]);
-		close(statp[0]);
-		close(syncp[0]);
-		if (c->input) {
-			close(inp[1]);
-			close(errp[0]);
-		}
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		/* call-init is a copy of ward-guest: of its descriptors (the
 		 * channel, the tools' root, other calls' pipes) it keeps none. */
 		int keep[] = { outp[1], statp[1], syncp[1], inp[0], errp[1] };
-		fdio_close_all_but(3, keep, c->input ? ARRAY_SIZE(keep) : 3);
+		fdio_close_all_but(3, keep, ARRAY_SIZE(keep));	/* -1 (no stdin call) is no fd */
 		proc_title_set("ward-call-init");
 		proc_init_namespaces(syncp[1]);
 		close(syncp[1]);

@@ -34,7 +34,7 @@ struct box_pending {
 	int64_t start_ms, cancel_ms, deadline;
 	struct box_call_cbs cbs;
 	void *ud;
-	bool input, started, in_closed;
+	bool input, in_closed;
 	struct box_pending *next;
 };
 
@@ -363,16 +363,6 @@ static void box_frame(struct box_conn *c, const struct frame *f)
 		p->cbs.output_err(p->ud, p->id, (const char *)f->payload, f->len);
 	} else if (f->type == PROTO_OUTPUT && p->cbs.output) {
 		p->cbs.output(p->ud, p->id, (const char *)f->payload, f->len);
-	} else if (f->type == PROTO_EVENT) {
-		p->started = true;	/* the guest's one event for a call: it started */
-	} else if (f->type == PROTO_ERROR && p->input && p->started) {
-		/* About its stdin (closed past GUEST_STDIN_PENDING): the call
-		 * goes on, and its result comes as ever. */
-		char line[600];
-		int k = snprintf(line, sizeof(line), "\nward: %.*s\n", (int)MIN(f->len, 500u), f->payload);
-		void (*cb)(void *, uint32_t, const char *, size_t) = p->cbs.output_err ? p->cbs.output_err : p->cbs.output;
-		if (cb && k > 0)
-			cb(p->ud, p->id, line, MIN((size_t)k, sizeof(line) - 1));
 	} else if (f->type == PROTO_ERROR) {
 		box_pending_take(c, f->id, true);
 		box_pending_finish(p, box_result("failed", false, "the box refused the call: %.*s\n",

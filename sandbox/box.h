@@ -96,7 +96,7 @@ struct box_call_cbs {
 	void (*output)(void *ud, uint32_t id, const char *p, size_t n);
 	void (*result)(void *ud, uint32_t id, cJSON *result);
 	/* An input call's stderr, and what the box says about its stdin
-	 * ("ward: ..." lines); NULL: they go to output. */
+	 * ("[ward: ...]" lines); NULL: they go to output. */
 	void (*output_err)(void *ud, uint32_t id, const char *p, size_t n);
 };
 struct box_call_req {

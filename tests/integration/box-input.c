@@ -2,7 +2,9 @@
  * INPUT reaches the command whole and in order, EOF ends it, stderr comes
  * apart, 64 MB read slowly lose no byte while the guest's memory stays
  * bounded, a cancel ends the call's whole tree, INPUT to an ended call is
- * harmless, a call without stdin is as before, and a 7-day limit runs.
+ * harmless, a call without stdin is as before, a command that closes its
+ * stdin leaves ward-guest idle, 80 stdin calls behind a host that reads
+ * nothing do not overflow the guest's queue, and a 7-day limit runs.
  * argv[2]: fd-audit.py. TAP. */
 #include "sandbox/box.h"
 #include "proto/budget.h"
@@ -12,6 +14,7 @@
 #include "tap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <poll.h>
 #include <signal.h>
@@ -157,6 +160,24 @@ static long guest_hwm_kb(pid_t pid)
 	return v;
 }
 
+/* ward-guest's CPU time so far (utime + stime), in clock ticks. */
+static long guest_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	/* Past the command name, which may hold spaces: field 3 on. */
+	const char *p = strrchr(buf, ')');
+	long ut = 0, st = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st) != 2)
+		return -1;
+	return ut + st;
+}
+
 static bool has_line(struct run *r)
 {
 	return r->out.len && memchr(r->out.data, '\n', r->out.len) != NULL;
@@ -221,6 +242,41 @@ int main(int argc, char **argv)
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "python3 %s %d >/dev/null", argc > 2 ? argv[2] : "fd-audit.py", (int)guest);
 		ok(system(cmd) == 0, "the fd audit passes with a stdin call running");
+	}
+	if (!vm && guest > 0) {
+		/* Of the command's stdin pipe, ward-guest holds one end: the
+		 * write end. */
+		struct run q;
+		uint32_t qid;
+		run_init(&q);
+		start(c, &q, "readlink /proc/self/fd/0; exec cat", true, 0, &qid);
+		drive(c, &q, 20000, has_line);
+		buf_cstr(&q.out);
+		char pipe_name[64] = "";
+		sscanf(q.out.data ? q.out.data : "", "%63s", pipe_name);
+		int ends = 0, writers = 0;
+		for (int fd = 0; fd < 4096 && pipe_name[0]; fd++) {
+			char lp[64], target[64] = "", fi[64], line[128];
+			snprintf(lp, sizeof(lp), "/proc/%d/fd/%d", (int)guest, fd);
+			ssize_t k = readlink(lp, target, sizeof(target) - 1);
+			if (k <= 0 || (target[k] = 0, strcmp(target, pipe_name)))
+				continue;
+			ends++;
+			snprintf(fi, sizeof(fi), "/proc/%d/fdinfo/%d", (int)guest, fd);
+			FILE *f = fopen(fi, "re");
+			unsigned flags = 0;
+			while (f && fgets(line, sizeof(line), f))
+				sscanf(line, "flags: %o", &flags);
+			if (f)
+				fclose(f);
+			writers += (flags & O_ACCMODE) == O_WRONLY;
+		}
+		ok(!strncmp(pipe_name, "pipe:", 5), "the command's stdin is a pipe (%s)", pipe_name);
+		ok(ends == 1 && writers == 1, "ward-guest holds one end of it, the write end (%d ends, %d writing)", ends,
+		   writers);
+		box_call_input_close(c, qid);
+		drive(c, &q, 20000, NULL);
+		run_free(&q);
 	}
 	r.out.len = 0;
 	ok(input_all(c, id, data, big) == 0, "3 MiB of INPUT are queued");
@@ -324,6 +380,50 @@ int main(int argc, char **argv)
 	is_str(r.out.data ? r.out.data : "", "/dev/null\ne\n", "a call without input: stdin /dev/null, stderr merged");
 	is_int(r.nerr_cb, 0, "and nothing through output_err");
 	run_free(&r);
+
+	/* A command that closes its stdin: ward-guest closes its end at once
+	 * rather than being woken for it again and again (EPOLLERR). */
+	if (guest > 0 && !vm) {
+		long t0 = guest_cpu_ticks(guest);
+		run_init(&r);
+		start(c, &r, "exec 0<&-; sleep 2", true, 0, &id);
+		drive(c, &r, 30000, NULL);
+		long used = guest_cpu_ticks(guest) - t0;
+		is_str(outcome(&r), "ok", "a command that closes its stdin ends as it should");
+		ok(used >= 0 && used < 50, "and ward-guest stayed idle meanwhile (%ld clock ticks in 2 s)", used);
+		run_free(&r);
+	}
+
+	/* Many stdin calls and a host that reads nothing for a while: each
+	 * call's pipes leave the loop before the queue passes its mark, so the
+	 * queue stays under its ceiling and the box lives. */
+	if (!vm) {
+		enum { NCALLS = 80 };
+		static struct run many[NCALLS];
+		static uint32_t ids[NCALLS];
+		int begun = 0, nok = 0, whole = 0;
+		for (int i = 0; i < NCALLS; i++) {
+			run_init(&many[i]);
+			many[i].keep = false;
+			begun += start(c, &many[i], "head -c 1000000 /dev/zero", true, 0, &ids[i]) == 0;
+		}
+		sleep(4);
+		int64_t until = now_ms() + 120000;
+		for (int done = 0; done < NCALLS && now_ms() < until;) {
+			drive(c, NULL, 100, NULL);
+			done = 0;
+			for (int i = 0; i < NCALLS; i++)
+				done += many[i].res != NULL;
+		}
+		for (int i = 0; i < NCALLS; i++) {
+			nok += many[i].res && !strcmp(outcome(&many[i]), "ok");
+			whole += many[i].out_total == 1000000;
+			run_free(&many[i]);
+		}
+		is_int(begun, NCALLS, "%d stdin calls at once are started", NCALLS);
+		is_int(nok, NCALLS, "all end ok though the host read nothing for 4 s");
+		is_int(whole, NCALLS, "each with all of its 1 MB");
+	}
 
 	/* A long-lived call: a 7-day limit is taken, and runs. */
 	run_init(&r);
