@@ -32,8 +32,10 @@ static bool drain(int fd, char *buf, size_t cap, size_t *got)
 		*got += (size_t)n;
 	}
 	if (*got == cap - 1) {	/* full: what it prints past the cap is thrown away */
-		char sink[512];
-		while ((n = read(fd, sink, sizeof(sink))) > 0)
+		/* A bounded amount a wake-up, so that a hook writing without end
+		 * cannot keep ward from its clocks. */
+		char sink[4096];
+		for (int k = 0; k < 16 && (n = read(fd, sink, sizeof(sink))) > 0; k++)
 			;
 	}
 	return n == 0;
@@ -95,6 +97,8 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 		until = deadline_ms;
 	siginfo_t si = { 0 };
 	bool oeof = false, eeof = false;	/* a closed output is not polled again (it would spin) */
+	/* ward's own stop signals are blocked and read by its loop: one that
+	 * came while the hook runs ends the hook now, and stays pending. */
 	for (;;) {
 		/* Exited? Looked at without reaping, so its group id stays its own
 		 * until the group is killed below. */
@@ -104,6 +108,12 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 		int64_t left = until - now_ms();
 		if (left <= 0) {
 			ret->timed_out = true;
+			break;
+		}
+		sigset_t pend;
+		if (sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) || sigismember(&pend, SIGINT) ||
+					       sigismember(&pend, SIGHUP))) {
+			ret->interrupted = true;
 			break;
 		}
 		if (infd >= 0 && sent == len) {
@@ -301,6 +311,10 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 			decision = "error";
 			snprintf(line, sizeof(line), "could not be started: %s", strerror(-rc));
 			cJSON_AddNullToObject(rec, "exit");
+		} else if (r->interrupted) {
+			decision = "interrupted";
+			snprintf(line, sizeof(line), "killed with its process group: ward was asked to stop");
+			cJSON_AddNullToObject(rec, "exit");
 		} else if (r->timed_out) {
 			decision = "timeout";
 			if (r->by_deadline)
@@ -357,7 +371,9 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 			cJSON_AddStringToObject(rec, "why", safe ? safe : "");
 		}
 		cJSON_AddItemToArray(runs, rec);
-		if (!strcmp(decision, "block")) {
+		/* A PreToolUse hook is a check: a call it could not finish
+		 * checking does not run. */
+		if (!strcmp(decision, "block") || (!strcmp(decision, "interrupted") && !strcmp(event, "PreToolUse"))) {
 			blocked = true;
 			snprintf(why, why_cap, "%s", line);
 		} else if (!strcmp(decision, "error") || !strcmp(decision, "timeout")) {

@@ -17,15 +17,17 @@
 struct hook_run {
 	int status;		/* the wait status; meaningful when !timed_out */
 	bool timed_out, by_deadline;
+	bool interrupted;	/* ward got SIGTERM, SIGINT or SIGHUP (left pending) */
 	int64_t elapsed_ms;
 	char out[8192];		/* what it printed, cut at the size */
 	char err[2048];
 };
 
 /* Run `sh -c cmd` with input on its stdin (WARD_TOOL=tool in its
- * environment when tool is set), for at most timeout_ms and never past
- * deadline_ms (absolute, monotonic; 0: none). 0, or -errno when it could
- * not start. */
+ * environment when tool is set), for at most timeout_ms, never past
+ * deadline_ms (absolute, monotonic; 0: none), and not past a stop signal
+ * ward has blocked for its loop. Its process group is killed at the end,
+ * whichever it is. 0, or -errno when it could not start. */
 int hook_exec(const char *cmd, const char *input, const char *tool, int64_t timeout_ms, int64_t deadline_ms,
 	      struct hook_run *ret);
 

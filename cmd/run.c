@@ -354,6 +354,10 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 		snprintf(reason, cap, "the approver could not be started: %s", strerror(-r));
 		return 'n';
 	}
+	if (hr->interrupted) {
+		snprintf(reason, cap, "ward was asked to stop while the approver ran");
+		return 'n';
+	}
 	if (hr->timed_out) {
 		if (hr->by_deadline)
 			snprintf(reason, cap, "the approver did not answer before the run's deadline");

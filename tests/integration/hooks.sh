@@ -164,6 +164,25 @@ pgrep -f "^sleep 100\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is
 sleep 3.5
 [ ! -e "$T_TMP/canary" ]; ok $? "the canary never touched its file"
 
+# SIGTERM to ward while a hook runs: the hook's group is killed at once
+# (not at its 60 s timeout), the call it was checking does not run, and
+# the run ends cancelled.
+script stuck "cat >/dev/null; touch \"$T_TMP/stuck-started\"; ( sleep 3.$MARK; touch \"$T_TMP/canary2\" ) & sleep 101.$MARK"
+hooks PreToolUse "" "$T_TMP/stuck" 60
+serve tool; ws stuck; rm -f "$T_TMP/stuck-started"
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "make a file" \
+	>/dev/null 2>"$T_TMP/err" </dev/null &
+WP=$!
+for _ in $(seq 200); do [ -e "$T_TMP/stuck-started" ] && break; sleep 0.05; done
+t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
+is "$RC" 130 "SIGTERM while a hook runs: the run ends cancelled (exit 130)"
+lt "$MS" 2000 "at once, not at the hook's 60 s timeout (${MS} ms)"
+[ ! -e "$WS/out.txt" ]; ok $? "the call the hook was checking did not run"
+like "$(journal | grep '"type":"hook"')" '"decision":"interrupted"' "the journal records the hook interrupted"
+pgrep -f "^sleep 101\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is gone"
+sleep 3.5
+[ ! -e "$T_TMP/canary2" ]; ok $? "its background child never touched its file"
+
 # A project's file may not add hooks (one line, naming the file); the same
 # in the user's file runs.
 rm -f "$T_TMP/mark" "$CONF"
