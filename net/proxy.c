@@ -526,6 +526,10 @@ int net_proxy_new(const struct net_proxy_cfg *cfg, struct net_proxy **ret, struc
 	p->listen_resume = -1;
 	if (!p->cfg.max_conns)
 		p->cfg.max_conns = NET_DEFAULT_MAX_CONNS;
+	/* A box started again (a restart) goes on with its budget as spent. */
+	p->used = cfg->used_before;
+	if (p->cfg.max_bytes && p->used >= p->cfg.max_bytes)
+		p->st.spent = true;
 	if (p->cfg.idle_ms <= 0)
 		p->cfg.idle_ms = NET_DEFAULT_IDLE_MS;
 	if (p->cfg.connect_ms <= 0)

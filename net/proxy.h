@@ -33,8 +33,9 @@
 #define NET_DEFAULT_IDLE_MS (120 * 1000)
 #define NET_DEFAULT_CONNECT_MS (10 * 1000)
 #define NET_DEFAULT_HEAD_MS (10 * 1000)
-/* Descriptors one connection may hold: client, upstream, two pipes. */
-#define NET_FDS_PER_CONN 6
+/* Descriptors one connection may hold: client, upstream, two pipes, and in
+ * a vm box the mux's end of the client's socket pair. */
+#define NET_FDS_PER_CONN 7
 /* RLIMIT_NOFILE = NET_FDS_PER_CONN * max_conns + this (listener, loop,
  * resolver, event pipe, std streams, whatever shares the loop). */
 #define NET_FD_SLACK 64
@@ -45,7 +46,8 @@ struct net_proxy_cfg {
 	int listen_fd;		/* a listening SOCK_STREAM socket to accept clients from, or -1 */
 	int event_fd;		/* write end of a pipe: one JSON line per connection, or -1 */
 	unsigned max_conns;	/* concurrent client connections; 0: NET_DEFAULT_MAX_CONNS */
-	uint64_t max_bytes;	/* up+down over the proxy's life; 0: none */
+	uint64_t max_bytes;	/* up+down over the box's life; 0: none */
+	uint64_t used_before;	/* of it, what the box's earlier proxies carried */
 	int64_t idle_ms;	/* a tunnel with no bytes either way this long is closed; 0: 120 s */
 	int64_t connect_ms;	/* resolve + connect upstream; 0: 10 s */
 	int64_t head_ms;	/* the client's request head (and a CONNECT's ClientHello); 0: 10 s */

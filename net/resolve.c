@@ -112,6 +112,15 @@ static void resolve_lookup(struct net_resolve_req *q)
 	};
 	struct addrinfo *ai = NULL;
 	q->res.gai = resolve_fn(q->host, q->port, &hints, &ai);
+	/* A name of one label ("localhost", an intranet's "build"): the
+	 * allow-list named it bare, so the host's own way of finding it
+	 * (/etc/hosts, its domains) is what was meant. */
+	size_t hl = strlen(q->host);
+	if (q->res.gai == EAI_NONAME && hl > 1 && !memchr(q->host, '.', hl - 1)) {
+		q->host[hl - 1] = 0;
+		q->res.gai = resolve_fn(q->host, q->port, &hints, &ai);
+		q->host[hl - 1] = '.';
+	}
 	q->res.sys_errno = q->res.gai == EAI_SYSTEM ? errno : 0;
 	for (struct addrinfo *a = ai; a && q->res.n < NET_RESOLVE_MAX_ADDRS; a = a->ai_next) {
 		if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
@@ -192,7 +201,11 @@ int net_resolve_start(struct net_resolve *r, const char *host, uint16_t port, vo
 	struct net_resolve_req *q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	snprintf(q->host, sizeof(q->host), "%s", host);
+	/* Fully qualified: the resolver's search domains are never tried, so
+	 * a name the allow-list takes (x.example.org) cannot resolve as
+	 * x.example.org.corp.internal. */
+	size_t hl = strlen(host);
+	snprintf(q->host, sizeof(q->host), "%s%s", host, hl && host[hl - 1] == '.' ? "" : ".");
 	snprintf(q->port, sizeof(q->port), "%u", port);
 	q->data = data;
 	q->res.data = data;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,6 +22,8 @@
 
 /* One event line at most this long (a host name, a reason, numbers). */
 #define EGRESS_LINE_MAX 4096
+/* How long a stopping proxy has to end its connections and report them. */
+#define EGRESS_STOP_MS 500
 
 void egress_init(struct egress *g)
 {
@@ -43,16 +46,26 @@ static int egress_on_open(void *ud, int *ret_fd)
 	return 0;
 }
 
+/* SIGTERM (egress_stop): the proxy ends its connections, reporting what
+ * each carried, and exits. */
+static void egress_on_term(struct loop *l, int fd, uint32_t events, void *data)
+{
+	net_proxy_stop(data);
+}
+
 static __attribute__((noreturn)) void egress_child(const struct box_opts *o, const struct box_inst *inst, int ev_w,
-						   pid_t keeper)
+						   pid_t keeper, uint64_t used_before)
 {
 	prctl(PR_SET_NAME, "ward-proxy");
-	/* The keeper blocks its signals for its signalfd; the proxy has none. */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The keeper blocks its signals for its signalfd; the proxy reads
+	 * only SIGTERM, through one of its own. */
+	sigset_t term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_SETMASK, &term, NULL);
 	int keep[] = { inst->net_fd, ev_w };
 	fdio_close_all_but(3, keep, 2);
+	int sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct err e = { 0 };
 	fdio_set_nonblock(inst->net_fd, true);
 	struct net_proxy_cfg cfg = {
@@ -60,6 +73,7 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 		.listen_fd = inst->net_mux ? -1 : inst->net_fd,
 		.event_fd = ev_w,
 		.max_bytes = o->net_max_bytes ? o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT,
+		.used_before = used_before,
 	};
 	struct net_proxy *p;
 	if (net_proxy_new(&cfg, &p, &e) < 0) {
@@ -69,6 +83,10 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 	struct netmux *m = NULL;
 	if (inst->net_mux && netmux_new(net_proxy_loop(p), inst->net_fd, egress_on_open, p, &m) < 0) {
 		fprintf(stderr, "ward-proxy: cannot serve the VM's port\n");
+		_exit(1);
+	}
+	if (sfd < 0 || loop_add(net_proxy_loop(p), sfd, EPOLLIN, egress_on_term, p) < 0) {
+		fprintf(stderr, "ward-proxy: cannot take SIGTERM\n");
 		_exit(1);
 	}
 	if (net_proxy_confine(&e) < 0) {
@@ -81,6 +99,9 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 	int r = net_proxy_run(p);
 	if (r < 0)
 		fprintf(stderr, "ward-proxy: %s\n", strerror(-r));
+	/* Each connection still open is reported, with its bytes, as it ends. */
+	netmux_free(m);
+	net_proxy_free(p);
 	_exit(r < 0);
 }
 
@@ -101,7 +122,7 @@ int egress_start(struct egress *g, const struct box_opts *o, struct box_inst *in
 	}
 	if (pid == 0) {
 		close(ev[0]);
-		egress_child(o, inst, ev[1], keeper);
+		egress_child(o, inst, ev[1], keeper, g->up + g->down);
 	}
 	close(ev[1]);
 	close(inst->net_fd);
@@ -172,25 +193,19 @@ bool egress_running(const struct egress *g)
 void egress_stop(struct egress *g, void (*on_event)(void *ud, cJSON *ev), void *ud)
 {
 	if (g->pid > 0) {
-		if (g->pidfd >= 0)
-			syscall(SYS_pidfd_send_signal, g->pidfd, SIGKILL, NULL, 0);
-		else
-			kill(g->pid, SIGKILL);
-		/* One process: its exit is quick; bounded all the same. */
-		for (int i = 0; i < 200; i++) {
-			pid_t w = waitpid(g->pid, NULL, WNOHANG);
-			if (w == g->pid || (w < 0 && errno == ECHILD))
-				break;
+		/* SIGTERM first, so that the bytes of the tunnels it ends count
+		 * (the budget is the box's, over its restarts); then, whatever
+		 * it did, SIGKILL and the reap. */
+		if (g->pidfd >= 0 && syscall(SYS_pidfd_send_signal, g->pidfd, SIGTERM, NULL, 0) == 0) {
 			struct pollfd pf = { .fd = g->pidfd, .events = POLLIN };
-			poll(&pf, 1, 10);
+			poll(&pf, 1, EGRESS_STOP_MS);
 		}
+		box_kill_reap(g->pid, g->pidfd, -1);
 	}
 	if (g->ev_fd >= 0) {
 		egress_read(g, on_event, ud);
 		close(g->ev_fd);
 	}
-	if (g->pidfd >= 0)
-		close(g->pidfd);
 	g->pid = 0;
 	g->pidfd = g->ev_fd = -1;
 	g->line.len = 0;

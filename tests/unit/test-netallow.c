@@ -67,6 +67,8 @@ int main(void)
 	ok(match("example.org", 443) == NULL, "but not the apex");
 	ok(match("aexample.org", 443) == NULL, "nor aexample.org");
 	ok(match("a.example.org", 22) == NULL, "nor another port");
+	ok(match("a.example.org.evil", 443) == NULL, "nor a name that only starts like one below it");
+	ok(match("example.org.evil", 443) == NULL, "nor the apex followed by more");
 
 	/* Ports. */
 	load((const char *const[]){ "example.org:8443", "*.x.org:8443", NULL });
