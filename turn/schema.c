@@ -225,8 +225,19 @@ const cJSON *schema_json(const struct schema *s)
 
 /* Checking. */
 
+/* A pattern compiled once a check, whatever number of strings it meets. */
+#define SCHEMA_PATTERNS_CACHED 64
+struct pattern {
+	const char *src;	/* the schema's string: its address is the key */
+	pcre2_code *re;
+	pcre2_match_data *md;
+};
+
 struct ctx {
 	const cJSON *root;
+	struct pattern pat[SCHEMA_PATTERNS_CACHED];
+	size_t npat;
+	pcre2_match_context *mc;
 	long steps;
 	char *why;
 	size_t cap;
@@ -300,29 +311,79 @@ static bool passes(struct ctx *c, const cJSON *s, const cJSON *v, const char *pa
 	return r == 0;
 }
 
-static bool pattern_matches(const char *pat, const char *str, bool *bad)
+static const struct pattern *pattern_get(struct ctx *c, const char *src)
 {
+	for (size_t i = 0; i < c->npat; i++)
+		if (c->pat[i].src == src)
+			return &c->pat[i];
+	struct pattern p = { .src = src };
 	int ec;
 	PCRE2_SIZE off;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &off, NULL);
-	if (!re) {
-		*bad = true;
-		return false;
+	p.re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &off, NULL);
+	p.md = p.re ? pcre2_match_data_create_from_pattern(p.re, NULL) : NULL;
+	if (!p.md) {
+		pcre2_code_free(p.re);
+		return NULL;
 	}
-	pcre2_match_context *mc = pcre2_match_context_create(NULL);
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-	int r = -1;
-	if (mc && md) {
-		pcre2_set_match_limit(mc, 100000);
-		pcre2_set_depth_limit(mc, 10000);
-		r = pcre2_match(re, (PCRE2_SPTR)str, strlen(str), 0, 0, md, mc);
+	if (c->npat == SCHEMA_PATTERNS_CACHED) {
+		/* More patterns than the cache: the oldest goes. */
+		pcre2_match_data_free(c->pat[0].md);
+		pcre2_code_free(c->pat[0].re);
+		memmove(c->pat, c->pat + 1, sizeof(c->pat[0]) * (SCHEMA_PATTERNS_CACHED - 1));
+		c->npat--;
 	}
-	pcre2_match_data_free(md);
-	pcre2_match_context_free(mc);
-	pcre2_code_free(re);
+	c->pat[c->npat] = p;
+	return &c->pat[c->npat++];
+}
+
+static bool pattern_matches(struct ctx *c, const char *pat, const char *str, bool *bad)
+{
+	const struct pattern *p = pattern_get(c, pat);
+	if (!c->mc) {
+		c->mc = pcre2_match_context_create(NULL);
+		if (c->mc) {
+			pcre2_set_match_limit(c->mc, 100000);
+			pcre2_set_depth_limit(c->mc, 10000);
+		}
+	}
+	int r = p && c->mc ? pcre2_match(p->re, (PCRE2_SPTR)str, strlen(str), 0, 0, p->md, c->mc) : -1;
 	/* No match, a match limit hit, or bad UTF-8: not a match. */
 	*bad = r < 0 && r != PCRE2_ERROR_NOMATCH;
 	return r >= 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A member name twice in one object: sorted, so n log n however many. */
+static const char *duplicate_name(const cJSON *v, int n)
+{
+	if (n < 2)
+		return NULL;
+	const char **names = malloc((size_t)n * sizeof(*names));
+	if (!names)
+		return NULL;
+	int k = 0;
+	for (const cJSON *p = v->child; p && k < n; p = p->next)
+		names[k++] = p->string;
+	qsort(names, (size_t)k, sizeof(*names), cmp_names);
+	const char *dup = NULL;
+	for (int i = 1; i < k && !dup; i++)
+		if (!strcmp(names[i - 1], names[i]))
+			dup = names[i];
+	free(names);
+	return dup;
+}
+
+/* The nodes of a value: what comparing it costs, in steps. */
+static long nodes(const cJSON *x)
+{
+	long n = 1;
+	for (const cJSON *y = x->child; y; y = y->next)
+		n += nodes(y);
+	return n;
 }
 
 static int check(struct ctx *c, const cJSON *s, const cJSON *v, const char *path, int depth)
@@ -356,13 +417,18 @@ static int check(struct ctx *c, const cJSON *s, const cJSON *v, const char *path
 			return fail(c, path, "expected %s, got %s", cJSON_IsString(k) ? k->valuestring : "one of the types listed",
 				    type_of(v));
 	}
-	if ((k = cJSON_GetObjectItemCaseSensitive(s, "const")) && !cJSON_Compare(k, v, 1))
-		return fail(c, path, "must be the schema's const value");
+	if ((k = cJSON_GetObjectItemCaseSensitive(s, "const"))) {
+		if ((c->steps += nodes(k)) > SCHEMA_STEPS_MAX)
+			return spend(c, path);
+		if (!cJSON_Compare(k, v, 1))
+			return fail(c, path, "must be the schema's const value");
+	}
 	if ((k = cJSON_GetObjectItemCaseSensitive(s, "enum"))) {
 		bool ok = false;
 		const cJSON *x;
 		cJSON_ArrayForEach(x, k) {
-			c->steps++;
+			if ((c->steps += nodes(x)) > SCHEMA_STEPS_MAX)
+				return spend(c, path);
 			ok = ok || cJSON_Compare(x, v, 1);
 		}
 		if (!ok)
@@ -392,7 +458,7 @@ static int check(struct ctx *c, const cJSON *s, const cJSON *v, const char *path
 			return fail(c, path, "%zu characters, more than maxLength %g", n, k->valuedouble);
 		if ((k = cJSON_GetObjectItemCaseSensitive(s, "pattern"))) {
 			bool bad = false;
-			if (!pattern_matches(k->valuestring, v->valuestring, &bad))
+			if (!pattern_matches(c, k->valuestring, v->valuestring, &bad))
 				return fail(c, path, "%s the pattern %s", bad ? "could not be matched against" : "does not match",
 					    k->valuestring);
 		}
@@ -418,8 +484,9 @@ static int check(struct ctx *c, const cJSON *s, const cJSON *v, const char *path
 			int a = 0;
 			for (const cJSON *p = v->child; p; p = p->next, a++) {
 				int b = a + 1;
+				long pn = nodes(p);
 				for (const cJSON *q = p->next; q; q = q->next, b++) {
-					if (++c->steps > SCHEMA_STEPS_MAX)
+					if ((c->steps += pn) > SCHEMA_STEPS_MAX)
 						return spend(c, path);
 					if (cJSON_Compare(p, q, 1))
 						return fail(c, path, "items %d and %d are the same (uniqueItems)", a, b);
@@ -443,10 +510,13 @@ static int check(struct ctx *c, const cJSON *s, const cJSON *v, const char *path
 		const cJSON *add = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
 		/* A name twice in one object is refused: which one a reader
 		 * believes is not defined. */
+		const char *dup = duplicate_name(v, n);
+		if (dup) {
+			snprintf(sub, sizeof(sub), "%s/%s", path, dup);
+			return fail(c, sub, "the member \"%s\" appears twice", dup);
+		}
 		for (const cJSON *p = v->child; p; p = p->next) {
 			snprintf(sub, sizeof(sub), "%s/%s", path, p->string);
-			if (cJSON_GetObjectItemCaseSensitive(v, p->string) != p)
-				return fail(c, sub, "the member \"%s\" appears twice", p->string);
 			const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, p->string);
 			if (ps) {
 				if (check(c, ps, p, sub, depth + 1) < 0)
@@ -500,5 +570,11 @@ int schema_check(const struct schema *s, const cJSON *instance, char *why, size_
 {
 	struct ctx c = { .root = s->root, .why = why, .cap = cap };
 	why[0] = 0;
-	return check(&c, s->root, instance, "", 0) < 0 ? -1 : 0;
+	int r = check(&c, s->root, instance, "", 0) < 0 ? -1 : 0;
+	for (size_t i = 0; i < c.npat; i++) {
+		pcre2_match_data_free(c.pat[i].md);
+		pcre2_code_free(c.pat[i].re);
+	}
+	pcre2_match_context_free(c.mc);
+	return r;
 }

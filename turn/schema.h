@@ -3,10 +3,14 @@
  * Debian has no C validator (valijson is C++ over Qt, Poco and
  * std::regex), so this is ward's own, over cJSON, with a known worst case:
  * the schema is the user's, the answer the model's, and checking one
- * answer takes at most SCHEMA_STEPS_MAX keyword evaluations (anyOf/oneOf
+ * answer takes at most SCHEMA_STEPS_MAX steps (a keyword evaluated, or a
+ * node of a value compared for const, enum or uniqueItems; anyOf/oneOf
  * nested in arrays multiply; past the budget the answer is refused, saying
- * so), a pattern is PCRE2 with a match limit, and a $ref that never reaches
- * the answer (a loop) stops at SCHEMA_DEPTH_MAX.
+ * so), an object's duplicate names are found in n log n, a pattern is
+ * compiled once a check and matched by PCRE2 with a match limit, and a
+ * $ref that never reaches the answer (a loop) stops at SCHEMA_DEPTH_MAX.
+ * Comparing two objects costs what cJSON_Compare does (each member looked
+ * up in the other): a step a node is counted, not the lookups.
  *
  * Supported: type, enum, const, properties, required,
  * additionalProperties, minProperties, maxProperties, items, prefixItems,
