@@ -132,3 +132,18 @@ bool parse_json_has_nul(const char *s, size_t n)
 	}
 	return false;
 }
+
+void parse_line_col(const char *text, size_t n, size_t at, size_t *ret_line, size_t *ret_col)
+{
+	size_t line = 1, col = 1;
+	for (size_t i = 0; i < at && i < n && text[i]; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)text[i] & 0xC0) != 0x80) {
+			col++;
+		}
+	}
+	*ret_line = line;
+	*ret_col = col;
+}

@@ -15,3 +15,6 @@ int parse_size(const char *s, uint64_t *ret_bytes);
  * raw NUL byte? A JSON parser that returns C strings cuts such a string
  * short without a word, so "a\u0000b" would silently become "a". */
 bool parse_json_has_nul(const char *s, size_t n);
+/* Where offset at of text (n bytes) is, for a message: its line and its
+ * column in characters (UTF-8), both from 1. An at past n is taken as n. */
+void parse_line_col(const char *text, size_t n, size_t at, size_t *ret_line, size_t *ret_col);

@@ -242,16 +242,9 @@ struct layer {
 /* "FILE:LINE:COL: " (columns in characters) into buf. */
 static const char *where(char *buf, size_t n, const struct layer *L, const char *at)
 {
-	int line = 1, col = 1;
-	for (const char *p = L->text; p < at && *p; p++) {
-		if (*p == '\n') {
-			line++;
-			col = 1;
-		} else if (((unsigned char)*p & 0xC0) != 0x80) {
-			col++;
-		}
-	}
-	snprintf(buf, n, "%s:%d:%d: ", L->from, line, col);
+	size_t line, col;
+	parse_line_col(L->text, SIZE_MAX, at > L->text ? (size_t)(at - L->text) : 0, &line, &col);
+	snprintf(buf, n, "%s:%zu:%zu: ", L->from, line, col);
 	return buf;
 }
 

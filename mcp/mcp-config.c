@@ -1,6 +1,7 @@
 /* Reading "mcpServers": each entry checked whole before any is kept, so a
  * bad file adds nothing. */
 #include "mcp/mcp-config.h"
+#include "base/parse.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -269,13 +270,9 @@ int mcp_config_add_file(struct mcp_config *c, const char *path, struct err *e)
 	if (!j) {
 		/* Where it broke, as a line and column. */
 		const char *at = cJSON_GetErrorPtr();
-		int line = 1, col = 1;
-		for (const char *p = data; at && p < at && p < data + len; p++, col++)
-			if (*p == '\n') {
-				line++;
-				col = 0;
-			}
-		return err_set(e, -EINVAL, "%s:%d:%d: not valid JSON", path, line, col);
+		size_t line, col;
+		parse_line_col(data, len, at && at >= data ? (size_t)(at - data) : 0, &line, &col);
+		return err_set(e, -EINVAL, "%s:%zu:%zu: not valid JSON", path, line, col);
 	}
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "mcpServers");
 	if (!s) {

@@ -1,4 +1,5 @@
 #include "turn/compact.h"
+#include "turn/provider.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
@@ -31,15 +32,9 @@ const char *compact_reason_name(enum compact_reason r)
 	return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "?";
 }
 
-static const char *str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static bool role_is(const cJSON *m, const char *role)
 {
-	const char *r = str_of(m, "role");
+	const char *r = json_str(m, "role");
 	return r && !strcmp(r, role);
 }
 
@@ -47,7 +42,7 @@ static bool has_block(const cJSON *m, const char *type)
 {
 	const cJSON *b;
 	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(m, "content")) {
-		const char *t = str_of(b, "type");
+		const char *t = json_str(b, "type");
 		if (t && !strcmp(t, type))
 			return true;
 	}
@@ -132,7 +127,7 @@ static void put_result(struct buf *b, const cJSON *blk, size_t cap)
 	}
 	const cJSON *it;
 	cJSON_ArrayForEach(it, c) {
-		const char *t = str_of(it, "text");
+		const char *t = json_str(it, "text");
 		if (t)
 			put_cut(b, t, cap);
 	}
@@ -140,23 +135,23 @@ static void put_result(struct buf *b, const cJSON *blk, size_t cap)
 
 static void put_message(struct buf *b, const cJSON *m, size_t cap)
 {
-	const char *role = str_of(m, "role");
+	const char *role = json_str(m, "role");
 	role = role ? role : "?";
 	const cJSON *blk;
 	cJSON_ArrayForEach(blk, cJSON_GetObjectItemCaseSensitive(m, "content")) {
-		const char *type = str_of(blk, "type");
+		const char *type = json_str(blk, "type");
 		if (!type)
 			continue;
-		if (!strcmp(type, "text") && str_of(blk, "text")) {
+		if (!strcmp(type, "text") && json_str(blk, "text")) {
 			buf_printf(b, "[%s] ", role);
-			put_cut(b, str_of(blk, "text"), cap);
+			put_cut(b, json_str(blk, "text"), cap);
 		} else if (!strcmp(type, "tool_use")) {
 			_cleanup_free_ char *in = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(blk, "input"));
-			buf_printf(b, "[%s called %s, id %s] ", role, str_of(blk, "name") ? str_of(blk, "name") : "?",
-				   str_of(blk, "id") ? str_of(blk, "id") : "?");
+			buf_printf(b, "[%s called %s, id %s] ", role, json_str(blk, "name") ? json_str(blk, "name") : "?",
+				   json_str(blk, "id") ? json_str(blk, "id") : "?");
 			put_cut(b, in ? in : "{}", cap);
 		} else if (!strcmp(type, "tool_result")) {
-			buf_printf(b, "[result of %s%s] ", str_of(blk, "tool_use_id") ? str_of(blk, "tool_use_id") : "?",
+			buf_printf(b, "[result of %s%s] ", json_str(blk, "tool_use_id") ? json_str(blk, "tool_use_id") : "?",
 				   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(blk, "is_error")) ? ", an error" : "");
 			put_result(b, blk, cap);
 		} else {
@@ -227,7 +222,7 @@ char *compact_reply_text(const cJSON *content)
 	buf_init(&b, COMPACT_TRANSCRIPT_MAX);
 	const cJSON *blk;
 	cJSON_ArrayForEach(blk, content) {
-		const char *type = str_of(blk, "type"), *t = str_of(blk, "text");
+		const char *type = json_str(blk, "type"), *t = json_str(blk, "text");
 		if (type && !strcmp(type, "text") && t) {
 			if (b.len)
 				buf_append(&b, "\n", 1);

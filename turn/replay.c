@@ -107,10 +107,8 @@ cJSON *replay_load(const char *path, struct err *e)
 	cJSON *script = cJSON_ParseWithLengthOpts(data, len, &end, false);
 	if (!script) {
 		/* Where the parser stopped, as a line and a column. */
-		size_t at = end && end >= data && end <= data + len ? (size_t)(end - data) : 0, line = 1, col = 1;
-		for (size_t i = 0; i < at; i++, col++)
-			if (data[i] == '\n')
-				line++, col = 0;
+		size_t line, col;
+		parse_line_col(data, len, end && end >= data ? (size_t)(end - data) : 0, &line, &col);
 		err_set(e, -EINVAL, "%s is not valid JSON (line %zu, column %zu)", path, line, col);
 		return NULL;
 	}

@@ -1,4 +1,5 @@
 #include "turn/schema.h"
+#include "base/parse.h"
 #include "base/cleanup.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -185,14 +186,8 @@ int schema_load(const char *text, size_t n, const char *name, struct schema **re
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
 	if (!root) {
-		size_t off = end && end >= text ? (size_t)(end - text) : 0;
-		size_t line = 1, col = 1;
-		for (size_t i = 0; i < off && i < n; i++) {
-			if (text[i] == '\n')
-				line++, col = 1;
-			else
-				col++;
-		}
+		size_t line, col;
+		parse_line_col(text, n, end && end >= text ? (size_t)(end - text) : 0, &line, &col);
 		return err_set(e, -EINVAL, "%s: not JSON (line %zu, column %zu)", name, line, col);
 	}
 	struct err e2 = { 0 };

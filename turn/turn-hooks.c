@@ -28,9 +28,7 @@ static bool fire(const struct turn_cfg *cfg, struct session *s, const char *even
 		journal_write(&s->j, "hook", rec);
 		cJSON_Delete(rec);
 		struct turn_event te = { .type = EV_HOOK, .result = r };
-		for (int i = 0; i < cfg->nsinks; i++)
-			if (cfg->sinks[i].on_event)
-				cfg->sinks[i].on_event(cfg->sinks[i].ud, &te);
+		turn_cfg_emit(cfg, &te);
 	}
 	cJSON_Delete(runs);
 	return blocked;

@@ -93,6 +93,8 @@ struct turn {
 };
 
 void turn_emit(struct turn *t, const struct turn_event *ev);
+/* The same where there is a configuration and no turn (SessionStart). */
+void turn_cfg_emit(const struct turn_cfg *cfg, const struct turn_event *ev);
 void turn_start_round(struct turn *t);
 /* The request's tools built again where an MCP server's changed. */
 void turn_tools_refresh(struct turn *t);

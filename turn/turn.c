@@ -30,11 +30,16 @@ const char *turn_ev_name(enum turn_ev_type t)
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
 
+void turn_cfg_emit(const struct turn_cfg *cfg, const struct turn_event *ev)
+{
+	for (int i = 0; i < cfg->nsinks; i++)
+		if (cfg->sinks[i].on_event)
+			cfg->sinks[i].on_event(cfg->sinks[i].ud, ev);
+}
+
 void turn_emit(struct turn *t, const struct turn_event *ev)
 {
-	for (int i = 0; i < t->cfg->nsinks; i++)
-		if (t->cfg->sinks[i].on_event)
-			t->cfg->sinks[i].on_event(t->cfg->sinks[i].ud, ev);
+	turn_cfg_emit(t->cfg, ev);
 }
 
 /* Stream events from the assembler. */
