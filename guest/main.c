@@ -248,7 +248,7 @@ static void call_pause(struct call *c, bool pause)
 
 static void guest_resume(void)
 {
-	if (G.wr.out.len > GUEST_STREAM_QUEUE / 2)
+	if (proto_queued(&G.wr) > GUEST_STREAM_QUEUE / 2)
 		return;
 	for (struct call *c = G.calls; c; c = c->next)
 		call_pause(c, false);
@@ -334,7 +334,7 @@ static void on_output(struct loop *l, int fd, uint32_t events, void *data)
 	bool err = fd == c->err_fd;
 	/* Before reading: every stdin call may add a chunk past the mark,
 	 * and the queue's ceiling is only a few chunks above it. */
-	if (c->input && G.wr.out.len > GUEST_STREAM_QUEUE) {
+	if (c->input && proto_queued(&G.wr) > GUEST_STREAM_QUEUE) {
 		call_pause(c, true);
 		return;
 	}
@@ -360,7 +360,7 @@ static void on_output(struct loop *l, int fd, uint32_t events, void *data)
 	if (c->input) {
 		guest_send(PROTO_OUTPUT, err ? 2 : 1, c->id, tmp, (size_t)n);
 	} else if (c->stream && !c->stream_dropped) {
-		if (G.wr.out.len + (size_t)n > GUEST_STREAM_QUEUE) {
+		if (proto_queued(&G.wr) + (size_t)n > GUEST_STREAM_QUEUE) {
 			/* The host reads slower than the command writes: stop
 			 * streaming; the result still carries head and tail. */
 			c->stream_dropped = true;

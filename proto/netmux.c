@@ -160,7 +160,7 @@ static bool stream_pump(struct mstream *s)
 		}
 		mux_send(m, NETMUX_DATA, s->id, b, (size_t)n);
 		s->credit -= (uint32_t)n;
-		if (m->wr.out.len > NETMUX_HIGH)
+		if (proto_queued(&m->wr) > NETMUX_HIGH)
 			m->congested = true;
 	}
 	return true;
@@ -315,7 +315,7 @@ static void mux_cb(struct loop *l, int fd, uint32_t events, void *data)
 		int r = proto_flush(&m->wr, m->fd);
 		if (r < 0 && r != -EAGAIN)
 			m->dead = true;
-		if (m->congested && m->wr.out.len <= NETMUX_HIGH / 2) {
+		if (m->congested && proto_queued(&m->wr) <= NETMUX_HIGH / 2) {
 			m->congested = false;
 			for (struct mstream *s = m->streams, *next; s; s = next) {
 				next = s->next;

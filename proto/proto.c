@@ -116,6 +116,13 @@ int proto_reader_next(struct proto_reader *r, struct frame *ret)
 void proto_writer_init(struct proto_writer *w, size_t cap)
 {
 	buf_init(&w->out, cap);
+	w->off = 0;
+}
+
+static void writer_compact(struct proto_writer *w)
+{
+	buf_consume(&w->out, w->off);
+	w->off = 0;
 }
 
 void proto_writer_free(struct proto_writer *w)
@@ -128,8 +135,10 @@ int proto_queue(struct proto_writer *w, uint8_t type, uint8_t flags, uint32_t id
 {
 	if (len > PROTO_MAX_PAYLOAD)
 		return -EMSGSIZE;
-	if (w->out.len + PROTO_HDR + len > w->out.cap)
+	if (!proto_room(w, PROTO_HDR + len))
 		return -ENOBUFS;
+	if (w->off && w->out.len + PROTO_HDR + len > w->out.cap)
+		writer_compact(w);
 	uint8_t hdr[PROTO_HDR];
 	proto_encode_hdr(hdr, type, flags, id, (uint32_t)len);
 	int r = buf_append(&w->out, hdr, sizeof(hdr));
@@ -140,18 +149,21 @@ int proto_queue(struct proto_writer *w, uint8_t type, uint8_t flags, uint32_t id
 
 int proto_flush(struct proto_writer *w, int fd)
 {
-	while (w->out.len) {
+	while (proto_pending(w)) {
 		/* A peer gone mid-write is an error to return, not a SIGPIPE. */
-		ssize_t n = send(fd, w->out.data, w->out.len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, w->out.data + w->off, proto_queued(w), MSG_NOSIGNAL);
 		if (n < 0 && errno == ENOTSOCK)
-			n = write(fd, w->out.data, w->out.len);
+			n = write(fd, w->out.data + w->off, proto_queued(w));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (w->off > w->out.len / 2)
+				writer_compact(w);
 			return -errno;
 		}
-		buf_consume(&w->out, (size_t)n);
+		w->off += (size_t)n;
 	}
+	w->out.len = w->off = 0;
 	return 0;
 }
 

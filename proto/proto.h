@@ -78,9 +78,13 @@ int proto_reader_fill(struct proto_reader *r, int fd);
 /* Next complete frame, valid until the next fill. -EAGAIN when none. */
 int proto_reader_next(struct proto_reader *r, struct frame *ret);
 
-/* Outgoing queue with a ceiling. */
+/* Outgoing queue with a ceiling. What is written is skipped, not moved:
+ * the queue is compacted when the written part passes half of it, or to
+ * make room, so a slow peer that takes a little at a time does not make
+ * every write copy the whole queue. */
 struct proto_writer {
 	struct buf out;
+	size_t off;		/* written so far, from out.data */
 };
 void proto_writer_init(struct proto_writer *w, size_t cap);
 void proto_writer_free(struct proto_writer *w);
@@ -89,7 +93,11 @@ int proto_queue(struct proto_writer *w, uint8_t type, uint8_t flags, uint32_t id
 /* Write as much as the fd takes. Returns 0 when empty, -EAGAIN when bytes
  * remain, -errno on error. */
 int proto_flush(struct proto_writer *w, int fd);
-static inline bool proto_pending(const struct proto_writer *w) { return w->out.len > 0; }
+/* Bytes queued and not yet written. */
+static inline size_t proto_queued(const struct proto_writer *w) { return w->out.len - w->off; }
+static inline bool proto_pending(const struct proto_writer *w) { return proto_queued(w) > 0; }
+/* Whether n more bytes (frames and their headers) fit under the ceiling. */
+static inline bool proto_room(const struct proto_writer *w, size_t n) { return proto_queued(w) + n <= w->out.cap; }
 
 /* Blocking helpers for simple peers. */
 int proto_send(int fd, uint8_t type, uint8_t flags, uint32_t id, const void *payload, size_t len);

@@ -159,9 +159,9 @@ uint32_t box_conn_events(const struct box_conn *c)
 
 static void box_flush(struct box_conn *c)
 {
-	size_t before = c->wr.out.len;
+	size_t before = proto_queued(&c->wr);
 	int r = proto_flush(&c->wr, c->fd);
-	if (c->wr.out.len < before || before == 0)
+	if (proto_queued(&c->wr) < before || before == 0)
 		c->wr_progress_ms = now_ms();
 	if (r < 0 && r != -EAGAIN)
 		c->dead = true;
@@ -310,7 +310,7 @@ int box_call_input(struct box_conn *c, uint32_t id, const void *p, size_t n)
 		return -EMSGSIZE;
 	/* Whole or not at all: a stdin must not lose a middle. */
 	size_t frames = n ? (n + PROTO_MAX_PAYLOAD - 1) / PROTO_MAX_PAYLOAD : 0;
-	if (c->wr.out.len + n + frames * PROTO_HDR > c->wr.out.cap)
+	if (!proto_room(&c->wr, n + frames * PROTO_HDR))
 		return -ENOBUFS;
 	for (size_t off = 0; off < n; off += PROTO_MAX_PAYLOAD) {
 		int r = box_queue(c, PROTO_INPUT, id, (const uint8_t *)p + off, MIN(n - off, (size_t)PROTO_MAX_PAYLOAD));

@@ -108,7 +108,7 @@ static void keeper_pace(void)
 {
 	bool read_guest = true;
 	for (struct kcall *k = K.calls; k; k = k->next)
-		if (k->input && k->cl && k->cl->wr.out.len > KEEPER_PACE)
+		if (k->input && k->cl && proto_queued(&k->cl->wr) > KEEPER_PACE)
 			read_guest = false;
 	if (K.up) {
 		uint32_t m = (read_guest ? EPOLLIN : 0) | (proto_pending(&K.gwr) ? EPOLLOUT : 0);
@@ -117,7 +117,7 @@ static void keeper_pace(void)
 			K.gmask = m;
 		}
 	}
-	bool read_clients = K.gwr.out.len <= KEEPER_PACE;
+	bool read_clients = proto_queued(&K.gwr) <= KEEPER_PACE;
 	for (struct kclient *c = K.clients; c; c = c->next) {
 		uint32_t m = (read_clients ? EPOLLIN : 0) | (proto_pending(&c->wr) ? EPOLLOUT : 0);
 		if (m != c->mask) {

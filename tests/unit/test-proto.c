@@ -1,6 +1,8 @@
 /* The box protocol's framing: round trips, partial frames, oversize and
  * malformed headers, many frames in one buffer, the blocking helpers. */
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -125,5 +127,36 @@ next:;
 	is_int(proto_queue(&w, PROTO_OUTPUT, 0, 1, "0123456789", 10), 0, "queue within its ceiling");
 	is_int(proto_queue(&w, PROTO_OUTPUT, 0, 1, b, 60), -ENOBUFS, "queue past its ceiling is refused");
 	proto_writer_free(&w);
+
+	/* A peer that takes a little: what was written is skipped, and the
+	 * room it leaves is used once the queue is compacted. */
+	int pp[2];
+	ok(pipe2(pp, O_NONBLOCK) == 0 && fcntl(pp[1], F_SETPIPE_SZ, 4096) >= 0, "a pipe of 4096 bytes");
+	static char one[6000], two[10000];
+	for (size_t i = 0; i < sizeof(one); i++)
+		one[i] = (char)('a' + i % 26);
+	for (size_t i = 0; i < sizeof(two); i++)
+		two[i] = (char)('A' + i % 26);
+	proto_writer_init(&w, 12288);
+	proto_queue(&w, PROTO_OUTPUT, 0, 1, one, sizeof(one));
+	is_int(proto_flush(&w, pp[1]), -EAGAIN, "a flush the peer takes 4096 bytes of");
+	is_int((int)proto_queued(&w), 6012 - 4096, "the rest still queued");
+	is_int(proto_queue(&w, PROTO_OUTPUT, 0, 2, two, sizeof(two)), 0,
+	       "10,012 more fit beside them under 12,288, the written part dropped to make room");
+	struct proto_reader rd;
+	proto_reader_init(&rd);
+	for (int k = 0; k < 100 && (proto_pending(&w) || rd.in.len < 6012 + 10012); k++) {
+		proto_flush(&w, pp[1]);
+		proto_reader_fill(&rd, pp[0]);
+	}
+	struct frame f1, f2;
+	ok(proto_reader_next(&rd, &f1) == 0 && f1.id == 1 && f1.len == sizeof(one) && !memcmp(f1.payload, one, sizeof(one)),
+	   "the first frame arrives whole");
+	ok(proto_reader_next(&rd, &f2) == 0 && f2.id == 2 && f2.len == sizeof(two) && !memcmp(f2.payload, two, sizeof(two)),
+	   "and the second, after it");
+	proto_reader_free(&rd);
+	proto_writer_free(&w);
+	close(pp[0]);
+	close(pp[1]);
 	return tap_done();
 }
