@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
@@ -308,4 +309,50 @@ int fdio_recv_fd(int sock, int64_t until_ms)
 	if (got >= 0)
 		return got;
 	return n == 0 ? -EPIPE : -EBADMSG;
+}
+
+static int fdio_unix_addr(const char *path, struct sockaddr_un *sa)
+{
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa->sun_path, path, strlen(path) + 1);
+	return 0;
+}
+
+int fdio_unix_listen(const char *path, int backlog, bool nonblock)
+{
+	struct sockaddr_un sa;
+	int r = fdio_unix_addr(path, &sa);
+	if (r < 0)
+		return r;
+	unlink(path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int fdio_unix_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int r = fdio_unix_addr(path, &sa);
+	if (r < 0)
+		return r;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }

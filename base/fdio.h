@@ -33,5 +33,11 @@ int fdio_send_fd(int sock, int fd);
  * Any other descriptors that came with it are closed. The fd, -EPIPE on
  * EOF, -ETIMEDOUT, -EBADMSG when no descriptor came, or -errno. */
 int fdio_recv_fd(int sock, int64_t until_ms);
+/* A unix stream socket listening on path (an old file there is removed
+ * first), or -errno (-ENAMETOOLONG when the path does not fit). CLOEXEC;
+ * non-blocking when nonblock. */
+int fdio_unix_listen(const char *path, int backlog, bool nonblock);
+/* A blocking CLOEXEC unix stream socket connected to path, or -errno. */
+int fdio_unix_connect(const char *path);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);

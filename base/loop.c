@@ -124,3 +124,8 @@ int loop_run_once(struct loop *l, int64_t deadline_ms)
 	l->dead = NULL;
 	return n;
 }
+
+int loop_fd(const struct loop *l)
+{
+	return l->epfd;
+}

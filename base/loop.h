@@ -15,3 +15,6 @@ void loop_del(struct loop *l, int fd);
 /* Wait until fd activity or until deadline (monotonic ms; <0 = none) and
  * dispatch. Returns number dispatched or negative errno. */
 int loop_run_once(struct loop *l, int64_t deadline_ms);
+/* The loop's epoll descriptor: readable when one of its fds has an event,
+ * so a loop can be one fd of another (loop_run_once(l, 0) then). */
+int loop_fd(const struct loop *l);

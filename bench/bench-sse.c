@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/timeutil.h"
-#include "turn/sse.h"
+#include "http/sse.h"
 
 static int on_event(void *ud, const struct sse_event *ev)
 {

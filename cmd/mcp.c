@@ -30,7 +30,8 @@ static const char mcp_help[] =
 	"workspace's .mcp.json once trusted, --mcp-config files) in a box of their own, and show\n"
 	"each one's state and tools (as the model sees them: mcp__SERVER__TOOL). The box is\n"
 	"destroyed after. A server's stdio process runs inside the box, with its limits and\n"
-	"network rules; its tools need approval unless the server marks them read-only.\n"
+	"network rules; an HTTP server is reached through the box's egress proxy (allow its\n"
+	"host with --allow-host). Tools need approval unless the server marks them read-only.\n"
 	MCPCONF_HELP
 	"  --json             one JSON array: [{name, transport, state, why?, restarts, tools}]\n";
 

@@ -1,5 +1,6 @@
 /* The MCP client: one state machine per server over its box call's stdin
- * and stdout. Every request has a deadline; every server's request gets an
+ * and stdout, or over streamable HTTP through the box's egress proxy
+ * (mcp-http.c). Every request has a deadline; every server's request gets an
  * answer; every way a server can fail (never answering, garbage, exiting,
  * an endless line) ends in a state the model and the person are told. */
 #include "mcp/mcp.h"
@@ -13,10 +14,12 @@
 #include "tools/tool.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "config.h"	/* WARD_VERSION */
 
@@ -77,7 +80,8 @@ struct srv {
 	struct mcp_server_cfg cfg;
 	enum srv_state state;
 	char why[600];
-	bool live;		/* its box call is running */
+	bool live;		/* its box call is running (HTTP: a session is being made or held) */
+	struct mhttp *http;	/* HTTP: its transport */
 	uint32_t box_id;
 	int restarts;
 	int64_t next_id;
@@ -109,6 +113,7 @@ struct mcp {
 	uint32_t next_call;
 	struct mcall *calls;
 	bool freeing;
+	struct mhub *hub;	/* the HTTP servers' loop and client, or NULL */
 };
 
 static void note(struct mcp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -130,7 +135,9 @@ bool mcp_is_name(const char *name)
 
 /* ---- writing ---- */
 
-static int srv_send(struct srv *s, cJSON *msg)
+/* rpc: the id when msg is a request of ours (HTTP carries its answer on
+ * the POST's response), else 0. */
+static int srv_send(struct srv *s, cJSON *msg, int64_t rpc)
 {
 	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
 	_cleanup_free_ char *t = cJSON_PrintUnformatted(msg);
@@ -138,6 +145,8 @@ static int srv_send(struct srv *s, cJSON *msg)
 	if (!t || !s->live)
 		return -EPIPE;
 	size_t n = strlen(t);
+	if (s->http)
+		return mhttp_post(s->http, t, n, rpc);
 	t[n] = '\n';	/* over the NUL: the line's end */
 	return box_call_input(s->m->c, s->box_id, t, n + 1);
 }
@@ -157,7 +166,7 @@ static int64_t srv_request(struct srv *s, enum rpc_kind kind, const char *method
 	cJSON_AddStringToObject(msg, "method", method);
 	if (params)
 		cJSON_AddItemToObject(msg, "params", params);
-	int rc = srv_send(s, msg);
+	int rc = srv_send(s, msg, r->id);
 	if (rc < 0) {
 		free(r);
 		return rc;
@@ -173,7 +182,7 @@ static void srv_notify(struct srv *s, const char *method, cJSON *params)
 	cJSON_AddStringToObject(msg, "method", method);
 	if (params)
 		cJSON_AddItemToObject(msg, "params", params);
-	srv_send(s, msg);
+	srv_send(s, msg, 0);
 }
 
 static struct rpc *rpc_take(struct srv *s, int64_t id)
@@ -330,6 +339,15 @@ static void srv_clear_rpcs(struct srv *s)
  * whole tree); its result then comes through srv_exited. */
 static void srv_kill(struct srv *s)
 {
+	if (s->http) {
+		/* No process to wait for: the session ends here, and a restart
+		 * begins a new one at once. */
+		mhttp_reset(s->http);
+		s->live = false;
+		if (s->state == ST_KILLING && !s->m->freeing)
+			srv_start(s);
+		return;
+	}
 	if (s->live)
 		box_call_cancel(s->m->c, s->box_id);
 }
@@ -416,13 +434,42 @@ static char *srv_command(const struct mcp_server_cfg *c)
 	return b.data;
 }
 
+static void srv_init(struct srv *s)
+{
+	s->state = ST_INIT;
+	cJSON *p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "protocolVersion", MCP_PROTOCOL_VERSION);
+	cJSON_AddObjectToObject(p, "capabilities");
+	cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
+	cJSON_AddStringToObject(ci, "name", "ward");
+	cJSON_AddStringToObject(ci, "version", WARD_VERSION);
+	if (srv_request(s, RPC_INIT, "initialize", p, 0) < 0)
+		srv_down(s, "initialize could not be sent");
+}
+
+static const struct mhttp_cbs http_cbs;
+
 static void srv_start(struct srv *s)
 {
 	struct mcp *m = s->m;
 	srv_clear_rpcs(s);
 	s->ready_by = now_ms() + s->cfg.startup_ms;
 	if (s->cfg.transport == MCP_HTTP) {
-		srv_down(s, "streamable HTTP servers are not reached yet: ward runs stdio servers in the box");
+		/* A session of its own through the box's egress proxy: no
+		 * process, so nothing of the server runs in the box. */
+		if (!m->hub) {
+			char why[sizeof(s->why)];
+			snprintf(why, sizeof(why), "%s", s->why[0] ? s->why : "the HTTP client could not be started");
+			srv_down(s, "%s", why);
+			return;
+		}
+		if (!s->http && mhttp_new(m->hub, s->cfg.url, s->cfg.headers, &http_cbs, s, &s->http) < 0) {
+			srv_down(s, "out of memory");
+			return;
+		}
+		mhttp_reset(s->http);
+		s->live = true;
+		srv_init(s);
 		return;
 	}
 	_cleanup_free_ char *cmd = srv_command(&s->cfg);
@@ -445,34 +492,15 @@ static void srv_start(struct srv *s)
 		return;
 	}
 	s->live = true;
-	s->state = ST_INIT;
-	cJSON *p = cJSON_CreateObject();
-	cJSON_AddStringToObject(p, "protocolVersion", MCP_PROTOCOL_VERSION);
-	cJSON_AddObjectToObject(p, "capabilities");
-	cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
-	cJSON_AddStringToObject(ci, "name", "ward");
-	cJSON_AddStringToObject(ci, "version", WARD_VERSION);
-	if (srv_request(s, RPC_INIT, "initialize", p, 0) < 0)
-		srv_down(s, "initialize could not be sent");
+	srv_init(s);
 }
 
-static void on_exit_result(void *ud, uint32_t id, cJSON *result)
+/* The server went away on its own (how: what happened): calls in flight
+ * fail; it is started again up to MCP_RESTARTS_MAX times. lost: the box's
+ * connection went, and with it every way to the server. */
+static void srv_lost(struct srv *s, const char *how, bool lost)
 {
-	struct srv *s = ud;
 	struct mcp *m = s->m;
-	s->live = false;
-	char how[200] = "it ended";
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
-	const cJSON *sig = cJSON_GetObjectItemCaseSensitive(result, "signal");
-	const char *outcome = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "outcome"));
-	if (cJSON_IsNumber(code))
-		snprintf(how, sizeof(how), "it exited with code %d", code->valueint);
-	else if (cJSON_IsNumber(sig))
-		snprintf(how, sizeof(how), "it was killed by signal %d", sig->valueint);
-	bool lost = outcome && !strcmp(outcome, "unknown");
-	if (lost)
-		snprintf(how, sizeof(how), "the box's connection was lost");
-	cJSON_Delete(result);
 	if (m->freeing || s->state == ST_DOWN)
 		return;
 	if (s->state == ST_KILLING) {
@@ -498,6 +526,25 @@ static void on_exit_result(void *ud, uint32_t id, cJSON *result)
 	note(m, "MCP server \"%s\": %s%s; starting it again (%d of %d)", s->cfg.name, how, tail, s->restarts,
 	     MCP_RESTARTS_MAX);
 	srv_start(s);
+}
+
+static void on_exit_result(void *ud, uint32_t id, cJSON *result)
+{
+	struct srv *s = ud;
+	s->live = false;
+	char how[200] = "it ended";
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
+	const cJSON *sig = cJSON_GetObjectItemCaseSensitive(result, "signal");
+	const char *outcome = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "outcome"));
+	if (cJSON_IsNumber(code))
+		snprintf(how, sizeof(how), "it exited with code %d", code->valueint);
+	else if (cJSON_IsNumber(sig))
+		snprintf(how, sizeof(how), "it was killed by signal %d", sig->valueint);
+	bool lost = outcome && !strcmp(outcome, "unknown");
+	if (lost)
+		snprintf(how, sizeof(how), "the box's connection was lost");
+	cJSON_Delete(result);
+	srv_lost(s, how, lost);
 }
 
 /* ---- reading ---- */
@@ -600,6 +647,8 @@ static void on_init(struct srv *s, const cJSON *res)
 	const char *sn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(si, "name"));
 	const char *sv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(si, "version"));
 	snprintf(s->info, sizeof(s->info), "%.80s%s%.40s", sn ? sn : "", sv ? " " : "", sv ? sv : "");
+	if (s->http)
+		mhttp_ready(s->http, s->proto);
 	srv_notify(s, "notifications/initialized", NULL);
 	s->state = ST_LIST;
 	list_begin(s);
@@ -701,25 +750,29 @@ static void on_server_request(struct srv *s, const cJSON *msg, const char *metho
 			 method);
 		cJSON_AddStringToObject(e, "message", m);
 	}
-	srv_send(s, reply);
+	srv_send(s, reply, 0);
 }
 
-static void on_line(struct srv *s, const char *p, size_t n)
+static void on_garbage(struct srv *s, const char *p, size_t n)
 {
-	while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
-		n--;
-	if (!n)
-		return;
-	cJSON *msg = cJSON_ParseWithLength(p, n);
-	const char *jv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc"));
-	if (!cJSON_IsObject(msg) || !jv || strcmp(jv, "2.0")) {
-		if (!s->garbage++) {
-			_cleanup_free_ char *safe = utf8_dup(p, n < 100 ? n : 100);
-			snprintf(s->garbage_first, sizeof(s->garbage_first), "%s", safe ? safe : "");
+	if (!s->garbage++) {
+		_cleanup_free_ char *safe = utf8_dup(p, n < 100 ? n : 100);
+		snprintf(s->garbage_first, sizeof(s->garbage_first), "%s", safe ? safe : "");
+		if (s->http)
+			note(s->m, "MCP server \"%s\" sent a message that is not JSON-RPC (ignored): \"%.100s\"",
+			     s->cfg.name, s->garbage_first);
+		else
 			note(s->m, "MCP server \"%s\" wrote a line that is not JSON-RPC to its stdout (ignored; stdout is "
 			     "the protocol's): \"%.100s\"", s->cfg.name, s->garbage_first);
-		}
-		cJSON_Delete(msg);
+	}
+}
+
+/* One JSON-RPC message of the server's. */
+static void on_msg(struct srv *s, const cJSON *msg, const char *p, size_t n)
+{
+	const char *jv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc"));
+	if (!cJSON_IsObject(msg) || !jv || strcmp(jv, "2.0")) {
+		on_garbage(s, p, n);
 		return;
 	}
 	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
@@ -735,6 +788,27 @@ static void on_line(struct srv *s, const char *p, size_t n)
 		}
 	} else if (id) {
 		on_response(s, msg);
+	}
+}
+
+/* A line (stdio) or a body or event (HTTP): a message, or a batch of them
+ * (an array; HTTP only, from servers of 2025-03-26). */
+static void on_message(struct srv *s, const char *p, size_t n)
+{
+	while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (!n)
+		return;
+	cJSON *msg = cJSON_ParseWithLength(p, n);
+	if (cJSON_IsArray(msg) && s->http) {
+		const cJSON *it;
+		cJSON_ArrayForEach(it, msg) {
+			on_msg(s, it, p, n);
+			if (s->state == ST_KILLING || s->state == ST_DOWN || !s->live)
+				break;
+		}
+	} else {
+		on_msg(s, msg, p, n);
 	}
 	cJSON_Delete(msg);
 }
@@ -761,7 +835,7 @@ static void on_out(void *ud, uint32_t id, const char *p, size_t n)
 			srv_restart(s, why);
 			return;
 		}
-		on_line(s, s->line.data, s->line.len);
+		on_message(s, s->line.data, s->line.len);
 		s->line.len = 0;
 		if (s->state == ST_KILLING || s->state == ST_DOWN || !s->live)
 			return;
@@ -773,6 +847,72 @@ static void on_err(void *ud, uint32_t id, const char *p, size_t n)
 	struct srv *s = ud;
 	capture_add(&s->err, p, n);
 }
+
+/* ---- HTTP servers (mcp-http.c is the transport) ---- */
+
+static int http_dial(void *ud, char *msg, size_t cap)
+{
+	const struct srv *s = ud;
+	return box_egress_dial(s->m->c, msg, cap);
+}
+
+static void http_message(void *ud, const char *p, size_t n)
+{
+	struct srv *s = ud;
+	if (s->state != ST_DOWN && s->state != ST_KILLING)
+		on_message(s, p, n);
+}
+
+/* A request's POST ended without its answer. */
+static void http_failed(void *ud, int64_t id, const char *why)
+{
+	struct srv *s = ud;
+	struct rpc *r = rpc_take(s, id);
+	if (!r)
+		return;	/* answered after all, or given up already */
+	enum rpc_kind kind = r->kind;
+	free(r);
+	switch (kind) {
+	case RPC_INIT:
+		srv_down(s, "%s", why);
+		break;
+	case RPC_LIST:
+		if (s->state == ST_LIST) {
+			srv_down(s, "tools/list failed: %s", why);
+			break;
+		}
+		note(s->m, "MCP server \"%s\": tools/list failed (%.300s); its last list is kept", s->cfg.name, why);
+		cJSON_Delete(s->acc);
+		s->acc = NULL;
+		deliver_held(s);
+		break;
+	case RPC_PING:
+		break;	/* its deadline decides */
+	case RPC_CALL:
+		for (struct mcall *c = s->m->calls; c; c = c->next)
+			if (c->s == s && c->rpc == id) {
+				call_end(s->m, c, tool_result_json("failed", "the MCP server \"%s\" gave no answer: %s",
+								s->cfg.name, why));
+				break;
+			}
+		break;
+	}
+}
+
+static void http_expired(void *ud)
+{
+	srv_lost(ud, "it ended the session (HTTP 404)", false);
+}
+
+static void http_note(void *ud, const char *line)
+{
+	const struct srv *s = ud;
+	note(s->m, "MCP server \"%s\": %s", s->cfg.name, line);
+}
+
+static const struct mhttp_cbs http_cbs = {
+	.dial = http_dial, .message = http_message, .failed = http_failed, .expired = http_expired, .note = http_note,
+};
 
 /* ---- the API ---- */
 
@@ -795,6 +935,11 @@ int mcp_new(const struct mcp_config *cfg, struct box_conn *c, mcp_note_fn *nf, v
 		s->cfg = cfg->v[i];
 		buf_init(&s->line, MCP_LINE_MAX);
 		capture_init(&s->err, 1024, 2048);
+		if (s->cfg.transport == MCP_HTTP && !m->hub) {
+			struct err he = { 0 };
+			if (mhub_new(&m->hub, &he) < 0)
+				snprintf(s->why, sizeof(s->why), "%s", he.msg);
+		}
 	}
 	*ret = m;
 	return 0;
@@ -809,26 +954,57 @@ static bool started(void *ud)
 	return true;
 }
 
+int mcp_fd(const struct mcp *m)
+{
+	return m ? mhub_fd(m->hub) : -1;
+}
+
+void mcp_io(struct mcp *m)
+{
+	if (m)
+		mhub_io(m->hub);
+}
+
 int mcp_start(struct mcp *m, struct err *e)
 {
 	for (size_t i = 0; i < m->n; i++)
 		srv_start(&m->v[i]);
-	/* The connection's wait runs to the servers' next deadline, then
-	 * their clock: start-up bounds, restarts. */
+	/* The box's connection and the HTTP servers' loop, to the servers'
+	 * next deadline, then their clock: start-up bounds, restarts. */
 	while (!started(m)) {
-		int r = box_conn_wait(m->c, started, m, mcp_deadline(m));
-		if (r == -ECONNRESET) {
-			for (size_t i = 0; i < m->n; i++)
-				if (m->v[i].state != ST_DOWN)
-					srv_down(&m->v[i], "the connection to the box was lost");
-			return err_set(e, r, "the connection to the box was lost while the MCP servers started");
+		int64_t d = mcp_deadline(m), bd = box_conn_deadline(m->c);
+		if (bd >= 0 && (d < 0 || bd < d))
+			d = bd;
+		int64_t left = d < 0 ? 1000 : d - now_ms();
+		uint32_t want = box_conn_events(m->c);
+		struct pollfd pf[2] = {
+			{ .fd = box_conn_fd(m->c), .events = (short)((want & EPOLLIN ? POLLIN : 0) | (want & EPOLLOUT ? POLLOUT : 0)) },
+			{ .fd = mcp_fd(m), .events = POLLIN },
+		};
+		int pr = poll(pf, pf[1].fd >= 0 ? 2 : 1, left < 0 ? 0 : left > 1000 ? 1000 : (int)left);
+		if (pr < 0 && errno != EINTR)
+			return err_setc(e, -errno, "waiting for the MCP servers");
+		if (pr > 0 && pf[0].revents) {
+			uint32_t ev = (pf[0].revents & POLLOUT ? EPOLLOUT : 0) |
+				      (pf[0].revents & (POLLIN | POLLHUP | POLLERR) ? EPOLLIN : 0);
+			if (box_conn_io(m->c, ev) < 0) {
+				for (size_t i = 0; i < m->n; i++)
+					if (m->v[i].state != ST_DOWN)
+						srv_down(&m->v[i], "the connection to the box was lost");
+				return err_set(e, -ECONNRESET, "the connection to the box was lost while the MCP servers started");
+			}
 		}
-		if (r < 0 && r != -ETIMEDOUT)
-			return err_setc(e, r, "waiting for the MCP servers");
+		box_conn_tick(m->c);
+		if (pr > 0 && pf[1].fd >= 0 && pf[1].revents)
+			mcp_io(m);
 		mcp_tick(m);
 	}
 	return 0;
 }
+
+/* How long ward waits at the end for its HTTP servers to take their
+ * sessions' DELETE. */
+#define MCP_HTTP_BYE_MS 500
 
 void mcp_free(struct mcp *m)
 {
@@ -841,15 +1017,33 @@ void mcp_free(struct mcp *m)
 		call_free(c);
 	}
 	m->calls = NULL;
+	for (size_t i = 0; i < m->n; i++)
+		srv_kill(&m->v[i]);
+	/* The HTTP servers are told their sessions are over, briefly. */
+	int64_t until = now_ms() + MCP_HTTP_BYE_MS;
+	for (;;) {
+		bool busy = false;
+		for (size_t i = 0; i < m->n; i++)
+			busy |= mhttp_busy(m->v[i].http);
+		int64_t left = until - now_ms();
+		if (!busy || left <= 0)
+			break;
+		struct pollfd pf = { .fd = mcp_fd(m), .events = POLLIN };
+		int64_t d = mhub_deadline(m->hub), w = d < 0 ? left : d - now_ms();
+		poll(&pf, 1, w < 0 ? 0 : w > left ? (int)left : (int)w);
+		mhub_io(m->hub);
+		mhub_tick(m->hub);
+	}
 	for (size_t i = 0; i < m->n; i++) {
 		struct srv *s = &m->v[i];
-		srv_kill(s);
+		mhttp_free(s->http);
 		srv_clear_rpcs(s);
 		cJSON_Delete(s->tools);
 		free(s->mt);
 		buf_free(&s->line);
 		capture_free(&s->err);
 	}
+	mhub_free(m->hub);
 	free(m->v);
 	free(m);
 }
@@ -967,6 +1161,8 @@ static void call_stop(struct mcall *c, const char *outcome, const char *why)
 		cJSON_AddNumberToObject(p, "requestId", (double)c->rpc);
 		cJSON_AddStringToObject(p, "reason", why);
 		srv_notify(s, "notifications/cancelled", p);
+		if (s->http)
+			mhttp_drop(s->http, c->rpc);
 		if (!s->ping_rpc && s->state == ST_READY) {
 			s->ping_by = now_ms() + BUDGET_GRACE_MS;
 			int64_t id = srv_request(s, RPC_PING, "ping", NULL, 0);
@@ -1005,6 +1201,9 @@ int64_t mcp_deadline(const struct mcp *m)
 			if (r->deadline_ms)
 				NEXT(r->deadline_ms);
 	}
+	int64_t h = m ? mhub_deadline(m->hub) : -1;
+	if (h >= 0)
+		NEXT(h);
 	return d;
 #undef NEXT
 }
@@ -1013,6 +1212,7 @@ void mcp_tick(struct mcp *m)
 {
 	if (!m)
 		return;
+	mhub_tick(m->hub);
 	int64_t now = now_ms();
 	for (struct mcall *c = m->calls, *n; c; c = n) {
 		n = c->next;

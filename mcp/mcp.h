@@ -1,15 +1,18 @@
 /* The run's MCP servers: each stdio server is a long-lived call of the
  * task's box (its stdin and stdout carry newline-delimited JSON-RPC 2.0),
  * so it lives in the box, under the box's limits and egress rules, and dies
- * with it. This is the client: initialize (a current protocol version,
+ * with it; each streamable HTTP server is reached from the host through the
+ * box's egress proxy (box_egress_dial), so the box's allow-list and byte
+ * budget decide, and its headers (a token) never enter the box. This is the client: initialize (a current protocol version,
  * falling back to the server's), tools/list with its pages and
  * list_changed, tools/call with the call's deadline and
  * notifications/cancelled, and a JSON-RPC error for every request of the
  * server's that ward does not serve (sampling, elicitation, roots).
  *
  * Driven by the loop that drives the box connection: its output reaches
- * the servers through the connection's callbacks; mcp_deadline and mcp_tick
- * are the servers' own clocks (start-up, calls, the ping after a cancel). */
+ * the servers through the connection's callbacks; mcp_fd is the HTTP
+ * servers' (mcp_io); mcp_deadline and mcp_tick are the servers' own clocks
+ * (start-up, calls, the ping after a cancel, HTTP's timers). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,6 +79,10 @@ void mcp_call_cancel(struct mcp *m, uint32_t id);
 
 int64_t mcp_deadline(const struct mcp *m);
 void mcp_tick(struct mcp *m);
+/* The HTTP servers' descriptor, for the driving loop to watch for input
+ * (mcp_io then), or -1 when there are none. */
+int mcp_fd(const struct mcp *m);
+void mcp_io(struct mcp *m);
 
 /* [{name, transport, state, why?, restarts, protocol?, server?, tools:
  * [{name, tool, readonly, description}]}] for ward mcp list and /mcp. */

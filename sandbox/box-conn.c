@@ -5,6 +5,7 @@
  * each call's deadline on this side comes from its budget. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "sandbox/egress.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -82,16 +83,13 @@ int box_connect(const char *name, struct box_conn **ret, struct err *e)
 	if (r < 0)
 		return r;
 	snprintf(c->name, sizeof(c->name), "%s", name);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", c->boxdir) >= sizeof(sa.sun_path))
+	char sock[PATH_MAX + 8];
+	snprintf(sock, sizeof(sock), "%s/sock", c->boxdir);
+	c->fd = fdio_unix_connect(sock);
+	if (c->fd == -ENAMETOOLONG)
 		return err_set(e, -ENAMETOOLONG, "box socket path too long");
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
-		return err_setc(e, -errno, "socket");
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(c->fd);
 		return err_set(e, -ENOENT, "no box named %s (see `ward box ls`)", name);
-	}
 	/* The keeper's hello, within the bound: a stopped keeper still
 	 * accepts connections (the kernel's backlog) but never speaks. */
 	fdio_set_nonblock(c->fd, true);
@@ -129,6 +127,21 @@ int box_connect(const char *name, struct box_conn **ret, struct err *e)
 	proto_flush(&c->wr, c->fd);
 	*ret = TAKE_PTR(c);
 	return 0;
+}
+
+int box_egress_dial(const struct box_conn *c, char *msg, size_t cap)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/" EGRESS_SOCK, c->boxdir);
+	int fd = fdio_unix_connect(path);
+	if (fd == -ENOENT) {
+		snprintf(msg, cap, "the box %s has no egress proxy: it reaches hosts only with --allow-host HOST",
+			 c->name);
+		return -ENETUNREACH;
+	}
+	if (fd < 0)
+		snprintf(msg, cap, "cannot reach the egress proxy of box %s: %s", c->name, strerror(-fd));
+	return fd;
 }
 
 void box_disconnect(struct box_conn *c)

@@ -78,6 +78,13 @@ void box_disconnect(struct box_conn *c);
  * {"type":"net","host","port","method","allowed","why","addr","up","down",
  * "ms"} (net/proxy.h). The JSON is the callee's; cb NULL: dropped. */
 void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void *ud);
+/* A connection to the box's egress proxy from the host, for ward's own
+ * requests on the box's behalf (an MCP server over HTTP): the proxy speaks
+ * HTTP proxy (CONNECT, or a proxied request) and applies the box's
+ * allow-list and byte budget, as to the box's own connections. A blocking
+ * stream socket, or -errno with why in msg (-ENETUNREACH: the box has no
+ * egress: its network is off or open). */
+int box_egress_dial(const struct box_conn *c, char *msg, size_t cap);
 /* The box's state and limits (bounded: BOX_CONNECT_TIMEOUT_MS). */
 int box_info(struct box_conn *c, cJSON **ret, struct err *e);
 

@@ -7,6 +7,7 @@
 #include "base/loop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,8 +28,50 @@
 
 void egress_init(struct egress *g)
 {
-	*g = (struct egress){ .pidfd = -1, .ev_fd = -1 };
+	*g = (struct egress){ .pidfd = -1, .ev_fd = -1, .host_fd = -1 };
 	buf_init(&g->line, EGRESS_LINE_MAX);
+}
+
+int egress_listen(struct egress *g, const char *boxdir, struct err *e)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/" EGRESS_SOCK, boxdir) >= sizeof(path))
+		return err_set(e, -ENAMETOOLONG, "the box's egress socket path is too long");
+	g->host_fd = fdio_unix_listen(path, 64, true);
+	if (g->host_fd < 0)
+		return err_setc(e, g->host_fd, "cannot listen on %s", path);
+	return 0;
+}
+
+void egress_free(struct egress *g)
+{
+	if (g->host_fd >= 0)
+		close(g->host_fd);
+	g->host_fd = -1;
+	buf_free(&g->line);
+}
+
+/* The host's connections (ward's, for the box): its owner's only. */
+struct egress_host {
+	struct net_proxy *p;
+	uid_t owner;
+};
+
+static void egress_on_host(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct egress_host *h = data;
+	for (int i = 0; i < 16; i++) {
+		int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (c < 0)
+			return;
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || (cr.uid != h->owner && cr.uid != 0)) {
+			close(c);
+			continue;
+		}
+		net_proxy_add_client(h->p, c);
+	}
 }
 
 /* vm: each stream the guest opens becomes a client of the proxy. */
@@ -54,7 +97,7 @@ static void egress_on_term(struct loop *l, int fd, uint32_t events, void *data)
 }
 
 static __attribute__((noreturn)) void egress_child(const struct box_opts *o, const struct box_inst *inst, int ev_w,
-						   pid_t keeper, uint64_t used_before)
+						   int host_fd, pid_t keeper, uint64_t used_before)
 {
 	prctl(PR_SET_NAME, "ward-proxy");
 	/* The keeper blocks its signals for its signalfd; the proxy reads
@@ -63,8 +106,9 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_SETMASK, &term, NULL);
-	int keep[] = { inst->net_fd, ev_w };
-	fdio_close_all_but(3, keep, 2);
+	int keep[] = { inst->net_fd, ev_w, host_fd };
+	fdio_close_all_but(3, keep, 3);
+	struct egress_host host = { .owner = getuid() };
 	int sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct err e = { 0 };
 	fdio_set_nonblock(inst->net_fd, true);
@@ -83,6 +127,11 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 	struct netmux *m = NULL;
 	if (inst->net_mux && netmux_new(net_proxy_loop(p), inst->net_fd, egress_on_open, p, &m) < 0) {
 		fprintf(stderr, "ward-proxy: cannot serve the VM's port\n");
+		_exit(1);
+	}
+	host.p = p;
+	if (host_fd >= 0 && loop_add(net_proxy_loop(p), host_fd, EPOLLIN, egress_on_host, &host) < 0) {
+		fprintf(stderr, "ward-proxy: cannot serve the box's egress socket\n");
 		_exit(1);
 	}
 	if (sfd < 0 || loop_add(net_proxy_loop(p), sfd, EPOLLIN, egress_on_term, p) < 0) {
@@ -122,7 +171,7 @@ int egress_start(struct egress *g, const struct box_opts *o, struct box_inst *in
 	}
 	if (pid == 0) {
 		close(ev[0]);
-		egress_child(o, inst, ev[1], keeper, g->up + g->down);
+		egress_child(o, inst, ev[1], g->host_fd, keeper, g->up + g->down);
 	}
 	close(ev[1]);
 	close(inst->net_fd);

@@ -1,8 +1,9 @@
 /* A box's egress proxy, as its keeper runs it: a process of its own
  * (net/proxy.h), forked for each instance of the box and killed with it,
  * that takes the box's connections from the instance's listener (ns) or
- * mux port (vm) and reports each one as a JSON line. Internal to the
- * keeper. */
+ * mux port (vm), and the host's on the box's egress socket (ward's own
+ * connections for the box: an MCP server over HTTP), and reports each one
+ * as a JSON line. Internal to the keeper. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,13 +19,22 @@ struct egress {
 	pid_t pid;		/* 0: not running */
 	int pidfd;
 	int ev_fd;		/* the proxy's event lines (non-blocking), or -1 */
+	int host_fd;		/* the box's egress socket (EGRESS_SOCK), listening, or -1 */
 	struct buf line;	/* a line read in part */
 	bool overlong;		/* ... too long: dropped up to its end */
 	/* Totals over the box's life, from the events. */
 	uint64_t conns, refused, up, down;
 };
 
+/* The host's way to the proxy, in the box's state dir: only the box's
+ * owner (or root) is served (SO_PEERCRED). box_egress_dial connects. */
+#define EGRESS_SOCK "egress"
+
 void egress_init(struct egress *g);
+/* Listen on boxdir/EGRESS_SOCK for the proxies the box will have. */
+int egress_listen(struct egress *g, const char *boxdir, struct err *e);
+/* Stop listening (the proxy stopped first). */
+void egress_free(struct egress *g);
 /* Start the proxy for inst (its net_fd goes to the proxy; inst->net_fd is
  * -1 after). */
 int egress_start(struct egress *g, const struct box_opts *o, struct box_inst *inst, struct err *e);

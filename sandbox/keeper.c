@@ -790,16 +790,9 @@ static int64_t keeper_tick(void)
 
 static int keeper_listen(struct err *e)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(K.sock) >= sizeof(sa.sun_path))
-		return err_set(e, -ENAMETOOLONG, "socket path too long: %s", K.sock);
-	strcpy(sa.sun_path, K.sock);
-	unlink(K.sock);
-	K.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	K.lfd = fdio_unix_listen(K.sock, 16, true);
 	if (K.lfd < 0)
-		return err_setc(e, -errno, "socket");
-	if (bind(K.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(K.lfd, 16) < 0)
-		return err_setc(e, -errno, "cannot listen on %s", K.sock);
+		return err_setc(e, K.lfd, "cannot listen on %s", K.sock);
 	return loop_add(K.loop, K.lfd, EPOLLIN, on_accept, NULL);
 }
 
@@ -895,6 +888,8 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	loop_add(K.loop, K.sfd, EPOLLIN, on_signal, NULL);
 	keeper_cgroup_create();
+	if (o->net == BOX_NET_ALLOW && egress_listen(&K.eg, boxdir, &e) < 0)
+		goto fail;
 	if (keeper_guest_up(&e) < 0)
 		goto fail;
 	if (keeper_listen(&e) < 0)
@@ -930,6 +925,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	cgroup_remove(&K.cg);
 	unlink(K.sock);
+	egress_free(&K.eg);
 	/* A box's changes go with it (nothing reads them after); a session's
 	 * are kept until they are applied or dropped. */
 	layers_release(&K.layers);
@@ -940,6 +936,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 
 fail:
 	keeper_ready(ready_fd, e.msg[0] ? e.msg : "keeper setup failed");
+	egress_free(&K.eg);
 	cgroup_remove(&K.cg);
 	layers_release(&K.layers);
 	if (K.upper[0] && !o->keep_layers)

@@ -162,22 +162,6 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	vm_fail(c, "exec " VM_QEMU);
 }
 
-/* A connection to a unix socket QEMU listens on, or -errno. */
-static int vm_connect(const char *path)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* How to launch one VMM. */
 struct vm_launch {
 	const char *mem_path;	/* RAM in this file (NULL: anonymous) */
@@ -327,7 +311,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 				break;
 			}
 		}
-		chan = vm_connect(p->sock);
+		chan = fdio_unix_connect(p->sock);
 		if (chan >= 0)
 			break;
 		if (waitpid(pid, NULL, WNOHANG) == pid) {
@@ -349,7 +333,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	/* With egress, the mux port too: QEMU opens it just after the channel. */
 	int net = -1;
 	if (s->opts->net == BOX_NET_ALLOW && !l->template) {
-		while ((net = vm_connect(p->net)) < 0 && now_ms() < until)
+		while ((net = fdio_unix_connect(p->net)) < 0 && now_ms() < until)
 			usleep(1000);
 		if (net < 0) {
 			box_kill_reap(pid, pidfd, chan);
@@ -434,7 +418,7 @@ static int qmp_open(struct qmp *q, const char *path, struct err *e)
 	q->len = 0;
 	int64_t until = now_ms() + VM_CONNECT_MS;
 	for (;;) {
-		q->fd = vm_connect(path);
+		q->fd = fdio_unix_connect(path);
 		if (q->fd >= 0)
 			break;
 		if (now_ms() > until)
@@ -504,19 +488,6 @@ static int vm_copy(int in, int out)
 	}
 }
 
-static int vm_listen(const char *path)
-{
-	unlink(path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	return fd;
-}
 
 /* The booted template waits for START: stop it and write its device state
  * to a file; its RAM is already in the shared file, and x-ignore-shared
@@ -525,7 +496,7 @@ static int vm_snapshot_take(const struct vm_paths *p, const char *state, struct 
 {
 	struct qmp q = { .fd = -1 };
 	int r = qmp_open(&q, p->qmp, e);
-	_cleanup_close_ int lfd = r < 0 ? -1 : vm_listen(p->mig);
+	_cleanup_close_ int lfd = r < 0 ? -1 : fdio_unix_listen(p->mig, 1, false);
 	if (r >= 0 && lfd < 0)
 		r = err_setc(e, lfd, "migration socket");
 	char cmd[PATH_MAX + 96];
@@ -580,7 +551,7 @@ static int vm_snapshot_restore(const struct vm_paths *p, const char *state, stru
 		int fd = -1;
 		int64_t until = now_ms() + 5000;
 		while (fd < 0 && now_ms() < until) {
-			fd = vm_connect(p->mig);
+			fd = fdio_unix_connect(p->mig);
 			if (fd < 0)
 				usleep(1000);
 		}

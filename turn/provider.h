@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
-#include "turn/sse.h"
+#include "http/sse.h"
 #include "turn/usage.h"
 
 enum stop_reason {

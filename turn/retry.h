@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "turn/http.h"
+#include "http/http.h"
 
 #define RETRY_MAX_DEFAULT 2
 #define RETRY_BASE_MS 500

@@ -5,9 +5,9 @@
 #pragma once
 #include "turn/turn.h"
 #include "turn/compact.h"
-#include "turn/http.h"
+#include "http/http.h"
 #include "turn/price.h"
-#include "turn/sse.h"
+#include "http/sse.h"
 #include "base/buf.h"
 #include "base/loop.h"
 #include "tools/tool.h"

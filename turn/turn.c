@@ -6,7 +6,7 @@
 #include "sandbox/box.h"
 #include "tools/bash.h"
 #include "tools/tool.h"
-#include "turn/http.h"
+#include "http/http.h"
 #include "turn/retry.h"
 
 #include <errno.h>
@@ -269,7 +269,7 @@ void turn_start_attempt(struct turn *t)
 			.connect_ms = t->cfg->connect_ms,
 			.idle_ms = t->cfg->idle_ms > 0 ? t->cfg->idle_ms : TURN_IDLE_MS_DEFAULT,
 		};
-		static const struct http_cbs cbs = { http_head, http_data, http_done };
+		static const struct http_cbs cbs = { .on_head = http_head, .on_data = http_data, .on_done = http_done };
 		r = http_start(t->http, t->hc.url, (const char *const *)t->hc.headers, t->hc.body, t->hc.body_len, &o,
 			       &cbs, t, &t->req);
 		if (r < 0)
@@ -470,6 +470,11 @@ static void on_input(struct loop *l, int fd, uint32_t events, void *data)
 	t->cfg->input.on_ready(t->cfg->input.ud, t);
 }
 
+static void on_mcp(struct loop *l, int fd, uint32_t events, void *data)
+{
+	mcp_io(data);
+}
+
 static void on_box(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct turn *t = data;
@@ -535,6 +540,10 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		t.box_watched = loop_add(t.loop, box_conn_fd(s->box), EPOLLIN, on_box, &t) == 0;
 		box_conn_on_event(s->box, on_box_event, &t);
 	}
+	/* The MCP servers over HTTP: their own loop, one fd of this one. */
+	int mfd = mcp_fd(cfg->mcp);
+	if (mfd >= 0 && loop_add(t.loop, mfd, EPOLLIN, on_mcp, cfg->mcp) < 0)
+		mfd = -1;
 	const struct turn_input *in = &cfg->input;
 	if (in->on_ready)
 		loop_add(t.loop, in->fd, EPOLLIN, on_input, &t);
@@ -625,6 +634,8 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		loop_del(t.loop, box_conn_fd(s->box));
 	if (in->on_ready)
 		loop_del(t.loop, in->fd);
+	if (mfd >= 0)
+		loop_del(t.loop, mfd);
 	if (t.sfd >= 0)
 		close(t.sfd);
 	http_free(t.http);

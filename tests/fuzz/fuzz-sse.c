@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "turn/sse.h"
+#include "http/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -230,6 +230,134 @@ printf '{"mcpServers": {"s": {"command": "${WARD_TEST_NO_SUCH_VAR}"}}}' >"$T_TMP
 run --mcp-config "$T_TMP/var.json" "hello"
 like "$ERR" 'WARD_TEST_NO_SUCH_VAR\} is not set' "an unset \${VAR} is named"
 
+# ---- streamable HTTP servers: from the host, through the box's egress proxy ----
+# The tests' server on loopback; ward reaches it only through the proxy of
+# the run's box, so the box's --allow-host decides, as for the box's own
+# connections. The server's header (a token) is ward's, never the box's.
+hsrv() { # hsrv NAME [server flags]: start the tests' server over HTTP -> HPORT, HLOG
+	local name=$1; shift
+	HLOG=$T_TMP/http-$name.jsonl; rm -f "$HLOG" "$T_TMP/http-$name.port"
+	python3 "$SRVPY" --http 0 --port-file "$T_TMP/http-$name.port" --log "$HLOG" "$@" >/dev/null 2>&1 &
+	echo $! >>"$T_TMP/http-pids"
+	for _ in $(seq 50); do [ -s "$T_TMP/http-$name.port" ] && break; sleep 0.1; done
+	HPORT=$(cat "$T_TMP/http-$name.port")
+}
+hconf() { # hconf FILE NAME PORT [EXTRA JSON MEMBERS]
+	python3 - "$@" <<'PY'
+import json, sys
+path, name, port = sys.argv[1:4]
+s = {"type": "http", "url": "http://127.0.0.1:%s/mcp" % port}
+s.update(json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
+json.dump({"mcpServers": {name: s}}, open(path, "w"))
+PY
+}
+hlog() { cat "$HLOG" 2>/dev/null; }
+trap 'kill $(cat "$T_TMP/http-pids" 2>/dev/null) 2>/dev/null' EXIT
+
+hsrv auth --require-header 'Authorization: Bearer s3cret-token'
+export WARD_TEST_MCP_TOKEN=s3cret-token
+hconf "$T_TMP/h.json" h "$HPORT" '{"headers": {"Authorization": "Bearer ${WARD_TEST_MCP_TOKEN}"}}'
+ws http
+export FAKE_TOOL=mcp__h__echo FAKE_INPUT='{"text":"over http"}'
+serve mcp-call
+run --rw --allow-host "127.0.0.1:$HPORT" --mcp-config "$T_TMP/h.json" "echo"
+is "$RC" 0 "an MCP server over streamable HTTP: the run ends done"
+like "$(tools_of 1)" '(^| )mcp__h__echo( |$)' "its tools are in the request as mcp__SERVER__TOOL"
+like "$(req 2)" 'echo: over http' "the call's result reaches the model"
+like "$ERR" 'MCP server "h" is ready' "one line says the server is ready"
+H=$(hlog)
+like "$H" '"method": ?"initialize"' "initialize went by POST"
+like "$H" '"http": ?"POST", ?"session": ?"[0-9a-f]{32}", ?"protocol_version": ?"2025-06-18"' "later POSTs carry the session id and MCP-Protocol-Version"
+like "$H" '"accept": ?"application/json, text/event-stream"' "and accept JSON or an event stream"
+unlike "$H" '"authorization": ?false' "every request carried the configured Authorization header"
+like "$H" '"http": ?"GET"' "a GET stream is opened for what the server says unasked"
+like "$H" '"http": ?"DELETE"' "and the session is ended with DELETE at the end"
+like "$(journal)" '"type":"net".*"host":"127.0.0.1","port":'"$HPORT"'.*"allowed":true' "the connections went through the box's egress proxy (its records)"
+like "$(journal)" '"type":"mcp".*"transport":"http".*"state":"ready"' "the journal records the server's state"
+ws http-box
+cat >"$T_TMP/peek.json" <<'J'
+{"command": "grep -rl s3cret-tok[e]n /proc/[0-9]*/environ /proc/[0-9]*/cmdline /workspace /tmp 2>/dev/null | wc -l"}
+J
+export FAKE_TOOL2=bash FAKE_INPUT2="$(cat "$T_TMP/peek.json")"
+serve mcp-call
+run --rw --allow-host "127.0.0.1:$HPORT" --mcp-config "$T_TMP/h.json" --allow bash "echo, then look"
+like "$(req 3)" '(^|[^0-9])0\\n' "the server's token is nowhere in the box (no process, no file holds it)"
+unset FAKE_TOOL2 FAKE_INPUT2
+
+# Refused by the box's rules: not on the allow-list; no egress at all.
+hsrv refused
+hconf "$T_TMP/hr.json" h "$HPORT"
+ws http-refused
+serve mcp-call
+run --rw --allow-host "example.test" --mcp-config "$T_TMP/hr.json" "echo"
+is "$RC" 0 "an HTTP server the box may not reach: the run goes on"
+like "$ERR" "MCP server \"h\" is unavailable: http://127.0.0.1:$HPORT/mcp answered HTTP 403 Forbidden by ward: 127.0.0.1:$HPORT is not on this box's allow-list \\(to allow it: --allow-host 127.0.0.1:$HPORT\\)\$" "one line says the box's egress proxy refused it, why, and how to allow it"
+is "$(hlog | wc -l)" 0 "and the server never heard from ward"
+run --rw --mcp-config "$T_TMP/hr.json" "echo"
+like "$ERR" 'MCP server "h" is unavailable: .*has no egress proxy: it reaches hosts only with --allow-host HOST' "a box without egress: unavailable, and how to allow it"
+serve mcp-call
+run --rw --allow-host "127.0.0.1:$HPORT" --mcp-config "$T_TMP/hr.json" "echo"
+like "$(req 2)" 'echo: over http' "positive twin: allowed, the same server answers"
+hconf "$T_TMP/hnone.json" h 9
+run --rw --allow-host "127.0.0.1:9" --mcp-config "$T_TMP/hnone.json" "echo"
+like "$ERR" 'MCP server "h" is unavailable: http://127.0.0.1:9/mcp answered HTTP 502 Bad Gateway by ward: could not connect to 127.0.0.1:9' "nothing listening: unavailable, the proxy's answer said"
+
+# application/json answers, the session forgotten by the server (404: a new
+# session, the call after works), list_changed on the GET stream, a
+# server's request over the call's stream.
+hsrv json --http-json --expire-after 4 --mode list-changed
+hconf "$T_TMP/hj.json" h "$HPORT"
+ws http-json
+export FAKE_ROUNDS=4 FAKE_INPUT='{"text":"again"}'
+serve mcp-repeat
+run --rw --allow-host "127.0.0.1:$HPORT" --mcp-config "$T_TMP/hj.json" "echo"
+is "$RC" 0 "application/json answers: the run ends done"
+like "$(req 2)" 'echo: again' "the answer was read"
+like "$ERR" 'MCP server "h": it ended the session \(HTTP 404\); starting it again \(1 of 2\)' "a session the server forgot (404): a new one is made"
+like "$(req 5)" 'echo: again' "and the calls after work"
+lt 1 "$(hlog | grep -c '"method": "initialize"')" "initialize was sent again"
+like "$(tools_of 3)" 'mcp__h__late_tool' "list_changed over the GET stream: a later request offers the new tool"
+unset FAKE_ROUNDS
+hsrv samp
+hconf "$T_TMP/hs.json" h "$HPORT"
+ws http-samp
+export FAKE_TOOL=mcp__h__ask_sampling FAKE_INPUT='{}'
+serve mcp-call
+run --rw --allow-host "127.0.0.1:$HPORT" --mcp-config "$T_TMP/hs.json" "sample"
+like "$(req 2)" 'sampling answered: error -32601' "a server's request on the call's stream gets a JSON-RPC error, by POST"
+
+# A vm box: the same way out, through its proxy on the host.
+if command -v qemu-system-x86_64 >/dev/null && ls /boot/vmlinuz-* >/dev/null 2>&1; then
+	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
+	hsrv vm
+	hconf "$T_TMP/hv.json" h "$HPORT"
+	ws http-vm
+	VB=$("$WARD" box create --backend vm --workspace "$WS" --allow-host "127.0.0.1:$HPORT")
+	echo "$VB" >>"$T_TMP/boxes"
+	export FAKE_TOOL=mcp__h__echo FAKE_INPUT='{"text":"from a vm box"}'
+	serve mcp-call
+	run --box "$VB" --mcp-config "$T_TMP/hv.json" "echo"
+	like "$(req 2)" 'echo: from a vm box' "vm box: an HTTP server reached through the box's egress proxy"
+	"$WARD" box destroy "$VB" >/dev/null 2>&1
+else
+	echo "# skip: no QEMU or kernel for a vm box"
+	ok 0 "vm box: an HTTP server reached through the box's egress proxy (skipped: no QEMU)"
+fi
+
+# A call past its limit: notifications/cancelled by POST, the call's stream
+# closed, reported timed out; the server answers the next call.
+hsrv slow
+hconf "$T_TMP/hl.json" h "$HPORT" '{"tool_timeout_sec": 2}'
+ws http-slow
+export FAKE_TOOL=mcp__h__sleep FAKE_INPUT='{"seconds":30}' FAKE_TOOL2=mcp__h__echo FAKE_INPUT2='{"text":"after"}'
+serve mcp-call
+run --rw --allow-host "127.0.0.1:$HPORT" --mcp-config "$T_TMP/hl.json" "sleep"
+like "$(req 2)" 'timed out after 2 s; the MCP server \\"h\\" was told to stop it' "an HTTP call past tool_timeout_sec is reported timed out"
+lt "$MS" 8000 "at its limit (${MS} ms)"
+like "$(hlog)" '"method": ?"notifications/cancelled".*"requestId"' "the server got notifications/cancelled"
+like "$(req 3)" 'echo: after' "and serves the next call"
+unset FAKE_TOOL2 FAKE_INPUT2
+
 # ---- the real server ----
 if [ -z "$EVERYTHING" ]; then
 	echo "# skip: mcp-server-everything is not installed (.ci/setup installs it with npm)"
@@ -291,6 +419,19 @@ else
 	run --mcp-config "$T_TMP/ev.json" "echo and add"
 	LEFT=$(pgrep -f 'mcp-server-everything stdio' | wc -l)
 	is "$LEFT" 0 "after a run ends and its box is destroyed, no server process is left"
+	# The same server over streamable HTTP, through the box's egress proxy.
+	EVPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	PORT=$EVPORT "$EVERYTHING" streamableHttp >"$T_TMP/ev-http.log" 2>&1 &
+	echo $! >>"$T_TMP/http-pids"
+	for _ in $(seq 100); do grep -q listening "$T_TMP/ev-http.log" && break; sleep 0.1; done
+	hconf "$T_TMP/evh.json" everything "$EVPORT"
+	ws evh
+	serve mcp-echo
+	run --allow-host "127.0.0.1:$EVPORT" --mcp-config "$T_TMP/evh.json" "echo and add"
+	is "$RC" 0 "server-everything over streamable HTTP: the run ends done"
+	like "$(tools_of 1)" 'mcp__everything__add' "its tools are offered"
+	like "$(req 2)" 'Echo: hello from the model' "echo's result comes back over HTTP"
+	like "$(req 3)" 'The sum of 2 and 40 is 42' "add's result comes back over HTTP"
 fi
 
 done_testing

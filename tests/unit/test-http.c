@@ -15,7 +15,7 @@
 #include "base/buf.h"
 #include "base/loop.h"
 #include "base/timeutil.h"
-#include "turn/http.h"
+#include "http/http.h"
 #include "tap.h"
 
 struct step {
@@ -125,7 +125,7 @@ static void on_done(void *ud, const struct http_result *r)
 	g->res = *r;
 }
 
-static const struct http_cbs cbs = { on_head, on_data, on_done };
+static const struct http_cbs cbs = { .on_head = on_head, .on_data = on_data, .on_done = on_done };
 
 /* Runs one request to the script; returns elapsed ms. */
 static int64_t fetch(const struct step *script, const struct http_opts *o, struct got *g, int port_override)

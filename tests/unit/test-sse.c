@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "base/buf.h"
-#include "turn/sse.h"
+#include "http/sse.h"
 #include "tap.h"
 
 struct sink {

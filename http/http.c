@@ -1,13 +1,18 @@
-#include "turn/http.h"
+#include "http/http.h"
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/loop.h"
 #include "base/timeutil.h"
 
 #include <ctype.h>
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,9 +109,39 @@ struct http_req {
 	void *ud;
 	struct http_result res;
 	bool head_sent, stopped;
+	int dial_err;		/* <0: the proxy could not be dialed (why in res.msg) */
+	char status_line[360];	/* the last one seen: a proxy's refusal of a CONNECT */
 	enum http_fail why_stopped;
 	int64_t start_ms, last_byte_ms;
 	struct http_req *next;
+};
+
+/* A proxy the caller dials (http_opts.dial) is reached through a relay on
+ * loopback: curl connects to it from a socket this file bound (and so
+ * knows the port of), and the relay carries that connection's bytes to and
+ * from the dialed one. (libcurl 7.88 connects every socket it is given,
+ * CURL_SOCKOPT_ALREADY_CONNECTED notwithstanding.) A connection from any
+ * other port is closed: no other process can borrow the way. */
+#define RELAY_BUF (64 * 1024)
+
+struct relay_wait {
+	int port;		/* the curl socket's local port */
+	int curl_fd;
+	int far;		/* the dialed connection */
+	struct relay_wait *next;
+};
+
+struct relay_dir {
+	char b[RELAY_BUF];
+	size_t len;
+	bool eof;		/* the source ended: dst is shut for writing once drained */
+};
+
+struct relay_conn {
+	struct http *h;
+	int near, far;		/* curl's accepted connection; the dialed one */
+	struct relay_dir up, down;	/* near->far, far->near */
+	struct relay_conn *next;
 };
 
 struct http {
@@ -114,6 +149,9 @@ struct http {
 	CURLM *multi;
 	int64_t curl_deadline;	/* from curl's timer callback; -1 none */
 	struct http_req *reqs;
+	int relay_fd, relay_port;	/* the relay's listener, or -1 */
+	struct relay_wait *waits;
+	struct relay_conn *conns;
 };
 
 const char *http_fail_name(enum http_fail f)
@@ -190,6 +228,7 @@ int http_new(struct http **ret, struct loop *l)
 		return -ENOMEM;
 	h->loop = l;
 	h->curl_deadline = -1;
+	h->relay_fd = -1;
 	h->multi = curl_multi_init();
 	if (!h->multi) {
 		free(h);
@@ -218,12 +257,38 @@ static void http_req_free(struct http_req *r)
 	free(r);
 }
 
+static void relay_conn_free(struct relay_conn *c)
+{
+	struct http *h = c->h;
+	for (struct relay_conn **p = &h->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	loop_del(h->loop, c->near);
+	loop_del(h->loop, c->far);
+	close(c->near);
+	close(c->far);
+	free(c);
+}
+
 void http_free(struct http *h)
 {
 	if (!h)
 		return;
 	while (h->reqs)
 		http_req_free(h->reqs);
+	while (h->conns)
+		relay_conn_free(h->conns);
+	for (struct relay_wait *w = h->waits, *n; w; w = n) {
+		n = w->next;
+		close(w->far);
+		free(w);
+	}
+	if (h->relay_fd >= 0) {
+		loop_del(h->loop, h->relay_fd);
+		close(h->relay_fd);
+	}
 	curl_multi_cleanup(h->multi);
 	free(h);
 }
@@ -278,6 +343,15 @@ static size_t http_header_cb(char *p, size_t size, size_t n, void *ud)
 		r->res.retry_after_ms = -1;
 		r->res.should_retry = -1;
 		r->res.request_id[0] = 0;
+		/* "HTTP/1.1 403 Forbidden by ward: ...": the code and the reason. */
+		size_t k = len;
+		while (k && (p[k - 1] == '\r' || p[k - 1] == '\n'))
+			k--;
+		snprintf(r->status_line, sizeof(r->status_line), "%.*s", (int)k, p);
+		const char *sp = memchr(p, ' ', k);
+		const char *rs = sp ? memchr(sp + 1, ' ', k - (size_t)(sp + 1 - p)) : NULL;
+		snprintf(r->res.reason, sizeof(r->res.reason), "%.*s", rs ? (int)(k - (size_t)(rs + 1 - p)) : 0,
+			 rs ? rs + 1 : "");
 		return len;
 	}
 	const char *colon = memchr(p, ':', len);
@@ -289,6 +363,8 @@ static size_t http_header_cb(char *p, size_t size, size_t n, void *ud)
 		v++;
 	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
 		end--;
+	if (r->cbs.on_header)
+		r->cbs.on_header(r->ud, p, nlen, v, (size_t)(end - v));
 	char val[128];
 	snprintf(val, sizeof(val), "%.*s", (int)(end - v), v);
 #define IS(name) (nlen == strlen(name) && !strncasecmp(p, name, nlen))
@@ -317,6 +393,155 @@ static size_t http_header_cb(char *p, size_t size, size_t n, void *ud)
 	}
 #undef IS
 	return len;
+}
+
+/* ---- the relay to a dialed proxy ---- */
+
+static void relay_want(struct relay_conn *c)
+{
+	/* near: read while up has room, write while down holds bytes. */
+	loop_mod(c->h->loop, c->near, (!c->up.eof && c->up.len < RELAY_BUF ? EPOLLIN : 0) | (c->down.len ? EPOLLOUT : 0));
+	loop_mod(c->h->loop, c->far, (!c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0) | (c->up.len ? EPOLLOUT : 0));
+}
+
+/* Move what src has into d and what d holds into dst: 0, or <0 when the
+ * connection is over. */
+static int relay_move(struct relay_dir *d, int src, int dst)
+{
+	if (!d->eof && d->len < RELAY_BUF) {
+		ssize_t n = recv(src, d->b + d->len, RELAY_BUF - d->len, MSG_DONTWAIT);
+		if (n > 0)
+			d->len += (size_t)n;
+		else if (n == 0)
+			d->eof = true;
+		else if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+	}
+	if (d->len) {
+		ssize_t n = send(dst, d->b, d->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			memmove(d->b, d->b + n, d->len - (size_t)n);
+			d->len -= (size_t)n;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		}
+	}
+	if (d->eof && !d->len)
+		shutdown(dst, SHUT_WR);
+	return 0;
+}
+
+static void relay_on_io(struct loop *l, int fd, uint32_t events, void *data)
+{
+	struct relay_conn *c = data;
+	if (relay_move(&c->up, c->near, c->far) < 0 || relay_move(&c->down, c->far, c->near) < 0 ||
+	    (c->up.eof && c->down.eof && !c->up.len && !c->down.len)) {
+		relay_conn_free(c);
+		return;
+	}
+	relay_want(c);
+}
+
+static void relay_on_accept(struct loop *l, int lfd, uint32_t events, void *data)
+{
+	struct http *h = data;
+	for (;;) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		struct relay_wait **p = &h->waits;
+		while (*p && !(peer.sin_family == AF_INET && peer.sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+			       ntohs(peer.sin_port) == (*p)->port))
+			p = &(*p)->next;
+		struct relay_conn *c = *p ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) {
+			close(fd);	/* not one of curl's */
+			continue;
+		}
+		struct relay_wait *w = *p;
+		*p = w->next;
+		*c = (struct relay_conn){ .h = h, .near = fd, .far = w->far };
+		free(w);
+		fdio_set_nonblock(c->far, true);
+		if (loop_add(h->loop, c->near, EPOLLIN, relay_on_io, c) < 0 ||
+		    loop_add(h->loop, c->far, EPOLLIN, relay_on_io, c) < 0) {
+			loop_del(h->loop, c->near);
+			close(c->near);
+			close(c->far);
+			free(c);
+			continue;
+		}
+		c->next = h->conns;
+		h->conns = c;
+	}
+}
+
+static int relay_listen(struct http *h)
+{
+	if (h->relay_fd >= 0)
+		return 0;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || loop_add(h->loop, fd, EPOLLIN, relay_on_accept, h) < 0) {
+		int r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r ? r : -EIO;
+	}
+	h->relay_fd = fd;
+	h->relay_port = ntohs(sa.sin_port);
+	return 0;
+}
+
+/* curl's socket for a request through a dialed proxy: the proxy is
+ * dialed first (a refusal is the request's), then the socket is bound to
+ * a port of its own, which the relay will know it by. */
+static curl_socket_t http_open_cb(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct http_req *r = ud;
+	struct http *h = r->h;
+	int far = r->o.dial(r->o.dial_ud, r->res.msg, sizeof(r->res.msg));
+	if (far < 0) {
+		r->dial_err = far;
+		return CURL_SOCKET_BAD;
+	}
+	struct relay_wait *w = calloc(1, sizeof(*w));
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	if (!w || fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		r->dial_err = -EIO;
+		snprintf(r->res.msg, sizeof(r->res.msg), "cannot make a socket for the proxy: %s", strerror(errno));
+		free(w);
+		if (fd >= 0)
+			close(fd);
+		close(far);
+		return CURL_SOCKET_BAD;
+	}
+	*w = (struct relay_wait){ .port = ntohs(sa.sin_port), .curl_fd = fd, .far = far, .next = h->waits };
+	h->waits = w;
+	return fd;
+}
+
+/* A socket curl is done with: one the relay never took takes its dialed
+ * connection with it. */
+static int http_close_cb(void *ud, curl_socket_t fd)
+{
+	struct http *h = ud;
+	for (struct relay_wait **p = &h->waits; *p; p = &(*p)->next)
+		if ((*p)->curl_fd == fd) {
+			struct relay_wait *w = *p;
+			*p = w->next;
+			close(w->far);
+			free(w);
+			break;
+		}
+	return close(fd);
 }
 
 int http_start(struct http *h, const char *url, const char *const *headers, const char *body, size_t len,
@@ -366,6 +591,24 @@ int http_start(struct http *h, const char *url, const char *const *headers, cons
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header_cb);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	if (r->o.method)
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->o.method);
+	if (r->o.dial) {
+		int lr = relay_listen(h);
+		if (lr < 0) {
+			curl_slist_free_all(r->headers);
+			curl_easy_cleanup(e);
+			free(r);
+			return lr;
+		}
+		char proxy[64];
+		snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", h->relay_port);
+		curl_easy_setopt(e, CURLOPT_PROXY, proxy);
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, http_open_cb);
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, r);
+		curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, http_close_cb);
+		curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, h);
+	}
 	if (body) {
 		r->body = malloc(len + 1);
 		if (!r->body) {
@@ -397,6 +640,13 @@ void http_abort(struct http_req *r)
 		http_req_free(r);
 }
 
+static long connect_code(struct http_req *r)
+{
+	long c = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_HTTP_CONNECTCODE, &c);
+	return c;
+}
+
 static void http_finish(struct http_req *r, CURLcode code)
 {
 	if (r->stopped) {
@@ -413,6 +663,12 @@ static void http_finish(struct http_req *r, CURLcode code)
 	} else if (code == CURLE_OK) {
 		http_send_head(r);
 		r->res.fail = HTTP_OK;
+	} else if (r->dial_err < 0) {
+		r->res.fail = HTTP_CONNECT;	/* (msg: the dial's why) */
+	} else if (r->o.dial && !r->head_sent && connect_code(r) >= 300) {
+		r->res.fail = HTTP_CONNECT;
+		r->res.status = connect_code(r);
+		snprintf(r->res.msg, sizeof(r->res.msg), "the proxy answered: %s", r->status_line);
 	} else if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
 		   code == CURLE_COULDNT_RESOLVE_PROXY ||
 		   (code == CURLE_OPERATION_TIMEDOUT && !r->res.status && !r->head_sent)) {
@@ -424,6 +680,8 @@ static void http_finish(struct http_req *r, CURLcode code)
 	}
 	if (!r->res.status)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->res.status);
+	if (r->res.fail == HTTP_CONNECT)
+		r->res.reason[0] = 0;	/* (a proxy's, not a response's) */
 	struct http_result res = r->res;
 	struct http_cbs cbs = r->cbs;
 	void *ud = r->ud;

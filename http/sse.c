@@ -1,4 +1,4 @@
-#include "turn/sse.h"
+#include "http/sse.h"
 #include "base/cleanup.h"
 
 #include <errno.h>

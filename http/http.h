@@ -2,7 +2,8 @@
  * event loop: curl's sockets are registered in the loop, its timers become
  * the deadline the loop waits for. Limits: connect, idle (no bytes for a
  * while), total, response size. Redirects are off. Header values are never
- * logged (the API key travels in one). */
+ * logged (the API key travels in one). A request may go through an HTTP
+ * proxy that the caller dials (a box's egress proxy). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +18,13 @@ struct http_opts {
 	int64_t idle_ms;	/* no byte for this long ends it; 0: none */
 	int64_t total_ms;	/* 0: none */
 	size_t max_body;	/* 0: 64 MiB */
+	const char *method;	/* NULL: GET, or POST with a body */
+	/* Through an HTTP proxy on the stream socket dial returns (connected;
+	 * or -errno, and why in msg): a CONNECT tunnel for https, a proxied
+	 * request for http. The proxy's refusal of a CONNECT ends the request
+	 * HTTP_CONNECT with the proxy's status line in msg. NULL: direct. */
+	int (*dial)(void *ud, char *msg, size_t cap);
+	void *dial_ud;
 };
 
 enum http_fail {
@@ -33,6 +41,7 @@ const char *http_fail_name(enum http_fail f);
 struct http_result {
 	enum http_fail fail;
 	long status;		/* 0 when none arrived */
+	char reason[320];	/* the status line's reason phrase */
 	char content_type[128];
 	int64_t retry_after_ms;	/* from retry-after-ms or retry-after; -1 none */
 	int should_retry;	/* x-should-retry: 1 true, 0 false, -1 absent */
@@ -45,6 +54,9 @@ struct http_cbs {
 	/* Status and headers are in; before the first body byte (or at the
 	 * end of an empty body). Return <0 to stop the transfer. */
 	int (*on_head)(void *ud, const struct http_result *head);
+	/* Each header of the response (the value trimmed), before on_head;
+	 * NULL: not wanted. */
+	void (*on_header)(void *ud, const char *name, size_t name_len, const char *value, size_t value_len);
 	/* Body bytes as they arrive. Return <0 to stop. */
 	int (*on_data)(void *ud, const char *p, size_t n);
 	/* Always called once, unless the request is aborted first. */
