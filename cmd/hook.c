@@ -354,8 +354,17 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 				if ((d && !strcmp(d, "block")) || (pd && !strcmp(pd, "deny"))) {
 					decision = "block";
 					snprintf(line, sizeof(line), "%s", pr ? pr : reason ? reason : "the hook said no");
-				} else if ((d && !strcmp(d, "approve")) || (pd && !strcmp(pd, "allow"))) {
+				} else if (pd && !strcmp(pd, "ask")) {
+					/* permissionDecision before the older decision, as
+					 * Claude Code reads them; the gate takes it
+					 * (turn/gate.h). */
+					decision = "ask";
+					if (pr)
+						snprintf(line, sizeof(line), "%s", pr);
+				} else if ((pd && !strcmp(pd, "allow")) || (!pd && d && !strcmp(d, "approve"))) {
 					decision = "approve";
+					if (pr || reason)
+						snprintf(line, sizeof(line), "%s", pr ? pr : reason);
 				}
 				if (ac && clen + 2 < ctx_cap) {
 					int n = snprintf(ctx + clen, ctx_cap - clen, "%s%s", clen ? "\n" : "", ac);

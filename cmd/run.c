@@ -139,6 +139,8 @@ static void on_event(void *ud, const struct turn_event *ev)
 			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
 			cJSON_AddStringToObject(j, "decision", gate_decision_name((enum gate_decision)ev->n));
 			cJSON_AddStringToObject(j, "why", ev->text);
+			if (ev->hook)
+				cJSON_AddStringToObject(j, "hook", ev->hook);
 			break;
 		case EV_TOOL_RESULT:
 			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");

@@ -133,8 +133,18 @@ int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MA
 	return 0;
 }
 
-enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, bool readonly, char *why,
-			      size_t cap)
+const char *gate_hook_name(enum gate_hook h)
+{
+	static const char *const names[] = { [GATE_HOOK_NONE] = "none", [GATE_HOOK_ALLOW] = "allow",
+					     [GATE_HOOK_ASK] = "ask" };
+	return (size_t)h < ARRAY_SIZE(names) ? names[h] : "?";
+}
+
+/* The rules and the mode alone: GATE_DENY (a deny rule), GATE_ALLOW (an
+ * allow rule or the mode; why set), or GATE_NEEDS_PERSON (someone is to be
+ * asked; why not set). */
+static enum gate_decision by_rules(const struct gate *g, const char *tool, const cJSON *input, bool readonly,
+				   char *why, size_t cap)
 {
 	for (int i = 0; i < g->nrules; i++)
 		if (!g->rules[i].allow && rule_matches(&g->rules[i], tool, input)) {
@@ -155,6 +165,37 @@ enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *inp
 			 g->mode == GATE_AUTO ? "auto" : !readonly ? "edits" : mcp ? "the MCP server marks the tool read-only"
 										 : "read-only tool");
 		return GATE_ALLOW;
+	}
+	return GATE_NEEDS_PERSON;
+}
+
+enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, bool readonly,
+			      enum gate_hook hook, char *why, size_t cap)
+{
+	enum gate_decision d = by_rules(g, tool, input, readonly, why, cap);
+	/* A deny rule (--deny, or the user's or the project's "deny") holds
+	 * whatever a hook says, as Claude Code's deny rules do. */
+	if (d == GATE_DENY) {
+		if (hook == GATE_HOOK_ALLOW) {
+			size_t l = strlen(why);
+			snprintf(why + l, cap - l, " (over a PreToolUse hook's allow)");
+		}
+		return d;
+	}
+	if (hook == GATE_HOOK_ALLOW) {
+		if (d == GATE_NEEDS_PERSON)
+			snprintf(why, cap, "allowed by a PreToolUse hook (permissionDecision allow)");
+		return GATE_ALLOW;
+	}
+	if (d == GATE_ALLOW && hook != GATE_HOOK_ASK)
+		return d;
+	bool mcp = !strncmp(tool, "mcp__", 5);
+	bool edit = !strcmp(tool, "write") || !strcmp(tool, "edit");
+	if (!g->ask && hook == GATE_HOOK_ASK) {
+		snprintf(why, cap,
+			 "refused: a PreToolUse hook asks for a person's approval of this %s call and no one is at a "
+			 "terminal", tool);
+		return GATE_NEEDS_PERSON;
 	}
 	if (!g->ask && mcp) {
 		snprintf(why, cap,

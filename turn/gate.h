@@ -54,8 +54,19 @@ const char *gate_mode_name(enum gate_mode m);
 int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap);
 /* e.g. "bash:git status*", "write", "edit:src/x*" */
 int gate_add_rule(struct gate *g, bool allow, const char *spec, struct err *e);
+/* What the PreToolUse hooks said of a call (Claude Code's
+ * permissionDecision; a deny has refused it before the gate). allow: run it
+ * without asking anyone (a person, --approve-cmd) where the rules or the
+ * mode would ask; a deny rule still refuses it. ask: a person (or
+ * --approve-cmd) is asked where an allow rule or the mode would run it;
+ * with nobody to ask it is refused as any call that needs a person. */
+enum gate_hook { GATE_HOOK_NONE, GATE_HOOK_ALLOW, GATE_HOOK_ASK };
+const char *gate_hook_name(enum gate_hook h);
+
 /* The decision and a line saying why (for the model and the journal).
  * readonly: the tool only reads (a built-in tool's own flag; an MCP tool's
- * annotations.readOnlyHint), so the ask and edits modes let it run. */
-enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, bool readonly, char *why,
-			      size_t cap);
+ * annotations.readOnlyHint), so the ask and edits modes let it run. hook:
+ * what the PreToolUse hooks said; the line names the hook when its word
+ * decided the call. */
+enum gate_decision gate_check(struct gate *g, const char *tool, const cJSON *input, bool readonly,
+			      enum gate_hook hook, char *why, size_t cap);

@@ -138,14 +138,15 @@ static void dispatch(struct turn *t, struct tcall *c)
 		return;
 	}
 	/* PreToolUse, before the gate: a hook that blocks refuses the call,
-	 * its reason told to the model. */
+	 * its reason told to the model; its allow or ask goes to the gate. */
+	enum gate_hook word = GATE_HOOK_NONE;
 	if (t->cfg->hooks.run) {
 		cJSON *ev = cJSON_CreateObject();
 		cJSON_AddStringToObject(ev, "tool_name", c->name);
 		cJSON_AddItemToObject(ev, "tool_input", cJSON_Duplicate(input, 1));
 		cJSON_AddStringToObject(ev, "tool_use_id", c->id);
 		char ctx[2048];
-		bool blocked = turn_hooks_fire(t, "PreToolUse", c->name, ev, why, sizeof(why), ctx, sizeof(ctx));
+		bool blocked = turn_hooks_pre_tool(t, c->name, ev, why, sizeof(why), ctx, sizeof(ctx), &word);
 		cJSON_Delete(ev);
 		if (blocked) {
 			turn_call_done(t, c, tool_result_json("refused", "refused by a PreToolUse hook: %s", why), false);
@@ -154,16 +155,19 @@ static void dispatch(struct turn *t, struct tcall *c)
 	}
 	const struct budgets *b = &t->cfg->b;
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
-	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, c->ro, why, sizeof(why));
+	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, c->ro, word, why, sizeof(why));
+	const char *hook = word != GATE_HOOK_NONE ? gate_hook_name(word) : NULL;
 	cJSON *g = cJSON_CreateObject();
 	cJSON_AddStringToObject(g, "call_id", c->id);
 	cJSON_AddStringToObject(g, "tool", c->name);
 	cJSON_AddStringToObject(g, "decision", gate_decision_name(d));
 	cJSON_AddStringToObject(g, "why", why);
+	if (hook)
+		cJSON_AddStringToObject(g, "hook", hook);
 	journal_write(&t->s->j, "gate", g);
 	cJSON_Delete(g);
 	struct turn_event ae = { .type = EV_APPROVAL, .call = c->block, .text = why, .len = strlen(why),
-				 .n = (int64_t)d };
+				 .n = (int64_t)d, .hook = hook };
 	turn_emit(t, &ae);
 	if (d == GATE_ABORT) {
 		turn_call_done(t, c, tool_result_json("refused", "not run: %s", why), false);

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 static bool fire(const struct turn_cfg *cfg, struct session *s, const char *event, const char *tool, cJSON *ev,
-		 char *why, size_t why_cap, char *ctx, size_t ctx_cap)
+		 char *why, size_t why_cap, char *ctx, size_t ctx_cap, enum gate_hook *word)
 {
+	if (word)
+		*word = GATE_HOOK_NONE;
 	why[0] = ctx[0] = 0;
 	const struct turn_hooks *h = &cfg->hooks;
 	if (!h->run)
@@ -24,6 +26,13 @@ static bool fire(const struct turn_cfg *cfg, struct session *s, const char *even
 	cJSON *runs = cJSON_CreateArray();
 	bool blocked = h->run(h->ud, event, tool, ev, runs, why, why_cap, ctx, ctx_cap);
 	for (cJSON *r = runs ? runs->child : NULL; r; r = r->next) {
+		/* The records' decisions are what the gate takes, so the
+		 * journal holds exactly what changed it. */
+		const char *d = json_str(r, "decision");
+		if (word && d && !strcmp(d, "ask"))
+			*word = GATE_HOOK_ASK;
+		else if (word && d && !strcmp(d, "approve") && *word == GATE_HOOK_NONE)
+			*word = GATE_HOOK_ALLOW;
 		cJSON *rec = cJSON_Duplicate(r, 1);
 		journal_write(&s->j, "hook", rec);
 		cJSON_Delete(rec);
@@ -31,13 +40,21 @@ static bool fire(const struct turn_cfg *cfg, struct session *s, const char *even
 		turn_cfg_emit(cfg, &te);
 	}
 	cJSON_Delete(runs);
+	if (blocked && word)
+		*word = GATE_HOOK_NONE;
 	return blocked;
 }
 
 bool turn_hooks_fire(struct turn *t, const char *event, const char *tool, cJSON *ev, char *why, size_t why_cap,
 		     char *ctx, size_t ctx_cap)
 {
-	return fire(t->cfg, t->s, event, tool, ev, why, why_cap, ctx, ctx_cap);
+	return fire(t->cfg, t->s, event, tool, ev, why, why_cap, ctx, ctx_cap, NULL);
+}
+
+bool turn_hooks_pre_tool(struct turn *t, const char *tool, cJSON *ev, char *why, size_t why_cap, char *ctx,
+			 size_t ctx_cap, enum gate_hook *ret_hook)
+{
+	return fire(t->cfg, t->s, "PreToolUse", tool, ev, why, why_cap, ctx, ctx_cap, ret_hook);
 }
 
 void turn_session_start(const struct turn_cfg *cfg, struct session *s, const char *source)
@@ -47,7 +64,7 @@ void turn_session_start(const struct turn_cfg *cfg, struct session *s, const cha
 	cJSON *ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "source", source);
 	char why[512], ctx[4096];
-	fire(cfg, s, "SessionStart", NULL, ev, why, sizeof(why), ctx, sizeof(ctx));
+	fire(cfg, s, "SessionStart", NULL, ev, why, sizeof(why), ctx, sizeof(ctx), NULL);
 	cJSON_Delete(ev);
 	if (!ctx[0])
 		return;

@@ -149,3 +149,8 @@ void turn_calls_free(struct turn *t);
  * one blocked (why says why); ctx gets what they added for the model. */
 bool turn_hooks_fire(struct turn *t, const char *event, const char *tool, cJSON *ev, char *why, size_t why_cap,
 		     char *ctx, size_t ctx_cap);
+/* The PreToolUse hooks of a call, as turn_hooks_fire runs them; *ret_hook
+ * gets what they said for the gate (ask over allow, as Claude Code orders
+ * them), GATE_HOOK_NONE when they blocked or said neither. */
+bool turn_hooks_pre_tool(struct turn *t, const char *tool, cJSON *ev, char *why, size_t why_cap, char *ctx,
+			 size_t ctx_cap, enum gate_hook *ret_hook);

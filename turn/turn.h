@@ -81,6 +81,7 @@ struct turn_event {
 	const cJSON *result;
 	const struct usage *usage;
 	const struct turn_stop *stop;
+	const char *hook;	/* EV_APPROVAL: what the PreToolUse hooks said (allow, ask); NULL: nothing */
 };
 
 struct turn_sink {

@@ -77,6 +77,93 @@ run "make a file"
 [ ! -e "$WS/out.txt" ]; ok $? "permissionDecision deny: the command did not run"
 like "$(req 2)" 'denied-by-json' "the model is told the reason"
 
+# permissionDecision allow: the calls run where the mode would ask, and
+# nobody (no person, no --approve-cmd) is asked; twin: without the hook,
+# headless ask mode refuses three and the run ends with exit 3.
+pd() { # pd NAME DECISION: a hook that answers with permissionDecision
+	script "$1" "cat >/dev/null; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"$2\",\"permissionDecisionReason\":\"hook-says-$2\"}}'"
+}
+pd pre-allow allow
+hooks PreToolUse "bash" "$T_TMP/pre-allow"
+serve bash3; ws allow
+run --approve ask "three commands"
+is "$RC" 0 "permissionDecision allow: headless in ask mode, the run ends well (exit 0)"
+is "$(grep -c round "$WS/rounds.txt" 2>/dev/null)" 3 "permissionDecision allow: the three bash calls ran"
+like "$(journal | grep '"type":"gate"' | head -1)" '"decision":"allow","why":"allowed by a PreToolUse hook[^"]*","hook":"allow"' "the journal's gate record: allowed by the hook's allow"
+like "$(journal | grep '"type":"hook"' | head -1)" '"decision":"approve","why":"hook-says-allow"' "the hook record: approve, with its reason"
+rm -f "$CONF"
+serve bash3; ws allow-twin
+run --approve ask "three commands"
+is "$RC" 3 "twin: without the hook, headless ask mode refuses three calls: exit 3"
+[ ! -e "$WS/rounds.txt" ]; ok $? "twin: no call ran"
+
+# The older decision: approve does the same; the --approve-cmd program is
+# not asked. Twin: without the hook it is, and its no refuses the call.
+script pre-approve 'cat >/dev/null; echo "{\"decision\":\"approve\",\"reason\":\"legacy-ok\"}"'
+script approver "cat >/dev/null; touch \"$T_TMP/approver-asked\"; echo not-today; exit 1"
+hooks PreToolUse "" "$T_TMP/pre-approve"
+serve tool; ws approve; rm -f "$T_TMP/approver-asked"
+run --approve ask --approve-cmd "$T_TMP/approver" "make a file"
+is "$(cat "$WS/out.txt" 2>/dev/null)" made-by-tool "decision approve: the command ran"
+[ ! -e "$T_TMP/approver-asked" ]; ok $? "decision approve: the --approve-cmd program was not asked"
+rm -f "$CONF"
+serve tool; ws approve-twin
+run --approve ask --approve-cmd "$T_TMP/approver" "make a file"
+[ -e "$T_TMP/approver-asked" ]; ok $? "twin: without the hook the --approve-cmd program is asked"
+[ ! -e "$WS/out.txt" ]; ok $? "twin: and its no refuses the command"
+
+# A deny rule holds over a hook's allow: --deny, the user's file's and the
+# project's "deny"; twin: a rule that does not match lets the allow run it.
+hooks PreToolUse "bash" "$T_TMP/pre-allow"
+serve tool; ws allow-deny
+run --approve ask --deny 'bash:echo*' "make a file"
+[ ! -e "$WS/out.txt" ]; ok $? "allow does not override --deny: the command did not run"
+like "$(req 2)" "denied by the rule --deny 'bash:echo\\*' \\(over a PreToolUse hook's allow\\)" "the model is told the rule won"
+like "$(journal | grep '"type":"gate"')" '"decision":"deny".*"hook":"allow"' "the journal's gate record: deny, over the hook's allow"
+serve tool; ws allow-deny-twin
+run --approve ask --deny 'bash:rm *' "make a file"
+is "$(cat "$WS/out.txt" 2>/dev/null)" made-by-tool "twin: a --deny that does not match: the hook's allow runs it"
+python3 - "$CONF" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["deny"] = ["bash:echo*"]
+json.dump(c, open(sys.argv[1], "w"))
+PY
+serve tool; ws allow-user-deny
+run --approve ask "make a file"
+[ ! -e "$WS/out.txt" ]; ok $? "allow does not override the user's file's deny"
+hooks PreToolUse "bash" "$T_TMP/pre-allow"
+serve tool; ws allow-project-deny
+mkdir -p "$WS/.ward"; echo '{"deny": ["bash:echo*"]}' >"$WS/.ward/config.json"
+run --approve ask "make a file"
+[ ! -e "$WS/out.txt" ]; ok $? "allow does not override the project's deny"
+
+# permissionDecision ask: a read-only tool, which the mode runs, needs a
+# person; headless, it is refused; twin: without the hook both reads run.
+pd pre-ask ask
+hooks PreToolUse "read" "$T_TMP/pre-ask"
+serve parallel; ws ask
+run --approve auto "read both"
+like "$(req 2)" "refused: a PreToolUse hook asks for a person's approval of this read call" "permissionDecision ask: the read is refused headless"
+unlike "$(req 2)" 'alpha' "and a.txt was not read"
+like "$(journal | grep '"type":"gate"' | head -1)" '"decision":"needs_person".*"hook":"ask"' "the journal's gate record: needs_person, by the hook's ask"
+like "$(journal | grep '"type":"hook"' | head -1)" '"decision":"ask","why":"hook-says-ask"' "the hook record: ask, with its reason"
+rm -f "$CONF"
+serve parallel; ws ask-twin
+run --approve auto "read both"
+like "$(req 2)" 'alpha' "twin: without the hook the read runs"
+# It counts toward the refusals' exit; the --approve-cmd program answers it.
+hooks PreToolUse "bash" "$T_TMP/pre-ask"
+serve bash3; ws ask-exit
+run --approve auto "three commands"
+is "$RC" 3 "permissionDecision ask in auto mode, headless: three refusals, exit 3"
+[ ! -e "$WS/rounds.txt" ]; ok $? "and no call ran"
+script approver-yes "cat >\"$T_TMP/approver-in.json\"; exit 0"
+hooks PreToolUse "read" "$T_TMP/pre-ask"
+serve parallel; ws ask-approver; rm -f "$T_TMP/approver-in.json"
+run --approve auto --approve-cmd "$T_TMP/approver-yes" "read both"
+like "$(cat "$T_TMP/approver-in.json" 2>/dev/null)" '"tool":"read"' "permissionDecision ask: the --approve-cmd program is asked about a read"
+like "$(req 2)" 'alpha' "and its yes runs it"
+
 # PostToolUse sees tool_response; its additionalContext reaches the model.
 script post "cat >\"$T_TMP/post-in.json\"; echo '{\"additionalContext\": \"post-context-marker\"}'"
 hooks PostToolUse "bash" "$T_TMP/post"

@@ -16,7 +16,7 @@ static enum gate_decision check(struct gate *g, const char *tool, const char *in
 	cJSON *in = cJSON_Parse(input_json);
 	char why[600];
 	const struct tool *t = tool_lookup(tool);
-	enum gate_decision d = gate_check(g, tool, in, t && t->readonly, why, sizeof(why));
+	enum gate_decision d = gate_check(g, tool, in, t && t->readonly, GATE_HOOK_NONE, why, sizeof(why));
 	cJSON_Delete(in);
 	return d;
 }
@@ -63,25 +63,25 @@ int main(void)
 	struct gate m = { .mode = GATE_EDITS };
 	char why[600];
 	cJSON *none = cJSON_CreateObject();
-	is_int(gate_check(&m, "mcp__t__delete_all", none, false, why, sizeof(why)), GATE_NEEDS_PERSON,
+	is_int(gate_check(&m, "mcp__t__delete_all", none, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_NEEDS_PERSON,
 	       "edits mode: an MCP tool that may change something needs a person");
 	like(why, "--allow 'mcp__t__delete_all'", "and the line says how to allow it");
-	is_int(gate_check(&m, "mcp__t__readonly_peek", none, true, why, sizeof(why)), GATE_ALLOW,
+	is_int(gate_check(&m, "mcp__t__readonly_peek", none, true, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW,
 	       "edits mode: an MCP tool marked read-only runs");
 	like(why, "MCP server marks the tool read-only", "and says why");
 	m.mode = GATE_ASK;
-	is_int(gate_check(&m, "mcp__t__readonly_peek", none, true, why, sizeof(why)), GATE_ALLOW,
+	is_int(gate_check(&m, "mcp__t__readonly_peek", none, true, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW,
 	       "ask mode: a read-only MCP tool runs");
 	ok(gate_add_rule(&m, true, "mcp__t__*", &e) == 0, "an allow rule by glob over MCP names");
 	ok(gate_add_rule(&m, false, "mcp__*__delete*", &e) == 0, "a deny rule by glob over MCP names");
-	is_int(gate_check(&m, "mcp__t__delete_all", none, false, why, sizeof(why)), GATE_DENY,
+	is_int(gate_check(&m, "mcp__t__delete_all", none, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_DENY,
 	       "the deny rule wins over the allow rule");
 	like(why, "--deny 'mcp__*__delete*'", "and is named");
-	is_int(gate_check(&m, "mcp__t__echo", none, false, why, sizeof(why)), GATE_ALLOW,
+	is_int(gate_check(&m, "mcp__t__echo", none, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW,
 	       "positive twin: the allow rule lets another tool of the server run");
-	is_int(gate_check(&m, "mcp__other__echo", none, false, why, sizeof(why)), GATE_NEEDS_PERSON,
+	is_int(gate_check(&m, "mcp__other__echo", none, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_NEEDS_PERSON,
 	       "and only that server's");
-	is_int(gate_check(&m, "bash", none, false, why, sizeof(why)), GATE_NEEDS_PERSON,
+	is_int(gate_check(&m, "bash", none, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_NEEDS_PERSON,
 	       "an MCP glob does not match a built-in tool");
 	ok(gate_add_rule(&m, true, "mcp__t__echo:x*", &e) < 0, "an MCP rule with a pattern is refused");
 	like(e.msg, "name alone", "and says the rule is the name alone");
@@ -128,6 +128,39 @@ int main(void)
 	in = cJSON_Parse("{\"path\":\"a.txt\"}");
 	is_int(gate_always("write", in, rules, desc, sizeof(desc)), 1, "always for a write: one rule");
 	is_str(desc, "every write call", "every write");
+	cJSON_Delete(in);
+
+	/* What a PreToolUse hook says (permissionDecision): allow runs a call
+	 * nobody would be asked about, ask asks about one that would run; a
+	 * deny rule holds over allow. */
+	struct gate h = { .mode = GATE_ASK };
+	in = cJSON_Parse("{\"command\":\"make\"}");
+	is_int(gate_check(&h, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_NEEDS_PERSON,
+	       "ask mode, headless: bash needs a person");
+	is_int(gate_check(&h, "bash", in, false, GATE_HOOK_ALLOW, why, sizeof(why)), GATE_ALLOW,
+	       "a hook's allow runs it");
+	like(why, "allowed by a PreToolUse hook", "and the line names the hook");
+	ok(gate_add_rule(&h, false, "bash:make*", &e) == 0, "a deny rule");
+	is_int(gate_check(&h, "bash", in, false, GATE_HOOK_ALLOW, why, sizeof(why)), GATE_DENY,
+	       "a deny rule holds over a hook's allow");
+	like(why, "denied by the rule --deny 'bash:make*' (over a PreToolUse hook's allow)", "and says so");
+	is_int(gate_check(&h, "read", in, true, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW, "a read runs");
+	is_int(gate_check(&h, "read", in, true, GATE_HOOK_ASK, why, sizeof(why)), GATE_NEEDS_PERSON,
+	       "a hook's ask: the read needs a person, and nobody is there");
+	like(why, "a PreToolUse hook asks for a person's approval", "and the line names the hook");
+	struct gate ha = { .mode = GATE_AUTO, .ask = ask };
+	asked = 0;
+	answers[0] = 'n';
+	answers[1] = 'y';
+	is_int(gate_check(&ha, "bash", in, false, GATE_HOOK_ASK, why, sizeof(why)), GATE_DENY,
+	       "auto mode with a hook's ask: the person is asked, and says no");
+	is_int(gate_check(&ha, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW,
+	       "twin: without the hook's ask the mode runs it");
+	is_int(asked, 1, "unasked");
+	struct gate hp = { .mode = GATE_ASK, .ask = ask };
+	is_int(gate_check(&hp, "bash", in, false, GATE_HOOK_ALLOW, why, sizeof(why)), GATE_ALLOW,
+	       "a hook's allow with a person there: runs");
+	is_int(asked, 1, "without asking them");
 	cJSON_Delete(in);
 	return tap_done();
 }
