@@ -2,6 +2,7 @@
  * the hooks of the user's config file, matched and answered as Claude
  * Code's are. */
 #include "cmd/hook.h"
+#include "cmd/hook-guard.h"
 #include "cmd/settings.h"
 #include "cmd/cmd.h"
 #include "base/child.h"
@@ -76,6 +77,11 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	close(in[0]);
 	close(out[1]);
 	close(er[1]);
+	/* If ward dies now, even by SIGKILL, the guard kills the group. */
+	if (r == 0 && (r = hook_guard_watch(pid)) < 0) {
+		kill(-pid, SIGKILL);
+		child_reap(pid);
+	}
 	if (r < 0) {
 		close(in[1]);
 		close(out[0]);
@@ -142,6 +148,7 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	/* Done or out of time: the whole group goes now, whatever it started
 	 * in the background with it. */
 	kill(-pid, SIGKILL);
+	hook_guard_forget(pid);
 	ret->status = child_reap(pid);
 	drain(out[0], ret->out, sizeof(ret->out), &got);
 	drain(er[0], ret->err, sizeof(ret->err), &egot);

@@ -2,7 +2,8 @@
  * Code's events and JSON) and --approve-cmd. One way to run them: as the
  * user, in a process group of their own, the event as JSON on stdin, a
  * timeout that never passes the run's deadline; when one answers or runs
- * out of time, its whole group is killed. */
+ * out of time, its whole group is killed, and so it is when ward dies
+ * (cmd/hook-guard.h). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

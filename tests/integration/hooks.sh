@@ -270,6 +270,41 @@ pgrep -f "^sleep 101\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is
 sleep 3.5
 [ ! -e "$T_TMP/canary2" ]; ok $? "its background child never touched its file"
 
+# SIGKILL of ward while a hook runs: ward's guard kills the hook's whole
+# group, its background child included, within 2 s; twin: while ward
+# lived, both were running. The guard ends too.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+script orphan "cat >/dev/null; sleep 300.$MARK & echo \$! >\"$T_TMP/orphan-child\"; echo \$\$ >\"$T_TMP/orphan-hook\"; sleep 302.$MARK"
+hooks PreToolUse "" "$T_TMP/orphan" 60
+serve tool; ws orphan; rm -f "$T_TMP"/orphan-*
+"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "make a file" \
+	>/dev/null 2>"$T_TMP/err" </dev/null &
+WP=$!
+for _ in $(seq 200); do [ -s "$T_TMP/orphan-hook" ] && break; sleep 0.05; done
+HP=$(cat "$T_TMP/orphan-hook" 2>/dev/null); CP=$(cat "$T_TMP/orphan-child" 2>/dev/null)
+for _ in $(seq 40); do GP=$(pgrep -P $WP -x ward-hookguard) && break; sleep 0.05; done
+alive "${HP:-0}"; ok $? "twin: while ward lives, the hook runs (pid ${HP:-none})"
+alive "${CP:-0}"; ok $? "twin: and so does its background child (pid ${CP:-none})"
+alive "${GP:-0}"; ok $? "twin: and ward's hook guard (pid ${GP:-none})"
+kill -KILL $WP; wait $WP 2>/dev/null
+t0=$(now_ms)
+for _ in $(seq 40); do alive "${HP:-0}" || alive "${CP:-0}" || break; sleep 0.05; done
+! alive "${HP:-0}"; ok $? "SIGKILL of ward: the hook is gone within 2 s ($(( $(now_ms) - t0 )) ms)"
+! alive "${CP:-0}"; ok $? "SIGKILL of ward: the hook's background child is gone within 2 s"
+for _ in $(seq 40); do alive "${GP:-0}" || break; sleep 0.05; done
+! alive "${GP:-0}"; ok $? "and the guard is gone too"
+pgrep -f "^sleep 30[02]\.$MARK\$" >/dev/null; ok $((! $?)) "no sleep of the hook's is left"
+# A run that ends on its own leaves no guard behind.
+# (The script's parent is sh -c; ward is the parent of that.)
+script guard-probe "cat >/dev/null; W=\$(awk '{print \$4}' /proc/\$PPID/stat); for i in \$(seq 40); do pgrep -P \$W -x ward-hookguard >\"$T_TMP/guard-pid\" && break; sleep 0.05; done"
+hooks PreToolUse "" "$T_TMP/guard-probe"
+serve tool; ws guard-end; rm -f "$T_TMP/guard-pid"
+run "make a file"
+GP=$(cat "$T_TMP/guard-pid" 2>/dev/null)
+like "$GP" '^[0-9]+$' "twin: a guard ran beside the hook"
+for _ in $(seq 40); do alive "${GP:-0}" || break; sleep 0.05; done
+! alive "${GP:-0}"; ok $? "a run that ends: its guard ends with it"
+
 # A project's file may not add hooks (one line, naming the file); the same
 # in the user's file runs.
 rm -f "$T_TMP/mark" "$CONF"
