@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +105,15 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 		until = deadline_ms;
 	siginfo_t si = { 0 };
 	bool oeof = false, eeof = false;	/* a closed output is not polled again (it would spin) */
+	/* Its exit and ward's stop signals wake the wait (a signalfd is
+	 * readable while one is pending; it is never read: the loop's is). */
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	sigset_t stops;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGHUP);
+	_cleanup_close_ int sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* ward's own stop signals are blocked and read by its loop: one that
 	 * came while the hook runs ends the hook now, and stays pending. */
 	for (;;) {
@@ -126,16 +137,20 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 			close(infd);
 			infd = -1;
 		}
-		struct pollfd pf[3] = { { .fd = oeof ? -1 : out[0], .events = POLLIN },
+		struct pollfd pf[5] = { { .fd = oeof ? -1 : out[0], .events = POLLIN },
 					{ .fd = eeof ? -1 : er[0], .events = POLLIN },
+					{ .fd = pfd, .events = POLLIN },
+					{ .fd = sfd, .events = POLLIN },
 					{ .fd = infd, .events = POLLOUT } };
-		if (poll(pf, infd >= 0 ? 3 : 2, (int)MIN(left, 50)) <= 0)
+		/* Without a pidfd or a signalfd, a short tick looks instead. */
+		int tick = pfd < 0 || sfd < 0 ? 50 : 1000;
+		if (poll(pf, infd >= 0 ? 5 : 4, (int)MIN(left, tick)) <= 0)
 			continue;
 		if (pf[0].revents & (POLLIN | POLLHUP))
 			oeof = drain(out[0], ret->out, sizeof(ret->out), &got);
 		if (pf[1].revents & (POLLIN | POLLHUP))
 			eeof = drain(er[0], ret->err, sizeof(ret->err), &egot);
-		if (infd >= 0 && (pf[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+		if (infd >= 0 && (pf[4].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t n = write(infd, input + sent, len - sent);
 			if (n > 0)
 				sent += (size_t)n;
