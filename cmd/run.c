@@ -3,6 +3,8 @@
  * line on stdout for every event, ending with a "result" event. */
 #include "cmd/cmd.h"
 #include "cmd/session.h"
+#include "cmd/fleet.h"
+#include "cmd/run-out.h"
 #include "cmd/hook.h"
 #include "cmd/mcpconf.h"
 #include "cmd/settings.h"
@@ -39,6 +41,8 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
+enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT };
+
 static const struct option run_opts[] = {
 	RUN_FLAG_OPTIONS,
 	{ "json", no_argument, NULL, 'j' },
@@ -46,6 +50,9 @@ static const struct option run_opts[] = {
 	{ "apply", no_argument, NULL, 'X' },
 	{ "approve-cmd", required_argument, NULL, 'G' },
 	{ "output-schema", required_argument, NULL, 'O' },
+	{ "task-file", required_argument, NULL, OPT_TASK_FILE },
+	{ "task-index", required_argument, NULL, OPT_TASK_INDEX },
+	{ "out", required_argument, NULL, OPT_OUT },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -74,6 +81,11 @@ static const char run_help[] =
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
 	NETFLAG_HELP
 	"  --json             one JSON event per line on stdout\n"
+	"  --task-file FILE   run one task of FILE (JSON Lines: {\"id\", \"task\", \"workspace\", and any of\n"
+	"                     these flags' long names with _ for -}) instead of TASK\n"
+	"  --task-index I     which one (0 first; default SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX)\n"
+	"  --out DIR          with --task-file: results in DIR/ID/ (events.jsonl, result.json, patch.diff,\n"
+	"                     journal.jsonl); a task already finished there is skipped, one cut off resumes\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
 	"  --retries N        provider retries (default 2)\n"
@@ -91,178 +103,6 @@ static const char run_help[] =
 	"130 cancelled\n";
 
 enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5 };
-
-struct out {
-	bool json;
-	bool text_open;		/* stdout's last byte was not a newline */
-	bool thinking_open;
-};
-
-static void json_line(cJSON *j)
-{
-	_cleanup_free_ char *raw = cJSON_PrintUnformatted(j);
-	_cleanup_free_ char *s = raw ? utf8_json_line(raw) : NULL;
-	if (s) {
-		fputs(s, stdout);
-		fputc('\n', stdout);
-		fflush(stdout);
-	}
-}
-
-static void on_event(void *ud, const struct turn_event *ev)
-{
-	struct out *o = ud;
-	if (o->json) {
-		cJSON *j = cJSON_CreateObject();
-		cJSON_AddStringToObject(j, "type", turn_ev_name(ev->type));
-		switch (ev->type) {
-		case EV_ROUND:
-			cJSON_AddNumberToObject(j, "round", (double)ev->n);
-			break;
-		case EV_TEXT:
-		case EV_THINKING:
-		case EV_TOOL_OUTPUT: {
-			_cleanup_free_ char *t = utf8_dup(ev->text, ev->len);
-			cJSON_AddStringToObject(j, "text", t ? t : "");
-			if (ev->call)
-				cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
-			break;
-		}
-		case EV_RETRY:
-			cJSON_AddStringToObject(j, "why", ev->text);
-			cJSON_AddNumberToObject(j, "delay_ms", (double)ev->n);
-			break;
-		case EV_TOOL_CALL:
-			cJSON_AddItemToObject(j, "call", cJSON_Duplicate(ev->call, 1));
-			break;
-		case EV_APPROVAL:
-			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
-			cJSON_AddStringToObject(j, "decision", gate_decision_name((enum gate_decision)ev->n));
-			cJSON_AddStringToObject(j, "why", ev->text);
-			if (ev->hook)
-				cJSON_AddStringToObject(j, "hook", ev->hook);
-			break;
-		case EV_TOOL_RESULT:
-			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
-			cJSON_AddItemToObject(j, "result", cJSON_Duplicate(ev->result, 1));
-			break;
-		case EV_USAGE:
-			cJSON_AddNumberToObject(j, "input_tokens", (double)ev->usage->input);
-			cJSON_AddNumberToObject(j, "output_tokens", (double)ev->usage->output);
-			cJSON_AddNumberToObject(j, "cache_read_tokens", (double)ev->usage->cache_read);
-			cJSON_AddNumberToObject(j, "cache_write_tokens", (double)ev->usage->cache_write);
-			cJSON_AddNumberToObject(j, "cache_hit_rate", round(usage_hit_rate(ev->usage) * 1000) / 1000);
-			break;
-		case EV_STOP:
-			cJSON_AddStringToObject(j, "reason", turn_stop_name(ev->stop->kind));
-			cJSON_AddStringToObject(j, "why", ev->stop->why);
-			break;
-		case EV_NET:
-		case EV_COMPACT:
-		case EV_HOOK:
-			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
-				if (f->string && strcmp(f->string, "type"))
-					cJSON_AddItemToObject(j, f->string, cJSON_Duplicate(f, 1));
-			break;
-		}
-		json_line(j);
-		cJSON_Delete(j);
-		return;
-	}
-	/* Plain: the answer on stdout, the rest on stderr. Model text is
-	 * sanitised: no control sequences reach the terminal. */
-	switch (ev->type) {
-	case EV_TEXT: {
-		_cleanup_free_ char *t = utf8_term_safe(ev->text, ev->len);
-		if (t) {
-			fputs(t, stdout);
-			fflush(stdout);
-			o->text_open = t[0] && t[strlen(t) - 1] != '\n';
-		}
-		break;
-	}
-	case EV_RETRY:
-		fprintf(stderr, "ward: %s; retrying in %.1f s\n", ev->text, (double)ev->n / 1000);
-		break;
-	case EV_TOOL_CALL: {
-		if (o->text_open) {
-			fputc('\n', stdout);
-			fflush(stdout);
-			o->text_open = false;
-		}
-		const char *arg = session_call_arg(ev->call);
-		_cleanup_free_ char *a = utf8_term_safe(arg, strlen(arg));
-		fprintf(stderr, "● %s %.200s%s\n", json_str(ev->call, "name") ? json_str(ev->call, "name") : "?",
-			a ? a : "", a && strlen(a) > 200 ? "…" : "");
-		break;
-	}
-	case EV_APPROVAL:
-		if (ev->n != GATE_ALLOW)
-			fprintf(stderr, "  ✗ %s\n", ev->text);
-		break;
-	case EV_TOOL_RESULT: {
-		const char *outcome = json_str(ev->result, "outcome");
-		const cJSON *ec = cJSON_GetObjectItemCaseSensitive(ev->result, "exit_code");
-		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "elapsed_ms");
-		fprintf(stderr, "  ⎿ %s", outcome ? outcome : "?");
-		if (cJSON_IsNumber(ec))
-			fprintf(stderr, " (exit %d)", ec->valueint);
-		if (cJSON_IsNumber(ms))
-			fprintf(stderr, " in %.1f s", ms->valuedouble / 1000);
-		if (outcome && strcmp(outcome, "ok")) {
-			/* The first line of what the model was told. */
-			const char *t = json_str(ev->result, "text");
-			if (t && *t) {
-				size_t l = strcspn(t, "\n");
-				_cleanup_free_ char *s = utf8_term_safe(t, MIN(l, (size_t)300));
-				fprintf(stderr, ": %s", s ? s : "");
-			}
-		}
-		fputc('\n', stderr);
-		break;
-	}
-	case EV_NET: {
-		/* What the box reached, or was refused: one line each. */
-		const char *why = json_str(ev->result, "why");
-		const cJSON *port = cJSON_GetObjectItemCaseSensitive(ev->result, "port");
-		const cJSON *down = cJSON_GetObjectItemCaseSensitive(ev->result, "down");
-		_cleanup_free_ char *h = utf8_term_safe(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?",
-						       strlen(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?"));
-		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev->result, "allowed"))) {
-			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
-			fprintf(stderr, "  ✗ network: %s\n", w ? w : "");
-		} else {
-			fprintf(stderr, "  ⇄ network: %.200s:%d, %.0f bytes in\n", h ? h : "", cJSON_IsNumber(port) ? port->valueint : 0,
-				cJSON_IsNumber(down) ? down->valuedouble : 0);
-		}
-		break;
-	}
-	case EV_HOOK: {
-		/* A hook that said something: one line (errors are warned of
-		 * where they are run). */
-		const char *d = json_str(ev->result, "decision"), *w = json_str(ev->result, "why");
-		if (d && (!strcmp(d, "block") || !strcmp(d, "approve"))) {
-			_cleanup_free_ char *s = utf8_term_safe(w ? w : "", strnlen(w ? w : "", 300));
-			fprintf(stderr, "  ⚑ %s hook: %s%s%s\n", json_str(ev->result, "event") ? json_str(ev->result, "event") : "?",
-				d, s && *s ? ": " : "", s ? s : "");
-		}
-		break;
-	}
-	case EV_COMPACT:
-		fprintf(stderr, "ward: compacted the conversation: %lld messages replaced by a summary (%s)\n",
-			(long long)ev->n, ev->text);
-		break;
-	case EV_STOP:
-		if (o->text_open) {
-			fputc('\n', stdout);
-			fflush(stdout);
-			o->text_open = false;
-		}
-		break;
-	default:
-		break;
-	}
-}
 
 static int exit_for(enum turn_stop_kind k)
 {
@@ -492,74 +332,210 @@ static int output_schema_load(const char *path, struct schema **ret)
 	return 0;
 }
 
+/* What ward run's own flags set, beside the shared ones. */
+struct run_ctx {
+	struct run_flags *f;
+	struct run_out *out;
+	const char *patch;
+	bool apply;
+	struct schema **schema;
+	struct approver *approver;
+	struct mcpconf *mc;
+	struct fleet *fl;
+};
+
+/* One flag by its getopt value: 0, 1 for --help, or -1 after an error
+ * line. From the command line and from a task file's fields alike. */
+static int run_opt(struct run_ctx *x, int c, const char *arg)
+{
+	int k = run_flag_given(x->f, c, arg);
+	if (k != 0)
+		return k < 0 ? -1 : 0;
+	switch (c) {
+	case 'j':
+		x->out->json = true;
+		return 0;
+	case 'P':
+		x->patch = arg;
+		return 0;
+	case 'X':
+		x->apply = true;
+		return 0;
+	case 'O':
+		return output_schema_load(arg, x->schema) < 0 ? -1 : 0;
+	case 'G':
+		x->approver->cmd = arg;
+		return 0;
+	case OPT_TASK_FILE:
+		x->fl->file = arg;
+		return 0;
+	case OPT_TASK_INDEX:
+		x->fl->index_arg = arg;
+		return 0;
+	case OPT_OUT:
+		x->fl->out = arg;
+		return 0;
+	case 'h':
+		return 1;
+	}
+	k = mcpconf_flag(x->mc, c, arg);
+	if (k == 0) {
+		cmd_error("run: unknown flag; see `ward run --help`");
+		return -1;
+	}
+	return k < 0 ? -1 : 0;
+}
+
+/* A task file's field, by the flag's long name. */
+static int run_opt_named(void *ud, const char *name, const char *arg)
+{
+	for (const struct option *o = run_opts; o->name; o++) {
+		if (strcmp(o->name, name))
+			continue;
+		if ((o->has_arg == required_argument) != (arg != NULL)) {
+			cmd_error("task field for --%s: %s", name, arg ? "it is a switch: give true" : "give its value");
+			return -EINVAL;
+		}
+		return run_opt(ud, o->val, arg) < 0 ? -EINVAL : 0;
+	}
+	return -ENOENT;
+}
+
+/* ward run's result: what --json's last line and a task's result.json
+ * hold. */
+static cJSON *run_result(const struct turn_stop *stop, int code, const struct session *s, const char *box,
+			 const char *model, cJSON *files, bool applied, const char *patch)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "type", "result");
+	cJSON_AddStringToObject(j, "stop", turn_stop_name(stop->kind));
+	cJSON_AddStringToObject(j, "why", stop->why);
+	cJSON_AddNumberToObject(j, "exit_code", code);
+	cJSON_AddStringToObject(j, "session", s->j.id);
+	cJSON_AddStringToObject(j, "box", box);
+	cJSON_AddStringToObject(j, "model", model);
+	cJSON_AddNumberToObject(j, "rounds", stop->rounds);
+	cJSON_AddNumberToObject(j, "calls", stop->calls);
+	cJSON_AddNumberToObject(j, "refused", stop->refused);
+	usage_json(j, &stop->usage);
+	if (stop->cost >= 0)
+		cJSON_AddNumberToObject(j, "cost_usd", stop->cost);
+	else
+		cJSON_AddNullToObject(j, "cost_usd");
+	_cleanup_free_ char *final = turn_final_text(s->messages);
+	cJSON_AddStringToObject(j, "final_text", final ? final : "");
+	if (stop->output)
+		cJSON_AddItemReferenceToObject(j, "output", stop->output);
+	cJSON_AddNumberToObject(j, "dispatch_us_median", (double)stop->dispatch_us_median);
+	cJSON_AddNumberToObject(j, "dispatch_us_max", (double)stop->dispatch_us_max);
+	cJSON_AddItemReferenceToObject(j, "changed_files", files);
+	cJSON_AddBoolToObject(j, "applied", applied);
+	if (patch)
+		cJSON_AddStringToObject(j, "patch", patch);
+	return j;
+}
+
+static void out_close(struct run_out *o)
+{
+	if (o->to)
+		fclose(o->to);
+	o->to = NULL;
+}
+
+static void fleet_freep(struct fleet *fl)
+{
+	fleet_free(fl);
+}
+
 static int run_run(int argc, char **argv)
 {
 	struct run_flags f;
 	run_flags_init(&f, GATE_AUTO);
 	struct turn_cfg *cfg = &f.cfg;
-	struct out out = { 0 };
-	const char *patch = NULL;
-	bool apply = false;
+	__attribute__((cleanup(out_close))) struct run_out out = { 0 };
 	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
 	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
-	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
 	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
+	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
+	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
+	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema };
 	optind = 1;
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+:h", run_opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("run", c, argv);
-		int k = run_flag_given(&f, c, optarg);
+		int k = run_opt(&x, c, optarg);
 		if (k < 0)
 			return EXIT_USAGE;
-		if (k > 0)
-			continue;
-		switch (c) {
-		case 'j':
-			out.json = true;
-			break;
-		case 'P':
-			patch = optarg;
-			break;
-		case 'X':
-			apply = true;
-			break;
-		case 'O':
-			if (output_schema_load(optarg, &schema) < 0)
-				return EXIT_USAGE;
-			break;
-		case 'G':
-			approver.cmd = optarg;
-			break;
-		case 'h':
+		if (k > 0) {
 			fputs(run_help, stdout);
 			return 0;
-		default:
-			k = mcpconf_flag(&mc, c, optarg);
-			if (k < 0)
-				return EXIT_USAGE;
-			if (k == 0)
-				return cmd_bad_flag("run", '?', argv);
 		}
 	}
-	if (optind != argc - 1) {
-		cmd_error("give the task as one argument (quote it), or - to read it from stdin; see `ward run --help`");
-		return EXIT_USAGE;
-	}
 	_cleanup_free_ char *task = NULL;
-	int r = read_task(argv[optind], &task);
-	if (r < 0) {
-		cmd_error("cannot read the task from stdin: %s", strerror(-r));
-		return EXIT_USAGE;
+	int r;
+	if (fl.file) {
+		if (optind != argc) {
+			cmd_error("--task-file: the task is the file's; give no TASK argument");
+			return EXIT_USAGE;
+		}
+		r = fleet_load(&fl, run_opt_named, &x);
+		if (r)
+			return r;
+		task = strdup(fl.task);
+		if (!task)
+			return EXIT_FAIL;
+		if (f.box_name || f.resume) {
+			cmd_error("--task-file: a task has its own box and session (--box and --resume are not for it)");
+			return EXIT_USAGE;
+		}
+	} else {
+		if (fl.out || fl.index_arg) {
+			cmd_error("--out and --task-index are for --task-file");
+			return EXIT_USAGE;
+		}
+		if (optind != argc - 1) {
+			cmd_error("give the task as one argument (quote it), or - to read it from stdin; see `ward run "
+				  "--help`");
+			return EXIT_USAGE;
+		}
+		r = read_task(argv[optind], &task);
+		if (r < 0) {
+			cmd_error("cannot read the task from stdin: %s", strerror(-r));
+			return EXIT_USAGE;
+		}
 	}
 	if (!task[strspn(task, " \t\r\n")]) {
 		cmd_error("the task is empty");
 		return EXIT_USAGE;
 	}
+	char fl_patch[PATH_MAX + 32];
+	if (fl.file) {
+		r = fleet_prepare(&fl);
+		if (r)
+			return r == 1 ? EXIT_OKAY : r;	/* (1: finished before) */
+		if (fl.resume[0] && run_flag_given(&f, 'S', fl.resume) < 0)
+			return EXIT_USAGE;
+		/* Its events, appended over its runs; its patch. */
+		char ev[PATH_MAX + 32];
+		fleet_events_path(&fl, ev, sizeof(ev));
+		out.to = fopen(ev, "ae");
+		if (!out.to) {
+			cmd_error("task %s: cannot open %s: %s", fl.id, ev, strerror(errno));
+			return EXIT_FAIL;
+		}
+		out.json = true;
+		fleet_patch_path(&fl, fl_patch, sizeof(fl_patch));
+		x.patch = fl_patch;
+	}
+	const char *patch = x.patch;
+	bool apply = x.apply;
 	r = run_flags_finish(&f);
 	if (r)
 		return r;
+	if (fl.file && f.rw)
+		patch = NULL;	/* the box changes the tree itself: no patch */
 	if (approver.cmd) {
 		f.gate.ask = approver_ask;
 		f.gate.ask_ud = &approver;
@@ -568,7 +544,7 @@ static int run_run(int argc, char **argv)
 		return EXIT_USAGE;
 	/* The flags were applied again over the settings: this is run's own. */
 	cfg->output_schema = schema;
-	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ on_event, &out };
+	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ run_out_event, &out };
 	if (f.deadline_ms)
 		cfg->b.deadline_ms = now_ms() + f.deadline_ms;
 
@@ -594,7 +570,7 @@ static int run_run(int argc, char **argv)
 	int64_t since_ns = now_wall_ns();
 	if (!own_box && (r = run_box_given(&f, &given, box_ws, &since_ns)) != 0)
 		return r;
-	if (patch && f.rw) {
+	if (patch && f.rw && !fl.file) {
 		cmd_error("--patch: the box changes %s directly (--rw): there is no patch to write",
 			  own_box ? "the workspace" : "its workspace");
 		if (given)
@@ -610,6 +586,8 @@ static int run_run(int argc, char **argv)
 			box_disconnect(given);
 		return r;
 	}
+	if (fl.file)
+		fleet_session(&fl, s.j.id, s.j.path);
 	if (box_ws[0])
 		snprintf(wsabs, sizeof(wsabs), "%s", box_ws);	/* a resumed session's too */
 	const char *workspace = wsabs[0] ? wsabs : NULL;
@@ -642,7 +620,10 @@ static int run_run(int argc, char **argv)
 	cfg->mcp = mcp;
 	if (cfg->b.deadline_ms)
 		watchdog_start(&s.j, cfg->b.deadline_ms);
-	if (!out.json)
+	if (fl.file)
+		fprintf(stderr, "ward: task %s (index %ld, run %d): session %s, box %s\n", fl.id, fl.index, fl.runs, s.j.id,
+			box_name);
+	else if (!out.json)
 		fprintf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
 
 	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
@@ -681,34 +662,12 @@ static int run_run(int argc, char **argv)
 							   .patch = patch, .files = files };
 			w = session_changes(&sw, &co, &patched);
 		}
-		if (out.json) {
-			cJSON *j = cJSON_CreateObject();
-			cJSON_AddStringToObject(j, "type", "result");
-			cJSON_AddStringToObject(j, "stop", turn_stop_name(stop.kind));
-			cJSON_AddStringToObject(j, "why", stop.why);
-			cJSON_AddNumberToObject(j, "exit_code", r == EXIT_OKAY ? w : r);
-			cJSON_AddStringToObject(j, "session", s.j.id);
-			cJSON_AddStringToObject(j, "box", box_name);
-			cJSON_AddNumberToObject(j, "rounds", stop.rounds);
-			cJSON_AddNumberToObject(j, "calls", stop.calls);
-			cJSON_AddNumberToObject(j, "refused", stop.refused);
-			usage_json(j, &stop.usage);
-			if (stop.cost >= 0)
-				cJSON_AddNumberToObject(j, "cost_usd", stop.cost);
-			else
-				cJSON_AddNullToObject(j, "cost_usd");
-			_cleanup_free_ char *final = turn_final_text(s.messages);
-			cJSON_AddStringToObject(j, "final_text", final ? final : "");
-			if (stop.output)
-				cJSON_AddItemReferenceToObject(j, "output", stop.output);
-			cJSON_AddNumberToObject(j, "dispatch_us_median", (double)stop.dispatch_us_median);
-			cJSON_AddNumberToObject(j, "dispatch_us_max", (double)stop.dispatch_us_max);
-			cJSON_AddItemToObject(j, "changed_files", files);
-			files = NULL;
-			cJSON_AddBoolToObject(j, "applied", apply && w == EXIT_OKAY && r == EXIT_OKAY);
-			if (patched)
-				cJSON_AddStringToObject(j, "patch", patch);
-			json_line(j);
+		if (out.json || fl.file) {
+			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
+					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL);
+			run_out_json_line(out.to, j);
+			if (fl.file && fleet_finish(&fl, j, s.j.path) < 0 && r == EXIT_OKAY)
+				r = EXIT_FAIL;
 			cJSON_Delete(j);
 		}
 		cJSON_Delete(files);
@@ -725,122 +684,3 @@ const struct command cmd_run = {
 	.run = run_run,
 };
 
-/* ward diff SESSION / ward apply [--force] SESSION: the changes a run
- * left, in its own layers or (--box) in the box's. */
-static int changes_cmd(int argc, char **argv, bool apply)
-{
-	const char *cmd = apply ? "apply" : "diff";
-	const char *usage = apply ? "ward apply [--force] SESSION\n"
-				    "  --force  apply over files changed in the tree since the run (their edits are lost)"
-				  : "ward diff SESSION";
-	/* --force is apply's one flag; what is left is operands. */
-	_cleanup_free_ char **args = calloc((size_t)argc + 1, sizeof(*args));
-	if (!args) {
-		cmd_error("out of memory");
-		return EXIT_FAIL;
-	}
-	int n = 0;
-	bool force = false;
-	for (int i = 0; i < argc; i++) {
-		if (apply && i > 0 && !strcmp(argv[i], "--force"))
-			force = true;
-		else
-			args[n++] = argv[i];
-	}
-	int u = cmd_operands_only(n, args, cmd, usage);
-	if (u >= 0)
-		return u;
-	if (n != 2) {
-		cmd_error("%s: give one session (see `ward sessions`); usage: %s", cmd,
-			  apply ? "ward apply [--force] SESSION" : usage);
-		return EXIT_USAGE;
-	}
-	const char *id = args[1];
-	struct err e = { 0 };
-	struct journal_state st;
-	if (journal_load(id, &st, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_USAGE;
-	}
-	const char *ws = json_str(st.header, "workspace"), *box = json_str(st.header, "box");
-	_cleanup_free_ char *workspace = ws ? strdup(ws) : NULL;
-	_cleanup_free_ char *box_name = box ? strdup(box) : NULL;
-	journal_state_free(&st);
-	struct session_ws sw = { .session = id, .workspace = workspace, .box = box_name };
-	struct layers L = { .lock_fd = -1 };
-	struct ws_changes ch = { 0 };
-	int k = session_changes_read(&sw, &L, apply ? NULL : &ch, &e);
-	if (k == 0) {
-		if (box_name)
-			cmd_error("session %s has no workspace changes kept in box %s (none were made, or the box is gone)",
-				  id, box_name);
-		else
-			cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", id);
-		return EXIT_FAIL;
-	}
-	if (k > 0 && apply)
-		layers_release(&L);
-	if (!apply) {
-		int r = k < 0 ? -1 : ws_diff(workspace, L.upper, &ch, stdout, &e);
-		if (k > 0)
-			layers_release(&L);
-		ws_changes_free(&ch);
-		if (r == -EPIPE)
-			return EXIT_OKAY;	/* the reader had enough (ward diff | head) */
-		if (r < 0) {
-			cmd_error("%s", e.msg);
-			return EXIT_FAIL;
-		}
-		return EXIT_OKAY;
-	}
-	struct session_changes_opts co = { .apply = true, .force = force };
-	return session_changes(&sw, &co, NULL);
-}
-
-static int diff_run(int argc, char **argv)
-{
-	return changes_cmd(argc, argv, false);
-}
-
-static int apply_run(int argc, char **argv)
-{
-	return changes_cmd(argc, argv, true);
-}
-
-const struct command cmd_diff = {
-	.name = "diff", .args = "SESSION", .summary = "show the workspace changes a run left", .run = diff_run,
-};
-
-const struct command cmd_apply = {
-	.name = "apply", .args = "[--force] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
-};
-
-/* ward sessions: the journals, newest last, with how each ended. */
-static int sessions_run(int argc, char **argv)
-{
-	int u = cmd_no_operands(argc, argv, "sessions");
-	if (u >= 0)
-		return u;
-	struct err e = { 0 };
-	cJSON *list = NULL;
-	if (session_list(&list, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_FAIL;
-	}
-	printf("%-24s %-14s %-16s %-9s %s\n", "SESSION", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
-	const cJSON *x;
-	cJSON_ArrayForEach(x, list) {
-		const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
-		char c[16] = "-";
-		if (cJSON_IsNumber(nc) && nc->valueint > 0)
-			snprintf(c, sizeof(c), "%d", nc->valueint);
-		printf("%-24s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"), c,
-		       json_str(x, "workspace"));
-	}
-	cJSON_Delete(list);
-	return 0;
-}
-
-const struct command cmd_sessions = {
-	.name = "sessions", .args = "", .summary = "list the sessions (ward run's and the terminal's)", .run = sessions_run,
-};

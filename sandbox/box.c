@@ -111,8 +111,12 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 		return err_setc(e, -errno, "fork");
 	}
 	if (mid == 0) {
-		/* Detach: new session, then a grandchild that init adopts. */
+		/* Detach: new session, then a grandchild that init adopts,
+		 * holding nothing of its maker's but the ready pipe (a
+		 * journal's lock, a CI step's pipe, a task's files are not the
+		 * box's to keep open). */
 		close(ready[0]);
+		fdio_close_all_but(3, &ready[1], 1);
 		setsid();
 		signal(SIGHUP, SIG_IGN);
 		pid_t k = fork();

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,24 +61,29 @@ int journal_create(struct journal *j, cJSON *header, struct err *e)
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
-	uint8_t rnd[3] = { 0 };
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd[0] = (uint8_t)getpid();
-	snprintf(j->id, sizeof(j->id), "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2]);
-	int r = journal_path(j->id, j->path, sizeof(j->path), e);
-	if (r < 0)
-		return r;
-	j->fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
-	if (j->fd < 0)
-		return err_setc(e, -errno, "cannot create the session journal %s", j->path);
+	/* Many wards may start in one second (a fleet on one machine): an id
+	 * taken is drawn again. */
+	for (int tries = 0; j->fd < 0; tries++) {
+		uint8_t rnd[3] = { 0 };
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd[0] = (uint8_t)(getpid() + tries);
+		snprintf(j->id, sizeof(j->id), "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
+			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2]);
+		int r = journal_path(j->id, j->path, sizeof(j->path), e);
+		if (r < 0)
+			return r;
+		j->fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+		if (j->fd < 0 && (errno != EEXIST || tries >= 16))
+			return err_setc(e, -errno, "cannot create the session journal %s", j->path);
+	}
+	flock(j->fd, LOCK_EX | LOCK_NB);	/* (new: nobody else has it) */
 	char created[32];
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	cJSON_DeleteItemFromObject(header, "session");
 	cJSON_DeleteItemFromObject(header, "created");
 	cJSON_AddStringToObject(header, "session", j->id);
 	cJSON_AddStringToObject(header, "created", created);
-	r = journal_write(j, "header", header);
+	int r = journal_write(j, "header", header);
 	if (r < 0)
 		return err_setc(e, r, "cannot write the session journal %s", j->path);
 	return 0;
@@ -93,7 +99,24 @@ int journal_open(struct journal *j, const char *id, struct err *e)
 	j->fd = open(j->path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (j->fd < 0)
 		return err_set(e, -errno, "no session %s (%s)", id, strerror(errno));
+	/* One ward per session: two appending to one conversation would
+	 * interleave it. The lock goes with the last descriptor. */
+	if (flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = -errno;
+		close(j->fd);
+		j->fd = -1;
+		if (r == -EWOULDBLOCK)
+			return err_set(e, -EBUSY, "session %s is open in another ward now; wait for it to end (one ward "
+				       "works on a session at a time)", id);
+		return err_setc(e, r, "cannot lock the session journal %s", j->path);
+	}
 	return 0;
+}
+
+void journal_sync(struct journal *j)
+{
+	if (j->fd >= 0)
+		fdatasync(j->fd);
 }
 
 void journal_close(struct journal *j)

@@ -40,8 +40,11 @@ struct journal {
 /* A new session: its id is made here. header is completed with
  * "type", "session" and "created". */
 int journal_create(struct journal *j, cJSON *header, struct err *e);
-/* An existing session, for appending. */
+/* An existing session, for appending; -EBUSY when another ward has it
+ * open (each holds its journal locked, flock, while it runs). */
 int journal_open(struct journal *j, const char *id, struct err *e);
+/* What is written is on the disk (each round's end). */
+void journal_sync(struct journal *j);
 void journal_close(struct journal *j);
 /* Append one record (its "type" set to type). */
 int journal_write(struct journal *j, const char *type, cJSON *rec);

@@ -296,6 +296,8 @@ void turn_start_round(struct turn *t)
 	if (turn_compact_due(t) && turn_compact_begin(t, COMPACT_THRESHOLD, why, sizeof(why)) == 0)
 		return;
 	turn_tools_refresh(t);
+	/* The round before is on the disk before this one begins. */
+	journal_sync(&t->s->j);
 	t->round_no++;
 	t->attempt = 0;
 	t->output_shown = false;

@@ -1,0 +1,445 @@
+#include "cmd/fleet.h"
+#include "cmd/cmd.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "base/utf8.h"
+#include "sandbox/state.h"
+#include "turn/journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A task's text in result.json: its start, for a report. */
+#define FLEET_TASK_SHOWN 200
+
+/* Fields a task line may not have: they are the fleet's own, or make no
+ * sense for one task of many. */
+static const char *const not_fields[] = { "task-file", "task-index", "out", "resume", "box", "json", "patch",
+					  "apply", "help" };
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("ward: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+bool fleet_stop_final(const char *stop)
+{
+	return stop && *stop && strcmp(stop, "cancelled") && strcmp(stop, "provider_error") && strcmp(stop, "box_error");
+}
+
+static bool id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (!n || n > FLEET_ID_MAX || id[0] == '.')
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+		      *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+static int fleet_index(struct fleet *fl)
+{
+	const char *from = "--task-index", *v = fl->index_arg;
+	if (!v && (v = getenv("SLURM_ARRAY_TASK_ID")))
+		from = "SLURM_ARRAY_TASK_ID";
+	if (!v && (v = getenv("JOB_COMPLETION_INDEX")))
+		from = "JOB_COMPLETION_INDEX";
+	if (!v) {
+		cmd_error("--task-file: give --task-index I, or run it as a Slurm array task or a Kubernetes Indexed "
+			  "Job (they set SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX)");
+		return EXIT_USAGE;
+	}
+	uint64_t i;
+	if (parse_u64(v, &i) < 0 || i > 10000000) {
+		cmd_error("%s \"%.40s\": not a task index (0, 1, 2, ...)", from, v);
+		return EXIT_USAGE;
+	}
+	fl->index = (long)i;
+	return 0;
+}
+
+/* One field of the line as ward run's flag. */
+static int apply_field(struct fleet *fl, long lineno, const cJSON *f, fleet_flag_fn *flag, void *ud)
+{
+	char name[64];
+	const char *k = f->string;
+	if (!strcmp(k, "allow_hosts"))
+		k = "allow_host";	/* the and Codex's plural */
+	if (strlen(k) >= sizeof(name)) {
+		cmd_error("%s:%ld: unknown field \"%.40s\"", fl->file, lineno, k);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; (name[i] = k[i] == '_' ? '-' : k[i]); i++)
+		;
+	for (size_t i = 0; i < ARRAY_SIZE(not_fields); i++)
+		if (!strcmp(name, not_fields[i])) {
+			cmd_error("%s:%ld: \"%s\" cannot be a task's field (it is the fleet's own, or the command line's)",
+				  fl->file, lineno, f->string);
+			return EXIT_USAGE;
+		}
+	const cJSON *vals = f, *v;
+	if (cJSON_IsArray(f))
+		vals = f;
+	int n = 0;
+	for (v = cJSON_IsArray(f) ? f->child : vals; v; v = cJSON_IsArray(f) ? v->next : NULL) {
+		char num[64];
+		const char *arg;
+		if (cJSON_IsString(v)) {
+			arg = v->valuestring;
+		} else if (cJSON_IsNumber(v)) {
+			snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+			arg = num;
+		} else if (cJSON_IsTrue(v)) {
+			arg = NULL;
+		} else if (cJSON_IsFalse(v)) {
+			n++;
+			continue;	/* a switch left off */
+		} else {
+			cmd_error("%s:%ld: field \"%s\": give a string, a number, true, or a list of them", fl->file, lineno,
+				  f->string);
+			return EXIT_USAGE;
+		}
+		/* The flags keep their arguments: they live as long as fl. */
+		char **grown = realloc(fl->args, (fl->nargs + 1) * sizeof(*grown));
+		if (!grown)
+			return EXIT_FAIL;
+		fl->args = grown;
+		if (arg && !(arg = fl->args[fl->nargs++] = strdup(arg)))
+			return EXIT_FAIL;
+		int r = flag(ud, name, arg);
+		if (r == -ENOENT) {
+			cmd_error("%s:%ld: unknown field \"%s\" (a task's fields are id, task, workspace and ward run's "
+				  "long flags with _ for -: model, max_rounds, allow_hosts, ...)",
+				  fl->file, lineno, f->string);
+			return EXIT_USAGE;
+		}
+		if (r < 0)
+			return EXIT_USAGE;	/* (the flag said why) */
+		n++;
+	}
+	return 0;
+}
+
+int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
+{
+	fl->lock_fd = -1;
+	if (!fl->out) {
+		cmd_error("--task-file: give --out DIR too (each task's results go to DIR/ID/)");
+		return EXIT_USAGE;
+	}
+	int r = fleet_index(fl);
+	if (r)
+		return r;
+	_cleanup_fclose_ FILE *in = fopen(fl->file, "re");
+	if (!in) {
+		cmd_error("--task-file %s: %s", fl->file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	long lineno = 0, seen = 0;
+	ssize_t n;
+	for (;;) {
+		n = getline(&line, &cap, in);
+		if (n < 0)
+			break;
+		lineno++;
+		if ((size_t)n > FLEET_LINE_MAX) {
+			cmd_error("%s:%ld: a line over %u KiB", fl->file, lineno, FLEET_LINE_MAX >> 10);
+			return EXIT_USAGE;
+		}
+		if (!line[strspn(line, " \t\r\n")])
+			continue;	/* blank lines are not tasks */
+		if (seen++ == fl->index)
+			break;
+	}
+	if (n < 0) {
+		cmd_error("%s has %ld task%s: index %ld is past its end", fl->file, seen, seen == 1 ? "" : "s", fl->index);
+		return EXIT_USAGE;
+	}
+	cJSON *o = cJSON_ParseWithLength(line, (size_t)n);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		cmd_error("%s:%ld: not a JSON object (one task per line: {\"id\", \"task\", ...})", fl->file, lineno);
+		return EXIT_USAGE;
+	}
+	const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
+	const char *task = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task"));
+	const char *ws = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "workspace"));
+	r = 0;
+	if (!id || !id_valid(id)) {
+		cmd_error("%s:%ld: \"id\" must be 1 to %d letters, digits, '.', '_' or '-' (not starting with '.'): it "
+			  "names the task's directory under --out",
+			  fl->file, lineno, FLEET_ID_MAX);
+		r = EXIT_USAGE;
+	} else if (!task || !task[strspn(task, " \t\r\n")]) {
+		cmd_error("%s:%ld: \"task\" must be the task's text", fl->file, lineno);
+		r = EXIT_USAGE;
+	} else if (cJSON_GetObjectItemCaseSensitive(o, "workspace") && !ws) {
+		cmd_error("%s:%ld: \"workspace\" must be a directory's path", fl->file, lineno);
+		r = EXIT_USAGE;
+	}
+	if (!r) {
+		snprintf(fl->id, sizeof(fl->id), "%s", id);
+		fl->task = strdup(task);
+		/* A relative workspace is the task file's neighbour. */
+		if (ws && ws[0] != '/') {
+			_cleanup_free_ char *dir = strdup(fl->file);
+			char *slash = dir ? strrchr(dir, '/') : NULL;
+			if (slash)
+				*slash = 0;
+			snprintf(fl->workspace, sizeof(fl->workspace), "%s/%s", slash ? dir : ".", ws);
+		} else if (ws) {
+			snprintf(fl->workspace, sizeof(fl->workspace), "%s", ws);
+		}
+		if (fl->workspace[0] && (r = flag(ud, "workspace", fl->workspace)) < 0)
+			r = EXIT_USAGE;
+	}
+	for (const cJSON *f = o->child; f && !r; f = f->next)
+		if (strcmp(f->string, "id") && strcmp(f->string, "task") && strcmp(f->string, "workspace"))
+			r = apply_field(fl, lineno, f, flag, ud);
+	cJSON_Delete(o);
+	if (!r && !fl->task) {
+		cmd_error("out of memory");
+		r = EXIT_FAIL;
+	}
+	return r;
+}
+
+static void path_in(const struct fleet *fl, const char *name, char *out, size_t n)
+{
+	snprintf(out, n, "%s/%s", fl->dir, name);
+}
+
+void fleet_events_path(const struct fleet *fl, char *out, size_t n)
+{
+	path_in(fl, "events.jsonl", out, n);
+}
+
+void fleet_patch_path(const struct fleet *fl, char *out, size_t n)
+{
+	path_in(fl, "patch.diff", out, n);
+}
+
+/* A small file of ours, whole or not at all. */
+static int write_atomic(const char *path, const char *data, size_t n)
+{
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	int r = fdio_write_full(fd, data, n);
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r >= 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	/* The rename itself, durable. */
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (slash) {
+		*slash = 0;
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+	return 0;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	_cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(in, &st) < 0)
+		return -errno;
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", to);
+	_cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	for (off_t off = 0; off < st.st_size;) {
+		ssize_t k = sendfile(out, in, &off, (size_t)(st.st_size - off));
+		if (k <= 0) {
+			unlink(tmp);
+			return k < 0 ? -errno : -EIO;
+		}
+	}
+	if (fsync(out) < 0 || rename(tmp, to) < 0) {
+		int r = -errno;
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
+int fleet_prepare(struct fleet *fl)
+{
+	fl->t0_ms = now_ms();
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(fl->started_at, sizeof(fl->started_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((size_t)snprintf(fl->dir, sizeof(fl->dir), "%s/%s", fl->out, fl->id) >= sizeof(fl->dir)) {
+		cmd_error("--out %s: the path is too long", fl->out);
+		return EXIT_USAGE;
+	}
+	if (state_mkdir_p(fl->dir, 0755) < 0) {
+		cmd_error("--out: cannot make %s: %s", fl->dir, strerror(errno));
+		return EXIT_FAIL;
+	}
+	/* One ward per task at a time: a requeued copy that meets a running
+	 * one runs nothing. */
+	char p[PATH_MAX + 32];
+	path_in(fl, ".lock", p, sizeof(p));
+	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fl->lock_fd < 0 || flock(fl->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		cmd_error("task %s: %s", fl->id,
+			  fl->lock_fd < 0 ? strerror(errno) : "another ward is running it now (its .lock is held); not run twice");
+		return EXIT_FAIL;
+	}
+	/* Finished before: nothing to do. */
+	path_in(fl, "result.json", p, sizeof(p));
+	_cleanup_free_ char *old = NULL;
+	size_t n = 0;
+	int prev_runs = 0;
+	if (fdio_read_file(AT_FDCWD, p, 1u << 20, &old, &n) == 0) {
+		cJSON *j = cJSON_ParseWithLength(old, n);
+		const char *stop = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "stop"));
+		const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
+		prev_runs = cJSON_IsNumber(runs) ? runs->valueint : 0;
+		if (fleet_stop_final(stop)) {
+			fprintf(stderr, "ward: task %s already finished (%s); skipped: its results are in %s\n", fl->id, stop,
+				fl->dir);
+			cJSON_Delete(j);
+			return 1;
+		}
+		cJSON_Delete(j);
+	}
+	/* Started before and not finished: its session goes on. */
+	path_in(fl, "session", p, sizeof(p));
+	_cleanup_free_ char *sess = NULL;
+	if (fdio_read_file(AT_FDCWD, p, 256, &sess, &n) == 0) {
+		char id[64] = "";
+		int runs = 0;
+		if (sscanf(sess, "%63s %d", id, &runs) >= 1) {
+			prev_runs = runs > prev_runs ? runs : prev_runs;
+			char dir[PATH_MAX], local[PATH_MAX + 80], kept[PATH_MAX + 32];
+			struct err e = { 0 };
+			if (journal_dir(dir, sizeof(dir), &e) == 0) {
+				snprintf(local, sizeof(local), "%s/%s.jsonl", dir, id);
+				path_in(fl, "journal.jsonl", kept, sizeof(kept));
+				/* On another machine, the journal kept beside the results. */
+				if (access(local, F_OK) == 0 || copy_file(kept, local) == 0)
+					snprintf(fl->resume, sizeof(fl->resume), "%s", id);
+			}
+			if (!fl->resume[0])
+				fprintf(stderr, "ward: task %s: its earlier session %s is not found; it starts again\n", fl->id, id);
+		}
+	}
+	fl->runs = prev_runs + 1;
+	return 0;
+}
+
+void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
+{
+	char p[PATH_MAX + 32], line[128];
+	path_in(fl, "session", p, sizeof(p));
+	int n = snprintf(line, sizeof(line), "%s %d\n", id, fl->runs);
+	if (write_atomic(p, line, (size_t)n) < 0)
+		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(errno));
+	/* The journal beside the results, live where one file system holds
+	 * both; copied at the end otherwise. */
+	path_in(fl, "journal.jsonl", p, sizeof(p));
+	struct stat a, b;
+	if (stat(p, &a) == 0 && stat(journal_path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		return;
+	unlink(p);
+	if (link(journal_path, p) < 0 && errno != EXDEV)
+		warn("task %s: cannot keep its journal in %s: %s", fl->id, p, strerror(errno));
+}
+
+int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
+{
+	char p[PATH_MAX + 32];
+	path_in(fl, "journal.jsonl", p, sizeof(p));
+	struct stat a, b;
+	if (journal_path && stat(journal_path, &b) == 0 &&
+	    (stat(p, &a) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) && copy_file(journal_path, p) < 0)
+		warn("task %s: cannot copy its journal to %s: %s", fl->id, p, strerror(errno));
+	const char *stop = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "stop"));
+	cJSON_AddStringToObject(res, "id", fl->id);
+	cJSON_AddNumberToObject(res, "index", (double)fl->index);
+	cJSON_AddStringToObject(res, "task_file", fl->file);
+	size_t tl = strlen(fl->task);
+	_cleanup_free_ char *shown = utf8_dup(fl->task, tl < FLEET_TASK_SHOWN ? tl : FLEET_TASK_SHOWN);
+	cJSON_AddStringToObject(res, "task", shown ? shown : "");
+	cJSON_AddBoolToObject(res, "final", fleet_stop_final(stop));
+	cJSON_AddNumberToObject(res, "runs", fl->runs);
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	char ended[32];
+	strftime(ended, sizeof(ended), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_AddStringToObject(res, "started_at", fl->started_at);
+	cJSON_AddStringToObject(res, "ended_at", ended);
+	cJSON_AddNumberToObject(res, "duration_ms", (double)(now_ms() - fl->t0_ms));
+	/* The patch by its name in the task's directory. */
+	if (cJSON_GetObjectItemCaseSensitive(res, "patch"))
+		cJSON_ReplaceItemInObjectCaseSensitive(res, "patch", cJSON_CreateString("patch.diff"));
+	_cleanup_free_ char *s = cJSON_Print(res);
+	_cleanup_free_ char *line = s ? malloc(strlen(s) + 2) : NULL;
+	if (line)
+		sprintf(line, "%s\n", s);
+	path_in(fl, "result.json", p, sizeof(p));
+	int r = line ? write_atomic(p, line, strlen(line)) : -ENOMEM;
+	if (r < 0) {
+		cmd_error("task %s: cannot write %s: %s", fl->id, p, strerror(-r));
+		return r;
+	}
+	const cJSON *ec = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
+	fprintf(stderr, "ward: task %s: %s (exit %d) in %.1f s; results in %s\n", fl->id, stop ? stop : "?",
+		cJSON_IsNumber(ec) ? ec->valueint : -1, (double)(now_ms() - fl->t0_ms) / 1000, fl->dir);
+	return 0;
+}
+
+void fleet_free(struct fleet *fl)
+{
+	free(fl->task);
+	fl->task = NULL;
+	for (size_t i = 0; i < fl->nargs; i++)
+		free(fl->args[i]);
+	free(fl->args);
+	fl->args = NULL;
+	fl->nargs = 0;
+	if (fl->lock_fd >= 0)
+		close(fl->lock_fd);
+	fl->lock_fd = -1;
+}

@@ -1,0 +1,67 @@
+/* ward run --task-file FILE --task-index I --out DIR: one task of a JSON
+ * Lines file, as an array job (Slurm, a Kubernetes Indexed Job, GNU
+ * parallel) runs it. Line I (counting the lines that are not blank) is
+ * {"id", "task", "workspace"?, and any of ward run's long flags with "_"
+ * for "-": "model", "max_rounds", "allow_hosts" (a list), ...}; its fields
+ * override the command line's. DIR/ID/ gets events.jsonl (the --json
+ * stream), journal.jsonl, patch.diff and result.json, written last and
+ * atomically. A task whose result.json holds a final stop is skipped (exit
+ * 0), so a requeue redoes nothing; one with a journal but no final result
+ * resumes its session. The index comes from --task-index, else
+ * SLURM_ARRAY_TASK_ID, else JOB_COMPLETION_INDEX. */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define FLEET_ID_MAX 64
+/* A task file's line, at most. */
+#define FLEET_LINE_MAX (1u << 20)
+
+struct fleet {
+	const char *file;	/* --task-file */
+	const char *index_arg;	/* --task-index, or NULL */
+	const char *out;	/* --out */
+	long index;
+	char id[FLEET_ID_MAX + 1];
+	char dir[PATH_MAX];	/* DIR/ID */
+	char *task;		/* the line's task text */
+	char workspace[PATH_MAX];	/* the line's, made absolute; "" none */
+	char resume[64];	/* a session an earlier run left unfinished; "" none */
+	int runs;		/* this run included */
+	int lock_fd;		/* DIR/ID/.lock, held while the task runs */
+	char **args;		/* the fields' values, as flags keep them (to the end) */
+	size_t nargs;
+	int64_t t0_ms;
+	char started_at[32];
+};
+
+/* A flag of ward run by its long name ("max-rounds"), applied as the
+ * command line would: 0, or <0 after an error line. */
+typedef int fleet_flag_fn(void *ud, const char *name, const char *arg);
+
+/* Read the task (the index, the line, its fields applied through flag):
+ * 0, or EXIT_USAGE after one line saying what is wrong and where. */
+int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud);
+/* DIR/ID made and locked: 0 to run (fl->resume set when an earlier run
+ * left the task unfinished), 1 when it is already finished (one line
+ * said so), or an exit code after an error line. */
+int fleet_prepare(struct fleet *fl);
+/* The session's journal, kept in DIR/ID/journal.jsonl (a hard link where
+ * the file systems allow, else copied at the end by fleet_finish), and the
+ * session's id recorded for a later resume. */
+void fleet_session(struct fleet *fl, const char *id, const char *journal_path);
+/* The events file's path (DIR/ID/events.jsonl). */
+void fleet_events_path(const struct fleet *fl, char *out, size_t n);
+/* The patch's path (DIR/ID/patch.diff). */
+void fleet_patch_path(const struct fleet *fl, char *out, size_t n);
+/* result (ward run's result object) completed with the task's fields and
+ * written to DIR/ID/result.json atomically (fsynced, renamed); one line on
+ * stderr. 0, or -errno after an error line. */
+int fleet_finish(struct fleet *fl, cJSON *result, const char *journal_path);
+void fleet_free(struct fleet *fl);
+/* Whether a stop is final: a rerun would end the same (done, a bound, a
+ * refusal); cancelled, provider_error and box_error are not. */
+bool fleet_stop_final(const char *stop);

@@ -1,0 +1,175 @@
+#include "cmd/run-out.h"
+#include "cmd/session.h"
+#include "base/cleanup.h"
+#include "base/utf8.h"
+#include "turn/usage.h"
+
+#include <math.h>
+#include <string.h>
+
+
+void run_out_json_line(FILE *to, cJSON *j)
+{
+	_cleanup_free_ char *raw = cJSON_PrintUnformatted(j);
+	_cleanup_free_ char *s = raw ? utf8_json_line(raw) : NULL;
+	if (s) {
+		fputs(s, to ? to : stdout);
+		fputc('\n', to ? to : stdout);
+		fflush(to ? to : stdout);
+	}
+}
+
+void run_out_event(void *ud, const struct turn_event *ev)
+{
+	struct run_out *o = ud;
+	if (o->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "type", turn_ev_name(ev->type));
+		switch (ev->type) {
+		case EV_ROUND:
+			cJSON_AddNumberToObject(j, "round", (double)ev->n);
+			break;
+		case EV_TEXT:
+		case EV_THINKING:
+		case EV_TOOL_OUTPUT: {
+			_cleanup_free_ char *t = utf8_dup(ev->text, ev->len);
+			cJSON_AddStringToObject(j, "text", t ? t : "");
+			if (ev->call)
+				cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+			break;
+		}
+		case EV_RETRY:
+			cJSON_AddStringToObject(j, "why", ev->text);
+			cJSON_AddNumberToObject(j, "delay_ms", (double)ev->n);
+			break;
+		case EV_TOOL_CALL:
+			cJSON_AddItemToObject(j, "call", cJSON_Duplicate(ev->call, 1));
+			break;
+		case EV_APPROVAL:
+			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+			cJSON_AddStringToObject(j, "decision", gate_decision_name((enum gate_decision)ev->n));
+			cJSON_AddStringToObject(j, "why", ev->text);
+			if (ev->hook)
+				cJSON_AddStringToObject(j, "hook", ev->hook);
+			break;
+		case EV_TOOL_RESULT:
+			cJSON_AddStringToObject(j, "call_id", json_str(ev->call, "id") ? json_str(ev->call, "id") : "");
+			cJSON_AddItemToObject(j, "result", cJSON_Duplicate(ev->result, 1));
+			break;
+		case EV_USAGE:
+			cJSON_AddNumberToObject(j, "input_tokens", (double)ev->usage->input);
+			cJSON_AddNumberToObject(j, "output_tokens", (double)ev->usage->output);
+			cJSON_AddNumberToObject(j, "cache_read_tokens", (double)ev->usage->cache_read);
+			cJSON_AddNumberToObject(j, "cache_write_tokens", (double)ev->usage->cache_write);
+			cJSON_AddNumberToObject(j, "cache_hit_rate", round(usage_hit_rate(ev->usage) * 1000) / 1000);
+			break;
+		case EV_STOP:
+			cJSON_AddStringToObject(j, "reason", turn_stop_name(ev->stop->kind));
+			cJSON_AddStringToObject(j, "why", ev->stop->why);
+			break;
+		case EV_NET:
+		case EV_COMPACT:
+		case EV_HOOK:
+			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
+				if (f->string && strcmp(f->string, "type"))
+					cJSON_AddItemToObject(j, f->string, cJSON_Duplicate(f, 1));
+			break;
+		}
+		run_out_json_line(o->to, j);
+		cJSON_Delete(j);
+		return;
+	}
+	/* Plain: the answer on stdout, the rest on stderr. Model text is
+	 * sanitised: no control sequences reach the terminal. */
+	switch (ev->type) {
+	case EV_TEXT: {
+		_cleanup_free_ char *t = utf8_term_safe(ev->text, ev->len);
+		if (t) {
+			fputs(t, stdout);
+			fflush(stdout);
+			o->text_open = t[0] && t[strlen(t) - 1] != '\n';
+		}
+		break;
+	}
+	case EV_RETRY:
+		fprintf(stderr, "ward: %s; retrying in %.1f s\n", ev->text, (double)ev->n / 1000);
+		break;
+	case EV_TOOL_CALL: {
+		if (o->text_open) {
+			fputc('\n', stdout);
+			fflush(stdout);
+			o->text_open = false;
+		}
+		const char *arg = session_call_arg(ev->call);
+		_cleanup_free_ char *a = utf8_term_safe(arg, strlen(arg));
+		fprintf(stderr, "● %s %.200s%s\n", json_str(ev->call, "name") ? json_str(ev->call, "name") : "?",
+			a ? a : "", a && strlen(a) > 200 ? "…" : "");
+		break;
+	}
+	case EV_APPROVAL:
+		if (ev->n != GATE_ALLOW)
+			fprintf(stderr, "  ✗ %s\n", ev->text);
+		break;
+	case EV_TOOL_RESULT: {
+		const char *outcome = json_str(ev->result, "outcome");
+		const cJSON *ec = cJSON_GetObjectItemCaseSensitive(ev->result, "exit_code");
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "elapsed_ms");
+		fprintf(stderr, "  ⎿ %s", outcome ? outcome : "?");
+		if (cJSON_IsNumber(ec))
+			fprintf(stderr, " (exit %d)", ec->valueint);
+		if (cJSON_IsNumber(ms))
+			fprintf(stderr, " in %.1f s", ms->valuedouble / 1000);
+		if (outcome && strcmp(outcome, "ok")) {
+			/* The first line of what the model was told. */
+			const char *t = json_str(ev->result, "text");
+			if (t && *t) {
+				size_t l = strcspn(t, "\n");
+				_cleanup_free_ char *s = utf8_term_safe(t, MIN(l, (size_t)300));
+				fprintf(stderr, ": %s", s ? s : "");
+			}
+		}
+		fputc('\n', stderr);
+		break;
+	}
+	case EV_NET: {
+		/* What the box reached, or was refused: one line each. */
+		const char *why = json_str(ev->result, "why");
+		const cJSON *port = cJSON_GetObjectItemCaseSensitive(ev->result, "port");
+		const cJSON *down = cJSON_GetObjectItemCaseSensitive(ev->result, "down");
+		_cleanup_free_ char *h = utf8_term_safe(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?",
+						       strlen(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?"));
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev->result, "allowed"))) {
+			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
+			fprintf(stderr, "  ✗ network: %s\n", w ? w : "");
+		} else {
+			fprintf(stderr, "  ⇄ network: %.200s:%d, %.0f bytes in\n", h ? h : "", cJSON_IsNumber(port) ? port->valueint : 0,
+				cJSON_IsNumber(down) ? down->valuedouble : 0);
+		}
+		break;
+	}
+	case EV_HOOK: {
+		/* A hook that said something: one line (errors are warned of
+		 * where they are run). */
+		const char *d = json_str(ev->result, "decision"), *w = json_str(ev->result, "why");
+		if (d && (!strcmp(d, "block") || !strcmp(d, "approve"))) {
+			_cleanup_free_ char *s = utf8_term_safe(w ? w : "", strnlen(w ? w : "", 300));
+			fprintf(stderr, "  ⚑ %s hook: %s%s%s\n", json_str(ev->result, "event") ? json_str(ev->result, "event") : "?",
+				d, s && *s ? ": " : "", s ? s : "");
+		}
+		break;
+	}
+	case EV_COMPACT:
+		fprintf(stderr, "ward: compacted the conversation: %lld messages replaced by a summary (%s)\n",
+			(long long)ev->n, ev->text);
+		break;
+	case EV_STOP:
+		if (o->text_open) {
+			fputc('\n', stdout);
+			fflush(stdout);
+			o->text_open = false;
+		}
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,133 @@
+/* ward diff, ward apply and ward sessions: what runs and sessions left
+ * behind, looked at and applied after. */
+#include "cmd/cmd.h"
+#include "cmd/session.h"
+#include "base/cleanup.h"
+#include "sandbox/layers.h"
+#include "sandbox/wsdiff.h"
+#include "turn/journal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ward diff SESSION / ward apply [--force] SESSION: the changes a run
+ * left, in its own layers or (--box) in the box's. */
+static int changes_cmd(int argc, char **argv, bool apply)
+{
+	const char *cmd = apply ? "apply" : "diff";
+	const char *usage = apply ? "ward apply [--force] SESSION\n"
+				    "  --force  apply over files changed in the tree since the run (their edits are lost)"
+				  : "ward diff SESSION";
+	/* --force is apply's one flag; what is left is operands. */
+	_cleanup_free_ char **args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args) {
+		cmd_error("out of memory");
+		return EXIT_FAIL;
+	}
+	int n = 0;
+	bool force = false;
+	for (int i = 0; i < argc; i++) {
+		if (apply && i > 0 && !strcmp(argv[i], "--force"))
+			force = true;
+		else
+			args[n++] = argv[i];
+	}
+	int u = cmd_operands_only(n, args, cmd, usage);
+	if (u >= 0)
+		return u;
+	if (n != 2) {
+		cmd_error("%s: give one session (see `ward sessions`); usage: %s", cmd,
+			  apply ? "ward apply [--force] SESSION" : usage);
+		return EXIT_USAGE;
+	}
+	const char *id = args[1];
+	struct err e = { 0 };
+	struct journal_state st;
+	if (journal_load(id, &st, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
+	const char *ws = json_str(st.header, "workspace"), *box = json_str(st.header, "box");
+	_cleanup_free_ char *workspace = ws ? strdup(ws) : NULL;
+	_cleanup_free_ char *box_name = box ? strdup(box) : NULL;
+	journal_state_free(&st);
+	struct session_ws sw = { .session = id, .workspace = workspace, .box = box_name };
+	struct layers L = { .lock_fd = -1 };
+	struct ws_changes ch = { 0 };
+	int k = session_changes_read(&sw, &L, apply ? NULL : &ch, &e);
+	if (k == 0) {
+		if (box_name)
+			cmd_error("session %s has no workspace changes kept in box %s (none were made, or the box is gone)",
+				  id, box_name);
+		else
+			cmd_error("session %s has no workspace changes kept (none were made, or they were applied)", id);
+		return EXIT_FAIL;
+	}
+	if (k > 0 && apply)
+		layers_release(&L);
+	if (!apply) {
+		int r = k < 0 ? -1 : ws_diff(workspace, L.upper, &ch, stdout, &e);
+		if (k > 0)
+			layers_release(&L);
+		ws_changes_free(&ch);
+		if (r == -EPIPE)
+			return EXIT_OKAY;	/* the reader had enough (ward diff | head) */
+		if (r < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_FAIL;
+		}
+		return EXIT_OKAY;
+	}
+	struct session_changes_opts co = { .apply = true, .force = force };
+	return session_changes(&sw, &co, NULL);
+}
+
+static int diff_run(int argc, char **argv)
+{
+	return changes_cmd(argc, argv, false);
+}
+
+static int apply_run(int argc, char **argv)
+{
+	return changes_cmd(argc, argv, true);
+}
+
+const struct command cmd_diff = {
+	.name = "diff", .args = "SESSION", .summary = "show the workspace changes a run left", .run = diff_run,
+};
+
+const struct command cmd_apply = {
+	.name = "apply", .args = "[--force] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
+};
+
+/* ward sessions: the journals, newest last, with how each ended. */
+static int sessions_run(int argc, char **argv)
+{
+	int u = cmd_no_operands(argc, argv, "sessions");
+	if (u >= 0)
+		return u;
+	struct err e = { 0 };
+	cJSON *list = NULL;
+	if (session_list(&list, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	printf("%-24s %-14s %-16s %-9s %s\n", "SESSION", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
+	const cJSON *x;
+	cJSON_ArrayForEach(x, list) {
+		const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
+		char c[16] = "-";
+		if (cJSON_IsNumber(nc) && nc->valueint > 0)
+			snprintf(c, sizeof(c), "%d", nc->valueint);
+		printf("%-24s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"), c,
+		       json_str(x, "workspace"));
+	}
+	cJSON_Delete(list);
+	return 0;
+}
+
+const struct command cmd_sessions = {
+	.name = "sessions", .args = "", .summary = "list the sessions (ward run's and the terminal's)", .run = sessions_run,
+};

@@ -1,0 +1,206 @@
+#!/bin/bash
+# Fleets: one task file, each task a `ward run --task-file F --task-index I
+# --out DIR` as an array job runs it. Twelve tasks (a recorded model, each
+# its own workspace; one hits its deadline, one is refused for want of
+# approval, one leaves its test failing) through GNU parallel and through a
+# real Slurm job array on this machine; a requeue redoes nothing; SIGTERM
+# (what scancel and Kubernetes send) ends a task with its result written
+# and its box gone; a half-finished task resumes; one ward per session.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+F=$T_TMP/fleet
+mkdir -p "$F"
+
+# ---- the task file ----
+cp "$ROOT/examples/fix-test/replay.json" "$F/fix.json"
+cat >"$F/slow.json" <<'J'
+{"turns": [{"text": "Running the long job.", "tools": [{"name": "bash", "input": {"command": "sleep 60", "timeout": 120}}]},
+           {"text": "It finished."}]}
+J
+cat >"$F/refuse.json" <<'J'
+{"turns": [{"text": "Cleaning up.", "tools": [{"name": "bash", "input": {"command": "rm -rf build"}}]},
+           {"text": "Again.", "tools": [{"name": "bash", "input": {"command": "rm -rf build"}}]},
+           {"text": "Once more.", "tools": [{"name": "bash", "input": {"command": "rm -rf build"}}]},
+           {"text": "I could not."}]}
+J
+cat >"$F/failing.json" <<'J'
+{"turns": [{"text": "Running the tests.", "tools": [{"name": "bash", "input": {"command": "python3 -m unittest 2>&1 | tail -n 3", "timeout": 60}}]},
+           {"expect": "FAILED", "text": "The tests fail and I do not see why; leaving it to a person."}]}
+J
+: >"$F/tasks.jsonl"
+for i in $(seq -w 1 12); do
+	mkdir -p "$F/ws/t$i"
+	cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$F/ws/t$i/"
+	case $i in
+	10) echo "{\"id\": \"t$i\", \"task\": \"run the long job\", \"workspace\": \"ws/t$i\", \"model\": \"replay:$F/slow.json\", \"deadline\": \"3s\"}" ;;
+	11) echo "{\"id\": \"t$i\", \"task\": \"clean up\", \"workspace\": \"ws/t$i\", \"model\": \"replay:$F/refuse.json\", \"approve\": \"ask\"}" ;;
+	12) echo "{\"id\": \"t$i\", \"task\": \"make the tests pass\", \"workspace\": \"ws/t$i\", \"model\": \"replay:$F/failing.json\"}" ;;
+	*) echo "{\"id\": \"t$i\", \"task\": \"make the tests pass\", \"workspace\": \"ws/t$i\", \"model\": \"replay:$F/fix.json\", \"max_rounds\": 20}" ;;
+	esac >>"$F/tasks.jsonl"
+	[ "$i" = 06 ] && echo >>"$F/tasks.jsonl"	# a blank line is not a task
+done
+expect_code() { case $1 in 9) echo 2 ;; 10) echo 3 ;; *) echo 0 ;; esac; }	# by index
+expect_stop() { case $1 in 9) echo deadline ;; 10) echo refused ;; *) echo done ;; esac; }
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' "$1" "$2" 2>/dev/null; }
+
+# The results of one way of running the twelve: DIR, and the exit code of
+# each index in codes.txt ("INDEX CODE" lines).
+check_run() { # check_run DIR WHAT
+	local d=$1 what=$2 n=0 bad="" codes="" stops=""
+	for i in $(seq 0 11); do
+		local id; id=t$(printf %02d $((i + 1)))
+		[ -s "$d/$id/result.json" ] && n=$((n + 1))
+		local got; got=$(awk -v i="$i" '$1 == i { print $2 }' "$d/codes.txt")
+		[ "$got" = "$(expect_code "$i")" ] || codes="$codes $id:$got"
+		[ "$(field "$d/$id/result.json" stop)" = "$(expect_stop "$i")" ] || stops="$stops $id:$(field "$d/$id/result.json" stop)"
+		tail -n 1 "$d/$id/journal.jsonl" 2>/dev/null | grep -q '"type":"stop"' || bad="$bad $id"
+	done
+	is "$n" 12 "$what: a result.json for each of the 12 tasks"
+	is "$codes" "" "$what: each index ended with its expected exit code (done 0, deadline 2, refused 3)"
+	is "$stops" "" "$what: each result.json says the expected stop"
+	is "$bad" "" "$what: each journal is complete (it ends with its stop record)"
+	like "$(cat "$d/t01/patch.diff")" 'return a \+ b' "$what: a task's patch.diff holds its change"
+	is "$(field "$d/t12/result.json" stop)" done "$what: the task whose test still fails ends done (ward reports the model's stop; the test's verdict is the pipeline's)"
+	local boxes sessions
+	boxes=$(python3 -c 'import json,sys; print(len(set(json.load(open(f))["box"] for f in sys.argv[1:])))' "$d"/t*/result.json)
+	sessions=$(cat "$d"/t*/session | awk '{print $1}' | sort -u | wc -l)
+	is "$boxes/$sessions" "12/12" "$what: no two tasks shared a box or a session"
+}
+
+# ---- GNU parallel on one machine ----
+P=$F/par
+if command -v parallel >/dev/null; then
+	RUNNER=(parallel --will-cite -j 4 --joblog "$T_TMP/joblog")
+else
+	RUNNER=()
+fi
+t0=$(now_ms)
+if [ ${#RUNNER[@]} -gt 0 ]; then
+	seq 0 11 | "${RUNNER[@]}" "$WARD" run --task-file "$F/tasks.jsonl" --task-index {} --out "$P" >/dev/null 2>"$T_TMP/par.err"
+	# The joblog's Seq is 1-based, in input order; Exitval is column 7.
+	awk 'NR > 1 { print $1 - 1, $7 }' "$T_TMP/joblog" >"$P/codes.txt"
+	RUNNER_NAME="parallel -j 4"
+else
+	mkdir -p "$P"
+	seq 0 11 | xargs -P 4 -I{} sh -c '"$1" run --task-file "$2" --task-index {} --out "$3" >/dev/null 2>&1; echo "{} $?" >>"$3/codes.txt"' \
+		sh "$WARD" "$F/tasks.jsonl" "$P"
+	RUNNER_NAME="xargs -P 4 (GNU parallel is not installed)"
+fi
+echo "# the 12 tasks through $RUNNER_NAME in $(( $(now_ms) - t0 )) ms"
+check_run "$P" "$RUNNER_NAME"
+if "$WARD" report --help >/dev/null 2>&1; then
+	"$WARD" report "$P" --junit "$T_TMP/par.xml" >/dev/null 2>&1
+	JU=$(python3 -c 'import sys, xml.etree.ElementTree as E
+r=E.parse(sys.argv[1]).getroot(); c=r.iter("testcase"); c=list(c)
+print(len(c), sum(1 for t in c if t.find("failure") is not None))' "$T_TMP/par.xml" 2>&1)
+	is "$JU" "12 2" "ward report --junit: valid XML, 12 testcases, 2 failures (the deadline and the refusal)"
+fi
+
+# ---- requeue: everything again; nothing is run twice ----
+SUMS=$(cat "$P"/t*/result.json "$P"/t*/events.jsonl | md5sum)
+RQ=""
+for i in $(seq 0 11); do
+	"$WARD" run --task-file "$F/tasks.jsonl" --task-index "$i" --out "$P" >/dev/null 2>"$T_TMP/rq.err"
+	RQ="$RQ$?"
+done
+is "$RQ" "000000000000" "requeue: each finished task exits 0"
+like "$(cat "$T_TMP/rq.err")" 'task t12 already finished \(done\); skipped' "with one line saying it was skipped"
+is "$(cat "$P"/t*/result.json "$P"/t*/events.jsonl | md5sum)" "$SUMS" "and nothing was run again: results and events unchanged"
+
+# ---- SIGTERM (scancel, Kubernetes): result written, box gone, in 5 s ----
+echo '{"id": "long", "task": "run the long job", "workspace": "ws/t01", "model": "replay:'"$F/slow.json"'"}' >"$F/one.jsonl"
+"$WARD" run --task-file "$F/one.jsonl" --task-index 0 --out "$F/term" >/dev/null 2>"$T_TMP/term.err" &
+WP=$!
+for _ in $(seq 100); do grep -q '"tool_call"' "$F/term/long/events.jsonl" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+BOX=$(awk '{print "s-"$1}' "$F/term/long/session")
+SLEEPS=$(pgrep -f '^sleep 60$' | tr '\n' ' ')
+[ -n "$SLEEPS" ]; ok $? "SIGTERM: the task's call runs before (pids $SLEEPS)"
+t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
+is "$RC" 130 "SIGTERM: the task ends cancelled (exit 130)"
+lt "$MS" 5000 "within 5 s (${MS} ms)"
+is "$(field "$F/term/long/result.json" stop)" cancelled "its result.json is written, with the stop"
+is "$(field "$F/term/long/result.json" final)" False "and says the stop is not final (a rerun resumes it)"
+unlike "$("$WARD" box ls 2>&1)" "$BOX" "its box is gone"
+LEFT=0; for p in $SLEEPS; do gone "$p" || LEFT=1; done
+is "$LEFT" 0 "and the call's process with it"
+
+# ---- a half-finished task resumes: its session goes on ----
+SESS=$(awk '{print $1}' "$F/term/long/session")
+sed -i 's/"text": "It finished."/"text": "It finished after the restart."/' "$F/slow.json"
+"$WARD" run --task-file "$F/one.jsonl" --task-index 0 --out "$F/term" >/dev/null 2>"$T_TMP/resume.err"
+is "$?" 0 "a cancelled task run again: it resumes and ends done"
+is "$(field "$F/term/long/result.json" session)" "$SESS" "in the same session"
+is "$(field "$F/term/long/result.json" runs)" 2 "result.json counts the runs (2)"
+like "$(grep '"type":"result"' "$F/term/long/journal.jsonl")" 'outcome":"unknown' "the call cut off by SIGTERM is reported unknown, not failed"
+
+# ---- one ward per session ----
+sed -i 's/"text": "It finished after the restart."/"text": "It finished."/' "$F/slow.json"
+"$WARD" run --model "replay:$F/slow.json" --workspace "$F/ws/t02" "long" >/dev/null 2>"$T_TMP/a.err" &
+WP=$!
+for _ in $(seq 100); do grep -q 'session' "$T_TMP/a.err" && break; sleep 0.1; done
+S2=$(grep -o 'session [0-9a-f-]*' "$T_TMP/a.err" | head -1 | cut -d' ' -f2)
+"$WARD" run --resume "$S2" --model "replay:$F/slow.json" "more" >/dev/null 2>"$T_TMP/b.err"
+RC=$?
+is "$RC" 64 "a second --resume of a session another ward has open is refused (exit 64)"
+like "$(cat "$T_TMP/b.err")" "session $S2 is open in another ward now" "with one line saying why"
+kill -TERM $WP; wait $WP
+"$WARD" run --resume "$S2" --model "replay:$F/fix.json" "make the tests pass" >/dev/null 2>"$T_TMP/c.err"
+unlike "$(cat "$T_TMP/c.err")" "open in another ward" "positive twin: once that ward ended, --resume opens it"
+
+# ---- bad task files: one line each ----
+bad_task() { # bad_task WHAT LINE EXPECT [FLAGS]
+	printf '%s\n' "$2" >"$T_TMP/bad.jsonl"
+	"$WARD" run --task-file "$T_TMP/bad.jsonl" --task-index 0 --out "$T_TMP/badout" "${@:4}" >/dev/null 2>"$T_TMP/bad.err"
+	RC=$?
+	is "$RC" 64 "$1: exit 64"
+	like "$(cat "$T_TMP/bad.err")" "$3" "$1: one line says what is wrong"
+	is "$(wc -l <"$T_TMP/bad.err")" 1 "$1: and only one"
+}
+bad_task "an unknown field" '{"id": "x", "task": "t", "colour": "red"}' 'bad.jsonl:1: unknown field "colour"'
+bad_task "an id that is a path" '{"id": "../x", "task": "t"}' '"id" must be 1 to 64 letters'
+bad_task "no task" '{"id": "x"}' '"task" must be the task.s text'
+bad_task "not JSON" 'id=x' 'bad.jsonl:1: not a JSON object'
+bad_task "a bad value for a flag" '{"id": "x", "task": "t", "max_rounds": "many"}' 'max-rounds'
+bad_task "a fleet's own flag as a field" '{"id": "x", "task": "t", "out": "/tmp"}' '"out" cannot be a task.s field'
+bad_task "an index past the end" '{"id": "x", "task": "t"}' 'has 1 task: index 0 is past|index 5 is past' --task-index 5
+unset SLURM_ARRAY_TASK_ID JOB_COMPLETION_INDEX
+"$WARD" run --task-file "$F/tasks.jsonl" --out "$T_TMP/noidx" >/dev/null 2>"$T_TMP/bad.err"
+like "$(cat "$T_TMP/bad.err")" 'give --task-index I, or run it as a Slurm array task' "no index anywhere: one line says where it comes from"
+JOB_COMPLETION_INDEX=0 "$WARD" run --task-file "$F/tasks.jsonl" --out "$T_TMP/k8s" >/dev/null 2>&1
+is "$(field "$T_TMP/k8s/t01/result.json" index)" 0 "positive twin: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) picks the task"
+SLURM_ARRAY_TASK_ID=11 "$WARD" run --task-file "$F/tasks.jsonl" --out "$T_TMP/slurmenv" >/dev/null 2>&1
+is "$(field "$T_TMP/slurmenv/t12/result.json" index)" 11 "and SLURM_ARRAY_TASK_ID"
+
+# ---- a real Slurm job array on this machine ----
+if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
+	. "$ROOT/tests/slurm-local.sh"
+	SL=$T_TMP/slurm
+	if WHY=$(slurm_up "$SL" 2>&1); then
+		S=$F/slurm
+		mkdir -p "$S"
+		array() { # array OUT: the 12 as one array job; waits; "INDEX CODE" lines in OUT/codes.txt
+			local jid
+			jid=$(sbatch --parsable --array=0-11%4 --output="$1/slurm-%a.out" --chdir="$F" \
+				--wrap "exec '$WARD' run --task-file '$F/tasks.jsonl' --out '$1'") || return 1
+			slurm_wait "$jid" 300 && slurm_codes "$jid" >"$1/codes.txt"
+		}
+		mkdir -p "$S"
+		array "$S"
+		check_run "$S" "Slurm array (sbatch --array=0-11%4)"
+		SUMS=$(cat "$S"/t*/result.json | md5sum)
+		array "$S"
+		is "$(awk '{print $2}' "$S/codes.txt" | sort -u | tr '\n' ' ')" "0 " "Slurm requeue (the array again): every index exits 0"
+		is "$(cat "$S"/t*/result.json | md5sum)" "$SUMS" "and no task was run twice (results unchanged)"
+		slurm_down "$SL"
+	else
+		echo "# skip: a one-machine Slurm could not be started here: $WHY"
+		ok 0 "Slurm array (skipped: $WHY)"
+		slurm_down "$SL" >/dev/null 2>&1
+	fi
+else
+	echo "# skip: Slurm is not installed (.ci/setup installs slurm-wlm and munge)"
+	ok 0 "Slurm array (skipped: not installed)"
+fi
+
+done_testing
