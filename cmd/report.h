@@ -1,0 +1,84 @@
+/* ward report: the results of a fleet's runs (ward run --task-file F
+ * --task-index I --out DIR leaves DIR/ID/result.json), shared by report.c
+ * (the command), report-read.c (reading DIR and the totals) and
+ * report-out.c (the table, JSON, JUnit XML and Markdown). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/err.h"
+
+/* A result.json larger than this is unreadable, not read. */
+#define REPORT_FILE_MAX (1u << 20)
+/* Directories of one DIR; a fleet is hundreds to some 10,000. */
+#define REPORT_TASKS_MAX 100000
+/* A task id, as ward run makes them: [A-Za-z0-9._-], not "." or "..". */
+#define REPORT_ID_MAX 64
+/* The why kept of each task, in bytes; a longer one is cut and marked. */
+#define REPORT_WHY_MAX 1000
+
+enum report_state {
+	REPORT_RESULT,		/* result.json read */
+	REPORT_MISSING,		/* no result.json, nothing else either */
+	REPORT_UNFINISHED,	/* no result.json, but a journal or events */
+	REPORT_UNREADABLE,	/* result.json there and bad: why says how */
+};
+
+/* One task directory. The strings are valid UTF-8 (bytes that were not
+ * are U+FFFD); stop and id are [A-Za-z0-9._-]. Numbers are meaningful
+ * only for REPORT_RESULT. */
+struct report_task {
+	char id[REPORT_ID_MAX + 1];
+	enum report_state state;
+	char stop[33];		/* the result's stop, or "missing", "unfinished", "unreadable" */
+	char *why;		/* the result's why, or what is wrong; may be "" */
+	char *task, *task_file, *session, *model;	/* NULL when not given */
+	bool final;
+	int exit_code;
+	int64_t index;		/* -1 when not given */
+	uint64_t rounds, calls, refused, runs;
+	uint64_t in, out, cache_read, cache_write;
+	bool cost_known;
+	double cost_usd;
+	uint64_t files;		/* changed files */
+	uint64_t duration_ms;
+};
+
+struct report_stop_count {
+	const char *stop;	/* points into a task */
+	size_t n;
+};
+
+struct report_totals {
+	size_t tasks, done, with_result, not_final, cost_unknown;
+	struct report_stop_count *stops;	/* ordered: known stops first, as ward run lists them */
+	size_t nstops;
+	uint64_t in, out, cache_read, cache_write;
+	double cost_usd;
+	/* Nearest rank over the tasks with a result; 0 when there are none. */
+	uint64_t p50_ms, p90_ms, p99_ms, max_ms, sum_ms;
+};
+
+struct report {
+	char *dir;
+	struct report_task *t;	/* sorted by id */
+	size_t n;
+	size_t skipped;		/* entries of DIR that are not task directories */
+	char skipped_first[64];
+	struct report_totals tot;
+};
+
+/* Read every task directory of dir. Only a failure to read dir itself (or
+ * memory, or too many tasks) is an error; a bad result.json is a task in
+ * state REPORT_UNREADABLE. */
+int report_read(const char *dir, struct report *ret, struct err *e);
+void report_free(struct report *r);
+bool report_done(const struct report_task *t);
+
+/* Each writes the whole report to f; a negative errno if writing failed. */
+int report_text(const struct report *r, FILE *f);
+int report_json(const struct report *r, FILE *f);
+int report_junit(const struct report *r, FILE *f);
+int report_markdown(const struct report *r, FILE *f);
