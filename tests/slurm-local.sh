@@ -5,7 +5,7 @@
 # munge are never read or touched.
 #
 #   . tests/slurm-local.sh; slurm_up DIR || skip_all "$SLURM_WHY"; ...; slurm_down DIR
-#   sh tests/slurm-local.sh up|down|selftest DIR
+#   bash tests/slurm-local.sh up|down|selftest DIR
 #
 # slurm_up returns non-zero with one line on stderr (also in SLURM_WHY) when
 # a cluster cannot be had here; slurm_down stops munged, slurmctld, slurmd and
