@@ -65,6 +65,12 @@ check_run() { # check_run DIR WHAT
 	boxes=$(python3 -c 'import json,sys; print(len(set(json.load(open(f))["box"] for f in sys.argv[1:])))' "$d"/t*/result.json)
 	sessions=$(cat "$d"/t*/session | awk '{print $1}' | sort -u | wc -l)
 	is "$boxes/$sessions" "12/12" "$what: no two tasks shared a box or a session"
+	"$WARD" report --junit "$d.xml" "$d" >/dev/null 2>&1
+	local ju
+	ju=$(python3 -c 'import sys, xml.etree.ElementTree as E
+c=list(E.parse(sys.argv[1]).getroot().iter("testcase"))
+print(len(c), " ".join(sorted(t.get("name") for t in c if t.find("failure") is not None)))' "$d.xml" 2>&1)
+	is "$ju" "12 t10 t11" "$what: ward report --junit is valid XML: 12 testcases, the deadline's and the refusal's failures"
 }
 
 # ---- GNU parallel on one machine ----
@@ -88,14 +94,6 @@ else
 fi
 echo "# the 12 tasks through $RUNNER_NAME in $(( $(now_ms) - t0 )) ms"
 check_run "$P" "$RUNNER_NAME"
-if "$WARD" report --help >/dev/null 2>&1; then
-	"$WARD" report "$P" --junit "$T_TMP/par.xml" >/dev/null 2>&1
-	JU=$(python3 -c 'import sys, xml.etree.ElementTree as E
-r=E.parse(sys.argv[1]).getroot(); c=r.iter("testcase"); c=list(c)
-print(len(c), sum(1 for t in c if t.find("failure") is not None))' "$T_TMP/par.xml" 2>&1)
-	is "$JU" "12 2" "ward report --junit: valid XML, 12 testcases, 2 failures (the deadline and the refusal)"
-fi
-
 # ---- requeue: everything again; nothing is run twice ----
 SUMS=$(cat "$P"/t*/result.json "$P"/t*/events.jsonl | md5sum)
 RQ=""
@@ -176,14 +174,15 @@ is "$(field "$T_TMP/slurmenv/t12/result.json" index)" 11 "and SLURM_ARRAY_TASK_I
 if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 	. "$ROOT/tests/slurm-local.sh"
 	SL=$T_TMP/slurm
-	if WHY=$(slurm_up "$SL" 2>&1); then
+	mkdir -p "$SL"
+	if slurm_up "$SL" 2>/dev/null; then
 		S=$F/slurm
 		mkdir -p "$S"
 		array() { # array OUT: the 12 as one array job; waits; "INDEX CODE" lines in OUT/codes.txt
 			local jid
 			jid=$(sbatch --parsable --array=0-11%4 --output="$1/slurm-%a.out" --chdir="$F" \
 				--wrap "exec '$WARD' run --task-file '$F/tasks.jsonl' --out '$1'") || return 1
-			slurm_wait "$jid" 300 && slurm_codes "$jid" >"$1/codes.txt"
+			slurm_wait "$jid" 300 && slurm_exit_codes "$jid" >"$1/codes.txt"
 		}
 		mkdir -p "$S"
 		array "$S"
@@ -192,10 +191,23 @@ if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 		array "$S"
 		is "$(awk '{print $2}' "$S/codes.txt" | sort -u | tr '\n' ' ')" "0 " "Slurm requeue (the array again): every index exits 0"
 		is "$(cat "$S"/t*/result.json | md5sum)" "$SUMS" "and no task was run twice (results unchanged)"
+		# scancel: SIGTERM to the running task, as Slurm sends it.
+		jid=$(sbatch --parsable --output="$F/scancel.out" --chdir="$F" \
+			--wrap "exec '$WARD' run --task-file '$F/one.jsonl' --task-index 0 --out '$F/scancel'")
+		for _ in $(seq 200); do grep -q '"tool_call"' "$F/scancel/long/events.jsonl" 2>/dev/null && break; sleep 0.1; done
+		sleep 0.5
+		t0=$(now_ms); scancel "$jid"
+		for _ in $(seq 100); do [ -s "$F/scancel/long/result.json" ] && break; sleep 0.05; done
+		MS=$(( $(now_ms) - t0 ))
+		is "$(field "$F/scancel/long/result.json" stop)" cancelled "scancel: the task's result.json is written, cancelled"
+		lt "$MS" 5000 "within 5 s of scancel (${MS} ms)"
+		slurm_wait "$jid" 30
+		like "$(scontrol -o show job "$jid" 2>&1)" 'JobState=CANCELLED' "Slurm records the job cancelled"
+		unlike "$("$WARD" box ls 2>&1)" "s-$(awk '{print $1}' "$F/scancel/long/session")" "and the task's box is gone"
 		slurm_down "$SL"
 	else
-		echo "# skip: a one-machine Slurm could not be started here: $WHY"
-		ok 0 "Slurm array (skipped: $WHY)"
+		echo "# skip: a one-machine Slurm could not be started here: $SLURM_WHY"
+		ok 0 "Slurm array (skipped: $SLURM_WHY)"
 		slurm_down "$SL" >/dev/null 2>&1
 	fi
 else
