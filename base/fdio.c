@@ -338,13 +338,13 @@ int fdio_unix_listen(const char *path, int backlog, bool nonblock)
 	return fd;
 }
 
-int fdio_unix_connect(const char *path)
+int fdio_unix_connect(const char *path, bool nonblock)
 {
 	struct sockaddr_un sa;
 	int r = fdio_unix_addr(path, &sa);
 	if (r < 0)
 		return r;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
 	if (fd < 0)
 		return -errno;
 	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {

@@ -37,7 +37,9 @@ int fdio_recv_fd(int sock, int64_t until_ms);
  * first), or -errno (-ENAMETOOLONG when the path does not fit). CLOEXEC;
  * non-blocking when nonblock. */
 int fdio_unix_listen(const char *path, int backlog, bool nonblock);
-/* A blocking CLOEXEC unix stream socket connected to path, or -errno. */
-int fdio_unix_connect(const char *path);
+/* A CLOEXEC unix stream socket connected to path, or -errno. nonblock:
+ * the socket is non-blocking, and a listener whose queue is full is
+ * -EAGAIN at once rather than waited for. */
+int fdio_unix_connect(const char *path, bool nonblock);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);

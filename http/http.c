@@ -141,6 +141,7 @@ struct relay_conn {
 	struct http *h;
 	int near, far;		/* curl's accepted connection; the dialed one */
 	struct relay_dir up, down;	/* near->far, far->near */
+	bool far_gone;		/* the proxy hung up: what it sent goes on to curl, then the end */
 	struct relay_conn *next;
 };
 
@@ -266,9 +267,11 @@ static void relay_conn_free(struct relay_conn *c)
 			break;
 		}
 	loop_del(h->loop, c->near);
-	loop_del(h->loop, c->far);
 	close(c->near);
-	close(c->far);
+	if (c->far >= 0) {
+		loop_del(h->loop, c->far);
+		close(c->far);
+	}
 	free(c);
 }
 
@@ -280,16 +283,18 @@ void http_free(struct http *h)
 		http_req_free(h->reqs);
 	while (h->conns)
 		relay_conn_free(h->conns);
+	/* (curl closes its cached sockets here, through http_close_cb.) */
+	curl_multi_cleanup(h->multi);
 	for (struct relay_wait *w = h->waits, *n; w; w = n) {
 		n = w->next;
 		close(w->far);
 		free(w);
 	}
+	h->waits = NULL;
 	if (h->relay_fd >= 0) {
 		loop_del(h->loop, h->relay_fd);
 		close(h->relay_fd);
 	}
-	curl_multi_cleanup(h->multi);
 	free(h);
 }
 
@@ -399,16 +404,20 @@ static size_t http_header_cb(char *p, size_t size, size_t n, void *ud)
 
 static void relay_want(struct relay_conn *c)
 {
-	/* near: read while up has room, write while down holds bytes. */
-	loop_mod(c->h->loop, c->near, (!c->up.eof && c->up.len < RELAY_BUF ? EPOLLIN : 0) | (c->down.len ? EPOLLOUT : 0));
-	loop_mod(c->h->loop, c->far, (!c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0) | (c->up.len ? EPOLLOUT : 0));
+	/* near: read while up has room (once the proxy is gone: to its end,
+	 * thrown away), write while down holds bytes. */
+	loop_mod(c->h->loop, c->near,
+		 (!c->up.eof && c->up.len < RELAY_BUF ? EPOLLIN : 0) | (c->down.len ? EPOLLOUT : 0));
+	if (c->far >= 0)
+		loop_mod(c->h->loop, c->far,
+			 (!c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0) | (c->up.len ? EPOLLOUT : 0));
 }
 
-/* Move what src has into d and what d holds into dst: 0, or <0 when the
- * connection is over. */
+/* Move what src has into d and what d holds into dst (dst -1: gone, the
+ * bytes are dropped): 0, or <0 when the connection is over. */
 static int relay_move(struct relay_dir *d, int src, int dst)
 {
-	if (!d->eof && d->len < RELAY_BUF) {
+	if (src >= 0 && !d->eof && d->len < RELAY_BUF) {
 		ssize_t n = recv(src, d->b + d->len, RELAY_BUF - d->len, MSG_DONTWAIT);
 		if (n > 0)
 			d->len += (size_t)n;
@@ -417,7 +426,9 @@ static int relay_move(struct relay_dir *d, int src, int dst)
 		else if (errno != EAGAIN && errno != EINTR)
 			return -errno;
 	}
-	if (d->len) {
+	if (d->len && dst < 0) {
+		d->len = 0;
+	} else if (d->len) {
 		ssize_t n = send(dst, d->b, d->len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n > 0) {
 			memmove(d->b, d->b + n, d->len - (size_t)n);
@@ -426,16 +437,39 @@ static int relay_move(struct relay_dir *d, int src, int dst)
 			return -errno;
 		}
 	}
-	if (d->eof && !d->len)
+	if (d->eof && !d->len && dst >= 0)
 		shutdown(dst, SHUT_WR);
 	return 0;
 }
 
+/* epoll reports a hang-up and an error whatever was asked for: a side
+ * that reports one is read to its end and taken out of the loop, never
+ * left to wake it again. */
 static void relay_on_io(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct relay_conn *c = data;
-	if (relay_move(&c->up, c->near, c->far) < 0 || relay_move(&c->down, c->far, c->near) < 0 ||
-	    (c->up.eof && c->down.eof && !c->up.len && !c->down.len)) {
+	if (events & EPOLLERR) {
+		relay_conn_free(c);
+		return;
+	}
+	if (relay_move(&c->up, c->near, c->far) < 0 || relay_move(&c->down, c->far, c->near) < 0) {
+		relay_conn_free(c);
+		return;
+	}
+	if (fd == c->near && (events & EPOLLHUP)) {
+		relay_conn_free(c);	/* curl is gone: nothing it would read */
+		return;
+	}
+	if (fd == c->far && (events & EPOLLHUP) && !c->far_gone) {
+		c->far_gone = c->down.eof = true;
+		loop_del(l, c->far);
+		close(c->far);
+		c->far = -1;
+		relay_move(&c->down, -1, c->near);
+	}
+	/* Over when curl's side ended both ways, or the proxy is gone and all
+	 * it sent went on (curl's end is then read and dropped till it closes). */
+	if ((c->up.eof && c->down.eof && !c->up.len && !c->down.len) || (c->far_gone && c->up.eof && !c->down.len)) {
 		relay_conn_free(c);
 		return;
 	}
@@ -504,6 +538,14 @@ static curl_socket_t http_open_cb(void *ud, curlsocktype purpose, struct curl_so
 {
 	struct http_req *r = ud;
 	struct http *h = r->h;
+	/* Only the relay: a socket for anywhere else is refused. */
+	const struct sockaddr_in *to = (const struct sockaddr_in *)&addr->addr;
+	if (addr->family != AF_INET || to->sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
+	    ntohs(to->sin_port) != h->relay_port) {
+		r->dial_err = -EHOSTUNREACH;
+		snprintf(r->res.msg, sizeof(r->res.msg), "a connection around the proxy was refused");
+		return CURL_SOCKET_BAD;
+	}
 	int far = r->o.dial(r->o.dial_ud, r->res.msg, sizeof(r->res.msg));
 	if (far < 0) {
 		r->dial_err = far;
@@ -525,6 +567,8 @@ static curl_socket_t http_open_cb(void *ud, curlsocktype purpose, struct curl_so
 	}
 	*w = (struct relay_wait){ .port = ntohs(sa.sin_port), .curl_fd = fd, .far = far, .next = h->waits };
 	h->waits = w;
+	r->dial_err = 0;
+	r->res.msg[0] = 0;
 	return fd;
 }
 
@@ -604,6 +648,9 @@ int http_start(struct http *h, const char *url, const char *const *headers, cons
 		char proxy[64];
 		snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", h->relay_port);
 		curl_easy_setopt(e, CURLOPT_PROXY, proxy);
+		/* no_proxy in ward's environment may not send a request around
+		 * the proxy the caller chose. */
+		curl_easy_setopt(e, CURLOPT_NOPROXY, "");
 		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, http_open_cb);
 		curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, r);
 		curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, http_close_cb);

@@ -20,6 +20,7 @@
 #include "http/sse.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,18 @@
  * each message by MCP_LINE_MAX. */
 #define MHTTP_STREAM_MAX (1ULL << 30)
 #define MHTTP_SESSION_MAX 256
+/* Messages read and not yet handled, over all servers: past this, the
+ * stream that brings more is stopped (a server flooding ward). */
+#define MHTTP_QUEUE_MAX (64u << 20)
+/* A notification's or an answer's POST, and a GET stream with nothing
+ * for this long (the proxy ends an idle one at 120 s), end. */
+#define MHTTP_POST_MS 30000
+#define MHTTP_GET_IDLE_MS 150000
+/* A GET stream that lived this long was not a failure, events or not. */
+#define MHTTP_GET_LIVED_MS 1000
+/* Connecting through the box's proxy: past its own 10 s connect limit, so
+ * that its answer (504) is what is told. */
+#define MHTTP_CONNECT_MS 15000
 
 enum hkind { H_POST, H_GET, H_DELETE };
 
@@ -46,8 +59,14 @@ struct hreq {
 	int64_t rpc;		/* the request it carries (POST), or 0 */
 	bool with_session;	/* it carried a session id */
 	bool sse, json, over;	/* the response's kind; a message passed MCP_LINE_MAX */
+	bool cut;		/* an error's body: enough of it was read */
+	bool flood;		/* stopped: too much queued */
+	unsigned gen;		/* the server's session it belongs to */
+	int64_t start_ms;
 	struct sse parse;
 	struct buf body;	/* application/json, or an error's first bytes */
+	struct qitem *done;	/* its end's queue item, made with it (no allocation at the end) */
+	void (*then)(void *ud);	/* called at its end (a notification that must come first) */
 	bool got_event;
 	struct hreq *next;
 };
@@ -59,7 +78,7 @@ struct qitem {
 	struct hreq *q;
 	char *text;		/* Q_MSG */
 	size_t n;
-	struct http_result res;	/* Q_DONE */
+	struct http_result *res;	/* Q_DONE */
 	struct qitem *next;
 };
 
@@ -67,6 +86,7 @@ struct mhub {
 	struct loop *loop;
 	struct http *http;
 	struct qitem *head, **tail;
+	size_t queued;		/* bytes of the messages queued */
 	struct mhttp *all;
 };
 
@@ -85,6 +105,7 @@ struct mhttp {
 	int get_fails;
 	int64_t get_backoff;
 	char last_event_id[256];
+	unsigned gen;		/* the session's: each reset starts a new one */
 	struct mhttp *next;
 };
 
@@ -111,9 +132,11 @@ int mhub_new(struct mhub **ret, struct err *e)
 	return 0;
 }
 
-static void q_free(struct qitem *i)
+static void q_free(struct mhub *b, struct qitem *i)
 {
+	b->queued -= i->n;
 	free(i->text);
+	free(i->res);
 	free(i);
 }
 
@@ -132,7 +155,7 @@ static void q_purge(struct mhub *b, const struct hreq *q, const struct mhttp *h)
 		struct qitem *i = *p;
 		if (i->q == q || (h && i->q->h == h)) {
 			*p = i->next;
-			q_free(i);
+			q_free(b, i);
 			continue;
 		}
 		p = &i->next;
@@ -152,6 +175,10 @@ static void hreq_free(struct hreq *q)
 	http_abort(q->req);	/* (not from curl's callbacks: see the top) */
 	sse_free(&q->parse);
 	buf_free(&q->body);
+	if (q->done) {
+		free(q->done->res);
+		free(q->done);
+	}
 	free(q);
 }
 
@@ -163,7 +190,7 @@ void mhub_free(struct mhub *b)
 		mhttp_free(b->all);
 	for (struct qitem *i = b->head, *n; i; i = n) {
 		n = i->next;
-		q_free(i);
+		q_free(b, i);
 	}
 	http_free(b->http);
 	loop_free(b->loop);
@@ -188,16 +215,21 @@ void mhub_drain(struct mhub *b)
 		struct mhttp *h = q->h;
 		if (i->kind == Q_MSG) {
 			h->cbs->message(h->ud, i->text, i->n);
-			q_free(i);
+			q_free(b, i);
 			continue;
 		}
 		/* The end of a request: what it means, then the request goes. */
-		struct http_result res = i->res;
-		q_free(i);
+		struct http_result res = *i->res;
+		q_free(b, i);
 		enum hkind kind = q->kind;
 		int64_t rpc = q->rpc;
-		bool sess = q->with_session, sse = q->sse, got = q->got_event, over = q->over;
-		bool answer = q->json && res.fail == HTTP_OK && !over && q->body.len;
+		void (*then)(void *) = q->then;
+		bool sess = q->with_session, sse = q->sse, got = q->got_event, over = q->over, flood = q->flood;
+		bool current = q->gen == h->gen;
+		bool lived = now_ms() - q->start_ms >= MHTTP_GET_LIVED_MS;
+		if (q->cut && res.fail == HTTP_STOPPED)
+			res.fail = HTTP_OK;	/* (an error's body, read far enough) */
+		bool answer = kind == H_POST && q->json && res.fail == HTTP_OK && !over && q->body.len;
 		/* The request goes before the owner hears of it: a callback may
 		 * reset the server, which ends its requests. */
 		struct buf body = q->body;
@@ -209,14 +241,17 @@ void mhub_drain(struct mhub *b)
 		_cleanup_free_ char *text = !answer && body.len ? utf8_dup(body.data, body.len) : NULL;
 		buf_free(&body);
 		if (res.fail != HTTP_OK) {
-			if (over)
+			if (flood)
+				snprintf(why, sizeof(why), "it sent more than %u MiB faster than ward could read it",
+					 MHTTP_QUEUE_MAX >> 20);
+			else if (over)
 				snprintf(why, sizeof(why), "it sent a message over %u MiB, which ward does not read",
 					 MCP_LINE_MAX >> 20);
 			else
 				snprintf(why, sizeof(why), "%s %s: %s",
 					 res.fail == HTTP_CONNECT ? "could not reach" : "the connection to", h->url,
 					 res.msg);
-		} else if (res.status == 404 && sess && kind != H_DELETE) {
+		} else if (res.status == 404 && sess && kind == H_POST && current) {
 			h->session[0] = 0;
 			h->cbs->expired(h->ud);
 			continue;
@@ -235,12 +270,17 @@ void mhub_drain(struct mhub *b)
 				 sse ? " stream" : "");
 		}
 		if (kind == H_GET) {
-			if (res.fail == HTTP_OK && res.status == 405) {
+			if (!current || h->get != G_OPEN)
+				continue;	/* a stream of a session since reset */
+			if (res.fail == HTTP_OK && (res.status == 405 || res.status == 404)) {
 				h->get = G_OFF;	/* the server offers no stream: fine */
 				continue;
 			}
-			/* Open again, later; a stream that keeps failing is given up. */
-			h->get_fails = got ? 0 : h->get_fails + 1;
+			/* Open again, later; a stream that keeps failing (an error, or
+			 * an end at once) is given up. A quiet one the proxy ended
+			 * after a while is no failure. */
+			bool ok = res.status >= 200 && res.status < 300 && (got || lived);
+			h->get_fails = ok ? 0 : h->get_fails + 1;
 			if (h->get_fails >= MHTTP_REOPEN_TRIES) {
 				h->get = G_OFF;
 				char line[700];
@@ -249,15 +289,34 @@ void mhub_drain(struct mhub *b)
 				h->cbs->note(h->ud, line);
 				continue;
 			}
-			h->get_backoff = got || !h->get_backoff ? MHTTP_REOPEN_MS : h->get_backoff * 2;
+			h->get_backoff = ok || !h->get_backoff ? MHTTP_REOPEN_MS : h->get_backoff * 2;
 			if (h->get_backoff > MHTTP_REOPEN_MAX_MS)
 				h->get_backoff = MHTTP_REOPEN_MAX_MS;
 			h->get = G_WAIT;
 			h->get_at = now_ms() + h->get_backoff;
 			continue;
 		}
-		if (rpc && why[0])
+		if (rpc && why[0] && current)
 			h->cbs->failed(h->ud, rpc, why);
+		if (then && current)
+			then(h->ud);
+	}
+}
+
+void mhub_close(struct mhub *b, int64_t until)
+{
+	for (;;) {
+		bool busy = false;
+		for (const struct mhttp *h = b ? b->all : NULL; h; h = h->next)
+			busy |= h->reqs != NULL;
+		int64_t left = until - now_ms();
+		if (!busy || left <= 0)
+			return;
+		int64_t d = mhub_deadline(b), w = d < 0 ? left : d - now_ms();
+		struct pollfd pf = { .fd = loop_fd(b->loop), .events = POLLIN };
+		poll(&pf, 1, w < 0 ? 0 : w > left ? (int)left : (int)w);
+		mhub_io(b);
+		mhub_tick(b);
 	}
 }
 
@@ -314,8 +373,16 @@ static int on_event(void *ud, const struct sse_event *ev)
 	}
 	memcpy(t, ev->data, ev->data_len);
 	t[ev->data_len] = 0;
+	struct mhub *b = q->h->hub;
+	if (b->queued + ev->data_len > MHTTP_QUEUE_MAX) {
+		free(i);
+		free(t);
+		q->flood = true;
+		return -1;
+	}
 	*i = (struct qitem){ .kind = Q_MSG, .q = q, .text = t, .n = ev->data_len };
-	q_push(q->h->hub, i);
+	b->queued += i->n;
+	q_push(b, i);
 	return 0;
 }
 
@@ -361,9 +428,13 @@ static int on_data(void *ud, const char *p, size_t n)
 		}
 		return 0;
 	}
-	/* An error's body: its first bytes, for the message. */
+	/* An error's body: its first bytes, for the message; no more is read. */
 	size_t room = MHTTP_ERR_BODY - q->body.len;
 	buf_append(&q->body, p, n < room ? n : room);
+	if (n >= room) {
+		q->cut = true;
+		return -1;
+	}
 	return 0;
 }
 
@@ -373,12 +444,9 @@ static void on_done(void *ud, const struct http_result *r)
 	q->req = NULL;	/* (freed by the client) */
 	if (q->sse && r->fail == HTTP_OK)
 		sse_finish(&q->parse);
-	struct qitem *i = calloc(1, sizeof(*i));
-	if (!i) {
-		/* Nothing to tell with: the request is dropped as is. */
-		return;
-	}
-	*i = (struct qitem){ .kind = Q_DONE, .q = q, .res = *r };
+	struct qitem *i = q->done;
+	q->done = NULL;
+	*i->res = *r;
 	q_push(q->h->hub, i);
 }
 
@@ -404,14 +472,25 @@ int mhttp_new(struct mhub *b, const char *url, char *const *headers, const struc
 	return 0;
 }
 
-static int h_start(struct mhttp *h, enum hkind kind, const char *body, size_t n, int64_t rpc)
+static int h_start(struct mhttp *h, enum hkind kind, const char *body, size_t n, int64_t rpc, void (*then)(void *))
 {
 	struct hreq *q = calloc(1, sizeof(*q));
-	if (!q)
+	struct qitem *done = calloc(1, sizeof(*done));
+	struct http_result *res = calloc(1, sizeof(*res));
+	if (!q || !done || !res) {
+		free(q);
+		free(done);
+		free(res);
 		return -ENOMEM;
+	}
+	*done = (struct qitem){ .kind = Q_DONE, .q = q, .res = res };
+	q->done = done;
 	q->h = h;
 	q->kind = kind;
 	q->rpc = rpc;
+	q->gen = h->gen;
+	q->then = then;
+	q->start_ms = now_ms();
 	sse_init(&q->parse, MCP_LINE_MAX, on_event, q);
 	buf_init(&q->body, MCP_LINE_MAX);
 	/* Ours first, then the server's own (its Authorization). */
@@ -442,9 +521,13 @@ static int h_start(struct mhttp *h, enum hkind kind, const char *body, size_t n,
 	hd[k] = NULL;
 	const struct http_opts o = {
 		.max_body = MHTTP_STREAM_MAX,
+		.connect_ms = MHTTP_CONNECT_MS,
 		.dial = h->cbs->dial, .dial_ud = h->ud,
-		/* A DELETE is a courtesy: it may not hold anything up. */
-		.total_ms = kind == H_DELETE ? 2000 : 0,
+		/* A request's answer is bounded by its caller's clock; a
+		 * notification's or an answer's POST, a DELETE (a courtesy) and
+		 * a quiet GET stream by these. */
+		.total_ms = kind == H_DELETE ? 2000 : kind == H_POST && !rpc ? MHTTP_POST_MS : 0,
+		.idle_ms = kind == H_GET ? MHTTP_GET_IDLE_MS : 0,
 		.method = kind == H_DELETE ? "DELETE" : NULL,
 	};
 	q->next = h->reqs;
@@ -457,23 +540,27 @@ static int h_start(struct mhttp *h, enum hkind kind, const char *body, size_t n,
 	return 0;
 }
 
-int mhttp_post(struct mhttp *h, const char *json, size_t n, int64_t rpc)
+int mhttp_post(struct mhttp *h, const char *json, size_t n, int64_t rpc, void (*then)(void *ud))
 {
-	return h_start(h, H_POST, json, n, rpc);
+	return h_start(h, H_POST, json, n, rpc, then);
 }
 
 static void get_open(struct mhttp *h)
 {
 	h->get = G_OPEN;
-	if (h_start(h, H_GET, NULL, 0, 0) < 0)
+	if (h_start(h, H_GET, NULL, 0, 0, NULL) < 0)
 		h->get = G_OFF;
 }
 
 void mhttp_ready(struct mhttp *h, const char *proto)
 {
 	snprintf(h->proto, sizeof(h->proto), "%s", proto);
-	if (h->get == G_NONE)
-		get_open(h);
+	/* The stream is opened at the next tick: after the initialized
+	 * notification the caller sends now. */
+	if (h->get == G_NONE) {
+		h->get = G_WAIT;
+		h->get_at = now_ms();
+	}
 }
 
 void mhttp_drop(struct mhttp *h, int64_t rpc)
@@ -495,17 +582,13 @@ void mhttp_reset(struct mhttp *h)
 			hreq_free(q);
 	}
 	if (h->session[0])
-		h_start(h, H_DELETE, NULL, 0, 0);
+		h_start(h, H_DELETE, NULL, 0, 0, NULL);
 	h->session[0] = h->proto[0] = 0;
 	h->last_event_id[0] = 0;
+	h->gen++;
 	h->get = G_NONE;
 	h->get_fails = 0;
 	h->get_backoff = 0;
-}
-
-bool mhttp_busy(const struct mhttp *h)
-{
-	return h && h->reqs;
 }
 
 void mhttp_free(struct mhttp *h)

@@ -43,13 +43,19 @@ void mhub_io(struct mhub *b);
 void mhub_drain(struct mhub *b);
 int64_t mhub_deadline(const struct mhub *b);
 void mhub_tick(struct mhub *b);
+/* Drive it until nothing of it is going (the sessions' DELETEs) or until
+ * (monotonic ms), whichever is first. */
+void mhub_close(struct mhub *b, int64_t until);
 
 /* headers: the server's own ("Name: value", NULL-terminated; they must
  * outlive it). */
 int mhttp_new(struct mhub *b, const char *url, char *const *headers, const struct mhttp_cbs *c, void *ud,
 	      struct mhttp **ret);
-/* rpc: the id of the request json is, or 0 (a notification, an answer). */
-int mhttp_post(struct mhttp *h, const char *json, size_t n, int64_t rpc);
+/* rpc: the id of the request json is, or 0 (a notification, an answer).
+ * then (or NULL): called (with the server's ud) when the POST has ended,
+ * for what must not overtake it: each POST is a request of its own, and a
+ * server may take two in either order. */
+int mhttp_post(struct mhttp *h, const char *json, size_t n, int64_t rpc, void (*then)(void *ud));
 /* initialize is done: later requests carry the protocol version, and the
  * GET stream is opened. */
 void mhttp_ready(struct mhttp *h, const char *proto);
@@ -58,6 +64,4 @@ void mhttp_drop(struct mhttp *h, int64_t rpc);
 /* Everything of the session ends (the server gets a DELETE for it); the
  * next POST starts afresh. */
 void mhttp_reset(struct mhttp *h);
-/* Whether a request of it is still going (a DELETE at the end). */
-bool mhttp_busy(const struct mhttp *h);
 void mhttp_free(struct mhttp *h);

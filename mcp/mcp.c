@@ -14,7 +14,6 @@
 #include "tools/tool.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +136,7 @@ bool mcp_is_name(const char *name)
 
 /* rpc: the id when msg is a request of ours (HTTP carries its answer on
  * the POST's response), else 0. */
-static int srv_send(struct srv *s, cJSON *msg, int64_t rpc)
+static int srv_send_then(struct srv *s, cJSON *msg, int64_t rpc, void (*then)(void *ud))
 {
 	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
 	_cleanup_free_ char *t = cJSON_PrintUnformatted(msg);
@@ -146,9 +145,14 @@ static int srv_send(struct srv *s, cJSON *msg, int64_t rpc)
 		return -EPIPE;
 	size_t n = strlen(t);
 	if (s->http)
-		return mhttp_post(s->http, t, n, rpc);
+		return mhttp_post(s->http, t, n, rpc, then);
 	t[n] = '\n';	/* over the NUL: the line's end */
 	return box_call_input(s->m->c, s->box_id, t, n + 1);
+}
+
+static int srv_send(struct srv *s, cJSON *msg, int64_t rpc)
+{
+	return srv_send_then(s, msg, rpc, NULL);
 }
 
 static int64_t srv_request(struct srv *s, enum rpc_kind kind, const char *method, cJSON *params, int64_t deadline)
@@ -630,6 +634,13 @@ static void list_done(struct srv *s)
 		deliver_held(s);
 }
 
+static void http_initialized(void *ud)
+{
+	struct srv *s = ud;
+	if (s->state == ST_LIST && !s->acc)
+		list_begin(s);
+}
+
 static void on_init(struct srv *s, const cJSON *res)
 {
 	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "protocolVersion"));
@@ -647,10 +658,18 @@ static void on_init(struct srv *s, const cJSON *res)
 	const char *sn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(si, "name"));
 	const char *sv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(si, "version"));
 	snprintf(s->info, sizeof(s->info), "%.80s%s%.40s", sn ? sn : "", sv ? " " : "", sv ? sv : "");
-	if (s->http)
-		mhttp_ready(s->http, s->proto);
-	srv_notify(s, "notifications/initialized", NULL);
 	s->state = ST_LIST;
+	if (s->http) {
+		/* The server takes the list only once it has the notification:
+		 * over HTTP the two would race. */
+		mhttp_ready(s->http, s->proto);
+		cJSON *msg = cJSON_CreateObject();
+		cJSON_AddStringToObject(msg, "method", "notifications/initialized");
+		if (srv_send_then(s, msg, 0, http_initialized) < 0)
+			srv_down(s, "notifications/initialized could not be sent");
+		return;
+	}
+	srv_notify(s, "notifications/initialized", NULL);
 	list_begin(s);
 }
 
@@ -688,6 +707,9 @@ static void on_response(struct srv *s, const cJSON *msg)
 	struct rpc *r = rpc_take(s, id);
 	if (!r)
 		return;	/* a cancelled call's late answer */
+	/* HTTP: the answer is in; its stream is closed, not left to the server. */
+	if (s->http)
+		mhttp_drop(s->http, id);
 	enum rpc_kind kind = r->kind;
 	free(r);
 	switch (kind) {
@@ -965,6 +987,11 @@ void mcp_io(struct mcp *m)
 		mhub_io(m->hub);
 }
 
+static void mcp_io_cb(void *ud)
+{
+	mcp_io(ud);
+}
+
 int mcp_start(struct mcp *m, struct err *e)
 {
 	for (size_t i = 0; i < m->n; i++)
@@ -972,31 +999,15 @@ int mcp_start(struct mcp *m, struct err *e)
 	/* The box's connection and the HTTP servers' loop, to the servers'
 	 * next deadline, then their clock: start-up bounds, restarts. */
 	while (!started(m)) {
-		int64_t d = mcp_deadline(m), bd = box_conn_deadline(m->c);
-		if (bd >= 0 && (d < 0 || bd < d))
-			d = bd;
-		int64_t left = d < 0 ? 1000 : d - now_ms();
-		uint32_t want = box_conn_events(m->c);
-		struct pollfd pf[2] = {
-			{ .fd = box_conn_fd(m->c), .events = (short)((want & EPOLLIN ? POLLIN : 0) | (want & EPOLLOUT ? POLLOUT : 0)) },
-			{ .fd = mcp_fd(m), .events = POLLIN },
-		};
-		int pr = poll(pf, pf[1].fd >= 0 ? 2 : 1, left < 0 ? 0 : left > 1000 ? 1000 : (int)left);
-		if (pr < 0 && errno != EINTR)
-			return err_setc(e, -errno, "waiting for the MCP servers");
-		if (pr > 0 && pf[0].revents) {
-			uint32_t ev = (pf[0].revents & POLLOUT ? EPOLLOUT : 0) |
-				      (pf[0].revents & (POLLIN | POLLHUP | POLLERR) ? EPOLLIN : 0);
-			if (box_conn_io(m->c, ev) < 0) {
-				for (size_t i = 0; i < m->n; i++)
-					if (m->v[i].state != ST_DOWN)
-						srv_down(&m->v[i], "the connection to the box was lost");
-				return err_set(e, -ECONNRESET, "the connection to the box was lost while the MCP servers started");
-			}
+		int r = box_conn_wait_fd(m->c, started, m, mcp_deadline(m), mcp_fd(m), mcp_io_cb, m);
+		if (r == -ECONNRESET) {
+			for (size_t i = 0; i < m->n; i++)
+				if (m->v[i].state != ST_DOWN)
+					srv_down(&m->v[i], "the connection to the box was lost");
+			return err_set(e, r, "the connection to the box was lost while the MCP servers started");
 		}
-		box_conn_tick(m->c);
-		if (pr > 0 && pf[1].fd >= 0 && pf[1].revents)
-			mcp_io(m);
+		if (r < 0 && r != -ETIMEDOUT)
+			return err_setc(e, r, "waiting for the MCP servers");
 		mcp_tick(m);
 	}
 	return 0;
@@ -1020,20 +1031,7 @@ void mcp_free(struct mcp *m)
 	for (size_t i = 0; i < m->n; i++)
 		srv_kill(&m->v[i]);
 	/* The HTTP servers are told their sessions are over, briefly. */
-	int64_t until = now_ms() + MCP_HTTP_BYE_MS;
-	for (;;) {
-		bool busy = false;
-		for (size_t i = 0; i < m->n; i++)
-			busy |= mhttp_busy(m->v[i].http);
-		int64_t left = until - now_ms();
-		if (!busy || left <= 0)
-			break;
-		struct pollfd pf = { .fd = mcp_fd(m), .events = POLLIN };
-		int64_t d = mhub_deadline(m->hub), w = d < 0 ? left : d - now_ms();
-		poll(&pf, 1, w < 0 ? 0 : w > left ? (int)left : (int)w);
-		mhub_io(m->hub);
-		mhub_tick(m->hub);
-	}
+	mhub_close(m->hub, now_ms() + MCP_HTTP_BYE_MS);
 	for (size_t i = 0; i < m->n; i++) {
 		struct srv *s = &m->v[i];
 		mhttp_free(s->http);

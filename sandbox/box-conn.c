@@ -85,7 +85,7 @@ int box_connect(const char *name, struct box_conn **ret, struct err *e)
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	char sock[PATH_MAX + 8];
 	snprintf(sock, sizeof(sock), "%s/sock", c->boxdir);
-	c->fd = fdio_unix_connect(sock);
+	c->fd = fdio_unix_connect(sock, false);
 	if (c->fd == -ENAMETOOLONG)
 		return err_set(e, -ENAMETOOLONG, "box socket path too long");
 	if (c->fd < 0)
@@ -133,7 +133,12 @@ int box_egress_dial(const struct box_conn *c, char *msg, size_t cap)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/" EGRESS_SOCK, c->boxdir);
-	int fd = fdio_unix_connect(path);
+	/* Never a wait: ward's loop is the caller's. */
+	int fd = fdio_unix_connect(path, true);
+	if (fd == -EAGAIN) {
+		snprintf(msg, cap, "the egress proxy of box %s is busy (its queue is full); try again", c->name);
+		return fd;
+	}
 	if (fd == -ENOENT) {
 		snprintf(msg, cap, "the box %s has no egress proxy: it reaches hosts only with --allow-host HOST",
 			 c->name);
@@ -478,8 +483,15 @@ void box_conn_tick(struct box_conn *c)
 
 /* Drive the connection until done() or the deadline (<0: none; the calls'
  * own deadlines always apply). cancel_fd readable: cancel call id once. */
+/* Another descriptor the wait watches for input, with what to do then. */
+struct box_also {
+	int fd;
+	void (*on)(void *ud);
+	void *ud;
+};
+
 static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t until, int cancel_fd,
-		     uint32_t cancel_id)
+		     uint32_t cancel_id, const struct box_also *also)
 {
 	bool cancelled = false;
 	while (!done(ud)) {
@@ -487,13 +499,13 @@ static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t
 		if (until >= 0 && (d < 0 || until < d))
 			d = until;
 		int64_t left = d < 0 ? -1 : MAX(d - now_ms(), 0);
-		struct pollfd pf[2] = { { .fd = c->fd, .events = (short)(POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0)) },
-					{ .fd = cancel_fd, .events = POLLIN } };
-		int n = cancel_fd >= 0 && !cancelled ? 2 : 1;
-		int pr = poll(pf, (nfds_t)n, left < 0 ? -1 : (int)MIN(left, 1000));
+		struct pollfd pf[3] = { { .fd = c->fd, .events = (short)(POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0)) },
+					{ .fd = cancel_fd >= 0 && !cancelled ? cancel_fd : -1, .events = POLLIN },
+					{ .fd = also ? also->fd : -1, .events = POLLIN } };
+		int pr = poll(pf, 3, left < 0 ? -1 : (int)MIN(left, 1000));
 		if (pr < 0 && errno != EINTR)
 			return -errno;
-		if (pr > 0 && n == 2 && (pf[1].revents & POLLIN)) {
+		if (pr > 0 && (pf[1].revents & POLLIN)) {
 			cancelled = true;
 			box_call_cancel(c, cancel_id);
 		}
@@ -503,6 +515,8 @@ static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t
 			if (box_conn_io(c, ev) < 0 && !done(ud))
 				return -ECONNRESET;
 		}
+		if (pr > 0 && pf[2].revents)
+			also->on(also->ud);
 		box_conn_tick(c);
 		if (until >= 0 && now_ms() >= until && !done(ud))
 			return -ETIMEDOUT;
@@ -512,7 +526,14 @@ static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t
 
 int box_conn_wait(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until)
 {
-	return box_drive(c, done, ud, until, -1, 0);
+	return box_drive(c, done, ud, until, -1, 0, NULL);
+}
+
+int box_conn_wait_fd(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until, int fd,
+		     void (*on_fd)(void *ud), void *fd_ud)
+{
+	const struct box_also also = { .fd = fd, .on = on_fd, .ud = fd_ud };
+	return box_drive(c, done, ud, until, -1, 0, fd >= 0 ? &also : NULL);
 }
 
 struct box_sync {
@@ -547,7 +568,7 @@ int box_call(struct box_conn *c, const struct box_call_req *rq, box_output_cb *c
 	int r = box_call_start(c, rq, &cbs, &s, &id, e);
 	if (r < 0)
 		return r;
-	r = box_drive(c, box_sync_done, &s, -1, cancel_fd, id);
+	r = box_drive(c, box_sync_done, &s, -1, cancel_fd, id, NULL);
 	if (!s.res) {
 		/* The loop itself failed (poll): the call's fate is not known here. */
 		box_pending_take(c, id, true);
@@ -568,7 +589,7 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e)
 	c->want_id = ++c->next_id;
 	int r = box_queue(c, PROTO_INFO, c->want_id, NULL, 0);
 	if (r >= 0)
-		r = box_drive(c, box_reply_done, c, now_ms() + BOX_CONNECT_TIMEOUT_MS, -1, 0);
+		r = box_drive(c, box_reply_done, c, now_ms() + BOX_CONNECT_TIMEOUT_MS, -1, 0, NULL);
 	c->want_type = 0;
 	if (r < 0 || !cJSON_IsObject(c->reply)) {
 		cJSON_Delete(c->reply);

@@ -150,6 +150,9 @@ void box_conn_tick(struct box_conn *c);
  * (monotonic ms; <0: none) passes (-ETIMEDOUT), or the connection is gone
  * (-ECONNRESET). For a caller with no loop of its own. */
 int box_conn_wait(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until);
+/* The same, also watching fd for input (on_fd(fd_ud) then; fd -1: none). */
+int box_conn_wait_fd(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until, int fd,
+		     void (*on_fd)(void *ud), void *fd_ud);
 
 typedef void box_output_cb(const char *p, size_t n, void *ud);
 /* The same, blocking until the result: a loop over the calls above.

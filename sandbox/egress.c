@@ -34,19 +34,23 @@ void egress_init(struct egress *g)
 
 int egress_listen(struct egress *g, const char *boxdir, struct err *e)
 {
-	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/" EGRESS_SOCK, boxdir) >= sizeof(path))
+	if ((size_t)snprintf(g->host_path, sizeof(g->host_path), "%s/" EGRESS_SOCK, boxdir) >= sizeof(g->host_path))
 		return err_set(e, -ENAMETOOLONG, "the box's egress socket path is too long");
-	g->host_fd = fdio_unix_listen(path, 64, true);
-	if (g->host_fd < 0)
-		return err_setc(e, g->host_fd, "cannot listen on %s", path);
+	g->host_fd = fdio_unix_listen(g->host_path, 64, true);
+	if (g->host_fd < 0) {
+		int r = err_setc(e, g->host_fd, "cannot listen on %s", g->host_path);
+		g->host_path[0] = 0;
+		return r;
+	}
 	return 0;
 }
 
 void egress_free(struct egress *g)
 {
-	if (g->host_fd >= 0)
+	if (g->host_fd >= 0) {
 		close(g->host_fd);
+		unlink(g->host_path);
+	}
 	g->host_fd = -1;
 	buf_free(&g->line);
 }

@@ -20,6 +20,7 @@ struct egress {
 	int pidfd;
 	int ev_fd;		/* the proxy's event lines (non-blocking), or -1 */
 	int host_fd;		/* the box's egress socket (EGRESS_SOCK), listening, or -1 */
+	char host_path[4096];
 	struct buf line;	/* a line read in part */
 	bool overlong;		/* ... too long: dropped up to its end */
 	/* Totals over the box's life, from the events. */

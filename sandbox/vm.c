@@ -311,7 +311,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 				break;
 			}
 		}
-		chan = fdio_unix_connect(p->sock);
+		chan = fdio_unix_connect(p->sock, false);
 		if (chan >= 0)
 			break;
 		if (waitpid(pid, NULL, WNOHANG) == pid) {
@@ -333,7 +333,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	/* With egress, the mux port too: QEMU opens it just after the channel. */
 	int net = -1;
 	if (s->opts->net == BOX_NET_ALLOW && !l->template) {
-		while ((net = fdio_unix_connect(p->net)) < 0 && now_ms() < until)
+		while ((net = fdio_unix_connect(p->net, false)) < 0 && now_ms() < until)
 			usleep(1000);
 		if (net < 0) {
 			box_kill_reap(pid, pidfd, chan);
@@ -418,7 +418,7 @@ static int qmp_open(struct qmp *q, const char *path, struct err *e)
 	q->len = 0;
 	int64_t until = now_ms() + VM_CONNECT_MS;
 	for (;;) {
-		q->fd = fdio_unix_connect(path);
+		q->fd = fdio_unix_connect(path, false);
 		if (q->fd >= 0)
 			break;
 		if (now_ms() > until)
@@ -551,7 +551,7 @@ static int vm_snapshot_restore(const struct vm_paths *p, const char *state, stru
 		int fd = -1;
 		int64_t until = now_ms() + 5000;
 		while (fd < 0 && now_ms() < until) {
-			fd = fdio_unix_connect(p->mig);
+			fd = fdio_unix_connect(p->mig, false);
 			if (fd < 0)
 				usleep(1000);
 		}
