@@ -12,6 +12,7 @@ enum {
 	EXIT_BADINPUT = 65,	/* a tool's arguments were refused */
 	EXIT_NOINPUT = 66,	/* the workspace does not exist */
 	EXIT_UNKNOWN_BOX = 69,	/* no such box, or it does not answer */
+	EXIT_TEMPFAIL = 75,	/* try again later (a task another ward is running) */
 	EXIT_TIMEOUT = 124,
 	EXIT_CANCELLED = 130,
 };

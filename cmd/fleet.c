@@ -26,7 +26,17 @@
 /* Fields a task line may not have: they are the fleet's own, or make no
  * sense for one task of many. */
 static const char *const not_fields[] = { "task-file", "task-index", "out", "resume", "box", "json", "patch",
-					  "apply", "help" };
+					  "apply", "help", "trust-task-file" };
+/* What a task line may set without --trust-task-file: its model and its
+ * bounds, what its box may reach and hold, and narrowing rules. The rest
+ * (where the API key is sent, a program run on the host, the host's
+ * network, a live tree, rules that widen the gate, files read as config)
+ * is the command line's unless it trusts the file as itself. */
+static const char *const task_fields[] = { "model", "max-rounds", "max-calls", "max-tokens", "max-cost", "deadline",
+					   "allow-host", "net-max-bytes", "disk", "deny", "idle-timeout", "retries",
+					   "cache-ttl", "context-window", "compact-at", "no-project-instructions" };
+
+const char fleet_probe[] = "";
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warn(const char *fmt, ...)
@@ -96,11 +106,18 @@ static int apply_field(struct fleet *fl, long lineno, const cJSON *f, fleet_flag
 				  fl->file, lineno, f->string);
 			return EXIT_USAGE;
 		}
-	const cJSON *vals = f, *v;
-	if (cJSON_IsArray(f))
-		vals = f;
-	int n = 0;
-	for (v = cJSON_IsArray(f) ? f->child : vals; v; v = cJSON_IsArray(f) ? v->next : NULL) {
+	/* "approve": "ask" only narrows: every call needs a yes. */
+	bool safe = !strcmp(name, "approve") && cJSON_IsString(f) && !strcmp(f->valuestring, "ask");
+	for (size_t i = 0; i < ARRAY_SIZE(task_fields); i++)
+		safe |= !strcmp(name, task_fields[i]);
+	if (!safe && !fl->trusted && flag(ud, name, fleet_probe) != -ENOENT) {
+		cmd_error("%s:%ld: \"%s\" is taken from a task file only with --trust-task-file (a task's own fields are "
+			  "its model, bounds, allow_hosts and deny rules; this one would be the command line's)",
+			  fl->file, lineno, f->string);
+		return EXIT_USAGE;
+	}
+	const cJSON *v;
+	for (v = cJSON_IsArray(f) ? f->child : f; v; v = cJSON_IsArray(f) ? v->next : NULL) {
 		char num[64];
 		const char *arg;
 		if (cJSON_IsString(v)) {
@@ -111,7 +128,6 @@ static int apply_field(struct fleet *fl, long lineno, const cJSON *f, fleet_flag
 		} else if (cJSON_IsTrue(v)) {
 			arg = NULL;
 		} else if (cJSON_IsFalse(v)) {
-			n++;
 			continue;	/* a switch left off */
 		} else {
 			cmd_error("%s:%ld: field \"%s\": give a string, a number, true, or a list of them", fl->file, lineno,
@@ -134,7 +150,6 @@ static int apply_field(struct fleet *fl, long lineno, const cJSON *f, fleet_flag
 		}
 		if (r < 0)
 			return EXIT_USAGE;	/* (the flag said why) */
-		n++;
 	}
 	return 0;
 }
@@ -321,8 +336,11 @@ int fleet_prepare(struct fleet *fl)
 	path_in(fl, ".lock", p, sizeof(p));
 	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fl->lock_fd < 0 || flock(fl->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		cmd_error("task %s: %s", fl->id,
-			  fl->lock_fd < 0 ? strerror(errno) : "another ward is running it now (its .lock is held); not run twice");
+		if (fl->lock_fd >= 0 && errno == EWOULDBLOCK) {
+			cmd_error("task %s: another ward is running it now (%s is held); not run twice", fl->id, p);
+			return EXIT_TEMPFAIL;
+		}
+		cmd_error("task %s: cannot lock %s: %s", fl->id, p, strerror(errno));
 		return EXIT_FAIL;
 	}
 	/* Finished before: nothing to do. */
@@ -333,9 +351,21 @@ int fleet_prepare(struct fleet *fl)
 	if (fdio_read_file(AT_FDCWD, p, 1u << 20, &old, &n) == 0) {
 		cJSON *j = cJSON_ParseWithLength(old, n);
 		const char *stop = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "stop"));
+		const char *tf = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "task_file"));
 		const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
+		const cJSON *idx = cJSON_GetObjectItemCaseSensitive(j, "index");
+		const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "final");
 		prev_runs = cJSON_IsNumber(runs) ? runs->valueint : 0;
-		if (fleet_stop_final(stop)) {
+		/* Another line's results (an id twice, or DIR reused): not this
+		 * task's to skip or resume. */
+		if ((cJSON_IsNumber(idx) && (long)idx->valuedouble != fl->index) || (tf && strcmp(tf, fl->file))) {
+			cmd_error("task %s: %s holds the results of another task (index %ld of %s); ids must be unique in a "
+				  "task file, and DIR one file's",
+				  fl->id, fl->dir, cJSON_IsNumber(idx) ? (long)idx->valuedouble : -1L, tf ? tf : "?");
+			cJSON_Delete(j);
+			return EXIT_USAGE;
+		}
+		if (cJSON_IsBool(fin) ? cJSON_IsTrue(fin) : fleet_stop_final(stop)) {
 			fprintf(stderr, "ward: task %s already finished (%s); skipped: its results are in %s\n", fl->id, stop,
 				fl->dir);
 			cJSON_Delete(j);
@@ -343,25 +373,25 @@ int fleet_prepare(struct fleet *fl)
 		}
 		cJSON_Delete(j);
 	}
-	/* Started before and not finished: its session goes on. */
+	/* Started before and not finished: its session goes on, where its
+	 * journal and its workspace changes are (this machine's state). */
 	path_in(fl, "session", p, sizeof(p));
 	_cleanup_free_ char *sess = NULL;
 	if (fdio_read_file(AT_FDCWD, p, 256, &sess, &n) == 0) {
 		char id[64] = "";
 		int runs = 0;
-		if (sscanf(sess, "%63s %d", id, &runs) >= 1) {
+		if (sscanf(sess, "%60s %d", id, &runs) >= 1 && id[strspn(id, "0123456789abcdef-")] == 0) {
 			prev_runs = runs > prev_runs ? runs : prev_runs;
-			char dir[PATH_MAX], local[PATH_MAX + 80], kept[PATH_MAX + 32];
+			char dir[PATH_MAX], local[PATH_MAX + 80];
 			struct err e = { 0 };
 			if (journal_dir(dir, sizeof(dir), &e) == 0) {
 				snprintf(local, sizeof(local), "%s/%s.jsonl", dir, id);
-				path_in(fl, "journal.jsonl", kept, sizeof(kept));
-				/* On another machine, the journal kept beside the results. */
-				if (access(local, F_OK) == 0 || copy_file(kept, local) == 0)
+				if (access(local, F_OK) == 0)
 					snprintf(fl->resume, sizeof(fl->resume), "%s", id);
 			}
 			if (!fl->resume[0])
-				fprintf(stderr, "ward: task %s: its earlier session %s is not found; it starts again\n", fl->id, id);
+				fprintf(stderr, "ward: task %s: its earlier session %s is not on this machine (nor its workspace "
+					"changes); it starts again\n", fl->id, id);
 		}
 	}
 	fl->runs = prev_runs + 1;
@@ -373,17 +403,27 @@ void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
 	char p[PATH_MAX + 32], line[128];
 	path_in(fl, "session", p, sizeof(p));
 	int n = snprintf(line, sizeof(line), "%s %d\n", id, fl->runs);
-	if (write_atomic(p, line, (size_t)n) < 0)
-		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(errno));
+	int w = write_atomic(p, line, (size_t)n);
+	if (w < 0)
+		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(-w));
 	/* The journal beside the results, live where one file system holds
 	 * both; copied at the end otherwise. */
 	path_in(fl, "journal.jsonl", p, sizeof(p));
 	struct stat a, b;
 	if (stat(p, &a) == 0 && stat(journal_path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 		return;
-	unlink(p);
-	if (link(journal_path, p) < 0 && errno != EXDEV)
-		warn("task %s: cannot keep its journal in %s: %s", fl->id, p, strerror(errno));
+	/* A link made beside, then renamed over the copy: never a moment
+	 * without one. Across file systems, a copy now and at the end. */
+	char tmp[PATH_MAX + 40];
+	snprintf(tmp, sizeof(tmp), "%s.link", p);
+	unlink(tmp);
+	int r = link(journal_path, tmp) == 0 && rename(tmp, p) == 0 ? 0 : -errno;
+	if (r == -EXDEV)
+		r = copy_file(journal_path, p);
+	if (r < 0) {
+		unlink(tmp);
+		warn("task %s: cannot keep its journal in %s: %s", fl->id, p, strerror(-r));
+	}
 }
 
 int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
@@ -401,7 +441,10 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 	size_t tl = strlen(fl->task);
 	_cleanup_free_ char *shown = utf8_dup(fl->task, tl < FLEET_TASK_SHOWN ? tl : FLEET_TASK_SHOWN);
 	cJSON_AddStringToObject(res, "task", shown ? shown : "");
-	cJSON_AddBoolToObject(res, "final", fleet_stop_final(stop));
+	/* Exit 1 is an error a rerun may not repeat (an answer that failed
+	 * its schema, a patch not written): never final. */
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
+	cJSON_AddBoolToObject(res, "final", fleet_stop_final(stop) && !(cJSON_IsNumber(code) && code->valueint == 1));
 	cJSON_AddNumberToObject(res, "runs", fl->runs);
 	time_t now = time(NULL);
 	struct tm tm;
@@ -415,9 +458,10 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 	if (cJSON_GetObjectItemCaseSensitive(res, "patch"))
 		cJSON_ReplaceItemInObjectCaseSensitive(res, "patch", cJSON_CreateString("patch.diff"));
 	_cleanup_free_ char *s = cJSON_Print(res);
-	_cleanup_free_ char *line = s ? malloc(strlen(s) + 2) : NULL;
+	size_t sl = s ? strlen(s) : 0;
+	_cleanup_free_ char *line = s ? malloc(sl + 2) : NULL;
 	if (line)
-		sprintf(line, "%s\n", s);
+		snprintf(line, sl + 2, "%s\n", s);
 	path_in(fl, "result.json", p, sizeof(p));
 	int r = line ? write_atomic(p, line, strlen(line)) : -ENOMEM;
 	if (r < 0) {
@@ -428,6 +472,28 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 	fprintf(stderr, "ward: task %s: %s (exit %d) in %.1f s; results in %s\n", fl->id, stop ? stop : "?",
 		cJSON_IsNumber(ec) ? ec->valueint : -1, (double)(now_ms() - fl->t0_ms) / 1000, fl->dir);
 	return 0;
+}
+
+int fleet_finish_early(struct fleet *fl, const char *stop, const char *why, int code, const char *session,
+		       const char *journal_path)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "type", "result");
+	cJSON_AddStringToObject(j, "stop", stop);
+	cJSON_AddStringToObject(j, "why", why);
+	cJSON_AddNumberToObject(j, "exit_code", code);
+	cJSON_AddStringToObject(j, "session", session ? session : "");
+	cJSON_AddNumberToObject(j, "rounds", 0);
+	cJSON_AddNumberToObject(j, "calls", 0);
+	cJSON_AddNumberToObject(j, "refused", 0);
+	cJSON *u = cJSON_AddObjectToObject(j, "usage");
+	cJSON_AddNumberToObject(u, "input_tokens", 0);
+	cJSON_AddNumberToObject(u, "output_tokens", 0);
+	cJSON_AddNullToObject(j, "cost_usd");
+	cJSON_AddArrayToObject(j, "changed_files");
+	int r = fleet_finish(fl, j, journal_path);
+	cJSON_Delete(j);
+	return r;
 }
 
 void fleet_free(struct fleet *fl)

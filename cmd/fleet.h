@@ -1,9 +1,11 @@
 /* ward run --task-file FILE --task-index I --out DIR: one task of a JSON
  * Lines file, as an array job (Slurm, a Kubernetes Indexed Job, GNU
  * parallel) runs it. Line I (counting the lines that are not blank) is
- * {"id", "task", "workspace"?, and any of ward run's long flags with "_"
- * for "-": "model", "max_rounds", "allow_hosts" (a list), ...}; its fields
- * override the command line's. DIR/ID/ gets events.jsonl (the --json
+ * {"id", "task", "workspace"?, and ward run's long flags with "_" for "-":
+ * "model", "max_rounds", "allow_hosts" (a list), ...}: its model, bounds,
+ * hosts and deny rules, or any flag with --trust-task-file. A field is
+ * applied after the command line's flags (a value replaces theirs, a rule
+ * is added to theirs). DIR/ID/ gets events.jsonl (the --json
  * stream), journal.jsonl, patch.diff and result.json, written last and
  * atomically. A task whose result.json holds a final stop is skipped (exit
  * 0), so a requeue redoes nothing; one with a journal but no final result
@@ -24,6 +26,7 @@ struct fleet {
 	const char *file;	/* --task-file */
 	const char *index_arg;	/* --task-index, or NULL */
 	const char *out;	/* --out */
+	bool trusted;		/* --trust-task-file: a line may set any of run's flags */
 	long index;
 	char id[FLEET_ID_MAX + 1];
 	char dir[PATH_MAX];	/* DIR/ID */
@@ -39,8 +42,11 @@ struct fleet {
 };
 
 /* A flag of ward run by its long name ("max-rounds"), applied as the
- * command line would: 0, or <0 after an error line. */
+ * command line would: 0, or <0 after an error line; -ENOENT (and no line)
+ * when ward run has no such flag. With arg == fleet_probe: only whether it
+ * has. */
 typedef int fleet_flag_fn(void *ud, const char *name, const char *arg);
+extern const char fleet_probe[];
 
 /* Read the task (the index, the line, its fields applied through flag):
  * 0, or EXIT_USAGE after one line saying what is wrong and where. */
@@ -61,6 +67,11 @@ void fleet_patch_path(const struct fleet *fl, char *out, size_t n);
  * written to DIR/ID/result.json atomically (fsynced, renamed); one line on
  * stderr. 0, or -errno after an error line. */
 int fleet_finish(struct fleet *fl, cJSON *result, const char *journal_path);
+/* A task that ended before its model was asked (no box, its MCP servers
+ * lost the box): result.json says so, with stop (box_error: not final, a
+ * rerun tries again) and why. */
+int fleet_finish_early(struct fleet *fl, const char *stop, const char *why, int code, const char *session,
+		       const char *journal_path);
 void fleet_free(struct fleet *fl);
 /* Whether a stop is final: a rerun would end the same (done, a bound, a
  * refusal); cancelled, provider_error and box_error are not. */

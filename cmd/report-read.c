@@ -31,9 +31,11 @@ static bool name_ok(const char *s, size_t max)
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
+/* Done: the model finished and ward did all it had to (exit 0; a patch it
+ * could not write is exit 1 with stop done). */
 bool report_done(const struct report_task *t)
 {
-	return t->state == REPORT_RESULT && !strcmp(t->stop, "done");
+	return t->state == REPORT_RESULT && !strcmp(t->stop, "done") && t->exit_code == 0;
 }
 
 /* A copy of s, valid UTF-8, cut at max bytes (on a character) and marked. */

@@ -68,7 +68,8 @@ static int report_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", report_opts, NULL)) != -1) {
+	/* Flags before or after DIR, as in the examples. */
+	while ((c = getopt_long(argc, argv, ":h", report_opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(report_help, stdout);
 			return EXIT_OKAY;

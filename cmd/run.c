@@ -41,7 +41,7 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
-enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT };
+enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS };
 
 static const struct option run_opts[] = {
 	RUN_FLAG_OPTIONS,
@@ -53,6 +53,7 @@ static const struct option run_opts[] = {
 	{ "task-file", required_argument, NULL, OPT_TASK_FILE },
 	{ "task-index", required_argument, NULL, OPT_TASK_INDEX },
 	{ "out", required_argument, NULL, OPT_OUT },
+	{ "trust-task-file", no_argument, NULL, OPT_TRUST_TASKS },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -86,6 +87,8 @@ static const char run_help[] =
 	"  --task-index I     which one (0 first; default SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX)\n"
 	"  --out DIR          with --task-file: results in DIR/ID/ (events.jsonl, result.json, patch.diff,\n"
 	"                     journal.jsonl); a task already finished there is skipped, one cut off resumes\n"
+	"  --trust-task-file  a task's line may set any of these flags (else only its model, bounds,\n"
+	"                     allow_hosts and deny rules)\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
 	"  --retries N        provider retries (default 2)\n"
@@ -375,6 +378,9 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 	case OPT_OUT:
 		x->fl->out = arg;
 		return 0;
+	case OPT_TRUST_TASKS:
+		x->fl->trusted = true;
+		return 0;
 	case 'h':
 		return 1;
 	}
@@ -392,6 +398,8 @@ static int run_opt_named(void *ud, const char *name, const char *arg)
 	for (const struct option *o = run_opts; o->name; o++) {
 		if (strcmp(o->name, name))
 			continue;
+		if (arg == fleet_probe)
+			return 0;
 		if ((o->has_arg == required_argument) != (arg != NULL)) {
 			cmd_error("task field for --%s: %s", name, arg ? "it is a switch: give true" : "give its value");
 			return -EINVAL;
@@ -510,47 +518,10 @@ static int run_run(int argc, char **argv)
 		cmd_error("the task is empty");
 		return EXIT_USAGE;
 	}
-	char fl_patch[PATH_MAX + 32];
-	if (fl.file) {
-		r = fleet_prepare(&fl);
-		if (r)
-			return r == 1 ? EXIT_OKAY : r;	/* (1: finished before) */
-		if (fl.resume[0] && run_flag_given(&f, 'S', fl.resume) < 0)
-			return EXIT_USAGE;
-		/* Its events, appended over its runs; its patch. */
-		char ev[PATH_MAX + 32];
-		fleet_events_path(&fl, ev, sizeof(ev));
-		out.to = fopen(ev, "ae");
-		if (!out.to) {
-			cmd_error("task %s: cannot open %s: %s", fl.id, ev, strerror(errno));
-			return EXIT_FAIL;
-		}
-		out.json = true;
-		fleet_patch_path(&fl, fl_patch, sizeof(fl_patch));
-		x.patch = fl_patch;
-	}
-	const char *patch = x.patch;
-	bool apply = x.apply;
-	r = run_flags_finish(&f);
-	if (r)
-		return r;
-	if (fl.file && f.rw)
-		patch = NULL;	/* the box changes the tree itself: no patch */
-	if (approver.cmd) {
-		f.gate.ask = approver_ask;
-		f.gate.ask_ud = &approver;
-	}
-	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
-		return EXIT_USAGE;
-	/* The flags were applied again over the settings: this is run's own. */
-	cfg->output_schema = schema;
-	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ run_out_event, &out };
-	if (f.deadline_ms)
-		cfg->b.deadline_ms = now_ms() + f.deadline_ms;
-
-	/* Signals are read by the loop; block them from here on. An inherited
-	 * SIG_IGN (a background job of a script) would discard them before
-	 * the loop could see them: ward's own handling replaces it. */
+	/* Signals are read by the loop; block them from here on (a task's
+	 * SIGTERM before its box is up is then seen by the loop, not lost). An
+	 * inherited SIG_IGN (a background job of a script) would discard them
+	 * before the loop could see them: ward's own handling replaces it. */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	sigset_t mask;
@@ -561,6 +532,46 @@ static int run_run(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+
+	const char *patch = x.patch;
+	bool apply = x.apply;
+	r = run_flags_finish(&f);
+	if (r)
+		return r;
+	if (approver.cmd) {
+		f.gate.ask = approver_ask;
+		f.gate.ask_ud = &approver;
+	}
+	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
+		return EXIT_USAGE;
+	/* A task: what an earlier run of it left decides (skip, resume). */
+	char fl_patch[PATH_MAX + 32];
+	if (fl.file) {
+		r = fleet_prepare(&fl);
+		if (r)
+			return r == 1 ? EXIT_OKAY : r;	/* (1: finished before) */
+		if (fl.resume[0])
+			f.resume = fl.resume;
+		/* Its events, appended over its runs, the owner's only; its patch. */
+		char ev[PATH_MAX + 32];
+		fleet_events_path(&fl, ev, sizeof(ev));
+		int efd = open(ev, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		out.to = efd < 0 ? NULL : fdopen(efd, "a");
+		if (!out.to) {
+			cmd_error("task %s: cannot open %s: %s", fl.id, ev, strerror(errno));
+			if (efd >= 0)
+				close(efd);
+			return EXIT_FAIL;
+		}
+		out.json = true;
+		fleet_patch_path(&fl, fl_patch, sizeof(fl_patch));
+		patch = f.rw ? NULL : fl_patch;	/* (a live tree has no patch) */
+	}
+	/* The flags were applied again over the settings: this is run's own. */
+	cfg->output_schema = schema;
+	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ run_out_event, &out };
+	if (f.deadline_ms)
+		cfg->b.deadline_ms = now_ms() + f.deadline_ms;
 
 	/* The box: the one named, or a new one for this run that dies with it. */
 	char name[BOX_NAME_MAX + 1], box_ws[PATH_MAX] = "";
@@ -584,6 +595,9 @@ static int run_run(int argc, char **argv)
 	if (r) {
 		if (given)
 			box_disconnect(given);
+		if (fl.file)
+			fleet_finish_early(&fl, "error", "the task's session could not be started (ward said why)", r, NULL,
+					   NULL);
 		return r;
 	}
 	if (fl.file)
@@ -600,6 +614,9 @@ static int run_run(int argc, char **argv)
 	if (own_box) {
 		r = session_box(&s, &f, workspace, name, sizeof(name));
 		if (r) {
+			if (fl.file)
+				fleet_finish_early(&fl, "box_error", "no box could be made for the task (ward said why)", r,
+						   s.j.id, s.j.path);
 			session_end(&s);
 			return r;
 		}
@@ -614,6 +631,9 @@ static int run_run(int argc, char **argv)
 	if (r) {
 		if (own_box)
 			box_destroy(box_name, &e);
+		if (fl.file && r != EXIT_USAGE)
+			fleet_finish_early(&fl, "box_error", "the task's MCP servers could not be started in its box", r,
+					   s.j.id, s.j.path);
 		session_end(&s);
 		return r;
 	}
@@ -638,6 +658,10 @@ static int run_run(int argc, char **argv)
 	if (r < 0) {
 		cmd_error("%s", e.msg);
 		r = EXIT_FAIL;
+		if (fl.file) {
+			journal_sync(&s.j);
+			fleet_finish_early(&fl, "error", e.msg, r, s.j.id, s.j.path);
+		}
 	} else {
 		r = exit_for(stop.kind);
 		if (!out.json) {
@@ -666,6 +690,8 @@ static int run_run(int argc, char **argv)
 			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
 					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL);
 			run_out_json_line(out.to, j);
+			/* The journal on the disk first: a result names a whole one. */
+			journal_sync(&s.j);
 			if (fl.file && fleet_finish(&fl, j, s.j.path) < 0 && r == EXIT_OKAY)
 				r = EXIT_FAIL;
 			cJSON_Delete(j);

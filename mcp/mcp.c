@@ -14,6 +14,7 @@
 #include "tools/tool.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -999,7 +1000,20 @@ int mcp_start(struct mcp *m, struct err *e)
 	/* The box's connection and the HTTP servers' loop, to the servers'
 	 * next deadline, then their clock: start-up bounds, restarts. */
 	while (!started(m)) {
-		int r = box_conn_wait_fd(m->c, started, m, mcp_deadline(m), mcp_fd(m), mcp_io_cb, m);
+		/* ward's stop signals are blocked for its loop and stay pending:
+		 * the servers not up yet are given up, so the run can stop now
+		 * rather than at their start-up bound. */
+		sigset_t pend;
+		if (sigpending(&pend) == 0 &&
+		    (sigismember(&pend, SIGTERM) || sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP))) {
+			for (size_t i = 0; i < m->n; i++)
+				if (m->v[i].state != ST_READY && m->v[i].state != ST_DOWN)
+					srv_down(&m->v[i], "ward was asked to stop while it started");
+			break;
+		}
+		/* (The wait wakes at least once a second to look.) */
+		int64_t d = mcp_deadline(m), soon = now_ms() + 1000;
+		int r = box_conn_wait_fd(m->c, started, m, d < 0 || d > soon ? soon : d, mcp_fd(m), mcp_io_cb, m);
 		if (r == -ECONNRESET) {
 			for (size_t i = 0; i < m->n; i++)
 				if (m->v[i].state != ST_DOWN)

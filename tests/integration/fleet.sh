@@ -71,6 +71,15 @@ check_run() { # check_run DIR WHAT
 c=list(E.parse(sys.argv[1]).getroot().iter("testcase"))
 print(len(c), " ".join(sorted(t.get("name") for t in c if t.find("failure") is not None)))' "$d.xml" 2>&1)
 	is "$ju" "12 t10 t11" "$what: ward report --junit is valid XML: 12 testcases, the deadline's and the refusal's failures"
+	# The task cut at its deadline left nothing running: its box is gone.
+	local left=""
+	for _ in $(seq 40); do
+		left=$(pgrep -f '^sleep 60$' | tr '\n' ' ')
+		[ -z "$left" ] && break
+		sleep 0.05
+	done
+	[ -n "$left" ] && echo "# left: $(ps -o pid,ppid,stat,etimes,args -p "$(echo $left | tr ' ' ',')" | tr '\n' ';')"
+	is "$left" "" "$what: the task cut at its deadline left no process behind (its box went with it)"
 }
 
 # ---- GNU parallel on one machine ----
@@ -107,12 +116,14 @@ is "$(cat "$P"/t*/result.json "$P"/t*/events.jsonl | md5sum)" "$SUMS" "and nothi
 
 # ---- SIGTERM (scancel, Kubernetes): result written, box gone, in 5 s ----
 echo '{"id": "long", "task": "run the long job", "workspace": "ws/t01", "model": "replay:'"$F/slow.json"'"}' >"$F/one.jsonl"
+BEFORE=$(pgrep -f '^sleep 60$'; echo none)
 "$WARD" run --task-file "$F/one.jsonl" --task-index 0 --out "$F/term" >/dev/null 2>"$T_TMP/term.err" &
 WP=$!
 for _ in $(seq 100); do grep -q '"tool_call"' "$F/term/long/events.jsonl" 2>/dev/null && break; sleep 0.1; done
 sleep 0.5
 BOX=$(awk '{print "s-"$1}' "$F/term/long/session")
-SLEEPS=$(pgrep -f '^sleep 60$' | tr '\n' ' ')
+SLEEPS=$(pgrep -f '^sleep 60$' | grep -vxF -f <(echo "$BEFORE") | tr '\n' ' ')
+echo "# sleeps: $(ps -o pid,ppid,stat,etimes,args -p "$(echo $SLEEPS | tr ' ' ',')" 2>/dev/null | tr '\n' ';')"
 [ -n "$SLEEPS" ]; ok $? "SIGTERM: the task's call runs before (pids $SLEEPS)"
 t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
 is "$RC" 130 "SIGTERM: the task ends cancelled (exit 130)"
@@ -120,8 +131,28 @@ lt "$MS" 5000 "within 5 s (${MS} ms)"
 is "$(field "$F/term/long/result.json" stop)" cancelled "its result.json is written, with the stop"
 is "$(field "$F/term/long/result.json" final)" False "and says the stop is not final (a rerun resumes it)"
 unlike "$("$WARD" box ls 2>&1)" "$BOX" "its box is gone"
-LEFT=0; for p in $SLEEPS; do gone "$p" || LEFT=1; done
-is "$LEFT" 0 "and the call's process with it"
+LEFT=0
+for _ in $(seq 40); do
+	LEFT=0; for p in $SLEEPS; do gone "$p" || LEFT=1; done
+	[ "$LEFT" = 0 ] && break
+	sleep 0.05
+done
+for p in $SLEEPS; do gone "$p" || echo "# left: $(ps -o pid,ppid,stat,etimes,args -p "$p" | tail -1)"; done
+is "$LEFT" 0 "and the call's process with it (within 2 s)"
+
+# SIGTERM while the task's MCP server is still starting (one that never
+# answers initialize, bounded at 30 s): the same, within 5 s.
+cp "$ROOT/tests/mcp-server.py" "$F/ws/t03/srv.py"
+echo '{"mcpServers": {"hang": {"command": "python3", "args": ["/workspace/srv.py", "--mode", "no-init"]}}}' >"$F/hang.json"
+echo '{"id": "hang", "task": "make the tests pass", "workspace": "ws/t03", "model": "replay:'"$F/fix.json"'", "mcp_config": "'"$F/hang.json"'"}' >"$F/hang.jsonl"
+"$WARD" run --trust-task-file --task-file "$F/hang.jsonl" --task-index 0 --out "$F/hangout" >/dev/null 2>"$T_TMP/hang.err" &
+WP=$!
+for _ in $(seq 100); do [ -s "$F/hangout/hang/session" ] && break; sleep 0.1; done
+sleep 1
+t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
+is "$RC" 130 "SIGTERM while an MCP server starts: the task ends cancelled"
+lt "$MS" 5000 "within 5 s, not at the server's 30 s start-up bound (${MS} ms)"
+is "$(field "$F/hangout/hang/result.json" stop)" cancelled "and its result.json is written"
 
 # ---- a half-finished task resumes: its session goes on ----
 SESS=$(awk '{print $1}' "$F/term/long/session")
@@ -143,8 +174,9 @@ RC=$?
 is "$RC" 64 "a second --resume of a session another ward has open is refused (exit 64)"
 like "$(cat "$T_TMP/b.err")" "session $S2 is open in another ward now" "with one line saying why"
 kill -TERM $WP; wait $WP
-"$WARD" run --resume "$S2" --model "replay:$F/fix.json" "make the tests pass" >/dev/null 2>"$T_TMP/c.err"
-unlike "$(cat "$T_TMP/c.err")" "open in another ward" "positive twin: once that ward ended, --resume opens it"
+"$WARD" run --resume "$S2" --model "replay:$F/slow.json" "go on" >/dev/null 2>"$T_TMP/c.err"
+is "$?" 0 "positive twin: once that ward ended, --resume opens the session and the run ends done"
+like "$(cat "$T_TMP/c.err")" "session $S2" "(the same session)"
 
 # ---- bad task files: one line each ----
 bad_task() { # bad_task WHAT LINE EXPECT [FLAGS]
@@ -161,6 +193,17 @@ bad_task "no task" '{"id": "x"}' '"task" must be the task.s text'
 bad_task "not JSON" 'id=x' 'bad.jsonl:1: not a JSON object'
 bad_task "a bad value for a flag" '{"id": "x", "task": "t", "max_rounds": "many"}' 'max-rounds'
 bad_task "a fleet's own flag as a field" '{"id": "x", "task": "t", "out": "/tmp"}' '"out" cannot be a task.s field'
+bad_task "a field only a trusted file may set" '{"id": "x", "task": "t", "base_url": "http://evil.test"}' '"base_url" is taken from a task file only with --trust-task-file'
+bad_task "a program on the host from a task line" '{"id": "x", "task": "t", "approve_cmd": "touch /tmp/pwned"}' '"approve_cmd" is taken from a task file only with --trust-task-file'
+bad_task "the host's network from a task line" '{"id": "x", "task": "t", "net": "host"}' '"net" is taken from a task file only'
+mkdir -p "$T_TMP/dupout"
+printf '%s\n' '{"id": "same", "task": "make the tests pass", "workspace": "'"$F/ws/t04"'", "model": "replay:'"$F/fix.json"'"}' \
+	'{"id": "same", "task": "another", "workspace": "'"$F/ws/t05"'", "model": "replay:'"$F/fix.json"'"}' >"$T_TMP/dup.jsonl"
+"$WARD" run --task-file "$T_TMP/dup.jsonl" --task-index 0 --out "$T_TMP/dupout" >/dev/null 2>&1
+is "$?" 0 "an id twice in a file: the first runs"
+"$WARD" run --task-file "$T_TMP/dup.jsonl" --task-index 1 --out "$T_TMP/dupout" >/dev/null 2>"$T_TMP/dup.err"
+is "$?" 64 "the second is refused (exit 64), not skipped as finished"
+like "$(cat "$T_TMP/dup.err")" 'holds the results of another task \(index 0 of' "with one line saying whose results are there"
 bad_task "an index past the end" '{"id": "x", "task": "t"}' 'has 1 task: index 0 is past|index 5 is past' --task-index 5
 unset SLURM_ARRAY_TASK_ID JOB_COMPLETION_INDEX
 "$WARD" run --task-file "$F/tasks.jsonl" --out "$T_TMP/noidx" >/dev/null 2>"$T_TMP/bad.err"
@@ -206,13 +249,11 @@ if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 		unlike "$("$WARD" box ls 2>&1)" "s-$(awk '{print $1}' "$F/scancel/long/session")" "and the task's box is gone"
 		slurm_down "$SL"
 	else
-		echo "# skip: a one-machine Slurm could not be started here: $SLURM_WHY"
-		ok 0 "Slurm array (skipped: $SLURM_WHY)"
+		ok 0 "Slurm array # SKIP a one-machine Slurm could not be started here: $SLURM_WHY"
 		slurm_down "$SL" >/dev/null 2>&1
 	fi
 else
-	echo "# skip: Slurm is not installed (.ci/setup installs slurm-wlm and munge)"
-	ok 0 "Slurm array (skipped: not installed)"
+	ok 0 "Slurm array # SKIP Slurm is not installed (.ci/setup installs slurm-wlm and munge)"
 fi
 
 done_testing
