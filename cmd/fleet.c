@@ -389,6 +389,20 @@ int fleet_prepare(struct fleet *fl)
 				if (access(local, F_OK) == 0)
 					snprintf(fl->resume, sizeof(fl->resume), "%s", id);
 			}
+			/* Ended by its watchdog at the deadline (SIGKILL: no result
+			 * written): the journal's stop says so, and it is final. */
+			struct journal_state st;
+			struct err le = { 0 };
+			if (fl->resume[0] && journal_load(fl->resume, &st, &le) == 0) {
+				bool dead = !strcmp(st.stop, "deadline");
+				journal_state_free(&st);
+				if (dead) {
+					fl->runs = prev_runs;
+					fleet_finish_early(fl, "deadline", "the run's watchdog ended it at its deadline + 5 s "
+							   "(from its journal)", 2, fl->resume, local);
+					return 1;
+				}
+			}
 			if (!fl->resume[0])
 				fprintf(stderr, "ward: task %s: its earlier session %s is not on this machine (nor its workspace "
 					"changes); it starts again\n", fl->id, id);

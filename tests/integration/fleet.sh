@@ -163,6 +163,23 @@ is "$(field "$F/term/long/result.json" session)" "$SESS" "in the same session"
 is "$(field "$F/term/long/result.json" runs)" 2 "result.json counts the runs (2)"
 like "$(grep '"type":"result"' "$F/term/long/journal.jsonl")" 'outcome":"unknown' "the call cut off by SIGTERM is reported unknown, not failed"
 
+# A task whose ward was stopped (SIGSTOP) and killed by its watchdog at the
+# deadline + 5 s: no result was written, but its journal says deadline. The
+# rerun takes that as its end, rather than running it again with a fresh
+# deadline.
+echo '{"id": "stuck", "task": "run the long job", "workspace": "ws/t05", "model": "replay:'"$F/slow.json"'", "deadline": "2s"}' >"$F/stuck.jsonl"
+"$WARD" run --task-file "$F/stuck.jsonl" --task-index 0 --out "$F/stuck" >/dev/null 2>&1 &
+WP=$!
+for _ in $(seq 100); do grep -q '"tool_call"' "$F/stuck/stuck/events.jsonl" 2>/dev/null && break; sleep 0.1; done
+kill -STOP $WP
+wait $WP
+is "$?" 137 "a stopped task's ward is killed by its watchdog (SIGKILL)"
+[ ! -e "$F/stuck/stuck/result.json" ]; ok $? "and no result.json was written"
+"$WARD" run --task-file "$F/stuck.jsonl" --task-index 0 --out "$F/stuck" >/dev/null 2>"$T_TMP/stuck.err"
+is "$?" 0 "the rerun: skipped (exit 0), not run again"
+is "$(field "$F/stuck/stuck/result.json" stop)" deadline "its result.json says deadline, from the journal"
+is "$(grep -c '"type":"message","role":"user"' "$F/stuck/stuck/journal.jsonl")" 1 "and the model was not asked again"
+
 # ---- one ward per session ----
 sed -i 's/"text": "It finished after the restart."/"text": "It finished."/' "$F/slow.json"
 "$WARD" run --model "replay:$F/slow.json" --workspace "$F/ws/t02" "long" >/dev/null 2>"$T_TMP/a.err" &
