@@ -614,7 +614,10 @@ static int run_run(int argc, char **argv)
 	if (own_box) {
 		r = session_box(&s, &f, workspace, name, sizeof(name));
 		if (r) {
-			if (fl.file)
+			if (fl.file && r == EXIT_CANCELLED)
+				fleet_finish_early(&fl, "cancelled", "ward was asked to stop while the box was made", r, s.j.id,
+						   s.j.path);
+			else if (fl.file)
 				fleet_finish_early(&fl, "box_error", "no box could be made for the task (ward said why)", r,
 						   s.j.id, s.j.path);
 			session_end(&s);

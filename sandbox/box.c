@@ -55,6 +55,9 @@ static void box_gen_name(char *out, size_t n)
 	snprintf(out, n, "box-%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
 }
 
+/* After a stop signal: how long the keeper's answer is still waited for. */
+#define BOX_CANCEL_WAIT_MS 2000
+
 int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e)
 {
 	char name[BOX_NAME_MAX + 1], boxdir[PATH_MAX];
@@ -130,11 +133,29 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 	char msg[600];
 	size_t got = 0;
 	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS + 2000;
+	bool cancelled = false;
 	for (;;) {
 		int64_t left = until - now_ms();
+		/* A box owned by its maker: a stop signal the maker holds
+		 * blocked (for its loop) ends the wait; the keeper, watching its
+		 * owner, destroys the box when the maker exits. */
+		sigset_t pend;
+		if (!cancelled && o->owner > 0 && !o->persistent && sigpending(&pend) == 0 &&
+		    (sigismember(&pend, SIGTERM) || sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP))) {
+			/* The keeper's answer is waited for a moment more, so that a
+			 * box that comes up is destroyed here, whole. */
+			cancelled = true;
+			until = now_ms() + BOX_CANCEL_WAIT_MS;
+			continue;
+		}
 		struct pollfd pf = { .fd = ready[0], .events = POLLIN };
-		if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
+		int pr = left <= 0 ? 0 : poll(&pf, 1, (int)(left < 100 ? left : 100));
+		if (pr == 0 && left > 100)
+			continue;
+		if (pr <= 0) {
 			close(ready[0]);
+			if (cancelled)
+				return err_set(e, -ECANCELED, "ward was asked to stop while the box was made");
 			return err_set(e, -ETIMEDOUT, "the box did not come up within %d s", BOX_CREATE_TIMEOUT_MS / 1000 + 2);
 		}
 		ssize_t k = read(ready[0], msg + got, sizeof(msg) - 1 - got);
@@ -146,6 +167,13 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 	}
 	close(ready[0]);
 	msg[got] = 0;
+	if (cancelled) {
+		/* Up after all: destroyed now, not left to its keeper. */
+		struct err e2 = { 0 };
+		if (!strcmp(msg, "ok\n"))
+			box_destroy(name, &e2);
+		return err_set(e, -ECANCELED, "ward was asked to stop while the box was made");
+	}
 	if (strcmp(msg, "ok\n")) {
 		msg[strcspn(msg, "\n")] = 0;
 		return err_set(e, -EIO, "%s", got ? msg : "the box's keeper died during setup");

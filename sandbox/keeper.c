@@ -936,6 +936,10 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 
 fail:
 	keeper_ready(ready_fd, e.msg[0] ? e.msg : "keeper setup failed");
+	/* A guest already up (its owner went before the box was ready) goes
+	 * first: its mounts would keep the box's directory. */
+	if (K.up)
+		keeper_guest_down();
 	egress_free(&K.eg);
 	cgroup_remove(&K.cg);
 	layers_release(&K.layers);

@@ -154,6 +154,22 @@ is "$RC" 130 "SIGTERM while an MCP server starts: the task ends cancelled"
 lt "$MS" 5000 "within 5 s, not at the server's 30 s start-up bound (${MS} ms)"
 is "$(field "$F/hangout/hang/result.json" stop)" cancelled "and its result.json is written"
 
+# SIGTERM at once, while the task's box is being made: the same.
+BAD=""; HITS=0
+for d in 0.01 0.02 0.04 0.06; do
+	rm -rf "$F/early"
+	"$WARD" run --task-file "$F/one.jsonl" --task-index 0 --out "$F/early" >/dev/null 2>"$T_TMP/early.err" &
+	WP=$!
+	sleep $d
+	t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
+	[ "$RC" = 130 ] && [ "$MS" -lt 5000 ] && [ "$(field "$F/early/long/result.json" stop)" = cancelled ] || BAD="$BAD $d:$RC:${MS}ms"
+	grep -q 'while the box was made' "$T_TMP/early.err" && HITS=$((HITS + 1))
+done
+echo "# $HITS of 4 early SIGTERMs came while the box was made"
+is "$BAD" "" "SIGTERM 10-60 ms after the start (before or while the box is made): cancelled, result written, within 5 s"
+sleep 0.5
+unlike "$("$WARD" box ls 2>&1)" '^s-' "and no task's box is left"
+
 # ---- a half-finished task resumes: its session goes on ----
 SESS=$(awk '{print $1}' "$F/term/long/session")
 sed -i 's/"text": "It finished."/"text": "It finished after the restart."/' "$F/slow.json"
