@@ -428,24 +428,19 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 			box_destroy(name, &e2);
 		}
 	}
-	if (r == -ECANCELED) {
-		cmd_error("%s", e.msg);
-		cJSON *rec = cJSON_CreateObject();
-		cJSON_AddStringToObject(rec, "reason", "cancelled");
-		cJSON_AddStringToObject(rec, "why", e.msg);
-		journal_write(&s->j, "stop", rec);
-		cJSON_Delete(rec);
-		return EXIT_CANCELLED;
-	}
 	if (r < 0) {
-		cmd_error("cannot make a box: %s", e.msg);
+		bool stopped = r == -ECANCELED;
+		if (stopped)
+			cmd_error("%s", e.msg);
+		else
+			cmd_error("cannot make a box: %s", e.msg);
 		/* The journal says why nothing ran. */
 		cJSON *rec = cJSON_CreateObject();
-		cJSON_AddStringToObject(rec, "reason", "box_error");
+		cJSON_AddStringToObject(rec, "reason", stopped ? "cancelled" : "box_error");
 		cJSON_AddStringToObject(rec, "why", e.msg);
 		journal_write(&s->j, "stop", rec);
 		cJSON_Delete(rec);
-		return EXIT_NOBOX;
+		return stopped ? EXIT_CANCELLED : EXIT_NOBOX;
 	}
 	return 0;
 }
