@@ -331,7 +331,55 @@ static int totals(struct report *r)
 	return 0;
 }
 
-int report_read(const char *dir, struct report *ret, struct err *e)
+/* The ids of the task file: each one without a directory is a task that
+ * never started (an array element that did not run), reported missing. */
+static int expect_tasks(struct report *r, size_t *cap, const char *task_file, struct err *e)
+{
+	_cleanup_fclose_ FILE *in = fopen(task_file, "re");
+	if (!in)
+		return err_setc(e, -errno, "--task-file %s cannot be read", task_file);
+	if (r->n)
+		qsort(r->t, r->n, sizeof(*r->t), by_id);
+	size_t have = r->n;
+	_cleanup_free_ char *line = NULL;
+	size_t lcap = 0;
+	ssize_t n;
+	while ((n = getline(&line, &lcap, in)) >= 0) {
+		if (!line[strspn(line, " \t\r\n")])
+			continue;
+		cJSON *o = cJSON_ParseWithLength(line, (size_t)n);
+		const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
+		struct report_task key;
+		bool seen = !id || !name_ok(id, REPORT_ID_MAX);
+		if (!seen) {
+			snprintf(key.id, sizeof(key.id), "%s", id);
+			seen = bsearch(&key, r->t, have, sizeof(*r->t), by_id) != NULL;
+			for (size_t i = have; i < r->n && !seen; i++)
+				seen = !strcmp(r->t[i].id, id);
+		}
+		if (!seen) {
+			if (r->n == REPORT_TASKS_MAX || array_grow(&r->t, cap, r->n, sizeof(*r->t), 256) < 0) {
+				cJSON_Delete(o);
+				return err_set(e, -E2BIG, "--task-file %s: too many tasks", task_file);
+			}
+			struct report_task *t = &r->t[r->n++];
+			memset(t, 0, sizeof(*t));
+			snprintf(t->id, sizeof(t->id), "%s", id);
+			t->index = -1;
+			t->state = REPORT_MISSING;
+			strcpy(t->stop, "missing");
+			t->why = strdup("no directory in DIR: the task never started (its array element did not run)");
+			if (!t->why) {
+				cJSON_Delete(o);
+				return err_set(e, -ENOMEM, "out of memory");
+			}
+		}
+		cJSON_Delete(o);
+	}
+	return 0;
+}
+
+int report_read(const char *dir, const char *task_file, struct report *ret, struct err *e)
 {
 	struct report r = { 0 };
 	size_t cap = 0;
@@ -375,6 +423,8 @@ int report_read(const char *dir, struct report *ret, struct err *e)
 		k = err_setc(e, -errno, "%s cannot be read", dir);
 		goto fail;
 	}
+	if (task_file && (k = expect_tasks(&r, &cap, task_file, e)) < 0)
+		goto fail;
 	if (r.n)
 		qsort(r.t, r.n, sizeof(*r.t), by_id);
 	if (totals(&r) < 0) {

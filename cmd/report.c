@@ -16,12 +16,13 @@ static const struct option report_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "markdown", no_argument, NULL, 'm' },
 	{ "junit", required_argument, NULL, 'J' },
+	{ "task-file", required_argument, NULL, 'F' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
 
 static const char report_help[] =
-	"usage: ward report [--json | --markdown] [--junit FILE] DIR\n"
+	"usage: ward report [--json | --markdown] [--junit FILE] [--task-file F] DIR\n"
 	"Gather what `ward run --task-file F --task-index I --out DIR` left in DIR: one row per\n"
 	"task directory DIR/ID (sorted by id) from its result.json, and the totals. A directory\n"
 	"without result.json is \"missing\", or \"unfinished\" when it has a journal.jsonl or\n"
@@ -35,6 +36,8 @@ static const char report_help[] =
 	"  --junit FILE       JUnit XML into FILE (written whole, then renamed); - is stdout. A task\n"
 	"                     not done is a <failure>, one with no readable result an <error>; the\n"
 	"                     classname is ward.TASKFILE (the task file's name less .jsonl)\n"
+	"  --task-file F      the tasks that should be there: an id of F with no DIR/ID is \"missing\"\n"
+	"                     (an array element that never ran), not left out\n"
 	"Exit status: 0 when every task is done, 1 when one is not (or DIR has none), 64 usage.\n";
 
 /* FILE.tmp, then one rename: a reader never sees half a report. Anything
@@ -64,7 +67,7 @@ static int junit_write(const struct report *r, const char *path)
 static int report_run(int argc, char **argv)
 {
 	bool json = false, md = false;
-	const char *junit = NULL;
+	const char *junit = NULL, *task_file = NULL;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -80,6 +83,8 @@ static int report_run(int argc, char **argv)
 			md = true;
 		else if (c == 'J')
 			junit = optarg;
+		else if (c == 'F')
+			task_file = optarg;
 		else
 			return cmd_bad_flag("report", c, argv);
 	}
@@ -89,7 +94,7 @@ static int report_run(int argc, char **argv)
 	}
 	if (optind + 1 != argc) {
 		cmd_error("report: give one directory, the --out DIR of the runs; usage: ward report [--json | "
-			  "--markdown] [--junit FILE] DIR");
+			  "--markdown] [--junit FILE] [--task-file F] DIR");
 		return EXIT_USAGE;
 	}
 	const char *dir = argv[optind];
@@ -100,7 +105,7 @@ static int report_run(int argc, char **argv)
 	}
 	struct report r;
 	struct err e = { 0 };
-	if (report_read(dir, &r, &e) < 0) {
+	if (report_read(dir, task_file, &r, &e) < 0) {
 		cmd_error("report: %s", e.msg);
 		return EXIT_FAIL;
 	}

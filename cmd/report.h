@@ -70,10 +70,11 @@ struct report {
 	struct report_totals tot;
 };
 
-/* Read every task directory of dir. Only a failure to read dir itself (or
- * memory, or too many tasks) is an error; a bad result.json is a task in
- * state REPORT_UNREADABLE. */
-int report_read(const char *dir, struct report *ret, struct err *e);
+/* Read every task directory of dir, and with task_file (or NULL) each of
+ * its ids that has none, as missing. Only a failure to read dir or
+ * task_file (or memory, or too many tasks) is an error; a bad result.json
+ * is a task in state REPORT_UNREADABLE. */
+int report_read(const char *dir, const char *task_file, struct report *ret, struct err *e);
 void report_free(struct report *r);
 bool report_done(const struct report_task *t);
 

@@ -114,6 +114,17 @@ is "$RQ" "000000000000" "requeue: each finished task exits 0"
 like "$(cat "$T_TMP/rq.err")" 'task t12 already finished \(done\); skipped' "with one line saying it was skipped"
 is "$(cat "$P"/t*/result.json "$P"/t*/events.jsonl | md5sum)" "$SUMS" "and nothing was run again: results and events unchanged"
 
+# An array element that never ran leaves no directory: with the task file,
+# the report names it missing rather than leaving it out.
+cp -r "$P" "$F/gap"
+rm -rf "$F/gap/t05"
+NOFILE=$("$WARD" report --json "$F/gap" | python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"]; print(len(t), any(x["id"] == "t05" for x in t))')
+is "$NOFILE" "11 False" "ward report without the task file cannot see a task that never started"
+GAP=$("$WARD" report --json --task-file "$F/tasks.jsonl" "$F/gap" | python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"]; print(len(t), [x["stop"] for x in t if x["id"] == "t05"])')
+is "$GAP" "12 ['missing']" "with --task-file it lists all 12, the one that never started as missing"
+"$WARD" report --task-file "$F/tasks.jsonl" "$F/gap" >/dev/null 2>&1
+is "$?" 1 "and exits 1"
+
 # ---- SIGTERM (scancel, Kubernetes): result written, box gone, in 5 s ----
 echo '{"id": "long", "task": "run the long job", "workspace": "ws/t01", "model": "replay:'"$F/slow.json"'"}' >"$F/one.jsonl"
 BEFORE=$(pgrep -f '^sleep 60$'; echo none)

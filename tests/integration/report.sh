@@ -137,7 +137,7 @@ is "$RC" 1 "an empty DIR: exit 1 (a fleet that never ran is not a pass)"
 is "$ERR" "ward: report: $T_TMP/empty has no task directories (DIR/ID/, as ward run --out makes them)" "an empty DIR: one line"
 rep
 is "$RC" 64 "no DIR: exit 64"
-is "$ERR" "ward: report: give one directory, the --out DIR of the runs; usage: ward report [--json | --markdown] [--junit FILE] DIR" "no DIR: one line"
+is "$ERR" "ward: report: give one directory, the --out DIR of the runs; usage: ward report [--json | --markdown] [--junit FILE] [--task-file F] DIR" "no DIR: one line"
 rep "$T_TMP/nowhere"
 is "$RC/$ERR" "64/ward: report: $T_TMP/nowhere: no such directory" "no such DIR: 64, one line"
 rep "$D/a-done1/result.json"
