@@ -2,6 +2,7 @@
 #include "cmd/cmd.h"
 #include "cmd/netflag.h"
 #include "base/cleanup.h"
+#include "base/utf8.h"
 #include "base/fdio.h"
 #include "base/parse.h"
 #include "sandbox/box.h"
@@ -40,6 +41,7 @@ static const struct option create_opts[] = {
 	{ "grace", required_argument, NULL, 'g' },
 	{ "backend", required_argument, NULL, 'b' },
 	{ "no-snapshot", no_argument, NULL, 'S' },
+	{ "label", required_argument, NULL, 'L' },
 	{ "timeout", required_argument, NULL, 'T' },
 	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "help", no_argument, NULL, 'h' },
@@ -61,7 +63,9 @@ static const char create_help[] =
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
 	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
 	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n"
-	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n";
+	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n"
+	"  --label KEY=VALUE  metadata the box carries (repeatable): shown by ls and info, kept in\n"
+	"                     the journal of each session that uses the box; ls --label filters\n";
 
 /* Parse box-creation flags (and exec's --timeout for `box run`). Returns
  * the index of the first non-option argument, or -1 after printing. */
@@ -73,6 +77,8 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 	/* The patterns point into argv, which outlives the box's creation. */
 	static struct netflag nf;
 	memset(&nf, 0, sizeof(nf));
+	static const char *labels[BOX_LABELS_MAX];
+	size_t nlabels = 0;
 	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			cmd_bad_flag(cmd, c, argv);
@@ -115,6 +121,21 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 		case 'p':
 			o->persistent = true;
 			break;
+		case 'L': {
+			struct err le = { 0 };
+			if (box_label_check(optarg, &le) < 0) {
+				cmd_error("--%s", le.msg);
+				return -1;
+			}
+			if (nlabels == BOX_LABELS_MAX) {
+				cmd_error("--label: at most %d labels", BOX_LABELS_MAX);
+				return -1;
+			}
+			labels[nlabels++] = optarg;
+			o->labels = labels;
+			o->nlabels = nlabels;
+			break;
+		}
 		case 'm':
 			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
 				cmd_error("--memory: \"%s\" is not a size of at least 16M (e.g. 512M, 2G)", optarg);
@@ -475,22 +496,64 @@ static void ls_number(const cJSON *b, const char *key, double unit, const char *
 		snprintf(out, n, "-");
 }
 
+/* KEY=VALUE,KEY=VALUE of a box's labels, into out. */
+static void ls_labels(const cJSON *b, char *out, size_t n)
+{
+	size_t k = 0;
+	out[0] = 0;
+	const cJSON *l;
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(b, "labels")) {
+		if (!cJSON_IsString(l) || k >= n)
+			continue;
+		_cleanup_free_ char *v = utf8_term_safe(l->valuestring, strlen(l->valuestring));
+		k += (size_t)snprintf(out + k, n - k, "%s%s=%s", k ? "," : "", l->string, v ? v : "");
+	}
+	if (!out[0])
+		snprintf(out, n, "-");
+}
+
 static int sub_ls(int argc, char **argv)
 {
-	bool json = argc > 1 && !strcmp(argv[1], "--json");
-	if (argc > (json ? 2 : 1)) {
-		if (!strcmp(argv[argc - 1], "--help") || !strcmp(argv[argc - 1], "-h")) {
-			printf("usage: ward box ls [--json]\n");
+	bool json = false;
+	const char *want[BOX_LABELS_MAX];
+	size_t nwant = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: ward box ls [--json] [--label KEY=VALUE ...]\n"
+			       "  --label KEY=VALUE  only the boxes with this label (repeatable: all of them)\n");
 			return 0;
 		}
-		cmd_error("box ls: unknown argument %s; it takes only --json", argv[json ? 2 : 1]);
-		return EXIT_USAGE;
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			continue;
+		}
+		const char *kv = !strcmp(argv[i], "--label") && i + 1 < argc ? argv[++i]
+				 : !strncmp(argv[i], "--label=", 8) ? argv[i] + 8 : NULL;
+		struct err le = { 0 };
+		if (kv && box_label_check(kv, &le) < 0) {
+			cmd_error("box ls: --%s", le.msg);
+			return EXIT_USAGE;
+		}
+		if (!kv || nwant == BOX_LABELS_MAX) {
+			cmd_error("box ls: unknown argument %s; it takes --json and --label KEY=VALUE", argv[i]);
+			return EXIT_USAGE;
+		}
+		want[nwant++] = kv;
 	}
 	struct err e = { 0 };
 	cJSON *arr;
 	if (box_list(&arr, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
+	}
+	/* Only the boxes with every label asked for. */
+	for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
+		const cJSON *b = cJSON_GetArrayItem(arr, i);
+		bool keep = true;
+		for (size_t k = 0; k < nwant && keep; k++)
+			keep = box_has_label(b, want[k]);
+		if (!keep)
+			cJSON_DeleteItemFromArray(arr, i);
 	}
 	if (json) {
 		_cleanup_free_ char *s = cJSON_Print(arr);
@@ -504,8 +567,8 @@ static int sub_ls(int argc, char **argv)
 			if (n && (int)strlen(n) > nw)
 				nw = (int)strlen(n);
 		}
-		printf("%-*s %-8s %-7s %8s %9s %5s  %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME", "ENDS-IN", "CALLS",
-		       "WORKSPACE");
+		printf("%-*s %-8s %-7s %8s %9s %5s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME", "ENDS-IN",
+		       "CALLS", "LABELS", "WORKSPACE");
 		cJSON_ArrayForEach(b, arr) {
 			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
 						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
@@ -514,9 +577,11 @@ static int sub_ls(int argc, char **argv)
 			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
 			ls_number(b, "ends_in_ms", 1000, "s", ends, sizeof(ends));
 			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
-			printf("%-*s %-8s %-7s %8s %9s %5s  %s\n", nw,
+			char labels[512];
+			ls_labels(b, labels, sizeof(labels));
+			printf("%-*s %-8s %-7s %8s %9s %5s  %-20s %s\n", nw,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls,
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls, labels,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
 		}
 	}
@@ -563,7 +628,7 @@ static int sub_reap(int argc, char **argv)
 
 static const struct box_sub subs[] = {
 	{ "create", "[FLAGS]", "create a box and print its name", sub_create, true },
-	{ "ls", "[--json]", "list boxes", sub_ls, true },
+	{ "ls", "[--json] [--label KEY=VALUE]", "list boxes", sub_ls, true },
 	{ "info", "BOX", "a box's state, limits and what enforces them", sub_info, false },
 	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec, true },
 	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool, false },

@@ -296,6 +296,10 @@ static int run_box_given(struct run_flags *f, struct box_conn **ret, char *ws, i
 		f->workspace = ws;
 	f->rw = mode && !strcmp(mode, "read-write");
 	*born_ns = cJSON_IsNumber(created) ? (int64_t)created->valuedouble * 1000000000 : 0;
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(info, "labels");
+	_cleanup_free_ char *lt = cJSON_GetArraySize(labels) ? cJSON_PrintUnformatted(labels) : NULL;
+	if (lt && strlen(lt) < sizeof(f->box_labels))
+		snprintf(f->box_labels, sizeof(f->box_labels), "%s", lt);
 	cJSON_Delete(info);
 	*ret = c;
 	return 0;

@@ -387,6 +387,11 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		/* Its changes are that box's (ward diff, ward apply). */
 		if (f->box_name)
 			cJSON_AddStringToObject(h, "box", f->box_name);
+		/* Its labels, for audit and cost: every record of the session is
+		 * the box's. */
+		cJSON *labels = f->box_labels[0] ? cJSON_Parse(f->box_labels) : NULL;
+		if (labels)
+			cJSON_AddItemToObject(h, "box_labels", labels);
 		if (f->rw)
 			cJSON_AddBoolToObject(h, "rw", 1);
 		int r = journal_create(&s->j, h, &e);

@@ -36,6 +36,7 @@ struct run_flags {
 	struct turn_cfg cfg;
 	struct gate gate;
 	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
+	char box_labels[4096];	/* --box: its labels as JSON ({key: value}), for the journal; "" none */
 	bool rw;
 	bool no_instructions;	/* --no-project-instructions */
 	uint64_t disk;		/* the box's --disk; 0: the default */

@@ -55,6 +55,34 @@ static void box_gen_name(char *out, size_t n)
 	snprintf(out, n, "box-%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
 }
 
+int box_label_check(const char *kv, struct err *e)
+{
+	const char *eq = strchr(kv, '=');
+	size_t kl = eq ? (size_t)(eq - kv) : 0;
+	bool ok = eq && kl >= 1 && kl <= 63 && strlen(eq + 1) <= 255 && ((kv[0] >= 'a' && kv[0] <= 'z') ||
+									      (kv[0] >= '0' && kv[0] <= '9'));
+	for (size_t i = 0; ok && i < kl; i++)
+		ok = (kv[i] >= 'a' && kv[i] <= 'z') || (kv[i] >= '0' && kv[i] <= '9') || strchr("._/-", kv[i]);
+	for (const char *v = eq ? eq + 1 : ""; ok && *v; v++)
+		ok = *v >= 0x20 && *v < 0x7f;
+	if (!ok)
+		return err_set(e, -EINVAL, "label \"%.80s\": give key=value, the key 1 to 63 of a-z 0-9 . _ / - (from a "
+			       "letter or digit), the value up to 255 printable ASCII characters", kv);
+	return 0;
+}
+
+bool box_has_label(const cJSON *info, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq)
+		return false;
+	char key[64];
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - kv) < 63 ? (int)(eq - kv) : 63, kv);
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(info,
+												"labels"), key));
+	return v && !strcmp(v, eq + 1);
+}
+
 /* After a stop signal: how long the keeper's answer is still waited for. */
 #define BOX_CANCEL_WAIT_MS 2000
 

@@ -49,7 +49,18 @@ struct box_opts {
 	int64_t grace_ms;
 	const char *guest_path;
 	pid_t owner;		/* a non-persistent box dies with this process */
+	const char *const *labels;	/* "key=value" each (box_label_check), BOX_LABELS_MAX at most */
+	size_t nlabels;
 };
+
+/* Labels: metadata a box carries for whoever made it (a task, a team, a
+ * cost centre), shown by ls and info and kept in the journals of the
+ * sessions that use the box. key: 1 to 63 of [a-z0-9._/-], starting with
+ * a letter or digit; value: 0 to 255 printable ASCII characters. */
+#define BOX_LABELS_MAX 32
+int box_label_check(const char *kv, struct err *e);
+/* Whether a box's info (box_info, box_list) carries label kv ("key=value"). */
+bool box_has_label(const cJSON *info, const char *kv);
 
 void box_opts_default(struct box_opts *o);
 

@@ -453,10 +453,24 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
+/* The box's labels, {key: value}, into j. */
+static void keeper_labels(cJSON *j)
+{
+	cJSON *l = cJSON_AddObjectToObject(j, "labels");
+	for (size_t i = 0; i < K.o->nlabels; i++) {
+		const char *kv = K.o->labels[i], *eq = strchr(kv, '=');
+		char key[64];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+		cJSON_DeleteItemFromObjectCaseSensitive(l, key);	/* a key given again: the last one */
+		cJSON_AddStringToObject(l, key, eq + 1);
+	}
+}
+
 static void keeper_info(struct kclient *c, uint32_t id)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "name", K.name);
+	keeper_labels(j);
 	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
 	cJSON_AddStringToObject(j, "state", K.up ? "running" : "lost");
@@ -808,6 +822,7 @@ static void keeper_write_files(void)
 	}
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "name", K.name);
+	keeper_labels(j);
 	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
 	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);

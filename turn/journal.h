@@ -1,6 +1,6 @@
 /* The session journal: one JSON object per line, 0600 in a 0700 directory
  * ($XDG_STATE_HOME/ward/sessions). Records:
- *   {"type":"header","session","created","provider","model","workspace","box"}
+ *   {"type":"header","session","created","provider","model","workspace","box","box_labels"?}
  *   {"type":"instructions","files":[{"path","sha256","bytes","cut"?}],"cut"?}
  *                          the project instruction files in the system prompt
  *                          (each time the session starts or resumes)
