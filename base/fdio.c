@@ -356,3 +356,19 @@ int fdio_unix_connect(const char *path, bool nonblock)
 	}
 	return fd;
 }
+
+int fdio_accept(int lfd, struct sockaddr *sa, socklen_t *len, int *reserve)
+{
+	int fd = accept4(lfd, sa, len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd >= 0)
+		return fd;
+	int r = -errno;
+	if ((r != -EMFILE && r != -ENFILE) || *reserve < 0)
+		return r;
+	close(*reserve);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	*reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return -EMFILE;
+}

@@ -1,6 +1,7 @@
 /* Full reads and writes: EINTR, EAGAIN (by polling), short I/O and EOF. */
 #pragma once
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,5 +42,11 @@ int fdio_unix_listen(const char *path, int backlog, bool nonblock);
  * the socket is non-blocking, and a listener whose queue is full is
  * -EAGAIN at once rather than waited for. */
 int fdio_unix_connect(const char *path, bool nonblock);
+/* accept4 (CLOEXEC, NONBLOCK) on a level-triggered listener that must not
+ * spin when the process is out of descriptors: then the reserve (an open
+ * descriptor kept for this, e.g. of /dev/null) is given up for a moment to
+ * take the connection and close it, so the peer sees it refused, and is
+ * opened again. The new fd, -EMFILE after such a shedding, or -errno. */
+int fdio_accept(int lfd, struct sockaddr *sa, socklen_t *len, int *reserve);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -151,6 +152,7 @@ struct http {
 	int64_t curl_deadline;	/* from curl's timer callback; -1 none */
 	struct http_req *reqs;
 	int relay_fd, relay_port;	/* the relay's listener, or -1 */
+	int relay_reserve;	/* a descriptor given up when out of them (fdio_accept) */
 	struct relay_wait *waits;
 	struct relay_conn *conns;
 };
@@ -229,7 +231,7 @@ int http_new(struct http **ret, struct loop *l)
 		return -ENOMEM;
 	h->loop = l;
 	h->curl_deadline = -1;
-	h->relay_fd = -1;
+	h->relay_fd = h->relay_reserve = -1;
 	h->multi = curl_multi_init();
 	if (!h->multi) {
 		free(h);
@@ -295,6 +297,8 @@ void http_free(struct http *h)
 		loop_del(h->loop, h->relay_fd);
 		close(h->relay_fd);
 	}
+	if (h->relay_reserve >= 0)
+		close(h->relay_reserve);
 	free(h);
 }
 
@@ -479,10 +483,12 @@ static void relay_on_io(struct loop *l, int fd, uint32_t events, void *data)
 static void relay_on_accept(struct loop *l, int lfd, uint32_t events, void *data)
 {
 	struct http *h = data;
-	for (;;) {
+	for (int i = 0; i < 64; i++) {
 		struct sockaddr_in peer;
 		socklen_t len = sizeof(peer);
-		int fd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = fdio_accept(lfd, (struct sockaddr *)&peer, &len, &h->relay_reserve);
+		if (fd == -EMFILE)
+			continue;	/* (shed: out of descriptors) */
 		if (fd < 0)
 			return;
 		struct relay_wait **p = &h->waits;
@@ -528,6 +534,7 @@ static int relay_listen(struct http *h)
 	}
 	h->relay_fd = fd;
 	h->relay_port = ntohs(sa.sin_port);
+	h->relay_reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 

@@ -59,13 +59,16 @@ void egress_free(struct egress *g)
 struct egress_host {
 	struct net_proxy *p;
 	uid_t owner;
+	int reserve;		/* given up when out of descriptors (fdio_accept) */
 };
 
 static void egress_on_host(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct egress_host *h = data;
 	for (int i = 0; i < 16; i++) {
-		int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int c = fdio_accept(fd, NULL, NULL, &h->reserve);
+		if (c == -EMFILE)
+			continue;	/* (shed: out of descriptors) */
 		if (c < 0)
 			return;
 		struct ucred cr;
@@ -112,7 +115,7 @@ static __attribute__((noreturn)) void egress_child(const struct box_opts *o, con
 	sigprocmask(SIG_SETMASK, &term, NULL);
 	int keep[] = { inst->net_fd, ev_w, host_fd };
 	fdio_close_all_but(3, keep, 3);
-	struct egress_host host = { .owner = getuid() };
+	struct egress_host host = { .owner = getuid(), .reserve = open("/dev/null", O_RDONLY | O_CLOEXEC) };
 	int sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct err e = { 0 };
 	fdio_set_nonblock(inst->net_fd, true);
