@@ -372,3 +372,10 @@ int fdio_accept(int lfd, struct sockaddr *sa, socklen_t *len, int *reserve)
 	*reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return -EMFILE;
 }
+
+bool fdio_peer_is(int fd, uid_t uid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && (cr.uid == uid || cr.uid == 0);
+}

@@ -48,5 +48,7 @@ int fdio_unix_connect(const char *path, bool nonblock);
  * take the connection and close it, so the peer sees it refused, and is
  * opened again. The new fd, -EMFILE after such a shedding, or -errno. */
 int fdio_accept(int lfd, struct sockaddr *sa, socklen_t *len, int *reserve);
+/* Whether the peer of a unix socket runs as uid, or as root (SO_PEERCRED). */
+bool fdio_peer_is(int fd, uid_t uid);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);

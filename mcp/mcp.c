@@ -1,10 +1,11 @@
 /* The MCP client: one state machine per server over its box call's stdin
  * and stdout, or over streamable HTTP through the box's egress proxy
- * (mcp-http.c). Every request has a deadline; every server's request gets an
+ * (mhttp.c). Every request has a deadline; every server's request gets an
  * answer; every way a server can fail (never answering, garbage, exiting,
  * an endless line) ends in a state the model and the person are told. */
 #include "mcp/mcp.h"
 #include "mcp/mcp-int.h"
+#include "mcp/mhttp.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"
@@ -871,7 +872,7 @@ static void on_err(void *ud, uint32_t id, const char *p, size_t n)
 	capture_add(&s->err, p, n);
 }
 
-/* ---- HTTP servers (mcp-http.c is the transport) ---- */
+/* ---- HTTP servers (mhttp.c is the transport) ---- */
 
 static int http_dial(void *ud, char *msg, size_t cap)
 {

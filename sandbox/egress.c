@@ -71,9 +71,7 @@ static void egress_on_host(struct loop *l, int fd, uint32_t events, void *data)
 			continue;	/* (shed: out of descriptors) */
 		if (c < 0)
 			return;
-		struct ucred cr;
-		socklen_t len = sizeof(cr);
-		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || (cr.uid != h->owner && cr.uid != 0)) {
+		if (!fdio_peer_is(c, h->owner)) {
 			close(c);
 			continue;
 		}

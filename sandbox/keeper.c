@@ -710,10 +710,8 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *data)
 	int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (cfd < 0)
 		return;
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
 	/* The socket lives in a 0700 directory; this is the second wall. */
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || (cr.uid != getuid() && cr.uid != 0)) {
+	if (!fdio_peer_is(cfd, getuid())) {
 		close(cfd);
 		return;
 	}

@@ -115,14 +115,9 @@ static int anthropic_request(const struct provider_cfg *c, const struct provider
 	}
 	if (ttl)
 		cache_mark_last(msgs, ttl);
-	out->body = cJSON_PrintUnformatted(b);
-	cJSON_Delete(b);
-	if (!out->body)
-		return err_set(e, -ENOMEM, "out of memory");
-	out->body_len = strlen(out->body);
-	int h = 0;
-	out->headers[h++] = provider_header("content-type", "application/json");
-	out->headers[h++] = provider_header("accept", "text/event-stream");
+	int h = provider_json_body(out, b, e);
+	if (h < 0)
+		return h;
 	out->headers[h++] = provider_header("anthropic-version", ANTHROPIC_VERSION);
 	if (c->api_key)
 		out->headers[h++] = provider_header("x-api-key", c->api_key);

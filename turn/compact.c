@@ -205,14 +205,7 @@ cJSON *compact_summary_request(const cJSON *messages, const struct compact_split
 	if (!text)
 		return NULL;
 	cJSON *msgs = cJSON_CreateArray();
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON *c = cJSON_AddArrayToObject(m, "content");
-	cJSON *b = cJSON_CreateObject();
-	cJSON_AddStringToObject(b, "type", "text");
-	cJSON_AddStringToObject(b, "text", text);
-	cJSON_AddItemToArray(c, b);
-	cJSON_AddItemToArray(msgs, m);
+	cJSON_AddItemToArray(msgs, provider_user_text(text));
 	return msgs;
 }
 
@@ -251,13 +244,7 @@ cJSON *compact_summary_message(const char *summary, const struct compact_split *
 		   sp->rounds_replaced == 1 ? "" : "s");
 	buf_append(&b, summary, strlen(summary));
 	buf_cstr(&b);
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON *c = cJSON_AddArrayToObject(m, "content");
-	cJSON *t = cJSON_CreateObject();
-	cJSON_AddStringToObject(t, "type", "text");
-	cJSON_AddStringToObject(t, "text", b.data ? b.data : "");
-	cJSON_AddItemToArray(c, t);
+	cJSON *m = provider_user_text(b.data ? b.data : "");
 	buf_free(&b);
 	return m;
 }

@@ -172,16 +172,34 @@ void provider_error_json(const char *body, size_t n, char *out, size_t cap)
 	cJSON_Delete(j);
 }
 
-int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key, struct err *e)
+cJSON *provider_user_text(const char *text)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "type", "text");
+	cJSON_AddStringToObject(b, "text", text);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "content"), b);
+	return m;
+}
+
+int provider_json_body(struct http_call *out, cJSON *b, struct err *e)
 {
 	out->body = cJSON_PrintUnformatted(b);
 	cJSON_Delete(b);
 	if (!out->body)
 		return err_set(e, -ENOMEM, "out of memory");
 	out->body_len = strlen(out->body);
-	int h = 0;
-	out->headers[h++] = provider_header("content-type", "application/json");
-	out->headers[h++] = provider_header("accept", "text/event-stream");
+	out->headers[0] = provider_header("content-type", "application/json");
+	out->headers[1] = provider_header("accept", "text/event-stream");
+	return 2;
+}
+
+int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key, struct err *e)
+{
+	int h = provider_json_body(out, b, e);
+	if (h < 0)
+		return h;
 	if (api_key) {
 		size_t n = strlen(api_key) + 8;
 		char *v = malloc(n);

@@ -114,6 +114,12 @@ void provider_reply_meta(struct reply *r, const cJSON *o);
  * in) holds the cached tokens too (details.cached_tokens), so input is the
  * rest (turn/usage.h). */
 void provider_openai_usage(struct usage *u, const cJSON *o, const char *in, const char *out, const char *details);
+/* A user message of one text block: {"role": "user", "content": [{"type":
+ * "text", "text": text}]} (a new object, the caller's). */
+cJSON *provider_user_text(const char *text);
+/* Body b (JSON, consumed) and the first headers (content-type, accept
+ * text/event-stream): how many were set, or <0 with e. */
+int provider_json_body(struct http_call *out, cJSON *b, struct err *e);
 /* An OpenAI-style request: body b (JSON, consumed), content-type, accept
  * text/event-stream, and the key (NULL: none) as a Bearer token. */
 int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key, struct err *e);

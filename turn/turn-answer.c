@@ -87,18 +87,12 @@ bool turn_answer(struct turn *t, const char *raw)
 		return true;
 	}
 	t->answer_retried = true;
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON *content = cJSON_AddArrayToObject(m, "content");
-	cJSON *b = cJSON_CreateObject();
-	cJSON_AddStringToObject(b, "type", "text");
 	char msg[900];
 	snprintf(msg, sizeof(msg),
 		 "ward: your final answer does not match the output schema: %s. Reply with only the JSON value "
 		 "that matches the schema in your instructions: no other text, no code fence.",
 		 why);
-	cJSON_AddStringToObject(b, "text", msg);
-	cJSON_AddItemToArray(content, b);
+	cJSON *m = provider_user_text(msg);
 	journal_write(&t->s->j, "message", m);
 	cJSON_AddItemToArray(t->s->messages, m);
 	turn_start_round(t);

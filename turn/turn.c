@@ -108,13 +108,7 @@ static bool stop_hook(struct turn *t)
 	if (!blocked || t->stop_hook_done)
 		return false;
 	t->stop_hook_done = true;
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON *c = cJSON_AddArrayToObject(m, "content");
-	cJSON *b = cJSON_CreateObject();
-	cJSON_AddStringToObject(b, "type", "text");
-	cJSON_AddStringToObject(b, "text", why);
-	cJSON_AddItemToArray(c, b);
+	cJSON *m = provider_user_text(why);
 	journal_write(&t->s->j, "message", m);
 	cJSON_AddItemToArray(t->s->messages, m);
 	turn_start_round(t);
@@ -561,15 +555,10 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		cJSON_Delete(ev);
 	}
 	if (instruction && !prompt_blocked) {
-		cJSON *m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "role", "user");
-		cJSON *c = cJSON_AddArrayToObject(m, "content");
-		cJSON *b = cJSON_CreateObject();
-		cJSON_AddStringToObject(b, "type", "text");
-		cJSON_AddStringToObject(b, "text", instruction);
-		cJSON_AddItemToArray(c, b);
+		cJSON *m = provider_user_text(instruction);
 		if (hctx[0]) {
-			b = cJSON_CreateObject();
+			cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+			cJSON *b = cJSON_CreateObject();
 			cJSON_AddStringToObject(b, "type", "text");
 			cJSON_AddStringToObject(b, "text", hctx);
 			cJSON_AddItemToArray(c, b);

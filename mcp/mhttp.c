@@ -10,7 +10,7 @@
  * are queued and handed to the owner by mhub_drain, outside curl, where
  * the owner may send, reset and free as it likes. */
 #include "mcp/mcp.h"
-#include "mcp/mcp-int.h"
+#include "mcp/mhttp.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/loop.h"
