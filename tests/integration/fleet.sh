@@ -263,6 +263,9 @@ if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 	SL=$T_TMP/slurm
 	mkdir -p "$SL"
 	if slurm_up "$SL" 2>/dev/null; then
+		# The cluster is the test's: it goes however the test ends.
+		trap 'slurm_down "$SL" >/dev/null 2>&1' EXIT
+		trap 'exit 143' TERM INT
 		S=$F/slurm
 		mkdir -p "$S"
 		array() { # array OUT: the 12 as one array job; waits; "INDEX CODE" lines in OUT/codes.txt
@@ -292,6 +295,8 @@ if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 		like "$(scontrol -o show job "$jid" 2>&1)" 'JobState=CANCELLED' "Slurm records the job cancelled"
 		unlike "$("$WARD" box ls 2>&1)" "s-$(awk '{print $1}' "$F/scancel/long/session")" "and the task's box is gone"
 		slurm_down "$SL"
+		ok $? "the one-machine Slurm is stopped: munged, slurmctld and slurmd, nothing left"
+		trap - EXIT
 	else
 		ok 0 "Slurm array # SKIP a one-machine Slurm could not be started here: $SLURM_WHY"
 		slurm_down "$SL" >/dev/null 2>&1

@@ -253,6 +253,7 @@ PY
 }
 hlog() { cat "$HLOG" 2>/dev/null; }
 trap 'kill $(cat "$T_TMP/http-pids" 2>/dev/null) 2>/dev/null' EXIT
+trap 'exit 143' TERM INT
 
 hsrv auth --require-header 'Authorization: Bearer s3cret-token'
 export WARD_TEST_MCP_TOKEN=s3cret-token
@@ -343,8 +344,7 @@ if command -v qemu-system-x86_64 >/dev/null && ls /boot/vmlinuz-* >/dev/null 2>&
 	like "$(req 2)" 'echo: from a vm box' "vm box: an HTTP server reached through the box's egress proxy"
 	"$WARD" box destroy "$VB" >/dev/null 2>&1
 else
-	echo "# skip: no QEMU or kernel for a vm box"
-	ok 0 "vm box: an HTTP server reached through the box's egress proxy (skipped: no QEMU)"
+	ok 0 "vm box: an HTTP server reached through the box's egress proxy # SKIP no QEMU or kernel for a vm box"
 fi
 
 # A call past its limit: notifications/cancelled by POST, the call's stream
