@@ -471,6 +471,21 @@ static int run_run(int argc, char **argv)
 	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
 	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
 	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema };
+	/* Signals are read by the loop; block them from the start (a task's
+	 * SIGTERM before its box is up is then seen by the loop, not lost). An
+	 * inherited SIG_IGN (a background job of a script) would discard them
+	 * before the loop could see them: ward's own handling replaces it. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	/* A hangup ends the run as SIGTERM does (nohup's SIG_IGN is kept). */
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -522,21 +537,6 @@ static int run_run(int argc, char **argv)
 		cmd_error("the task is empty");
 		return EXIT_USAGE;
 	}
-	/* Signals are read by the loop; block them from here on (a task's
-	 * SIGTERM before its box is up is then seen by the loop, not lost). An
-	 * inherited SIG_IGN (a background job of a script) would discard them
-	 * before the loop could see them: ward's own handling replaces it. */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	/* A hangup ends the run as SIGTERM does (nohup's SIG_IGN is kept). */
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
 	const char *patch = x.patch;
 	bool apply = x.apply;
 	r = run_flags_finish(&f);
