@@ -238,7 +238,7 @@ hsrv() { # hsrv NAME [server flags]: start the tests' server over HTTP -> HPORT,
 	local name=$1; shift
 	HLOG=$T_TMP/http-$name.jsonl; rm -f "$HLOG" "$T_TMP/http-$name.port"
 	python3 "$SRVPY" --http 0 --port-file "$T_TMP/http-$name.port" --log "$HLOG" "$@" >/dev/null 2>&1 &
-	echo $! >>"$T_TMP/http-pids"
+	HPIDS="$HPIDS $!"
 	for _ in $(seq 50); do [ -s "$T_TMP/http-$name.port" ] && break; sleep 0.1; done
 	HPORT=$(cat "$T_TMP/http-$name.port")
 }
@@ -252,7 +252,10 @@ json.dump({"mcpServers": {name: s}}, open(path, "w"))
 PY
 }
 hlog() { cat "$HLOG" 2>/dev/null; }
-trap 'kill $(cat "$T_TMP/http-pids" 2>/dev/null) 2>/dev/null' EXIT
+# The servers are the test's: they go however it ends (T_TMP is removed
+# by then, so their pids are kept here).
+HPIDS=""
+trap 'kill $HPIDS 2>/dev/null' EXIT
 trap 'exit 143' TERM INT
 
 hsrv auth --require-header 'Authorization: Bearer s3cret-token'
@@ -425,7 +428,7 @@ else
 	# The same server over streamable HTTP, through the box's egress proxy.
 	EVPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	PORT=$EVPORT "$EVERYTHING" streamableHttp >"$T_TMP/ev-http.log" 2>&1 &
-	echo $! >>"$T_TMP/http-pids"
+	HPIDS="$HPIDS $!"
 	for _ in $(seq 100); do grep -q listening "$T_TMP/ev-http.log" && break; sleep 0.1; done
 	hconf "$T_TMP/evh.json" everything "$EVPORT"
 	ws evh
