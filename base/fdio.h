@@ -25,6 +25,9 @@ int fdio_read_fd(int fd, size_t cap, char **ret_buf, size_t *ret_len);
  * controls. The fd (O_NONBLOCK, O_CLOEXEC), or -errno (-ELOOP: a link;
  * -EXDEV: out of dirfd). */
 int fdio_open_beneath(int dirfd, const char *path);
+/* A small file, whole or not at all: written to path.tmp, fsynced, renamed
+ * over path, and the rename made durable (the directory fsynced). */
+int fdio_write_atomic(const char *path, const void *data, size_t n, mode_t mode);
 /* Write a small string to a file that must already exist (sysfs, procfs). */
 int fdio_write_str(int dirfd, const char *path, const char *s);
 int fdio_set_nonblock(int fd, bool on);

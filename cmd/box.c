@@ -42,6 +42,7 @@ static const struct option create_opts[] = {
 	{ "backend", required_argument, NULL, 'b' },
 	{ "no-snapshot", no_argument, NULL, 'S' },
 	{ "label", required_argument, NULL, 'L' },
+	{ "on-idle", required_argument, NULL, 'O' },
 	{ "timeout", required_argument, NULL, 'T' },
 	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "help", no_argument, NULL, 'h' },
@@ -51,7 +52,10 @@ static const struct option create_opts[] = {
 static const char create_help[] =
 	"  --name NAME        box name (default: generated)\n"
 	"  --ttl DUR          destroy after DUR (default 8h; 0 = never)\n"
-	"  --idle DUR         destroy after DUR with no client and no call (default 30m; 0 = never)\n"
+	"  --idle DUR         after DUR idle, --on-idle's action (default 30m; 0 = never); idle is no\n"
+	"                     call and, for destroy, no client attached\n"
+	"  --on-idle ACTION   destroy (default) or hibernate: keep /workspace's changes and /tmp on\n"
+	"                     disk, end every process; the next call wakes the box\n"
 	"  --persistent       outlive the process that created it (default: dies with it)\n"
 	"  --memory SIZE      memory ceiling (default 1G)\n"
 	"  --pids N           process ceiling (default 512)\n"
@@ -120,6 +124,13 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 			break;
 		case 'p':
 			o->persistent = true;
+			break;
+		case 'O':
+			if (strcmp(optarg, "destroy") && strcmp(optarg, "hibernate")) {
+				cmd_error("--on-idle: \"%s\" is not an action; use destroy or hibernate", optarg);
+				return -1;
+			}
+			o->on_idle = !strcmp(optarg, "hibernate") ? BOX_IDLE_HIBERNATE : BOX_IDLE_DESTROY;
 			break;
 		case 'L': {
 			struct err le = { 0 };
@@ -364,8 +375,10 @@ static int exec_in(const char *name, int argc, char **argv, int64_t timeout_s, i
 	}
 	int code = exit_for(res);
 	const char *o = cJSON_GetStringValue(cJSON_GetObjectItem(res, "outcome"));
-	if (o && strcmp(o, "ok") && strcmp(o, "failed")) {
-		/* The model's text is the clearest account: time-out, tail, hint. */
+	bool ran = cJSON_IsNumber(cJSON_GetObjectItem(res, "exit_code")) || cJSON_IsNumber(cJSON_GetObjectItem(res, "signal"));
+	if (o && strcmp(o, "ok") && (strcmp(o, "failed") || !ran)) {
+		/* The model's text is the clearest account: time-out, tail, hint;
+		 * a failure with no exit code is the box's (a wake that failed). */
 		const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(res, "text"));
 		fprintf(stderr, "ward: %s: %s", o, t ? t : "\n");
 	}
@@ -487,6 +500,74 @@ static int sub_destroy(int argc, char **argv)
 	return rc;
 }
 
+/* hibernate or wake each box named; one line each says how long it took. */
+static int hib_each(int argc, char **argv, bool wake)
+{
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		struct err e = { 0 };
+		struct box_conn *c;
+		cJSON *j = NULL;
+		if (box_connect(argv[i], &c, &e) < 0) {
+			cmd_error("%s", e.msg);
+			rc = EXIT_UNKNOWN_BOX;
+			continue;
+		}
+		int r = wake ? box_wake(c, &j, &e) : box_hibernate(c, &j, &e);
+		box_disconnect(c);
+		if (r < 0) {
+			cmd_error("%s", e.msg);
+			rc = EXIT_FAIL;
+			continue;
+		}
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(j, "ms"),
+			    *b = cJSON_GetObjectItemCaseSensitive(j, "state_bytes");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "already")))
+			printf("%s: already %s\n", argv[i], wake ? "running" : "hibernated");
+		else if (wake)
+			printf("%s: woken in %.0f ms\n", argv[i], cJSON_IsNumber(ms) ? ms->valuedouble : 0);
+		else
+			printf("%s: hibernated in %.0f ms, %.0f bytes saved\n", argv[i],
+			       cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(b) ? b->valuedouble : 0);
+		cJSON_Delete(j);
+	}
+	return rc;
+}
+
+static int sub_hibernate(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_error("usage: ward box hibernate BOX...");
+		return EXIT_USAGE;
+	}
+	return hib_each(argc, argv, false);
+}
+
+static int sub_wake(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_error("usage: ward box wake BOX...");
+		return EXIT_USAGE;
+	}
+	return hib_each(argc, argv, true);
+}
+
+/* Bytes as ls shows them: 0, 812K, 37M, 1.2G. */
+static void ls_size(uint64_t v, char *out, size_t n)
+{
+	static const char u[] = "KMGT";
+	double d = (double)v;
+	int i = -1;
+	while (d >= 1024 && i < 3) {
+		d /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(out, n, "%llu", (unsigned long long)v);
+	else
+		snprintf(out, n, d < 10 ? "%.1f%c" : "%.0f%c", d, u[i]);
+}
+
 static void ls_number(const cJSON *b, const char *key, double unit, const char *suffix, char *out, size_t n)
 {
 	const cJSON *v = cJSON_GetObjectItem(b, key);
@@ -567,8 +648,8 @@ static int sub_ls(int argc, char **argv)
 			if (n && (int)strlen(n) > nw)
 				nw = (int)strlen(n);
 		}
-		printf("%-*s %-8s %-7s %8s %9s %5s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME", "ENDS-IN",
-		       "CALLS", "LABELS", "WORKSPACE");
+		printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME",
+		       "ENDS-IN", "CALLS", "DISK", "LABELS", "WORKSPACE");
 		cJSON_ArrayForEach(b, arr) {
 			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
 						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
@@ -577,11 +658,17 @@ static int sub_ls(int argc, char **argv)
 			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
 			ls_number(b, "ends_in_ms", 1000, "s", ends, sizeof(ends));
 			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
+			char disk[24];
+			const cJSON *db = cJSON_GetObjectItem(b, "disk_bytes");
+			if (cJSON_IsNumber(db))
+				ls_size((uint64_t)db->valuedouble, disk, sizeof(disk));
+			else
+				snprintf(disk, sizeof(disk), "-");
 			char labels[512];
 			ls_labels(b, labels, sizeof(labels));
-			printf("%-*s %-8s %-7s %8s %9s %5s  %-20s %s\n", nw,
+			printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls, labels,
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls, disk, labels,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
 		}
 	}
@@ -633,6 +720,8 @@ static const struct box_sub subs[] = {
 	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec, true },
 	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool, false },
 	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run, true },
+	{ "hibernate", "BOX...", "save a box's files to disk and end its processes", sub_hibernate, false },
+	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_wake, false },
 	{ "destroy", "BOX...", "destroy boxes", sub_destroy, false },
 	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap, false },
 };
@@ -643,7 +732,7 @@ static int box_run(int argc, char **argv)
 		FILE *f = argc < 2 ? stderr : stdout;
 		fprintf(f, "usage: ward box SUBCOMMAND\n\n");
 		for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
-			fprintf(f, "  %-8s %-26s %s\n", subs[i].name, subs[i].args, subs[i].summary);
+			fprintf(f, "  %-9s %-26s %s\n", subs[i].name, subs[i].args, subs[i].summary);
 		fprintf(f, "\ncreate/run flags:\n%s", create_help);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}

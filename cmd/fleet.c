@@ -255,38 +255,6 @@ void fleet_patch_path(const struct fleet *fl, char *out, size_t n)
 	path_in(fl, "patch.diff", out, n);
 }
 
-/* A small file of ours, whole or not at all. */
-static int write_atomic(const char *path, const char *data, size_t n)
-{
-	char tmp[PATH_MAX + 8];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	int r = fdio_write_full(fd, data, n);
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	/* The rename itself, durable. */
-	_cleanup_free_ char *dir = strdup(path);
-	char *slash = dir ? strrchr(dir, '/') : NULL;
-	if (slash) {
-		*slash = 0;
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-	}
-	return 0;
-}
-
 static int copy_file(const char *from, const char *to)
 {
 	_cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
@@ -417,7 +385,7 @@ void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
 	char p[PATH_MAX + 32], line[128];
 	path_in(fl, "session", p, sizeof(p));
 	int n = snprintf(line, sizeof(line), "%s %d\n", id, fl->runs);
-	int w = write_atomic(p, line, (size_t)n);
+	int w = fdio_write_atomic(p, line, (size_t)n, 0644);
 	if (w < 0)
 		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(-w));
 	/* The journal beside the results, live where one file system holds
@@ -477,7 +445,7 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 	if (line)
 		snprintf(line, sl + 2, "%s\n", s);
 	path_in(fl, "result.json", p, sizeof(p));
-	int r = line ? write_atomic(p, line, strlen(line)) : -ENOMEM;
+	int r = line ? fdio_write_atomic(p, line, strlen(line), 0644) : -ENOMEM;
 	if (r < 0) {
 		cmd_error("task %s: cannot write %s: %s", fl->id, p, strerror(-r));
 		return r;

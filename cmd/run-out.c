@@ -68,6 +68,7 @@ void run_out_event(void *ud, const struct turn_event *ev)
 			cJSON_AddStringToObject(j, "why", ev->stop->why);
 			break;
 		case EV_NET:
+		case EV_BOX:
 		case EV_COMPACT:
 		case EV_HOOK:
 			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
@@ -129,6 +130,17 @@ void run_out_event(void *ud, const struct turn_event *ev)
 			}
 		}
 		fputc('\n', stderr);
+		break;
+	}
+	case EV_BOX: {
+		const char *what = json_str(ev->result, "event"), *why = json_str(ev->result, "why");
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "ms");
+		if (what && !strcmp(what, "woken"))
+			fprintf(stderr, "  ⏻ the box was hibernated: woken in %.0f ms\n", cJSON_IsNumber(ms) ? ms->valuedouble : 0);
+		else if (what && !strcmp(what, "wake_failed")) {
+			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
+			fprintf(stderr, "  ✗ the box could not be woken: %s\n", w ? w : "");
+		}
 		break;
 	}
 	case EV_NET: {

@@ -276,6 +276,14 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 	case EV_USAGE:
 		u->usage = *ev->usage;
 		break;
+	case EV_BOX: {
+		const char *what = json_str(ev->result, "event");
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "ms");
+		if (what && !strcmp(what, "woken"))
+			tui_putf(u, DIM "  ⏻ box woken from hibernation in %.0f ms" UNDIM "\n",
+				 cJSON_IsNumber(ms) ? ms->valuedouble : 0);
+		break;
+	}
 	case EV_NET: {
 		/* Between a card's output and its result: what the box reached. */
 		const char *host = json_str(ev->result, "host"), *why = json_str(ev->result, "why");

@@ -61,7 +61,7 @@ const char *proto_type_name(uint8_t type)
 		[PROTO_EVIDENCE] = "evidence", [PROTO_PING] = "ping", [PROTO_PONG] = "pong",
 		[PROTO_OUTPUT] = "output", [PROTO_RESULT] = "result", [PROTO_EVENT] = "event",
 		[PROTO_ERROR] = "error", [PROTO_DESTROY] = "destroy", [PROTO_INFO] = "info", [PROTO_START] = "start",
-		[PROTO_INPUT] = "input",
+		[PROTO_INPUT] = "input", [PROTO_HIBERNATE] = "hibernate", [PROTO_WAKE] = "wake",
 	};
 	if (type > PROTO_TYPE_MAX || !names[type])
 		return "unknown";
@@ -128,6 +128,7 @@ static void writer_compact(struct proto_writer *w)
 void proto_writer_free(struct proto_writer *w)
 {
 	buf_free(&w->out);
+	w->off = 0;	/* nothing queued: not what was written of the old buffer */
 }
 
 int proto_queue(struct proto_writer *w, uint8_t type, uint8_t flags, uint32_t id,

@@ -54,6 +54,9 @@ struct box_conn {
 	uint32_t want_id;
 	cJSON *reply;
 	bool dead;
+	/* The keeper is waking the box for a call: since when (0: not). Its
+	 * clock for the calls starts after the wake, so theirs waits too. */
+	int64_t waking_since;
 	void (*ev_cb)(void *ud, cJSON *ev);
 	void *ev_ud;
 };
@@ -357,11 +360,31 @@ void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void
 	c->ev_ud = ud;
 }
 
+/* A wake holds the calls' clocks: their deadlines move by its length. */
+static void box_wake_clock(struct box_conn *c, const cJSON *ev)
+{
+	const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "type"));
+	const char *what = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "event"));
+	if (!t || strcmp(t, "box") || !what)
+		return;
+	int64_t now = now_ms();
+	if (!strcmp(what, "waking")) {
+		c->waking_since = now;
+	} else if (c->waking_since && (!strcmp(what, "woken") || !strcmp(what, "wake_failed"))) {
+		for (struct box_pending *p = c->pending; p; p = p->next)
+			p->deadline += now - c->waking_since;
+		c->wr_progress_ms += now - c->waking_since;
+		c->waking_since = 0;
+	}
+}
+
 static void box_frame(struct box_conn *c, const struct frame *f)
 {
 	if (f->type == PROTO_EVENT && f->id == 0) {
-		cJSON *j = c->ev_cb ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
+		cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
 		if (cJSON_IsObject(j))
+			box_wake_clock(c, j);
+		if (cJSON_IsObject(j) && c->ev_cb)
 			c->ev_cb(c->ev_ud, j);
 		else
 			cJSON_Delete(j);
@@ -440,6 +463,8 @@ static int64_t box_stall_deadline(const struct box_conn *c)
 
 int64_t box_conn_deadline(const struct box_conn *c)
 {
+	if (c->waking_since)
+		return c->waking_since + BOX_HIBERNATE_TIMEOUT_MS;
 	int64_t d = box_stall_deadline(c);
 	for (const struct box_pending *p = c->pending; p; p = p->next)
 		if (d < 0 || p->deadline < d)
@@ -453,6 +478,8 @@ void box_conn_tick(struct box_conn *c)
 	bool stuck = stall >= 0 && now >= stall;
 	for (const struct box_pending *p = c->pending; p && !stuck; p = p->next)
 		stuck = now >= p->deadline;
+	if (c->waking_since)
+		stuck = now >= c->waking_since + BOX_HIBERNATE_TIMEOUT_MS;
 	if (!stuck)
 		return;
 	/* The keeper is past its own deadline for a call, or not taking
@@ -583,23 +610,57 @@ static bool box_reply_done(void *ud)
 	return ((struct box_conn *)ud)->reply != NULL;
 }
 
-int box_info(struct box_conn *c, cJSON **ret, struct err *e)
+/* One request to the keeper and its reply, an INFO frame with the same id. */
+static int box_request(struct box_conn *c, uint8_t type, int64_t ms, cJSON **ret, struct err *e)
 {
 	c->want_type = PROTO_INFO;
 	c->want_id = ++c->next_id;
-	int r = box_queue(c, PROTO_INFO, c->want_id, NULL, 0);
+	int r = box_queue(c, type, c->want_id, NULL, 0);
 	if (r >= 0)
-		r = box_drive(c, box_reply_done, c, now_ms() + BOX_CONNECT_TIMEOUT_MS, -1, 0, NULL);
+		r = box_drive(c, box_reply_done, c, now_ms() + ms, -1, 0, NULL);
 	c->want_type = 0;
 	if (r < 0 || !cJSON_IsObject(c->reply)) {
 		cJSON_Delete(c->reply);
 		c->reply = NULL;
 		return err_set(e, r < 0 ? r : -EPROTO, "box %s did not answer (%s)", c->name,
-			       r == -ETIMEDOUT ? "no reply within 2 s" : r < 0 ? strerror(-r) : "a malformed reply");
+			       r == -ETIMEDOUT ? "no reply in time" : r < 0 ? strerror(-r) : "a malformed reply");
 	}
 	*ret = c->reply;
 	c->reply = NULL;
 	return 0;
+}
+
+int box_info(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_request(c, PROTO_INFO, BOX_CONNECT_TIMEOUT_MS, ret, e);
+}
+
+/* HIBERNATE or WAKE: the reply's "error" is the keeper's one line. */
+static int box_hib_request(struct box_conn *c, uint8_t type, cJSON **ret, struct err *e)
+{
+	cJSON *j = NULL;
+	int r = box_request(c, type, BOX_HIBERNATE_TIMEOUT_MS, &j, e);
+	if (r < 0)
+		return r;
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
+	if (why) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "code");
+		r = err_set(e, cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : -EIO, "%s", why);
+		cJSON_Delete(j);
+		return r;
+	}
+	*ret = j;
+	return 0;
+}
+
+int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_hib_request(c, PROTO_HIBERNATE, ret, e);
+}
+
+int box_wake(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_hib_request(c, PROTO_WAKE, ret, e);
 }
 
 int box_destroy(const char *name, struct err *e)

@@ -32,10 +32,22 @@ enum box_net {
  * tunnels and refuses new ones. */
 #define BOX_NET_MAX_BYTES_DEFAULT (10ULL << 30)
 
+/* What an idle box's keeper does: destroy it, or hibernate it (a call
+ * wakes it). */
+enum box_on_idle {
+	BOX_IDLE_DESTROY,
+	BOX_IDLE_HIBERNATE,
+};
+
 struct box_opts {
 	const char *name;	/* NULL: generated */
 	const char *backend;	/* "ns" */
 	int64_t ttl_ms, idle_ms;	/* 0: none */
+	enum box_on_idle on_idle;
+	/* Hibernated this long, the saved state is compressed and moved to
+	 * the store (0: never). */
+	int64_t cold_after_ms;
+	const char *store;	/* "DIR" or "s3://BUCKET/PREFIX"; NULL: the state dir's cold/ */
 	bool persistent;	/* survives the ward that made it */
 	bool keep_layers;	/* keep the workspace's changes after the box (ward run) */
 	bool no_snapshot;	/* vm: cold boot, never from a snapshot */
@@ -98,6 +110,17 @@ void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void
 int box_egress_dial(const struct box_conn *c, char *msg, size_t cap);
 /* The box's state and limits (bounded: BOX_CONNECT_TIMEOUT_MS). */
 int box_info(struct box_conn *c, cJSON **ret, struct err *e);
+/* Hibernate the box: its workspace layer and /tmp (its home) are kept on
+ * disk, every process of it ends (they do not survive: see SECURITY.md).
+ * Refused while calls run. A call to a hibernated box wakes it first (a
+ * box event {"type":"box","event":"woken","ms"} says how long it took).
+ * ret (the callee's to free): {"ms","state_bytes"} or {"already":true}.
+ * Bounded: BOX_HIBERNATE_TIMEOUT_MS. */
+#define BOX_HIBERNATE_TIMEOUT_MS (11LL * 60 * 1000)
+int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e);
+/* Wake it now: {"ms"} or {"already":true}; a torn saved state is refused
+ * (-EBADMSG) and kept as it is. */
+int box_wake(struct box_conn *c, cJSON **ret, struct err *e);
 
 /* Calls. There is one way to make a call: start it, then drive the
  * connection from an event loop (watch box_conn_fd for box_conn_events,

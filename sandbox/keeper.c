@@ -6,6 +6,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/egress.h"
+#include "sandbox/keeper-int.h"
 #include "sandbox/layers.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -41,59 +42,10 @@
 #define KEEPER_PACE (4u << 20)
 /* What of the guest's stderr reaches the keeper's log, per box. */
 #define KEEPER_GUEST_LOG_MAX (1u << 20)
-/* Refusals of the egress proxy a call's result reports, at most. */
-#define KCALL_NET_MAX 8
 
-struct kclient {
-	int fd;
-	struct proto_reader rd;
-	struct proto_writer wr;
-	uint32_t mask;		/* what the loop watches for */
-	struct kclient *next;
-};
+struct keeper K;
 
-struct kcall {
-	uint32_t gid, cid;	/* guest-side and client-side ids */
-	struct kclient *cl;
-	bool evidence;		/* a box-wide evidence request, not a call */
-	bool input;		/* "stdin": output never dropped (KEEPER_PACE) */
-	struct budget b;	/* the call's, from its CALL frame */
-	int64_t start_ms, cancel_ms, deadline_ms;
-	/* What the egress proxy refused while the call ran: its result says. */
-	char *net_refused[KCALL_NET_MAX];
-	unsigned nnet;
-	struct kcall *next;
-};
-
-static struct {
-	const struct box_opts *o;
-	const char *name, *boxdir;
-	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
-	struct layers layers;	/* held for the box's life (its image stays mounted) */
-	const struct box_backend *be;
-	struct cgroup_set cg;
-	char cgname[96];
-	struct box_inst inst;
-	struct egress eg;
-	bool up;		/* a guest is running and has said hello */
-	struct proto_reader grd;
-	struct proto_writer gwr;
-	uint32_t gmask;		/* what the loop watches for on the guest's channel */
-	struct loop *loop;
-	int lfd, sfd, ownerfd;
-	struct kclient *clients;
-	struct kcall *calls;
-	uint32_t next_gid;
-	int64_t created_ms, ttl_at, idle_at, last_activity;
-	time_t created_wall;
-	unsigned restarts;
-	size_t guest_log_bytes;
-	bool quit;
-	const char *why;
-} K;
-
-static void keeper_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void keeper_log(const char *fmt, ...)
+void keeper_log(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -142,11 +94,24 @@ static void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_
 	kclient_flush(c);
 }
 
-static void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j)
+void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j)
 {
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
 	if (s)
 		kclient_send(c, type, 0, id, s, strlen(s));
+}
+
+void keeper_broadcast(cJSON *ev)
+{
+	for (struct kclient *c = K.clients; c; c = c->next)
+		kclient_send_json(c, PROTO_EVENT, 0, ev);
+}
+
+void keeper_state_file(const char *state)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/state", K.boxdir);
+	fdio_write_atomic(p, state, strlen(state), 0600);
 }
 
 static void guest_flush(void)
@@ -163,7 +128,7 @@ static void guest_send_flags(uint8_t type, uint8_t flags, uint32_t id, const voi
 		guest_flush();
 }
 
-static void guest_send(uint8_t type, uint32_t id, const void *p, size_t n)
+void guest_send(uint8_t type, uint32_t id, const void *p, size_t n)
 {
 	guest_send_flags(type, 0, id, p, n);
 }
@@ -176,7 +141,7 @@ static struct kcall *kcall_by_gid(uint32_t gid)
 	return NULL;
 }
 
-static void kcall_remove(struct kcall *k)
+void kcall_remove(struct kcall *k)
 {
 	for (struct kcall **p = &K.calls; *p; p = &(*p)->next)
 		if (*p == k) {
@@ -270,7 +235,7 @@ static void keeper_fail_calls(const char *outcome, const char *text, struct kcal
 
 static void on_guest(struct loop *l, int fd, uint32_t events, void *data);
 
-static void keeper_guest_down(void)
+void keeper_guest_down(void)
 {
 	if (K.eg.ev_fd >= 0)
 		loop_del(K.loop, K.eg.ev_fd);
@@ -329,7 +294,7 @@ static void on_egress(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
-static int keeper_guest_up(struct err *e)
+int keeper_guest_up(struct err *e)
 {
 	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
 	int r = K.be->start(&spec, &K.inst, e);
@@ -372,7 +337,7 @@ static int keeper_guest_up(struct err *e)
 }
 
 /* The box's host cgroup, with the limits its backend asks of the host. */
-static void keeper_cgroup_create(void)
+void keeper_cgroup_create(void)
 {
 	struct limits hl = K.o->lim;
 	if (K.be->host_limits)
@@ -473,7 +438,21 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	keeper_labels(j);
 	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
-	cJSON_AddStringToObject(j, "state", K.up ? "running" : "lost");
+	cJSON_AddStringToObject(j, "state", K.up ? "running" : K.hib.state == KH_HIBERNATED ? "hibernated" :
+				K.hib.state == KH_COLD ? "cold" : "lost");
+	cJSON_AddNumberToObject(j, "disk_bytes", (double)keeper_disk_bytes());
+	cJSON *hb = cJSON_AddObjectToObject(j, "hibernate");
+	cJSON_AddStringToObject(hb, "on_idle", K.o->on_idle == BOX_IDLE_HIBERNATE ? "hibernate" : "destroy");
+	cJSON_AddStringToObject(hb, "keeps", "the workspace's changes and /tmp (the home)");
+	cJSON_AddStringToObject(hb, "loses", K.be == &box_backend_vm ?
+				"every process: QEMU cannot save a guest with 9p mounts (/usr, /workspace), so a "
+				"wake is a new guest over the same files" :
+				"every process: a wake is a new box over the same files");
+	if (K.hib.state != KH_NONE) {
+		cJSON_AddNumberToObject(hb, "state_bytes", (double)K.hib.bytes);
+		cJSON_AddNumberToObject(hb, "for_ms", (double)(now_ms() - K.hib.at_ms));
+	}
+	cJSON_AddNumberToObject(hb, "wakes", K.hib.wakes);
 	cJSON_AddNumberToObject(j, "keeper_pid", getpid());
 	cJSON_AddNumberToObject(j, "guest_pid", K.inst.pid);
 	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
@@ -483,7 +462,7 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	/* When it dies if nothing more happens: its TTL, or its idle timeout
 	 * counted from the last work (a running call holds the clock). */
 	int64_t ends = K.ttl_at;
-	if (K.o->idle_ms && !K.calls) {
+	if (K.o->idle_ms && !K.calls && K.o->on_idle == BOX_IDLE_DESTROY) {
 		int64_t idle_at = K.last_activity + K.o->idle_ms;
 		if (!ends || idle_at < ends)
 			ends = idle_at;
@@ -567,15 +546,35 @@ static void kclient_close(struct kclient *c)
 	keeper_pace();
 }
 
+/* A call to a hibernated box wakes it first; a lost one is made again. */
 static void kclient_call(struct kclient *c, const struct frame *f)
 {
 	if (!K.up) {
 		struct err e = { 0 };
-		if (keeper_restart(&e) < 0) {
+		int r;
+		if (K.hib.state != KH_NONE) {
+			cJSON *ev = cJSON_CreateObject(), *res = cJSON_CreateObject();
+			cJSON_AddStringToObject(ev, "type", "box");
+			cJSON_AddStringToObject(ev, "event", "waking");
+			cJSON_AddStringToObject(ev, "box", K.name);
+			keeper_broadcast(ev);
+			r = keeper_wake(res, &e);
+			if (r < 0) {
+				cJSON_DeleteItemFromObject(ev, "event");
+				cJSON_AddStringToObject(ev, "event", "wake_failed");
+				cJSON_AddStringToObject(ev, "why", e.msg);
+				keeper_broadcast(ev);
+			}
+			cJSON_Delete(ev);
+			cJSON_Delete(res);
+		} else {
+			r = keeper_restart(&e);
+		}
+		if (r < 0) {
 			cJSON *j = cJSON_CreateObject();
 			cJSON_AddStringToObject(j, "outcome", "failed");
 			char msg[700];
-			snprintf(msg, sizeof(msg), "the box could not be recreated: %s\n", e.msg);
+			snprintf(msg, sizeof(msg), "%s%s\n", K.hib.state != KH_NONE ? "" : "the box could not be recreated: ", e.msg);
 			cJSON_AddStringToObject(j, "text", msg);
 			kclient_send_json(c, PROTO_RESULT, f->id, j);
 			cJSON_Delete(j);
@@ -668,6 +667,21 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 	case PROTO_INFO:
 		keeper_info(c, f->id);
 		break;
+	case PROTO_HIBERNATE:
+	case PROTO_WAKE: {
+		struct err e = { 0 };
+		cJSON *j = cJSON_CreateObject();
+		int r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_wake(j, &e);
+		if (r < 0) {
+			cJSON_AddStringToObject(j, "error", e.msg);
+			cJSON_AddNumberToObject(j, "code", r);
+		} else {
+			cJSON_AddBoolToObject(j, "ok", 1);
+		}
+		kclient_send_json(c, PROTO_INFO, f->id, j);
+		cJSON_Delete(j);
+		break;
+	}
 	case PROTO_DESTROY:
 		K.why = "destroyed on request";
 		K.quit = true;
@@ -764,19 +778,28 @@ static int64_t keeper_tick(void)
 		}
 		NEXT(K.ttl_at);
 	}
-	if (K.o->idle_ms) {
-		int64_t idle_at = K.last_activity + K.o->idle_ms;
-		if (K.calls || K.clients)
-			idle_at = now + K.o->idle_ms;	/* busy or attached: not idle */
-		if (!K.calls && !K.clients && now >= idle_at) {
-			K.why = "it was idle too long";
-			K.quit = true;
+	if (K.o->idle_ms && !(K.o->on_idle == BOX_IDLE_HIBERNATE && K.hib.state != KH_NONE)) {
+		/* Busy or attached: not idle. A box that hibernates when idle
+		 * needs nobody to detach: a call wakes it. */
+		bool hib = K.o->on_idle == BOX_IDLE_HIBERNATE;
+		bool busy = K.calls || (!hib && K.clients);
+		int64_t idle_at = busy ? now + K.o->idle_ms : K.last_activity + K.o->idle_ms;
+		if (!busy && now >= idle_at) {
+			if (!hib) {
+				K.why = "it was idle too long";
+				K.quit = true;
+				return 0;
+			}
+			struct err e = { 0 };
+			cJSON *j = cJSON_CreateObject();
+			if (keeper_hibernate(j, &e) < 0) {
+				keeper_log("keeper: idle, but could not hibernate: %s", e.msg);
+				K.last_activity = now;	/* tried: try again after another idle spell */
+			}
+			cJSON_Delete(j);
 			return 0;
 		}
-		if (!K.calls && !K.clients)
-			NEXT(idle_at);
-		else
-			NEXT(now + 1000);
+		NEXT(busy ? now + 1000 : idle_at);
 	}
 	for (struct kcall *k = K.calls; k; k = k->next) {
 		if (now >= k->deadline_ms) {
@@ -939,6 +962,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	cgroup_remove(&K.cg);
 	unlink(K.sock);
 	egress_free(&K.eg);
+	keeper_hib_drop();
 	/* A box's changes go with it (nothing reads them after); a session's
 	 * are kept until they are applied or dropped. */
 	layers_release(&K.layers);

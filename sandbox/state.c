@@ -98,14 +98,25 @@ int state_box_dir(const char *name, char *out, size_t n, struct err *e)
 	return 0;
 }
 
-int state_layers_dir(const char *name, char *out, size_t n, struct err *e)
+/* NAME under the state dir's sub. */
+static int state_data_sub(const char *sub, const char *name, char *out, size_t n, struct err *e)
 {
 	char d[PATH_MAX - 64];
 	int r = state_data_dir(d, sizeof(d), e);
 	if (r < 0)
 		return r;
-	snprintf(out, n, "%s/workspaces/%s", d, name);
+	snprintf(out, n, "%s/%s/%s", d, sub, name);
 	return 0;
+}
+
+int state_layers_dir(const char *name, char *out, size_t n, struct err *e)
+{
+	return state_data_sub("workspaces", name, out, n, e);
+}
+
+int state_hib_dir(const char *name, char *out, size_t n, struct err *e)
+{
+	return state_data_sub("hibernated", name, out, n, e);
 }
 
 /* Remove name below dfd and everything under it, by descriptors: no path

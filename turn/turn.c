@@ -25,7 +25,7 @@ const char *turn_ev_name(enum turn_ev_type t)
 		[EV_ROUND] = "round", [EV_TEXT] = "text", [EV_THINKING] = "thinking", [EV_RETRY] = "retry",
 		[EV_TOOL_CALL] = "tool_call", [EV_APPROVAL] = "approval", [EV_TOOL_OUTPUT] = "tool_output",
 		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop", [EV_NET] = "net",
-		[EV_COMPACT] = "compaction", [EV_HOOK] = "hook",
+		[EV_COMPACT] = "compaction", [EV_HOOK] = "hook", [EV_BOX] = "box",
 	};
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
@@ -484,14 +484,16 @@ static void on_box(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
-/* What the box's egress proxy carried or refused: journalled and told. */
+/* What the box's egress proxy carried or refused, and the box's wakes:
+ * journalled and told. */
 static void on_box_event(void *ud, cJSON *ev)
 {
 	struct turn *t = ud;
 	const char *type = json_str(ev, "type");
-	if (type && !strcmp(type, "net")) {
-		journal_write(&t->s->j, "net", ev);
-		struct turn_event te = { .type = EV_NET, .result = ev };
+	bool net = type && !strcmp(type, "net"), box = type && !strcmp(type, "box");
+	if (net || box) {
+		journal_write(&t->s->j, net ? "net" : "box", ev);
+		struct turn_event te = { .type = net ? EV_NET : EV_BOX, .result = ev };
 		turn_emit(t, &te);
 	}
 	cJSON_Delete(ev);

@@ -69,6 +69,9 @@ enum turn_ev_type {
 				 * rounds_kept, prompt_tokens, context_window} */
 	EV_HOOK,		/* result: one hook run {event, command, exit, elapsed_ms,
 				 * decision, why?} */
+	EV_BOX,			/* result: the box woke for a call, or hibernated
+				 * {event: waking|woken|wake_failed|hibernated, box, ms?,
+				 * disk_bytes?, why?} */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 

@@ -58,7 +58,10 @@ next:;
 	is_int(proto_decode(b, PROTO_HDR, &f, &used), 0, "an unknown type decodes (the peer answers it with an error)");
 	is_str(proto_type_name(200), "unknown", "and is named unknown");
 	is_int(PROTO_INPUT, 14, "INPUT is type 14");
-	is_int(PROTO_TYPE_MAX, PROTO_INPUT, "and the last type");
+	is_int(PROTO_HIBERNATE, 15, "HIBERNATE is type 15");
+	is_int(PROTO_WAKE, 16, "WAKE is type 16");
+	is_int(PROTO_TYPE_MAX, PROTO_WAKE, "and the last type");
+	is_str(proto_type_name(PROTO_WAKE), "wake", "every type has a name");
 	is_str(proto_type_name(PROTO_INPUT), "input", "INPUT has a name");
 	proto_encode_hdr(b, PROTO_INPUT, PROTO_F_EOF, 7, 0);
 	ok(proto_decode(b, PROTO_HDR, &f, &used) == 0 && f.type == PROTO_INPUT && f.flags == PROTO_F_EOF && f.id == 7,
@@ -141,6 +144,15 @@ next:;
 	proto_queue(&w, PROTO_OUTPUT, 0, 1, one, sizeof(one));
 	is_int(proto_flush(&w, pp[1]), -EAGAIN, "a flush the peer takes 4096 bytes of");
 	is_int((int)proto_queued(&w), 6012 - 4096, "the rest still queued");
+	/* A writer let go with a part written holds nothing queued (the
+	 * keeper paces its clients on it while the box is down). */
+	struct proto_writer w2;
+	proto_writer_init(&w2, 12288);
+	proto_queue(&w2, PROTO_OUTPUT, 0, 1, one, sizeof(one));
+	w2.off = 100;
+	proto_writer_free(&w2);
+	is_int((int)proto_queued(&w2), 0, "a freed writer with a part written has nothing queued");
+	ok(!proto_pending(&w2), "and nothing pending");
 	is_int(proto_queue(&w, PROTO_OUTPUT, 0, 2, two, sizeof(two)), 0,
 	       "10,012 more fit beside them under 12,288, the written part dropped to make room");
 	struct proto_reader rd;

@@ -1,0 +1,351 @@
+/* Hibernate and wake, the keeper's side. A hibernated box keeps its
+ * workspace layer (where it is already) and its /tmp, which is its home
+ * (a tar of it saved beside the layer, in the state dir on disk); every
+ * process of the box ends: the guest and what it ran, the VMM, the egress
+ * proxy. Processes do not survive: QEMU 7.2 refuses to migrate a guest
+ * with 9p mounts (the box's /usr and /workspace), and an ns box's
+ * processes have nowhere to be kept. The saved state is complete only
+ * once its manifest (state.json) is written, last; a wake checks every
+ * file the manifest names and refuses anything else. */
+#include "sandbox/keeper-int.h"
+#include "sandbox/box.h"
+#include "sandbox/state.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/timeutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long saving or putting back /tmp may take. */
+#define HIB_TAR_MS (10LL * 60 * 1000)
+/* What of a tar's stderr a failure reports. */
+#define HIB_ERR_MAX 400
+
+static const char hib_save_cmd[] =
+	"cd /tmp && find . -mindepth 1 -maxdepth 1 -print0 | "
+	"tar --create --file=- --null --files-from=- --ignore-failed-read --warning=no-file-ignored";
+static const char hib_restore_cmd[] = "tar --extract --file=- --directory=/tmp --preserve-permissions";
+
+/* Run one bash command in the guest with the keeper as its client, and
+ * wait for it: stdin from in_fd (-1: none), stdout to out_fd (-1: the
+ * command has none worth keeping). No other call runs (the callers check),
+ * so every frame on the channel is this call's. */
+static int hib_run(const char *cmd, int in_fd, int out_fd, struct err *e)
+{
+	uint32_t gid = ++K.next_gid ? K.next_gid : ++K.next_gid;
+	struct budget b = budget_make(HIB_TAR_MS, 0, -1, K.o->grace_ms);
+	cJSON *req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "tool", "bash");
+	cJSON *args = cJSON_AddObjectToObject(req, "args");
+	cJSON_AddStringToObject(args, "command", cmd);
+	cJSON_AddNumberToObject(args, "timeout", (double)(HIB_TAR_MS / 1000));
+	cJSON_AddItemToObject(req, "budget", budget_to_json(&b));
+	cJSON_AddBoolToObject(req, "stream", 1);
+	cJSON_AddBoolToObject(req, "stdin", 1);
+	cJSON_AddStringToObject(req, "key", "ward-hibernate");
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (!s || proto_queue(&K.gwr, PROTO_CALL, 0, gid, s, strlen(s)) < 0)
+		return err_set(e, -ENOMEM, "cannot queue the call");
+	int fd = K.inst.chan_fd;
+	int64_t until = now_ms() + budget_deadline(&b, BUDGET_KEEPER, 0, 0);
+	bool in_done = in_fd < 0, eof_sent = false;
+	if (in_done) {
+		proto_queue(&K.gwr, PROTO_INPUT, PROTO_F_EOF, gid, NULL, 0);
+		eof_sent = true;
+	}
+	char errtail[HIB_ERR_MAX + 1] = "";
+	static char chunk[256u << 10];
+	for (;;) {
+		/* Feed stdin while the queue to the guest is short: the socket,
+		 * then the guest's reading, pace it. */
+		while (!in_done && proto_queued(&K.gwr) < (1u << 20)) {
+			ssize_t n = fdio_read_some(in_fd, chunk, sizeof(chunk));
+			if (n < 0)
+				return err_setc(e, (int)n, "reading the saved state");
+			if (n == 0) {
+				in_done = true;
+				break;
+			}
+			proto_queue(&K.gwr, PROTO_INPUT, 0, gid, chunk, (size_t)n);
+		}
+		if (in_done && !eof_sent) {
+			proto_queue(&K.gwr, PROTO_INPUT, PROTO_F_EOF, gid, NULL, 0);
+			eof_sent = true;
+		}
+		int64_t left = until - now_ms();
+		if (left <= 0)
+			return err_set(e, -ETIMEDOUT, "the box did not finish within %lld s", (long long)(HIB_TAR_MS / 1000));
+		struct pollfd pf = { .fd = fd, .events = POLLIN | (proto_pending(&K.gwr) ? POLLOUT : 0) };
+		if (poll(&pf, 1, (int)MIN(left, 1000)) < 0 && errno != EINTR)
+			return err_setc(e, -errno, "poll");
+		if (pf.revents & POLLOUT) {
+			int w = proto_flush(&K.gwr, fd);
+			if (w < 0 && w != -EAGAIN)
+				return err_set(e, -EPIPE, "the box's guest is gone");
+		}
+		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		int r = proto_reader_fill(&K.grd, fd);
+		if (r == -EAGAIN)
+			continue;
+		if (r <= 0)
+			return err_set(e, -EPIPE, "the box's guest is gone");
+		struct frame f;
+		while ((r = proto_reader_next(&K.grd, &f)) == 0) {
+			if (f.id != gid)
+				continue;
+			if (f.type == PROTO_OUTPUT && f.flags == 1 && out_fd >= 0) {
+				int w = fdio_write_full(out_fd, f.payload, f.len);
+				if (w < 0)
+					return err_setc(e, w, "writing the saved state");
+			} else if (f.type == PROTO_OUTPUT) {
+				/* stderr: the last of it says what went wrong */
+				size_t have = strlen(errtail), n = MIN(f.len, (uint32_t)HIB_ERR_MAX);
+				if (have + n > HIB_ERR_MAX) {
+					size_t drop = have + n - HIB_ERR_MAX;
+					memmove(errtail, errtail + drop, have - drop + 1);
+					have -= drop;
+				}
+				memcpy(errtail + have, f.payload + f.len - n, n);
+				errtail[have + n] = 0;
+			} else if (f.type == PROTO_RESULT) {
+				cJSON *j = cJSON_ParseWithLength((const char *)f.payload, f.len);
+				const char *oc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "outcome"));
+				bool ok = oc && !strcmp(oc, "ok");
+				if (!ok) {
+					const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
+					errtail[strcspn(errtail, "\n")] = 0;
+					err_set(e, -EIO, "%s (%s, exit code %d)", errtail[0] ? errtail : "tar failed",
+						oc ? oc : "no outcome", cJSON_IsNumber(x) ? (int)x->valuedouble : -1);
+				}
+				cJSON_Delete(j);
+				return ok ? 0 : -EIO;
+			}
+		}
+		if (r != -EAGAIN)
+			return err_set(e, -EPROTO, "a malformed frame from the box's guest");
+	}
+}
+
+static void hib_paths(const char *leaf, char *out, size_t n)
+{
+	snprintf(out, n, "%s/%s", K.hib.dir, leaf);
+}
+
+/* The files a saved state is made of, in the manifest's order. */
+static const char *const hib_files[] = { "tmp.tar", NULL };
+
+static uint64_t file_bytes(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+static int hib_manifest_write(const char *processes, struct err *e)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddNumberToObject(m, "version", 1);
+	cJSON_AddStringToObject(m, "box", K.name);
+	cJSON_AddStringToObject(m, "backend", K.be->name);
+	cJSON_AddNumberToObject(m, "hibernated", (double)time(NULL));
+	cJSON_AddStringToObject(m, "processes", processes);
+	cJSON *files = cJSON_AddObjectToObject(m, "files");
+	K.hib.bytes = 0;
+	for (const char *const *f = hib_files; *f; f++) {
+		char p[PATH_MAX + 32];
+		hib_paths(*f, p, sizeof(p));
+		struct stat st;
+		if (stat(p, &st) < 0)
+			continue;
+		cJSON_AddNumberToObject(files, *f, (double)st.st_size);
+		K.hib.bytes += (uint64_t)st.st_blocks * 512;
+	}
+	_cleanup_free_ char *txt = cJSON_Print(m);
+	cJSON_Delete(m);
+	char p[PATH_MAX + 32];
+	hib_paths("state.json", p, sizeof(p));
+	int r = txt ? fdio_write_atomic(p, txt, strlen(txt), 0600) : -ENOMEM;
+	if (r < 0)
+		return err_setc(e, r, "writing the saved state's manifest");
+	K.hib.bytes += file_bytes(p);
+	return 0;
+}
+
+/* A state that is not whole is refused, with why. */
+static int hib_manifest_check(struct err *e)
+{
+	char p[PATH_MAX + 32];
+	hib_paths("state.json", p, sizeof(p));
+	_cleanup_free_ char *txt = NULL;
+	const char *why = NULL;
+	char whybuf[200];
+	cJSON *m = NULL;
+	if (fdio_read_file(AT_FDCWD, p, 1 << 16, &txt, NULL) < 0)
+		why = "its manifest is missing (the hibernate did not finish)";
+	else if (!(m = cJSON_Parse(txt)) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "files")))
+		why = "its manifest is malformed";
+	for (const cJSON *f = m ? cJSON_GetObjectItemCaseSensitive(m, "files")->child : NULL; f && !why; f = f->next) {
+		char fp[PATH_MAX + 32];
+		hib_paths(f->string, fp, sizeof(fp));
+		struct stat st;
+		if (!cJSON_IsNumber(f) || strchr(f->string, '/'))
+			why = "its manifest is malformed";
+		else if (stat(fp, &st) < 0)
+			snprintf(whybuf, sizeof(whybuf), "%s is missing", f->string), why = whybuf;
+		else if ((double)st.st_size != f->valuedouble)
+			snprintf(whybuf, sizeof(whybuf), "%s has %lld bytes, not the %.0f it was saved with", f->string,
+				 (long long)st.st_size, f->valuedouble), why = whybuf;
+	}
+	cJSON_Delete(m);
+	if (why)
+		return err_set(e, -EBADMSG,
+			       "box %s's saved state is torn: %s; it cannot be woken (ward box destroy %s removes it)",
+			       K.name, why, K.name);
+	return 0;
+}
+
+static void hib_event(const char *what, int64_t ms)
+{
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "type", "box");
+	cJSON_AddStringToObject(ev, "event", what);
+	cJSON_AddStringToObject(ev, "box", K.name);
+	cJSON_AddNumberToObject(ev, "ms", (double)ms);
+	cJSON_AddNumberToObject(ev, "disk_bytes", (double)keeper_disk_bytes());
+	keeper_broadcast(ev);
+	cJSON_Delete(ev);
+}
+
+int keeper_hibernate(cJSON *ret, struct err *e)
+{
+	if (K.hib.state != KH_NONE) {
+		cJSON_AddBoolToObject(ret, "already", 1);
+		return 0;
+	}
+	unsigned n = 0;
+	for (struct kcall *k = K.calls; k; k = k->next)
+		n += !k->evidence;
+	if (n)
+		return err_set(e, -EBUSY, "%u call%s running in box %s; hibernate it when %s ended (or cancel %s)", n,
+			       n == 1 ? " is" : "s are", K.name, n == 1 ? "it has" : "they have", n == 1 ? "it" : "them");
+	int64_t t0 = now_ms();
+	int r = state_hib_dir(K.name, K.hib.dir, sizeof(K.hib.dir), e);
+	if (r < 0)
+		return r;
+	state_rm_rf(K.hib.dir);
+	if (state_mkdir_p(K.hib.dir, 0700) < 0)
+		return err_setc(e, -errno, "cannot make %s", K.hib.dir);
+	keeper_state_file("hibernating");
+	if (K.up) {
+		char p[PATH_MAX + 32];
+		hib_paths("tmp.tar", p, sizeof(p));
+		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		r = fd < 0 ? err_setc(e, -errno, "cannot write %s", p) : hib_run(hib_save_cmd, -1, fd, e);
+		if (r >= 0 && fsync(fd) < 0)
+			r = err_setc(e, -errno, "saving /tmp");
+		if (r < 0) {
+			/* The box goes on as it was; nothing half-saved is left. */
+			state_rm_rf(K.hib.dir);
+			keeper_state_file("running");
+			char m[sizeof(e->msg)];
+			snprintf(m, sizeof(m), "%s", e->msg);
+			return err_set(e, r, "cannot save box %s's /tmp: %s; the box still runs", K.name, m);
+		}
+	}
+	keeper_guest_down();
+	cgroup_remove(&K.cg);
+	r = hib_manifest_write("ended", e);
+	if (r < 0) {
+		/* Whatever was saved is not whole: the box is lost, its layer
+		 * kept; the next call makes it again. */
+		state_rm_rf(K.hib.dir);
+		keeper_state_file("lost");
+		return r;
+	}
+	K.hib.state = KH_HIBERNATED;
+	K.hib.at_ms = now_ms();
+	keeper_state_file("hibernated");
+	int64_t ms = now_ms() - t0;
+	keeper_log("keeper: box %s hibernated in %lld ms (%llu bytes saved)", K.name, (long long)ms,
+		   (unsigned long long)K.hib.bytes);
+	hib_event("hibernated", ms);
+	cJSON_AddNumberToObject(ret, "ms", (double)ms);
+	cJSON_AddNumberToObject(ret, "state_bytes", (double)K.hib.bytes);
+	return 0;
+}
+
+int keeper_wake(cJSON *ret, struct err *e)
+{
+	if (K.hib.state == KH_NONE) {
+		cJSON_AddBoolToObject(ret, "already", 1);
+		return 0;
+	}
+	int64_t t0 = now_ms();
+	int r = hib_manifest_check(e);
+	if (r < 0)
+		return r;
+	keeper_state_file("waking");
+	keeper_cgroup_create();
+	r = keeper_guest_up(e);
+	char p[PATH_MAX + 32];
+	hib_paths("tmp.tar", p, sizeof(p));
+	_cleanup_close_ int fd = r < 0 ? -1 : open(p, O_RDONLY | O_CLOEXEC);
+	if (r >= 0 && fd >= 0)
+		r = hib_run(hib_restore_cmd, fd, -1, e);
+	if (r < 0) {
+		/* The saved state stays as it was: a later wake may do better. */
+		if (K.up)
+			keeper_guest_down();
+		cgroup_remove(&K.cg);
+		keeper_state_file("hibernated");
+		char m[sizeof(e->msg)];
+		snprintf(m, sizeof(m), "%s", e->msg);
+		return err_set(e, r, "cannot wake box %s: %s; its saved state is kept", K.name, m);
+	}
+	state_rm_rf(K.hib.dir);
+	K.hib.state = KH_NONE;
+	K.hib.bytes = 0;
+	K.hib.wakes++;
+	K.last_activity = now_ms();
+	keeper_state_file("running");
+	int64_t ms = now_ms() - t0;
+	keeper_log("keeper: box %s woken in %lld ms", K.name, (long long)ms);
+	hib_event("woken", ms);
+	cJSON_AddNumberToObject(ret, "ms", (double)ms);
+	return 0;
+}
+
+void keeper_hib_drop(void)
+{
+	if (K.hib.dir[0])
+		state_rm_rf(K.hib.dir);
+	K.hib.state = KH_NONE;
+}
+
+static uint64_t du_sum;
+static size_t du_n;
+#define DU_MAX 1000000
+static int du_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	du_sum += (uint64_t)st->st_blocks * 512;
+	return ++du_n > DU_MAX;	/* past that many, the sum so far */
+}
+
+uint64_t keeper_disk_bytes(void)
+{
+	du_sum = 0;
+	du_n = 0;
+	if (K.upper[0])
+		nftw(K.upper, du_one, 16, FTW_PHYS | FTW_MOUNT);
+	return du_sum + (K.hib.state == KH_HIBERNATED ? K.hib.bytes : 0);
+}

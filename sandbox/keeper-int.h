@@ -1,0 +1,109 @@
+/* The keeper's insides, shared by its files (keeper.c: the loop, the
+ * clients and the calls; hibernate.c: hibernate, wake and cold storage).
+ * Nothing outside sandbox/ includes this. */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "base/loop.h"
+#include "proto/budget.h"
+#include "proto/proto.h"
+#include "sandbox/backend.h"
+#include "sandbox/egress.h"
+#include "sandbox/layers.h"
+
+/* Refusals of the egress proxy a call's result reports, at most. */
+#define KCALL_NET_MAX 8
+
+/* A box's hibernated state (hibernate.c). */
+enum keeper_hstate {
+	KH_NONE,	/* running, or lost and made again at the next call */
+	KH_HIBERNATED,	/* saved to disk; nothing of the box runs */
+	KH_COLD,	/* saved, compressed, and moved to the store */
+};
+struct keeper_hib {
+	enum keeper_hstate state;
+	char dir[PATH_MAX];	/* where the state lives, on disk */
+	int64_t at_ms;		/* when it was hibernated */
+	uint64_t bytes;		/* on disk (or in the store, when cold) */
+	unsigned wakes;
+};
+
+struct kclient {
+	int fd;
+	struct proto_reader rd;
+	struct proto_writer wr;
+	uint32_t mask;		/* what the loop watches for */
+	struct kclient *next;
+};
+
+struct kcall {
+	uint32_t gid, cid;	/* guest-side and client-side ids */
+	struct kclient *cl;
+	bool evidence;		/* a box-wide evidence request, not a call */
+	bool input;		/* "stdin": output never dropped (KEEPER_PACE) */
+	struct budget b;	/* the call's, from its CALL frame */
+	int64_t start_ms, cancel_ms, deadline_ms;
+	/* What the egress proxy refused while the call ran: its result says. */
+	char *net_refused[KCALL_NET_MAX];
+	unsigned nnet;
+	struct kcall *next;
+};
+
+struct keeper {
+	const struct box_opts *o;
+	const char *name, *boxdir;
+	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
+	struct layers layers;	/* held for the box's life (its image stays mounted) */
+	const struct box_backend *be;
+	struct cgroup_set cg;
+	char cgname[96];
+	struct box_inst inst;
+	struct egress eg;
+	bool up;		/* a guest is running and has said hello */
+	struct proto_reader grd;
+	struct proto_writer gwr;
+	uint32_t gmask;		/* what the loop watches for on the guest's channel */
+	struct loop *loop;
+	int lfd, sfd, ownerfd;
+	struct kclient *clients;
+	struct kcall *calls;
+	uint32_t next_gid;
+	int64_t created_ms, ttl_at, idle_at, last_activity;
+	time_t created_wall;
+	unsigned restarts;
+	size_t guest_log_bytes;
+	bool quit;
+	const char *why;
+	struct keeper_hib hib;	/* hibernate.c's */
+};
+extern struct keeper K;
+
+
+void keeper_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j);
+/* A box-wide event ({"type":"box",...}) to every client. */
+void keeper_broadcast(cJSON *ev);
+void guest_send(uint8_t type, uint32_t id, const void *p, size_t n);
+int keeper_guest_up(struct err *e);
+void keeper_guest_down(void);
+void keeper_cgroup_create(void);
+/* The box's state for ls when the keeper is busy: boxdir/state. */
+void keeper_state_file(const char *state);
+
+/* hibernate.c. Hibernate: the box's /tmp (its home) is saved beside its
+ * workspace layer, which is kept, and every process of the box ends (the
+ * guest, the VMM, the egress proxy); the state is complete only once its
+ * manifest is written, last. Wake: a new guest over the same layers, /tmp
+ * put back. Both block the keeper's loop while they run. */
+int keeper_hibernate(cJSON *ret, struct err *e);
+int keeper_wake(cJSON *ret, struct err *e);
+/* Compress a hibernated state and move it to the store (--cold-after). */
+int keeper_cold(struct err *e);
+/* Remove the saved state (the box is destroyed). */
+void keeper_hib_drop(void);
+/* What the box holds on disk: its layer and its saved state, in bytes. */
+uint64_t keeper_disk_bytes(void);

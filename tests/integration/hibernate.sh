@@ -1,0 +1,163 @@
+#!/bin/bash
+# Hibernate and wake: a hibernated box keeps its workspace layer and /tmp
+# (its home) on disk and nothing of it runs; a wake (by hand, or by the
+# next call) gives a new box over the same files. Idle policy, TTL, reap,
+# and a torn saved state refused.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HIB=$XDG_STATE_HOME/ward/hibernated
+RT=$(ls -d /run/ward/boxes 2>/dev/null || echo "${XDG_RUNTIME_DIR:-/tmp/ward-$(id -u)}/ward/boxes")
+
+keeper_of() { cat "$RT/$1/keeper.pid" 2>/dev/null; }
+state_of() { "$WARD" box info "$1" 2>/dev/null | json state; }
+# Every process under the keeper (the guest, the VMM, the proxy) and the
+# box's cgroup: none once the box is hibernated.
+children_of() { pgrep -P "$1" | tr '\n' ' '; }
+
+hib_round() { # hib_round BACKEND: files in /workspace and /tmp survive; processes do not
+	local be=$1 B K WS=$T_TMP/ws-$1
+	mkdir -p "$WS"; echo orig >"$WS/a.txt"
+	B=$(box_new --backend "$be" --workspace "$WS")
+	"$WARD" box exec "$B" -- sh -c 'echo ws >/workspace/w.txt; mkdir -p /tmp/d/e; echo deep >/tmp/d/e/f;
+		head -c 3000000 /dev/urandom >/tmp/big; ln -s d/e/f /tmp/link; md5sum /tmp/big >/workspace/sum' >/dev/null
+	K=$(keeper_of "$B")
+	like "$(children_of "$K")" '[0-9]' "$be: the running box has processes under its keeper"
+	CG=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("cgroup_v2") or j.get("cgroup_pids"))' "$RT/$B/info.json")
+	OUT=$("$WARD" box hibernate "$B"); RC=$?
+	is "$RC" 0 "$be: box hibernate"
+	like "$OUT" "$B: hibernated in [0-9]+ ms, [0-9]+ bytes saved" "$be: it says how long and how much"
+	is "$(children_of "$K")" "" "$be: hibernated: no process of the box is left (no guest, no VMM)"
+	ok "$([ -n "$CG" ] && [ ! -d "$CG" ]; echo $?)" "$be: and the box's cgroup is gone"
+	is "$(state_of "$B")" hibernated "$be: info says hibernated"
+	like "$("$WARD" box ls)" "$B +hibernated +$be .* [0-9.]+[KM] " "$be: ls shows the state and the bytes on disk"
+	like "$("$WARD" box info "$B" | json hibernate.loses)" "every process" "$be: info says processes do not survive"
+	ok "$([ -s "$HIB/$B/tmp.tar" ] && [ -s "$HIB/$B/state.json" ]; echo $?)" "$be: the saved state is on disk"
+	OUT=$("$WARD" box hibernate "$B")
+	is "$OUT" "$B: already hibernated" "$be: hibernate twice: already"
+	# The first round by hand; the second by a call.
+	OUT=$("$WARD" box wake "$B"); RC=$?
+	is "$RC" 0 "$be: box wake"
+	like "$OUT" "$B: woken in [0-9]+ ms" "$be: it says how long"
+	GOT=$("$WARD" box exec "$B" -- sh -c 'cat /workspace/w.txt /workspace/a.txt /tmp/d/e/f /tmp/link; cd /tmp && md5sum -c /workspace/sum')
+	is "$GOT" "$(printf 'ws\norig\ndeep\ndeep\n/tmp/big: OK')" "$be: woken: /workspace and /tmp as they were (a 3 MB file intact, a link)"
+	ok "$([ ! -e "$HIB/$B" ]; echo $?)" "$be: the saved state is gone once woken"
+	"$WARD" box hibernate "$B" >/dev/null
+	is "$(state_of "$B")" hibernated "$be: hibernated again"
+	T0=$(now_ms)
+	GOT=$("$WARD" box exec "$B" -- sh -c 'cat /tmp/d/e/f; cd /tmp && md5sum -c /workspace/sum')
+	is "$GOT" "$(printf 'deep\n/tmp/big: OK')" "$be: a call to a hibernated box wakes it and runs (second round)"
+	is "$(state_of "$B")" running "$be: and it is running after"
+	like "$(grep -c 'woken in' "$RT/$B/keeper.log")" '^2$' "$be: the keeper woke it twice"
+	# What does not survive, as documented: a call's processes end with
+	# it anyway; a call still running refuses the hibernate.
+	"$WARD" box exec "$B" --timeout 30s -- sleep 20 >/dev/null 2>&1 &
+	EP=$!
+	for _ in $(seq 100); do [ "$("$WARD" box info "$B" | json calls_running)" = 1 ] && break; sleep 0.1; done
+	ERR=$("$WARD" box hibernate "$B" 2>&1); RC=$?
+	is "$RC" 1 "$be: hibernate while a call runs: refused"
+	like "$ERR" "1 call is running in box $B; hibernate it when it has ended" "$be: with one line saying why"
+	kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null
+	for _ in $(seq 100); do [ "$("$WARD" box info "$B" | json calls_running)" = 0 ] && break; sleep 0.1; done
+	"$WARD" box hibernate "$B" >/dev/null
+	is "$(state_of "$B")" hibernated "$be: twin: once the call ended, it hibernates"
+	"$WARD" box destroy "$B"
+	ok "$([ ! -e "$HIB/$B" ] && [ ! -e "$RT/$B" ]; echo $?)" "$be: destroy removes a hibernated box's saved state"
+}
+
+hib_round ns
+if command -v qemu-system-x86_64 >/dev/null && ls /boot/vmlinuz-* >/dev/null 2>&1; then
+	hib_round vm
+	# A call with a limit shorter than the wake: the wake does not count
+	# against it (the client's clock waits for the wake).
+	B=$(box_new --backend vm)
+	"$WARD" box exec "$B" -- sh -c 'head -c 30000000 /dev/urandom >/tmp/big' >/dev/null
+	"$WARD" box hibernate "$B" >/dev/null
+	T0=$(now_ms)
+	OUT=$("$WARD" box exec "$B" --timeout 1s -- echo fine 2>&1); RC=$?
+	T1=$(now_ms)
+	is "$RC/$OUT" "0/fine" "vm: a 1 s call to a box whose wake takes longer succeeds"
+	WMS=$(grep -o 'woken in [0-9]*' "$RT/$B/keeper.log" | tail -1 | grep -o '[0-9]*$')
+	echo "# vm wake with a 30 MB /tmp: ${WMS} ms (the call took $((T1 - T0)) ms)"
+	"$WARD" box destroy "$B"
+else
+	echo "ok $((T_N += 1)) # SKIP vm: QEMU or a kernel image is missing"
+fi
+
+# ward run --box on a hibernated box: the call wakes it, and --json has the
+# box event with the wake's time.
+WS=$T_TMP/ws-run; mkdir -p "$WS"
+B=$(box_new --workspace "$WS")
+"$WARD" box exec "$B" -- sh -c 'echo kept >/tmp/note' >/dev/null
+"$WARD" box hibernate "$B" >/dev/null
+cat >"$T_TMP/replay.json" <<'EOF'
+{"turns":[{"text":"reading","tools":[{"name":"bash","input":{"command":"cat /tmp/note"}}]},{"text":"done"}]}
+EOF
+"$WARD" run --box "$B" --json --model "replay:$T_TMP/replay.json" "read the note" >"$T_TMP/ev.jsonl" 2>"$T_TMP/run.err"
+is "$?" 0 "ward run --box on a hibernated box"
+like "$(grep '"type":"tool_result"' "$T_TMP/ev.jsonl")" '"outcome":"ok".*kept' "its call woke the box and read /tmp"
+like "$(grep '"type":"box"' "$T_TMP/ev.jsonl" | tr '\n' ' ')" '"event":"waking".*"event":"woken".*"ms":[0-9]+' "--json has the box events, with the wake's time"
+is "$(validate_events "$T_TMP/ev.jsonl")" "valid $(wc -l <"$T_TMP/ev.jsonl")" "every line matches the events schema"
+J=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
+like "$(grep '"type":"box"' "$J" | tail -1)" '"event":"woken"' "the journal records the wake"
+"$WARD" box destroy "$B"
+
+# Idle policy: --idle 2s --on-idle hibernate.
+B=$(box_new --idle 2s --on-idle hibernate)
+"$WARD" box exec "$B" -- sh -c 'echo idle >/tmp/i' >/dev/null
+T0=$(now_ms)
+for _ in $(seq 100); do [ "$(state_of "$B")" = hibernated ] && break; sleep 0.1; done
+T1=$(now_ms)
+is "$(state_of "$B")" hibernated "--on-idle hibernate: hibernated when idle"
+ok "$([ $((T1 - T0)) -ge 1500 ] && [ $((T1 - T0)) -le 5000 ]; echo $?)" "after about 2 s ($((T1 - T0)) ms)"
+is "$("$WARD" box exec "$B" -- cat /tmp/i)" idle "woken by the next exec, /tmp kept"
+is "$(state_of "$B")" running "and running again (the idle clock starts over)"
+C=$(box_new --idle 2s)
+sleep 3.5
+ok "$("$WARD" box info "$C" >/dev/null 2>&1; [ $? -ne 0 ]; echo $?)" "twin: --idle without --on-idle still destroys"
+ERR=$("$WARD" box create --on-idle sleep 2>&1); RC=$?
+is "$RC" 64 "--on-idle sleep: refused (64)"
+like "$ERR" '--on-idle: "sleep" is not an action; use destroy or hibernate' "with one line"
+"$WARD" box destroy "$B"
+
+# TTL destroys a hibernated box and its saved state.
+B=$(box_new --ttl 3s)
+"$WARD" box exec "$B" -- sh -c 'echo x >/tmp/x' >/dev/null
+"$WARD" box hibernate "$B" >/dev/null
+ok "$([ -d "$HIB/$B" ]; echo $?)" "a hibernated box with a TTL has its saved state"
+for _ in $(seq 60); do [ -e "$RT/$B" ] || break; sleep 0.1; done
+ok "$([ ! -e "$RT/$B" ] && [ ! -e "$HIB/$B" ]; echo $?)" "its TTL destroys it, saved state and all"
+
+# A torn saved state is refused, and kept for a look until destroyed.
+B=$(box_new)
+"$WARD" box exec "$B" -- sh -c 'head -c 1000000 /dev/urandom >/tmp/r' >/dev/null
+"$WARD" box hibernate "$B" >/dev/null
+truncate -s 4096 "$HIB/$B/tmp.tar"
+ERR=$("$WARD" box wake "$B" 2>&1); RC=$?
+is "$RC" 1 "a wake of a torn state: refused"
+like "$ERR" "box $B's saved state is torn: tmp.tar has 4096 bytes, not the [0-9]+ it was saved with; it cannot be woken" "with one line saying what is wrong"
+OUT=$("$WARD" box exec "$B" -- true 2>&1); RC=$?
+ok "$([ "$RC" -ne 0 ]; echo $?)" "a call to it fails rather than run on half a /tmp"
+like "$OUT" "saved state is torn" "and says why"
+is "$(state_of "$B")" hibernated "the box stays hibernated"
+rm "$HIB/$B/state.json"
+like "$("$WARD" box wake "$B" 2>&1)" "its manifest is missing \(the hibernate did not finish\)" "a state without its manifest: refused"
+"$WARD" box destroy "$B"
+
+# The keeper SIGKILLed while it hibernates: reap leaves nothing a wake
+# could take as good.
+B=$(box_new)
+"$WARD" box exec "$B" -- sh -c 'head -c 60000000 /dev/zero >/tmp/z' >/dev/null
+K=$(keeper_of "$B")
+"$WARD" box hibernate "$B" >/dev/null 2>&1 &
+HP=$!
+for _ in $(seq 200); do [ "$(cat "$RT/$B/state" 2>/dev/null)" = hibernating ] && break; sleep 0.01; done
+is "$(cat "$RT/$B/state" 2>/dev/null)" hibernating "a hibernate under way"
+kill -9 "$K"
+wait "$HP" 2>/dev/null
+ERR=$("$WARD" box wake "$B" 2>&1); RC=$?
+ok "$([ "$RC" -ne 0 ]; echo $?)" "a wake after its keeper died: refused"
+like "$ERR" "$B" "naming the box"
+"$WARD" box reap >/dev/null
+ok "$([ ! -e "$HIB/$B" ] && [ ! -e "$RT/$B" ]; echo $?)" "reap removes the half-written state and the box"
+
+done_testing
