@@ -1,14 +1,12 @@
 #include "http/http.h"
 #include "base/cleanup.h"
+#include "base/curlso.h"
 #include "base/fdio.h"
 #include "base/loop.h"
 #include "base/timeutil.h"
 
 #include <ctype.h>
-#define CURL_DISABLE_TYPECHECK
-#include <curl/curl.h>
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,83 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* libcurl is loaded when the first client is made, not linked: linking it
- * loads its thirty-odd libraries (TLS, LDAP, Kerberos, ...) into every ward
- * command, about 7 ms of start-up on each `ward box` call. */
-static struct {
-	CURLcode (*global_init)(long);
-	CURLM *(*multi_init)(void);
-	CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
-	CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
-	CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
-	CURLMsg *(*multi_info_read)(CURLM *, int *);
-	CURLMcode (*multi_add_handle)(CURLM *, CURL *);
-	CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
-	CURLMcode (*multi_cleanup)(CURLM *);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-	time_t (*getdate)(const char *, const time_t *);
-} cu;
-
-static int curl_load(void)
-{
-	static int loaded;
-	if (loaded)
-		return loaded;
-	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return loaded = -ENOENT;
-	static const struct {
-		const char *name;
-		size_t off;
-	} syms[] = {
-#define SYM(f, n) { n, offsetof(__typeof__(cu), f) }
-		SYM(global_init, "curl_global_init"), SYM(multi_init, "curl_multi_init"),
-		SYM(multi_setopt, "curl_multi_setopt"), SYM(multi_assign, "curl_multi_assign"),
-		SYM(multi_socket_action, "curl_multi_socket_action"), SYM(multi_info_read, "curl_multi_info_read"),
-		SYM(multi_add_handle, "curl_multi_add_handle"), SYM(multi_remove_handle, "curl_multi_remove_handle"),
-		SYM(multi_cleanup, "curl_multi_cleanup"), SYM(easy_init, "curl_easy_init"),
-		SYM(easy_setopt, "curl_easy_setopt"), SYM(easy_getinfo, "curl_easy_getinfo"),
-		SYM(easy_cleanup, "curl_easy_cleanup"), SYM(easy_strerror, "curl_easy_strerror"),
-		SYM(slist_append, "curl_slist_append"), SYM(slist_free_all, "curl_slist_free_all"),
-		SYM(getdate, "curl_getdate"),
-#undef SYM
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(syms); i++) {
-		void *f = dlsym(h, syms[i].name);
-		if (!f)
-			return loaded = -ENOSYS;
-		memcpy((char *)&cu + syms[i].off, &f, sizeof(f));
-	}
-	return loaded = 1;
-}
-
-#undef curl_easy_setopt
-#undef curl_easy_getinfo
-#undef curl_multi_setopt
-#define curl_global_init (cu.global_init)
-#define curl_multi_init (cu.multi_init)
-#define curl_multi_setopt (cu.multi_setopt)
-#define curl_multi_assign (cu.multi_assign)
-#define curl_multi_socket_action (cu.multi_socket_action)
-#define curl_multi_info_read (cu.multi_info_read)
-#define curl_multi_add_handle (cu.multi_add_handle)
-#define curl_multi_remove_handle (cu.multi_remove_handle)
-#define curl_multi_cleanup (cu.multi_cleanup)
-#define curl_easy_init (cu.easy_init)
-#define curl_easy_setopt (cu.easy_setopt)
-#define curl_easy_getinfo (cu.easy_getinfo)
-#define curl_easy_cleanup (cu.easy_cleanup)
-#define curl_easy_strerror (cu.easy_strerror)
-#define curl_slist_append (cu.slist_append)
-#define curl_slist_free_all (cu.slist_free_all)
-#define curl_getdate (cu.getdate)
 
 #define HTTP_CONNECT_MS_DEFAULT 10000
 #define HTTP_MAX_BODY_DEFAULT (64u << 20)
@@ -217,15 +138,9 @@ static int http_timer_cb(CURLM *multi, long timeout_ms, void *userp)
 
 int http_new(struct http **ret, struct loop *l)
 {
-	static bool inited;
-	int lr = curl_load();
+	int lr = curlso_load();
 	if (lr < 0)
 		return lr;
-	if (!inited) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
-			return -EIO;
-		inited = true;
-	}
 	struct http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
