@@ -6,6 +6,7 @@
 #include "base/fdio.h"
 #include "base/parse.h"
 #include "sandbox/box.h"
+#include "store/store.h"
 #include "tools/tool.h"
 
 #include <errno.h>
@@ -43,6 +44,8 @@ static const struct option create_opts[] = {
 	{ "no-snapshot", no_argument, NULL, 'S' },
 	{ "label", required_argument, NULL, 'L' },
 	{ "on-idle", required_argument, NULL, 'O' },
+	{ "cold-after", required_argument, NULL, 'C' },
+	{ "store", required_argument, NULL, 'D' },
 	{ "timeout", required_argument, NULL, 'T' },
 	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "help", no_argument, NULL, 'h' },
@@ -56,6 +59,11 @@ static const char create_help[] =
 	"                     call and, for destroy, no client attached\n"
 	"  --on-idle ACTION   destroy (default) or hibernate: keep /workspace's changes and /tmp on\n"
 	"                     disk, end every process; the next call wakes the box\n"
+	"  --cold-after DUR   a box hibernated this long has its saved state compressed and moved\n"
+	"                     to the store (default: never)\n"
+	"  --store WHERE      where cold state goes: a directory (default: the state dir's cold/)\n"
+	"                     or s3://BUCKET/PREFIX (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+	"                     AWS_REGION; WARD_S3_ENDPOINT for an S3-compatible server)\n"
 	"  --persistent       outlive the process that created it (default: dies with it)\n"
 	"  --memory SIZE      memory ceiling (default 1G)\n"
 	"  --pids N           process ceiling (default 512)\n"
@@ -99,6 +107,24 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 		case 'n':
 			o->name = optarg;
 			break;
+		case 'C':
+			if (parse_duration_ms(optarg, &ms) < 0) {
+				cmd_error("--cold-after: \"%s\" is not a duration with a unit (e.g. 30m, 1d; 0 for never)", optarg);
+				return -1;
+			}
+			o->cold_after_ms = ms;
+			break;
+		case 'D': {
+			struct store *st;
+			struct err se = { 0 };
+			if (store_open(optarg, &st, &se) < 0) {
+				cmd_error("--store: %s", se.msg);
+				return -1;
+			}
+			store_free(st);
+			o->store = optarg;
+			break;
+		}
 		case 't':
 		case 'i':
 		case 'g':

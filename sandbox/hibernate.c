@@ -291,7 +291,10 @@ int keeper_wake(cJSON *ret, struct err *e)
 		return 0;
 	}
 	int64_t t0 = now_ms();
-	int r = hib_manifest_check(e);
+	bool cold = K.hib.state == KH_COLD;
+	int r = cold ? keeper_cold_fetch(e) : 0;
+	if (r >= 0)
+		r = hib_manifest_check(e);
 	if (r < 0)
 		return r;
 	keeper_state_file("waking");
@@ -307,14 +310,16 @@ int keeper_wake(cJSON *ret, struct err *e)
 		if (K.up)
 			keeper_guest_down();
 		cgroup_remove(&K.cg);
-		keeper_state_file("hibernated");
+		keeper_state_file(cold ? "cold" : "hibernated");
 		char m[sizeof(e->msg)];
 		snprintf(m, sizeof(m), "%s", e->msg);
 		return err_set(e, r, "cannot wake box %s: %s; its saved state is kept", K.name, m);
 	}
+	if (cold)
+		keeper_cold_drop();
 	state_rm_rf(K.hib.dir);
 	K.hib.state = KH_NONE;
-	K.hib.bytes = 0;
+	K.hib.bytes = K.hib.stored = 0;
 	K.hib.wakes++;
 	K.last_activity = now_ms();
 	keeper_state_file("running");
@@ -327,6 +332,8 @@ int keeper_wake(cJSON *ret, struct err *e)
 
 void keeper_hib_drop(void)
 {
+	if (K.hib.state == KH_COLD)
+		keeper_cold_drop();
 	if (K.hib.dir[0])
 		state_rm_rf(K.hib.dir);
 	K.hib.state = KH_NONE;
@@ -347,5 +354,5 @@ uint64_t keeper_disk_bytes(void)
 	du_n = 0;
 	if (K.upper[0])
 		nftw(K.upper, du_one, 16, FTW_PHYS | FTW_MOUNT);
-	return du_sum + (K.hib.state == KH_HIBERNATED ? K.hib.bytes : 0);
+	return du_sum + K.hib.bytes;
 }

@@ -28,7 +28,8 @@ struct keeper_hib {
 	enum keeper_hstate state;
 	char dir[PATH_MAX];	/* where the state lives, on disk */
 	int64_t at_ms;		/* when it was hibernated */
-	uint64_t bytes;		/* on disk (or in the store, when cold) */
+	uint64_t bytes;		/* on disk */
+	uint64_t stored;	/* in the store, compressed, when cold */
 	unsigned wakes;
 };
 
@@ -101,8 +102,12 @@ void keeper_state_file(const char *state);
  * put back. Both block the keeper's loop while they run. */
 int keeper_hibernate(cJSON *ret, struct err *e);
 int keeper_wake(cJSON *ret, struct err *e);
-/* Compress a hibernated state and move it to the store (--cold-after). */
+/* cold.c: compress a hibernated state and move it to the store
+ * (--cold-after); fetch it back for a wake (the manifest then decides);
+ * remove it from the store (after a wake, or with the box). */
 int keeper_cold(struct err *e);
+int keeper_cold_fetch(struct err *e);
+void keeper_cold_drop(void);
 /* Remove the saved state (the box is destroyed). */
 void keeper_hib_drop(void);
 /* What the box holds on disk: its layer and its saved state, in bytes. */

@@ -448,6 +448,10 @@ static void keeper_info(struct kclient *c, uint32_t id)
 				"every process: QEMU cannot save a guest with 9p mounts (/usr, /workspace), so a "
 				"wake is a new guest over the same files" :
 				"every process: a wake is a new box over the same files");
+	if (K.o->cold_after_ms)
+		cJSON_AddNumberToObject(hb, "cold_after_ms", (double)K.o->cold_after_ms);
+	if (K.hib.state == KH_COLD)
+		cJSON_AddNumberToObject(hb, "stored_bytes", (double)K.hib.stored);
 	if (K.hib.state != KH_NONE) {
 		cJSON_AddNumberToObject(hb, "state_bytes", (double)K.hib.bytes);
 		cJSON_AddNumberToObject(hb, "for_ms", (double)(now_ms() - K.hib.at_ms));
@@ -462,7 +466,7 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	/* When it dies if nothing more happens: its TTL, or its idle timeout
 	 * counted from the last work (a running call holds the clock). */
 	int64_t ends = K.ttl_at;
-	if (K.o->idle_ms && !K.calls && K.o->on_idle == BOX_IDLE_DESTROY) {
+	if (K.o->idle_ms && !K.calls && K.o->on_idle == BOX_IDLE_DESTROY && K.hib.state == KH_NONE) {
 		int64_t idle_at = K.last_activity + K.o->idle_ms;
 		if (!ends || idle_at < ends)
 			ends = idle_at;
@@ -778,7 +782,8 @@ static int64_t keeper_tick(void)
 		}
 		NEXT(K.ttl_at);
 	}
-	if (K.o->idle_ms && !(K.o->on_idle == BOX_IDLE_HIBERNATE && K.hib.state != KH_NONE)) {
+	/* A hibernated box is not idle: nothing of it runs; TTL still counts. */
+	if (K.o->idle_ms && K.hib.state == KH_NONE) {
 		/* Busy or attached: not idle. A box that hibernates when idle
 		 * needs nobody to detach: a call wakes it. */
 		bool hib = K.o->on_idle == BOX_IDLE_HIBERNATE;
@@ -800,6 +805,18 @@ static int64_t keeper_tick(void)
 			return 0;
 		}
 		NEXT(busy ? now + 1000 : idle_at);
+	}
+	if (K.hib.state == KH_HIBERNATED && K.o->cold_after_ms) {
+		int64_t cold_at = K.hib.at_ms + K.o->cold_after_ms;
+		if (now >= cold_at) {
+			struct err e = { 0 };
+			if (keeper_cold(&e) < 0) {
+				keeper_log("keeper: could not move the saved state to the store: %s", e.msg);
+				K.hib.at_ms = now;	/* try again after another spell */
+			}
+			return 0;
+		}
+		NEXT(cold_at);
 	}
 	for (struct kcall *k = K.calls; k; k = k->next) {
 		if (now >= k->deadline_ms) {
