@@ -330,7 +330,7 @@ static int ck_copy_in(struct ck_take *t, const char *p, struct ck_entry *x)
 /* The previous checkpoint's copy of an unchanged file, linked. */
 static bool ck_link_prev(struct ck_take *t, const struct stat *st, struct ck_entry *x)
 {
-	if (t->pfiles < 0)
+	if (t->pfiles < 0 || !t->prev.n)
 		return false;
 	struct ck_entry key = { .path = x->path };
 	const struct ck_entry *old = bsearch(&key, t->prev.v, t->prev.n, sizeof(key), ck_path_cmp);
