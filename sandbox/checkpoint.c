@@ -2,6 +2,7 @@
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/hash.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "sandbox/layers.h"
@@ -262,9 +263,7 @@ static cJSON *ck_xattrs_read(int fd)
 		if (k < 0)
 			continue;
 		char hex[2 * CK_XATTR_VALUE_MAX + 1];
-		for (ssize_t j = 0; j < k; j++)
-			snprintf(hex + 2 * j, 3, "%02x", v[j]);
-		hex[2 * k] = 0;
+		hash_hex(v, (size_t)k, hex);
 		if (!o)
 			o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, names + i, hex);
