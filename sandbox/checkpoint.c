@@ -302,20 +302,23 @@ struct ck_take {
 	struct checkpoint_stats st;
 };
 
-/* A copy of the live file into the new checkpoint: as copy nr. */
-static int ck_copy_in(struct ck_take *t, const char *p, struct ck_entry *x)
+/* A copy of the live file (name in the directory dfd) into the new
+ * checkpoint, as copy x->copy. */
+static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ck_entry *x)
 {
 	struct stat st;
-	_cleanup_close_ int src = ws_open_reg(t->uroot, p, &st);
+	_cleanup_close_ int src = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (src < 0)
-		return src;
+		return -errno;
+	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
 	/* The stamp of what is copied, taken before the bytes: a change
 	 * during the copy is copied again next time. */
 	x->stamp = checkpoint_stamp_of(&st);
 	x->xattrs = ck_xattrs_read(src);
-	char name[32];
-	snprintf(name, sizeof(name), "%zu", x->copy);
-	_cleanup_close_ int dst = openat(t->tfiles, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char to[32];
+	snprintf(to, sizeof(to), "%zu", x->copy);
+	_cleanup_close_ int dst = openat(t->tfiles, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (dst < 0)
 		return -errno;
 	int r = ws_clone_or_copy(src, dst, st.st_size);
@@ -348,10 +351,15 @@ static bool ck_link_prev(struct ck_take *t, const struct stat *st, struct ck_ent
 	return true;
 }
 
+/* Each directory is reached beneath the layer's root with no symlink on
+ * the way (wsfs.h); its entries by name from there, one component each. */
 static int ck_walk(struct ck_take *t, const char *rel)
 {
 	char **names;
 	size_t n;
+	_cleanup_close_ int dfd = ws_open(t->uroot, rel, O_PATH | O_DIRECTORY);
+	if (dfd < 0)
+		return dfd;
 	int r = ws_list_dir(t->uroot, rel, &names, &n);
 	if (r < 0)
 		return r;
@@ -362,7 +370,7 @@ static int ck_walk(struct ck_take *t, const char *rel)
 			break;
 		}
 		struct stat st;
-		if (ws_lstat(t->uroot, p, &st) < 0)
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;	/* gone meanwhile */
 		struct ck_entry x = { .mode = st.st_mode & 07777, .uid = st.st_uid, .gid = st.st_gid,
 				      .mtime_ns = checkpoint_stamp_of(&st).mtime_ns };
@@ -383,19 +391,22 @@ static int ck_walk(struct ck_take *t, const char *rel)
 			break;
 		}
 		if (x.type == 'd') {
-			_cleanup_close_ int fd = ws_open(t->uroot, p, O_RDONLY | O_DIRECTORY);
+			_cleanup_close_ int fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0)
 				x.xattrs = ck_xattrs_read(fd);
 		} else if (x.type == 'l') {
 			char tg[PATH_MAX];
-			r = ws_readlink(t->uroot, p, tg, sizeof(tg));
+			ssize_t k = readlinkat(dfd, names[i], tg, sizeof(tg) - 1);
+			r = k < 0 ? -errno : 0;
+			if (k >= 0)
+				tg[k] = 0;
 			if (r >= 0 && !(x.target = strdup(tg)))
 				r = -ENOMEM;
 		} else if (x.type == 'f') {
 			x.copy = t->cur.n;
 			t->st.files++;
 			if (!ck_link_prev(t, &st, &x))
-				r = ck_copy_in(t, p, &x);
+				r = ck_copy_in(t, dfd, names[i], &x);
 		}
 		if (r >= 0)
 			r = ck_push(&t->cur, &x);
