@@ -190,6 +190,8 @@ int rewind_to(struct session *s, int n, uint64_t disk, void (*stop_box)(void *ud
 	s->messages = TAKE_PTR(st.messages);
 	s->asked = cJSON_GetArraySize(st.checkpoints);
 	journal_state_free(&st);
+	/* The last prompt's size was that of a longer conversation. */
+	s->prompt_tokens = s->prompt_bytes = 0;
 	d.messages = cJSON_GetArraySize(s->messages);
 	if (ret)
 		*ret = d;

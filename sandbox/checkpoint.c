@@ -1,4 +1,5 @@
 #include "sandbox/checkpoint.h"
+#include "sandbox/ckmanifest.h"
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -22,12 +23,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-/* A manifest is read whole: about 200 bytes an entry, so a few million. */
-#define CK_MANIFEST_MAX (1u << 30)
-/* The overlay's own xattrs (user.* under userxattr, trusted.* as root):
- * an opaque directory's marker, and what it records of a copy-up. */
-#define CK_XATTR_LIST_MAX 65536
-#define CK_XATTR_VALUE_MAX 4096
 /* Restored modes: never setuid or setgid. */
 #define CK_MODE_MASK 01777
 
@@ -46,265 +41,31 @@ bool checkpoint_unchanged(const struct checkpoint_stamp *a, const struct checkpo
 	return a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
-/* One entry of a manifest. */
-struct ck_entry {
-	char *path;
-	char type;		/* f file, d directory, l symlink, w whiteout */
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	int64_t mtime_ns;
-	struct checkpoint_stamp stamp;	/* f: the live file's, when it was kept */
-	size_t copy;		/* f: its copy, N/files/COPY */
-	char *target;		/* l */
-	cJSON *xattrs;		/* {name: hex value}, or NULL */
-};
-
-struct ck_list {
-	struct ck_entry *v;
-	size_t n, cap;
-};
-
-static void ck_list_free(struct ck_list *l)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		free(l->v[i].path);
-		free(l->v[i].target);
-		cJSON_Delete(l->v[i].xattrs);
-	}
-	free(l->v);
-	*l = (struct ck_list){ 0 };
-}
-
-static int ck_push(struct ck_list *l, const struct ck_entry *x)
-{
-	if (array_grow(&l->v, &l->cap, l->n, sizeof(*l->v), 64) < 0)
-		return -ENOMEM;
-	l->v[l->n++] = *x;
-	return 0;
-}
-
-static int ck_path_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct ck_entry *)a)->path, ((const struct ck_entry *)b)->path);
-}
-
-static void i64_str(char *out, size_t n, int64_t v)
-{
-	snprintf(out, n, "%lld", (long long)v);
-}
-
-/* Numbers past 2^53 (inodes, nanoseconds) travel as strings. */
-static bool str_i64(const cJSON *o, const char *k, int64_t *ret)
-{
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-	if (!s || !*s)
-		return false;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (*end || errno)
-		return false;
-	*ret = v;
-	return true;
-}
-
-static int64_t num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
-}
-
-static cJSON *ck_entry_json(const struct ck_entry *x)
-{
-	char b[32];
-	cJSON *o = cJSON_CreateObject();
-	char t[2] = { x->type, 0 };
-	cJSON_AddStringToObject(o, "p", x->path);
-	cJSON_AddStringToObject(o, "t", t);
-	cJSON_AddNumberToObject(o, "m", x->mode & 07777);
-	cJSON_AddNumberToObject(o, "u", x->uid);
-	cJSON_AddNumberToObject(o, "g", x->gid);
-	i64_str(b, sizeof(b), x->mtime_ns);
-	cJSON_AddStringToObject(o, "mt", b);
-	if (x->type == 'f') {
-		i64_str(b, sizeof(b), (int64_t)x->stamp.ino);
-		cJSON_AddStringToObject(o, "i", b);
-		i64_str(b, sizeof(b), x->stamp.size);
-		cJSON_AddStringToObject(o, "s", b);
-		i64_str(b, sizeof(b), x->stamp.mtime_ns);
-		cJSON_AddStringToObject(o, "smt", b);
-		i64_str(b, sizeof(b), x->stamp.ctime_ns);
-		cJSON_AddStringToObject(o, "sct", b);
-		cJSON_AddNumberToObject(o, "c", (double)x->copy);
-	}
-	if (x->target)
-		cJSON_AddStringToObject(o, "l", x->target);
-	if (x->xattrs)
-		cJSON_AddItemToObject(o, "x", cJSON_Duplicate(x->xattrs, 1));
-	return o;
-}
-
-static int ck_entry_parse(const cJSON *o, struct ck_entry *ret)
-{
-	struct ck_entry x = { 0 };
-	const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "p"));
-	const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "t"));
-	int64_t m = num(o, "m"), u = num(o, "u"), g = num(o, "g"), ino = 0, c = 0;
-	/* A path is relative, with no "..": it is made beneath the new layer. */
-	if (!p || !*p || *p == '/' || !t || !strchr("fdlw", t[0]) || !t[0] || t[1] || m < 0 || u < 0 || g < 0 ||
-	    !strcmp(p, "..") || !strncmp(p, "../", 3) || strstr(p, "/../") ||
-	    (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")) || !str_i64(o, "mt", &x.mtime_ns))
-		return -EBADMSG;
-	x.type = t[0];
-	x.mode = (mode_t)m;
-	x.uid = (uid_t)u;
-	x.gid = (gid_t)g;
-	if (x.type == 'f') {
-		c = num(o, "c");
-		if (c < 0 || !str_i64(o, "i", &ino) || !str_i64(o, "s", &x.stamp.size) ||
-		    !str_i64(o, "smt", &x.stamp.mtime_ns) || !str_i64(o, "sct", &x.stamp.ctime_ns))
-			return -EBADMSG;
-		x.stamp.ino = (uint64_t)ino;
-		x.copy = (size_t)c;
-	}
-	const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "l"));
-	if (x.type == 'l' && !l)
-		return -EBADMSG;
-	const cJSON *xa = cJSON_GetObjectItemCaseSensitive(o, "x");
-	x.path = strdup(p);
-	x.target = l ? strdup(l) : NULL;
-	x.xattrs = cJSON_IsObject(xa) ? cJSON_Duplicate(xa, 1) : NULL;
-	if (!x.path || (l && !x.target)) {
-		free(x.path);
-		free(x.target);
-		cJSON_Delete(x.xattrs);
-		return -ENOMEM;
-	}
-	*ret = x;
-	return 0;
-}
-
 static void ck_path(char *out, size_t n, const char *dir, int k, const char *what)
 {
 	snprintf(out, n, "%s/%d%s%s", dir, k, what ? "/" : "", what ? what : "");
 }
 
-static int ck_manifest_read(const char *dir, int k, struct ck_list *ret, struct err *e)
+static int ck_manifest_read(const char *dir, int k, struct ckmanifest *ret, struct err *e)
 {
 	char p[PATH_MAX];
 	ck_path(p, sizeof(p), dir, k, "manifest");
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r = fdio_read_file(AT_FDCWD, p, CK_MANIFEST_MAX, &data, &len);
-	if (r < 0)
-		return err_setc(e, r, "cannot read the checkpoint %s", p);
-	struct ck_list l = { 0 };
-	for (char *s = data, *nl; s < data + len; s = nl + 1) {
-		nl = memchr(s, '\n', (size_t)(data + len - s));
-		if (!nl)
-			nl = data + len;
-		cJSON *o = cJSON_ParseWithLength(s, (size_t)(nl - s));
-		struct ck_entry x;
-		r = o ? ck_entry_parse(o, &x) : -EBADMSG;
-		cJSON_Delete(o);
-		if (r >= 0)
-			r = ck_push(&l, &x);
-		if (r < 0) {
-			ck_list_free(&l);
-			return err_setc(e, r, "the checkpoint %s is damaged", p);
-		}
-	}
-	*ret = l;
-	return 0;
-}
-
-/* Written beside and renamed over: a manifest is whole or absent. */
-static int ck_manifest_write(const char *path, const struct ck_list *l)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	int r = 0;
-	for (size_t i = 0; i < l->n && r >= 0; i++) {
-		cJSON *o = ck_entry_json(&l->v[i]);
-		_cleanup_free_ char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-		cJSON_Delete(o);
-		if (!s || fprintf(f, "%s\n", s) < 0)
-			r = s ? -EIO : -ENOMEM;
-	}
-	if (fclose(f) != 0 && r >= 0)
-		r = -errno;
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
-}
-
-static bool ck_overlay_xattr(const char *name)
-{
-	return !strncmp(name, "user.overlay.", 13) || !strncmp(name, "trusted.overlay.", 16);
-}
-
-/* The overlay's xattrs on fd, hex-encoded; NULL when it has none. */
-static cJSON *ck_xattrs_read(int fd)
-{
-	char names[CK_XATTR_LIST_MAX];
-	ssize_t n = flistxattr(fd, names, sizeof(names));
-	cJSON *o = NULL;
-	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
-		if (!ck_overlay_xattr(names + i))
-			continue;
-		unsigned char v[CK_XATTR_VALUE_MAX];
-		ssize_t k = fgetxattr(fd, names + i, v, sizeof(v));
-		if (k < 0)
-			continue;
-		char hex[2 * CK_XATTR_VALUE_MAX + 1];
-		hash_hex(v, (size_t)k, hex);
-		if (!o)
-			o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, names + i, hex);
-	}
-	return o;
-}
-
-static int ck_xattrs_write(int fd, const cJSON *xa)
-{
-	const cJSON *it;
-	cJSON_ArrayForEach(it, xa) {
-		const char *hex = cJSON_GetStringValue(it);
-		size_t hl = hex ? strlen(hex) : 1;
-		if (!it->string || !ck_overlay_xattr(it->string) || hl % 2 || hl / 2 > CK_XATTR_VALUE_MAX)
-			return -EBADMSG;
-		unsigned char v[CK_XATTR_VALUE_MAX];
-		for (size_t j = 0; j < hl / 2; j++) {
-			unsigned int b;
-			if (sscanf(hex + 2 * j, "%2x", &b) != 1)
-				return -EBADMSG;
-			v[j] = (unsigned char)b;
-		}
-		if (fsetxattr(fd, it->string, v, hl / 2, 0) < 0)
-			return -errno;
-	}
-	return 0;
+	return ckmanifest_read(p, ret, e);
 }
 
 /* Taking one: the layer's root, the previous checkpoint (its entries
  * sorted by path, and its copies), and the new one's copies. */
 struct ck_take {
 	int uroot;
-	struct ck_list prev;
+	struct ckmanifest prev;
 	int pfiles, tfiles;
-	struct ck_list cur;
+	struct ckmanifest cur;
 	struct checkpoint_stats st;
 };
 
 /* A copy of the live file (name in the directory dfd) into the new
  * checkpoint, as copy x->copy. */
-static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ck_entry *x)
+static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ckmanifest_entry *x)
 {
 	struct stat st;
 	_cleanup_close_ int src = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -315,7 +76,7 @@ static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ck_en
 	/* The stamp of what is copied, taken before the bytes: a change
 	 * during the copy is copied again next time. */
 	x->stamp = checkpoint_stamp_of(&st);
-	x->xattrs = ck_xattrs_read(src);
+	x->xattrs = ckmanifest_xattrs_read(src);
 	char to[32];
 	snprintf(to, sizeof(to), "%zu", x->copy);
 	_cleanup_close_ int dst = openat(t->tfiles, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -330,12 +91,12 @@ static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ck_en
 }
 
 /* The previous checkpoint's copy of an unchanged file, linked. */
-static bool ck_link_prev(struct ck_take *t, const struct stat *st, struct ck_entry *x)
+static bool ck_link_prev(struct ck_take *t, const struct stat *st, struct ckmanifest_entry *x)
 {
 	if (t->pfiles < 0 || !t->prev.n)
 		return false;
-	struct ck_entry key = { .path = x->path };
-	const struct ck_entry *old = bsearch(&key, t->prev.v, t->prev.n, sizeof(key), ck_path_cmp);
+	struct ckmanifest_entry key = { .path = x->path };
+	const struct ckmanifest_entry *old = bsearch(&key, t->prev.v, t->prev.n, sizeof(key), ckmanifest_path_cmp);
 	struct checkpoint_stamp now = checkpoint_stamp_of(st);
 	if (!old || old->type != 'f' || !checkpoint_unchanged(&old->stamp, &now))
 		return false;
@@ -372,7 +133,7 @@ static int ck_walk(struct ck_take *t, const char *rel)
 		struct stat st;
 		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;	/* gone meanwhile */
-		struct ck_entry x = { .mode = st.st_mode & 07777, .uid = st.st_uid, .gid = st.st_gid,
+		struct ckmanifest_entry x = { .mode = st.st_mode & 07777, .uid = st.st_uid, .gid = st.st_gid,
 				      .mtime_ns = checkpoint_stamp_of(&st).mtime_ns };
 		if (S_ISDIR(st.st_mode))
 			x.type = 'd';
@@ -393,7 +154,7 @@ static int ck_walk(struct ck_take *t, const char *rel)
 		if (x.type == 'd') {
 			_cleanup_close_ int fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0)
-				x.xattrs = ck_xattrs_read(fd);
+				x.xattrs = ckmanifest_xattrs_read(fd);
 		} else if (x.type == 'l') {
 			char tg[PATH_MAX];
 			ssize_t k = readlinkat(dfd, names[i], tg, sizeof(tg) - 1);
@@ -409,7 +170,7 @@ static int ck_walk(struct ck_take *t, const char *rel)
 				r = ck_copy_in(t, dfd, names[i], &x);
 		}
 		if (r >= 0)
-			r = ck_push(&t->cur, &x);
+			r = ckmanifest_push(&t->cur, &x);
 		if (r < 0) {
 			free(x.path);
 			free(x.target);
@@ -498,7 +259,7 @@ int checkpoint_take(const char *dir, const char *upper, int n, struct checkpoint
 		ck_path(p, sizeof(p), dir, prev, "files");
 		t.pfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (t.prev.n)
-			qsort(t.prev.v, t.prev.n, sizeof(*t.prev.v), ck_path_cmp);
+			qsort(t.prev.v, t.prev.n, sizeof(*t.prev.v), ckmanifest_path_cmp);
 	}
 	t.uroot = upper ? open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (t.uroot < 0 && upper && errno != ENOENT) {
@@ -510,7 +271,7 @@ int checkpoint_take(const char *dir, const char *upper, int n, struct checkpoint
 		goto out;
 	}
 	snprintf(p, sizeof(p), "%s/manifest", tmp);
-	if ((r = ck_manifest_write(p, &t.cur)) < 0 || (r = ck_commit(dir, tmp, n)) < 0) {
+	if ((r = ckmanifest_write(p, &t.cur)) < 0 || (r = ck_commit(dir, tmp, n)) < 0) {
 		err_setc(e, r, "cannot write the checkpoint %s", tmp);
 		goto out;
 	}
@@ -526,8 +287,8 @@ out:
 		close(t.pfiles);
 	if (t.tfiles >= 0)
 		close(t.tfiles);
-	ck_list_free(&t.prev);
-	ck_list_free(&t.cur);
+	ckmanifest_free(&t.prev);
+	ckmanifest_free(&t.cur);
 	return r;
 }
 
@@ -553,14 +314,14 @@ static int ck_set_times(int dfd, const char *name, int64_t ns, int flags)
 
 /* Owners are kept where this process may set them (root); else every
  * file is this user's already. */
-static int ck_chown(int dfd, const char *name, const struct ck_entry *x, int flags)
+static int ck_chown(int dfd, const char *name, const struct ckmanifest_entry *x, int flags)
 {
 	if (fchownat(dfd, name, x->uid, x->gid, flags) < 0 && errno != EPERM)
 		return -errno;
 	return 0;
 }
 
-static int ck_restore_file(int parent, const char *base, int cfiles, struct ck_entry *x)
+static int ck_restore_file(int parent, const char *base, int cfiles, struct ckmanifest_entry *x)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "%zu", x->copy);
@@ -580,7 +341,7 @@ static int ck_restore_file(int parent, const char *base, int cfiles, struct ck_e
 		return -errno;
 	if (fchmod(dst, x->mode & CK_MODE_MASK) < 0)
 		return -errno;
-	if (x->xattrs && (r = ck_xattrs_write(dst, x->xattrs)) < 0)
+	if (x->xattrs && (r = ckmanifest_xattrs_write(dst, x->xattrs)) < 0)
 		return r;
 	if ((r = ck_set_times(dst, NULL, x->mtime_ns, 0)) < 0)
 		return r;
@@ -591,7 +352,7 @@ static int ck_restore_file(int parent, const char *base, int cfiles, struct ck_e
 	return 0;
 }
 
-static int ck_restore_one(int root, int cfiles, struct ck_entry *x)
+static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x)
 {
 	const char *base;
 	_cleanup_close_ int parent = ck_parent(root, x->path, &base);
@@ -605,7 +366,7 @@ static int ck_restore_one(int root, int cfiles, struct ck_entry *x)
 			return -errno;
 		if (x->xattrs) {
 			_cleanup_close_ int fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			r = fd < 0 ? -errno : ck_xattrs_write(fd, x->xattrs);
+			r = fd < 0 ? -errno : ckmanifest_xattrs_write(fd, x->xattrs);
 		}
 		return r;
 	}
@@ -631,10 +392,10 @@ static int ck_restore_one(int root, int cfiles, struct ck_entry *x)
 
 /* Directories last, deepest first: their modes (one may be read-only) and
  * their times (which every entry made in them changed). */
-static int ck_restore_dirs(int root, const struct ck_list *l)
+static int ck_restore_dirs(int root, const struct ckmanifest *l)
 {
 	for (size_t i = l->n; i-- > 0;) {
-		const struct ck_entry *x = &l->v[i];
+		const struct ckmanifest_entry *x = &l->v[i];
 		if (x->type != 'd')
 			continue;
 		const char *base;
@@ -653,7 +414,7 @@ static int ck_restore_dirs(int root, const struct ck_list *l)
 int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpoint_stats *ret, struct err *e)
 {
 	int64_t t0 = now_ms();
-	struct ck_list l = { 0 };
+	struct ckmanifest l = { 0 };
 	int r = ck_manifest_read(dir, n, &l, e);
 	if (r < 0)
 		return r;
@@ -700,7 +461,7 @@ int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpo
 	ck_path(p, sizeof(p), dir, n, "manifest");
 	/* Not renewed (written beside, so the old one stands): the next
 	 * checkpoint copies every file instead of linking. */
-	ck_manifest_write(p, &l);
+	ckmanifest_write(p, &l);
 	st.copied = st.files;
 	st.ms = now_ms() - t0;
 	if (ret)
@@ -711,7 +472,7 @@ out:
 	if (cfiles >= 0)
 		close(cfiles);
 	state_rm_rf(nu);	/* the old layer, or the half-made new one */
-	ck_list_free(&l);
+	ckmanifest_free(&l);
 	return r;
 }
 
