@@ -107,9 +107,11 @@ is "$(wc -l <"$T_TMP/err")" 1 "in one line"
 "$WARD" rewind "$ID" 0 >/dev/null 2>"$T_TMP/err"
 is "$?" 64 "N 0: exit 64"
 like "$(cat "$T_TMP/err")" "^ward: rewind: \"0\" is not a message number: give one of 1 to 3" "it says what N can be"
+is "$(wc -l <"$T_TMP/err")" 1 "in one line"
 "$WARD" rewind no-such-session 1 >/dev/null 2>"$T_TMP/err"
 is "$?" 64 "an unknown session: exit 64"
-like "$(cat "$T_TMP/err")" "^ward: no session no-such-session \(see .ward sessions.\)$" "it says so, in one line"
+like "$(cat "$T_TMP/err")" "^ward: no session no-such-session \(see .ward sessions.\)$" "it says so"
+is "$(wc -l <"$T_TMP/err")" 1 "in one line"
 python3 -c 'import fcntl, sys, time
 f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], "w").close(); time.sleep(20)' "$SESS/$ID.jsonl" "$T_TMP/held" &
 HOLDER=$!
