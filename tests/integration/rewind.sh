@@ -149,6 +149,37 @@ is "$(sent 1 asked)" "echo \"=== before\"" "the conversation starts again from n
 is "$(sent 2 tree)" "$BEFORE1" "and the box sees the tree as it was before message 1"
 [ "$(cat "$WS/a.txt")" = alpha ] && [ -e "$WS/b.txt" ] && [ ! -e "$WS/new.txt" ]; ok $? "the user's tree was never touched"
 
+# A box running over the session's layers: refused, nothing changed; the
+# twin once it is gone.
+"$WARD" box create --persistent --name "s-$ID" --workspace "$WS" >>"$T_TMP/boxes" 2>/dev/null
+S0=$( { md5sum <"$SESS/$ID.jsonl"; ls "$CK"; } | md5sum)
+"$WARD" rewind "$ID" 1 >/dev/null 2>"$T_TMP/err"
+is "$?" 75 "a box running over the session's layers: exit 75"
+like "$(cat "$T_TMP/err")" "^ward: box s-$ID is running over session $ID's workspace.*nothing changed$" "it says which box"
+is "$(wc -l <"$T_TMP/err")" 1 "in one line"
+is "$( { md5sum <"$SESS/$ID.jsonl"; ls "$CK"; } | md5sum)" "$S0" "the journal and the checkpoints are as they were"
+"$WARD" box destroy "s-$ID" >/dev/null 2>&1
+"$WARD" rewind "$ID" 1 >/dev/null 2>"$T_TMP/err"
+is "$?" 0 "twin: the box gone, the same rewind works"
+
+# Applying a session's changes drops its checkpoints.
+WS2=$T_TMP/ws2
+mkdir -p "$WS2/sub/deep"
+echo alpha >"$WS2/a.txt"; echo beta >"$WS2/b.txt"; echo s >"$WS2/sub/s.txt"; echo t >"$WS2/sub/deep/t.txt"
+"$WARD" run --model "replay:$T_TMP/replay.json" --workspace "$WS2" "first message" >/dev/null 2>&1
+ID2=$(ls "$SESS" | sed -n 's/\.jsonl$//p' | grep -vx "$ID" | head -1)
+"$WARD" run --model "replay:$T_TMP/replay.json" --workspace "$WS2" --resume "$ID2" "second message" >/dev/null 2>&1
+CK2=$XDG_STATE_HOME/ward/workspaces/s-$ID2.ckpt
+"$WARD" rewind "$ID2" 2 >/dev/null 2>&1
+is "$?" 0 "a second session, rewound to 2"
+"$WARD" apply "$ID2" >/dev/null 2>&1
+is "$(tr '\n' ' ' <"$WS2/a.txt")" "alpha more " "ward apply applies message 1's changes"
+[ ! -e "$CK2" ]; ok $? "and drops the checkpoints: their copies would lie over the new tree"
+"$WARD" rewind "$ID2" 1 >/dev/null 2>"$T_TMP/err"
+is "$?" 1 "a rewind after the changes were applied: exit 1"
+like "$(cat "$T_TMP/err")" "^ward: the checkpoint before message 1 of session $ID2 is gone \(applying a session's changes to its workspace drops its checkpoints\); nothing changed$" \
+	"it says why"
+
 # The terminal session: /rewind lists, /rewind 2 goes back, the box is made again.
 if ! command -v tmux >/dev/null; then
 	echo "# tmux is not installed: /rewind in the terminal is not tested"
