@@ -351,10 +351,9 @@ static void rewind_here(struct tui *u, const char *arg)
 		return;
 	}
 	uint64_t n;
-	if (parse_u64(arg, &n) < 0 || n < 1 || n > (uint64_t)u->s.asked) {
+	if (parse_u64(arg, &n) < 0 || n > INT_MAX) {
 		_cleanup_free_ char *s = tui_short(arg, 40);
-		tui_putf(u, "There is no message %s: this session has %s%d; /rewind lists them.\n", s ? s : "",
-			 u->s.asked ? "messages 1 to " : "", u->s.asked);
+		tui_putf(u, "\"%s\" is not a message number; /rewind lists them.\n", s ? s : "");
 		return;
 	}
 	struct rewind_done d = { 0 };
