@@ -5,6 +5,7 @@
 #include "cmd/session.h"
 #include "cmd/fleet.h"
 #include "cmd/run-out.h"
+#include "cmd/rewind.h"
 #include "cmd/hook.h"
 #include "cmd/mcpconf.h"
 #include "cmd/settings.h"
@@ -654,6 +655,7 @@ static int run_run(int argc, char **argv)
 		fprintf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
 
 	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
+	rewind_checkpoint(&s, own_box && !f.rw && workspace);
 	struct turn_stop stop;
 	r = run_turn(cfg, &s, task, &stop, &e);
 	mcp_free(mcp);

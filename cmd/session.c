@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
 #include "sandbox/box.h"
+#include "sandbox/checkpoint.h"
 #include "sandbox/layers.h"
 #include "sandbox/wsbase.h"
 #include "sandbox/wsdiff.h"
@@ -355,6 +356,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 			return EXIT_USAGE;
 		}
 		s->messages = TAKE_PTR(st.messages);
+		s->asked = cJSON_GetArraySize(st.checkpoints);
 		cJSON *cut = resume_results(s->messages, st.results);
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");
@@ -501,6 +503,16 @@ void session_layers_drop(const struct session_ws *w)
 	layers_name(w, name, sizeof(name));
 	if (!w->box)
 		layers_drop(name);
+}
+
+/* The checkpoints of a layer whose changes are now the tree's: putting
+ * one back would lay old copies over the new tree. */
+static void session_checkpoints_drop(const struct session_ws *w)
+{
+	char name[BOX_NAME_MAX + 1], dir[PATH_MAX];
+	layers_name(w, name, sizeof(name));
+	if (!w->box && checkpoint_dir(name, dir, sizeof(dir), NULL) == 0)
+		checkpoint_drop_after(dir, 0);
 }
 
 void session_changes_begin(const struct session_ws *w, int64_t since_ns)
@@ -673,6 +685,7 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 				fprintf(stderr, "ward: warning: %s\n", e.msg);
 			layers_release(&L);
 			session_layers_drop(w);
+			session_checkpoints_drop(w);
 			for (size_t i = 0; i < ch.n; i++)
 				if (ch.v[i].setid_dropped)
 					fprintf(stderr, "ward: %s: applied without the setuid/setgid bit the box set\n",

@@ -21,6 +21,8 @@
 #include "cmd/cmd.h"
 #include "cmd/hook.h"
 #include "cmd/session.h"
+#include "cmd/rewind.h"
+#include "base/parse.h"
 #include "mcp/mcp.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
@@ -84,6 +86,9 @@ static const char tui_commands[] =
 	"  /compact          replace the middle of the conversation with a summary the model\n"
 	"                    writes (the first message and the recent rounds stay)\n"
 	"  /resume [N|ID]    list recent sessions, or continue one\n"
+	"  /rewind [N]       list your messages (numbered from 1), or go back to before message N:\n"
+	"                    the workspace changes and the conversation as they were then (the box is\n"
+	"                    made again: processes running in it are lost)\n"
 	"  /approve [MODE]   show or change the approval mode: ask, edits or auto\n"
 	"  /quit             end the session (Ctrl-D does too)\n"
 	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box);\n"
@@ -317,6 +322,54 @@ static void compact_now(struct tui *u)
 	fflush(stdout);
 }
 
+static void rewind_stop_box(void *ud)
+{
+	box_down(ud);
+}
+
+/* /rewind: the person's messages, or back to before one of them. */
+static void rewind_here(struct tui *u, const char *arg)
+{
+	if (!*arg) {
+		cJSON *list = NULL;
+		struct err e = { 0 };
+		if (rewind_list(u->s.j.id, &list, &e) < 0) {
+			tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
+			return;
+		}
+		const cJSON *c;
+		cJSON_ArrayForEach(c, list) {
+			const char *at = json_str(c, "at") ? json_str(c, "at") : "";
+			_cleanup_free_ char *t = tui_short(json_str(c, "text") ? json_str(c, "text") : "", 60);
+			/* The time of day of an ISO 8601 UTC stamp. */
+			tui_putf(u, "  %2lld  %.8s  %s\n", (long long)json_int(c, "message", 0), strlen(at) > 11 ? at + 11 : at,
+				 t ? t : "");
+		}
+		tui_put(u, cJSON_GetArraySize(list) ? "Go back to before one with /rewind N (its number).\n"
+						    : "No messages yet.\n");
+		cJSON_Delete(list);
+		return;
+	}
+	uint64_t n;
+	if (parse_u64(arg, &n) < 0 || n > INT_MAX) {
+		_cleanup_free_ char *s = tui_short(arg, 40);
+		tui_putf(u, "\"%s\" is not a message number; /rewind lists them.\n", s ? s : "");
+		return;
+	}
+	struct rewind_done d = { 0 };
+	bool own = u->own_box && !u->f.rw && u->ws[0];
+	fflush(stdout);
+	int r = rewind_to(&u->s, (int)n, u->f.disk, own ? rewind_stop_box : NULL, u, &d);
+	if (d.box_stopped && box_up(u) == 0)
+		tui_putf(u, "The box was destroyed and a new one made (%s): processes that ran in it are gone.\n", u->box);
+	if (r)
+		return;
+	tui_putf(u, "Back before message %d: the conversation has %d message%s; %s.\n", (int)n, d.messages,
+		 d.messages == 1 ? "" : "s",
+		 d.workspace ? "the workspace changes are as they were then"
+			     : "the workspace was not rewound (the box works on the directory directly: --rw or --box)");
+}
+
 /* A slash command; false when the session should end. */
 static bool slash(struct tui *u, char *line)
 {
@@ -387,6 +440,8 @@ static bool slash(struct tui *u, char *line)
 		compact_now(u);
 	} else if (!strcmp(line, "/resume")) {
 		cmd_resume(u, arg);
+	} else if (!strcmp(line, "/rewind")) {
+		rewind_here(u, arg);
 	} else if (!strcmp(line, "/approve")) {
 		if (*arg && gate_mode_parse(arg, &u->f.gate.mode) < 0)
 			tui_putf(u, "\"%s\" is not a mode; use ask, edits or auto.\n", arg);
@@ -557,6 +612,7 @@ static void run_message(struct tui *u, const char *text)
 		session_changes_begin(&sw, now_wall_ns());
 	if (box_up(u) < 0)
 		return;
+	rewind_checkpoint(&u->s, changes);
 	struct turn_cfg cfg;
 	turn_begin(u, &cfg);
 	struct turn_stop stop;

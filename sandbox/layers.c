@@ -242,6 +242,17 @@ int layers_find(const char *name, struct layers *ret, struct err *e)
 	return 0;
 }
 
+bool layers_alone(struct layers *l)
+{
+	if (l->lock_fd < 0)
+		return true;
+	if (flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0)
+		return true;
+	/* A failed conversion may have let go of the shared lock (flock(2)). */
+	layers_lock(l->lock_fd, LOCK_SH);
+	return false;
+}
+
 /* Unmount dir's image if nobody else holds it; fd is an open of the image
  * (ours, shared or not held). */
 static void layers_let_go(const char *dir, int fd)
@@ -279,16 +290,22 @@ void layers_drop(const char *name)
 	unlink(image);
 }
 
-int layers_base_path(const char *name, char *out, size_t n, struct err *e)
+int layers_beside(const char *name, const char *suffix, char *out, size_t n, struct err *e)
 {
 	char dir[PATH_MAX - 16];
 	int r = state_layers_dir(name, dir, sizeof(dir), e);
 	if (r < 0)
 		return r;
-	snprintf(out, n, "%s.base", dir);
+	if ((size_t)snprintf(out, n, "%s%s", dir, suffix) >= n)
+		return err_set(e, -ENAMETOOLONG, "%s%s: the path is too long", dir, suffix);
 	*strrchr(dir, '/') = 0;
 	r = state_mkdir_p(dir, 0700);
 	return r < 0 ? err_setc(e, r, "cannot create %s", dir) : 0;
+}
+
+int layers_base_path(const char *name, char *out, size_t n, struct err *e)
+{
+	return layers_beside(name, ".base", out, n, e);
 }
 
 void layers_sweep(void)

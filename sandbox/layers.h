@@ -33,11 +33,20 @@ struct layers {
 int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err *e);
 /* NAME's existing layers, held: 1, 0 when NAME has none, or -errno. */
 int layers_find(const char *name, struct layers *ret, struct err *e);
+/* Whether this process is the only one holding l (no box has its image
+ * mounted): then it holds it alone until layers_release, and nobody can
+ * mount it meanwhile (layers_open and layers_find wait, then fail). Where
+ * nothing caps the layers there is no image and no lock: true, and the
+ * caller must know otherwise that no box uses them. */
+bool layers_alone(struct layers *l);
 /* Let go; the last user unmounts the image. */
 void layers_release(struct layers *l);
 /* Remove NAME's layers: the mount, the directory, the image and the base
  * record. Call after layers_release of this process's own hold. */
 void layers_drop(const char *name);
+/* NAME's layers' path with suffix: a file or directory beside them
+ * (outside the image), whose directory is made. */
+int layers_beside(const char *name, const char *suffix, char *out, size_t n, struct err *e);
 /* The file beside NAME's layers (outside the image, so it can be written
  * before the layers exist) that records the base of their changes
  * (sandbox/wsbase.h); its directory is made. */

@@ -305,41 +305,6 @@ static int rm_rf_at(int pfd, const char *name)
 	return r;
 }
 
-/* Copy src to dst keeping its holes: a sparse file the box made costs the
- * tree what it cost the box's layer, not its apparent size. */
-static int copy_sparse(int src, int dst, off_t size)
-{
-	char b[65536];
-	off_t off = 0;
-	while (off < size) {
-		off_t data = lseek(src, off, SEEK_DATA);
-		if (data < 0) {
-			if (errno == ENXIO)
-				break;	/* a hole to the end */
-			data = off;	/* no SEEK_DATA here: copy all */
-		}
-		off_t hole = lseek(src, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = size;
-		for (off = data; off < hole;) {
-			ssize_t n = pread(src, b, (size_t)MIN((off_t)sizeof(b), hole - off), off);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				return n < 0 ? -errno : -EIO;
-			for (ssize_t w = 0; w < n;) {
-				ssize_t k = pwrite(dst, b + w, (size_t)(n - w), off + w);
-				if (k < 0 && errno != EINTR)
-					return -errno;
-				if (k > 0)
-					w += k;
-			}
-			off += n;
-		}
-	}
-	return ftruncate(dst, size) < 0 ? -errno : 0;
-}
-
 /* Files of the box's layer with more than one link, by inode: the first
  * one applied, so the others become links to it, not copies. */
 struct ws_links {
@@ -413,7 +378,7 @@ static int apply_file(int root, int uroot, const char *p, struct ws_links *links
 		_cleanup_close_ int dst = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (dst < 0)
 			return -errno;
-		r = copy_sparse(src, dst, st.st_size);
+		r = ws_copy_sparse(src, dst, st.st_size);
 		if (r < 0) {
 			unlinkat(dir, tmp, 0);
 			return r;

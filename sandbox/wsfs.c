@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -190,4 +192,47 @@ int ws_put(FILE *out, const char *fmt, ...)
 	if (n < 0 || fflush(out) == EOF)
 		return errno == EPIPE ? -EPIPE : -EIO;
 	return 0;
+}
+
+int ws_copy_sparse(int src, int dst, off_t size)
+{
+	char b[65536];
+	off_t off = 0;
+	while (off < size) {
+		off_t data = lseek(src, off, SEEK_DATA);
+		if (data < 0) {
+			if (errno == ENXIO)
+				break;	/* a hole to the end */
+			data = off;	/* no SEEK_DATA here: copy all */
+		}
+		off_t hole = lseek(src, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = size;
+		for (off = data; off < hole;) {
+			ssize_t n = pread(src, b, (size_t)MIN((off_t)sizeof(b), hole - off), off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EIO;
+			for (ssize_t w = 0; w < n;) {
+				ssize_t k = pwrite(dst, b + w, (size_t)(n - w), off + w);
+				if (k < 0 && errno != EINTR)
+					return -errno;
+				if (k > 0)
+					w += k;
+			}
+			off += n;
+		}
+	}
+	return ftruncate(dst, size) < 0 ? -errno : 0;
+}
+
+int ws_clone_or_copy(int src, int dst, off_t size)
+{
+	if (ioctl(dst, FICLONE, src) == 0)
+		return 1;
+	/* Another file system, or one without shared extents (ext4, tmpfs):
+	 * the bytes. A clone that failed half-way left nothing to undo. */
+	int r = ftruncate(dst, 0) < 0 ? -errno : ws_copy_sparse(src, dst, size);
+	return r < 0 ? r : 0;
 }

@@ -27,6 +27,14 @@ int ws_strv_add(char ***v, size_t *n, size_t *cap, const char *s);
 int ws_list_dir(int root, const char *rel, char ***ret, size_t *n);
 void ws_free_list(char **v, size_t n);
 int ws_name_cmp(const void *a, const void *b);
+/* Copy src to dst (both open, dst empty) keeping src's holes: a sparse
+ * file costs its copy what it cost the original, not its apparent size.
+ * 0 or -errno. */
+int ws_copy_sparse(int src, int dst, off_t size);
+/* The same, sharing src's extents (FICLONE) where the file system can:
+ * 1 cloned, 0 copied, or -errno. Either way a later change to one file is
+ * never seen in the other. */
+int ws_clone_or_copy(int src, int dst, off_t size);
 /* The two roots, opened once (O_PATH). */
 int ws_roots(const char *lower, const char *upper, int *lroot, int *uroot, struct err *e);
 

@@ -178,6 +178,13 @@ def sc_patch_kinds(n, msgs):
     return text("Changed.")
 
 
+def sc_bash_said(n, msgs):
+    """The person's message is the command: run it once, then say so."""
+    if n == 1:
+        return tool("bash", {"command": last_user_text(msgs)})
+    return text("Ran it.")
+
+
 def sc_big_file(n, msgs):
     if n == 1:
         return tool("bash", {"command": "truncate -s 65M big.img"})

@@ -3,6 +3,7 @@
 #include "base/fdio.h"
 #include "sandbox/state.h"
 #include "turn/compact.h"
+#include "turn/provider.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -150,6 +151,7 @@ void journal_state_free(struct journal_state *st)
 	cJSON_Delete(st->header);
 	cJSON_Delete(st->messages);
 	cJSON_Delete(st->results);
+	cJSON_Delete(st->checkpoints);
 	*st = (struct journal_state){ 0 };
 }
 
@@ -158,6 +160,56 @@ static const char *rec_str(const cJSON *o, const char *k)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
+
+/* The records of the lines a rewind took back: from the line of the
+ * checkpoint of the message it went back to, to the rewind itself. One
+ * flag a line of data (lines counted from 0), or NULL with e set. */
+static uint8_t *journal_rewound(const char *path, const char *data, size_t len, size_t *ret_lines, struct err *e)
+{
+	size_t lines = 0;
+	for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + len - p))); p++)
+		lines++;
+	uint8_t *gone = calloc(lines + 1, 1);
+	size_t *live = calloc(lines + 1, sizeof(*live));	/* live[k - 1]: the line of checkpoint k */
+	if (!gone || !live) {
+		free(gone);
+		free(live);
+		err_set(e, -ENOMEM, "out of memory reading %s", path);
+		return NULL;
+	}
+	size_t k = 0, i = 0;
+	for (const char *p = data, *nl; (nl = memchr(p, '\n', (size_t)(data + len - p))); p = nl + 1, i++) {
+		static const char ck[] = "{\"type\":\"checkpoint\"", rw[] = "{\"type\":\"rewind\"";
+		bool is_ck = (size_t)(nl - p) > sizeof(ck) && !memcmp(p, ck, sizeof(ck) - 1);
+		bool is_rw = (size_t)(nl - p) > sizeof(rw) && !memcmp(p, rw, sizeof(rw) - 1);
+		if (!is_ck && !is_rw)
+			continue;
+		cJSON *rec = cJSON_ParseWithLength(p, (size_t)(nl - p));
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, is_ck ? "message" : "to");
+		int n = cJSON_IsNumber(v) ? v->valueint : -1;
+		cJSON_Delete(rec);
+		if (n < 1 || (size_t)n > k + is_ck) {
+			free(gone);
+			free(live);
+			err_set(e, -EBADMSG, "%s: line %zu: a %s record that does not fit the messages before it; the journal "
+				"is damaged", path, i + 1, is_ck ? "checkpoint" : "rewind");
+			return NULL;
+		}
+		if (is_ck) {
+			live[n - 1] = i;
+			k = (size_t)n;
+		} else {
+			memset(gone + live[n - 1], 1, i + 1 - live[n - 1]);
+			k = (size_t)n - 1;
+		}
+	}
+	free(live);
+	*ret_lines = lines;
+	return gone;
+}
+
+/* How much of a message the list of checkpoints keeps. */
+#define JOURNAL_CHECKPOINT_TEXT 200
 
 int journal_load(const char *id, struct journal_state *st, struct err *e)
 {
@@ -173,14 +225,22 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 		return err_set(e, r, "no session %s (see `ward sessions`)", id);
 	if (r < 0)
 		return err_setc(e, r, "cannot read %s", path);
+	size_t nlines;
+	_cleanup_free_ uint8_t *gone = journal_rewound(path, data, len, &nlines, e);
+	if (!gone)
+		return -EBADMSG;
 	st->messages = cJSON_CreateArray();
 	st->results = cJSON_CreateObject();
+	st->checkpoints = cJSON_CreateArray();
+	cJSON *asked = NULL;	/* the last checkpoint, until its message comes */
 	size_t lineno = 0;
 	for (char *p = data, *nl; p < data + len; p = nl + 1) {
 		nl = memchr(p, '\n', (size_t)(data + len - p));
 		lineno++;
 		if (!nl)
 			break;	/* a last line cut by a kill */
+		if (gone[lineno - 1])
+			continue;	/* rewound */
 		cJSON *rec = cJSON_ParseWithLength(p, (size_t)(nl - p));
 		if (!rec) {
 			journal_state_free(st);
@@ -198,6 +258,26 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 			cJSON_AddItemToObject(m, "content",
 					      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "content"), 1));
 			cJSON_AddItemToArray(st->messages, m);
+			const char *text = json_str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rec, "content"), 0),
+						    "text");
+			const char *role = rec_str(rec, "role");
+			if (asked && text && role && !strcmp(role, "user")) {
+				char t[JOURNAL_CHECKPOINT_TEXT + 1];
+				snprintf(t, sizeof(t), "%s", text);
+				cJSON_ReplaceItemInObject(asked, "text", cJSON_CreateString(t));
+			}
+			asked = NULL;
+		} else if (type && !strcmp(type, "checkpoint")) {
+			cJSON *c = cJSON_CreateObject();
+			cJSON_AddNumberToObject(c, "message", json_int(rec, "message", 0));
+			cJSON_AddStringToObject(c, "at", rec_str(rec, "at") ? rec_str(rec, "at") : "");
+			cJSON_AddStringToObject(c, "text", "");
+			if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(rec, "layer")))
+				cJSON_AddFalseToObject(c, "layer");
+			if (rec_str(rec, "error"))
+				cJSON_AddStringToObject(c, "error", rec_str(rec, "error"));
+			cJSON_AddItemToArray(st->checkpoints, c);
+			asked = c;
 		} else if (type && !strcmp(type, "clear")) {
 			/* /clear: the conversation starts again from here. */
 			cJSON_Delete(st->messages);

@@ -22,6 +22,17 @@
  *                          were replaced by the summary (a user message);
  *                          "replaced" keeps them; reason is threshold,
  *                          context_length or manual
+ *   {"type":"checkpoint","message","at","files","copied","bytes_copied","ms",
+ *    "layer"?,"error"?}
+ *                          written before the person's message N (from 1, in
+ *                          the order of the journal): the workspace layer as it
+ *                          was then (sandbox/checkpoint.h); layer false: the
+ *                          session keeps none (--rw, --box, no workspace);
+ *                          error: none could be taken
+ *   {"type":"rewind","to","files","ms","workspace"}
+ *                          back to before message N: every record from
+ *                          checkpoint N's to this one is left out when the
+ *                          conversation is rebuilt, and the next message is N
  * Each record is one write(2) of a whole line, so a killed ward leaves at
  * most its last line cut; the loader skips a cut last line. */
 #pragma once
@@ -58,6 +69,12 @@ struct journal_state {
 	cJSON *results;		/* object: call_id -> result record */
 	char stop[32];		/* the last stop record's reason; "" if none */
 	int compactions;	/* compaction records */
+	/* The person's messages in the conversation, in order, from their
+	 * checkpoint records (those no rewind took back): [{message, at,
+	 * text, layer?, error?}] (text: the message's first 200 bytes; ""
+	 * when none came; layer and error as the record has them).
+	 * The next message is number cJSON_GetArraySize + 1. */
+	cJSON *checkpoints;
 };
 int journal_load(const char *id, struct journal_state *st, struct err *e);
 void journal_state_free(struct journal_state *st);

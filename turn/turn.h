@@ -164,6 +164,7 @@ struct session {
 	struct journal j;
 	struct box_conn *box;
 	int rounds, calls, refused;	/* over the whole session, for the budgets */
+	int asked;		/* the person's messages so far (their checkpoints, cmd/rewind.h) */
 	struct usage usage;
 	char *system;		/* the session's system prompt (owned); NULL: cfg->system */
 	cJSON *instructions;	/* the project instruction files in it: [{path, sha256, bytes, cut?}] */

@@ -1,0 +1,498 @@
+#include "sandbox/checkpoint.h"
+#include "sandbox/ckmanifest.h"
+#include "base/array.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/hash.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "sandbox/layers.h"
+#include "sandbox/state.h"
+#include "sandbox/wsfs.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* Restored modes: never setuid or setgid. */
+#define CK_MODE_MASK 01777
+
+struct checkpoint_stamp checkpoint_stamp_of(const struct stat *st)
+{
+	return (struct checkpoint_stamp){
+		.ino = st->st_ino,
+		.size = st->st_size,
+		.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+		.ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec,
+	};
+}
+
+bool checkpoint_unchanged(const struct checkpoint_stamp *a, const struct checkpoint_stamp *b)
+{
+	return a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+static void ck_path(char *out, size_t n, const char *dir, int k, const char *what)
+{
+	snprintf(out, n, "%s/%d%s%s", dir, k, what ? "/" : "", what ? what : "");
+}
+
+static int ck_manifest_read(const char *dir, int k, struct ckmanifest *ret, struct err *e)
+{
+	char p[PATH_MAX];
+	ck_path(p, sizeof(p), dir, k, "manifest");
+	return ckmanifest_read(p, ret, e);
+}
+
+/* Taking one: the layer's root, the previous checkpoint (its entries
+ * sorted by path, and its copies), and the new one's copies. */
+struct ck_take {
+	int uroot;
+	struct ckmanifest prev;
+	int pfiles, tfiles;
+	struct ckmanifest cur;
+	struct checkpoint_stats st;
+};
+
+/* A copy of the live file (name in the directory dfd) into the new
+ * checkpoint, as copy x->copy. */
+static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ckmanifest_entry *x)
+{
+	struct stat st;
+	_cleanup_close_ int src = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	/* The stamp of what is copied, taken before the bytes: a change
+	 * during the copy is copied again next time. */
+	x->stamp = checkpoint_stamp_of(&st);
+	x->xattrs = ckmanifest_xattrs_read(src);
+	char to[32];
+	snprintf(to, sizeof(to), "%zu", x->copy);
+	_cleanup_close_ int dst = openat(t->tfiles, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (dst < 0)
+		return -errno;
+	int r = ws_clone_or_copy(src, dst, st.st_size);
+	if (r < 0)
+		return r;
+	t->st.copied++;
+	t->st.bytes_copied += (uint64_t)st.st_size;
+	return 0;
+}
+
+/* The previous checkpoint's copy of an unchanged file, linked. */
+static bool ck_link_prev(struct ck_take *t, const struct stat *st, struct ckmanifest_entry *x)
+{
+	if (t->pfiles < 0 || !t->prev.n)
+		return false;
+	struct ckmanifest_entry key = { .path = x->path };
+	const struct ckmanifest_entry *old = bsearch(&key, t->prev.v, t->prev.n, sizeof(key), ckmanifest_path_cmp);
+	struct checkpoint_stamp now = checkpoint_stamp_of(st);
+	if (!old || old->type != 'f' || !checkpoint_unchanged(&old->stamp, &now))
+		return false;
+	char from[32], to[32];
+	snprintf(from, sizeof(from), "%zu", old->copy);
+	snprintf(to, sizeof(to), "%zu", x->copy);
+	/* EMLINK (linked from too many checkpoints), or the copy is gone:
+	 * copied instead. */
+	if (linkat(t->pfiles, from, t->tfiles, to, 0) < 0)
+		return false;
+	x->stamp = now;
+	x->xattrs = old->xattrs ? cJSON_Duplicate(old->xattrs, 1) : NULL;
+	return true;
+}
+
+/* Each directory is reached beneath the layer's root with no symlink on
+ * the way (wsfs.h); its entries by name from there, one component each. */
+static int ck_walk(struct ck_take *t, const char *rel)
+{
+	char **names;
+	size_t n;
+	_cleanup_close_ int dfd = ws_open(t->uroot, rel, O_PATH | O_DIRECTORY);
+	if (dfd < 0)
+		return dfd;
+	int r = ws_list_dir(t->uroot, rel, &names, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof(p), "%s%s%s", rel, rel[0] ? "/" : "", names[i]) >= (int)sizeof(p)) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		struct stat st;
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* gone meanwhile */
+		struct ckmanifest_entry x = { .mode = st.st_mode & 07777, .uid = st.st_uid, .gid = st.st_gid,
+				      .mtime_ns = checkpoint_stamp_of(&st).mtime_ns };
+		if (S_ISDIR(st.st_mode))
+			x.type = 'd';
+		else if (S_ISREG(st.st_mode))
+			x.type = 'f';
+		else if (S_ISLNK(st.st_mode))
+			x.type = 'l';
+		else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0))
+			x.type = 'w';
+		else {
+			t->st.skipped++;
+			continue;
+		}
+		if (!(x.path = strdup(p))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (x.type == 'd') {
+			_cleanup_close_ int fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0)
+				x.xattrs = ckmanifest_xattrs_read(fd);
+		} else if (x.type == 'l') {
+			char tg[PATH_MAX];
+			ssize_t k = readlinkat(dfd, names[i], tg, sizeof(tg) - 1);
+			r = k < 0 ? -errno : 0;
+			if (k >= 0)
+				tg[k] = 0;
+			if (r >= 0 && !(x.target = strdup(tg)))
+				r = -ENOMEM;
+		} else if (x.type == 'f') {
+			x.copy = t->cur.n;
+			t->st.files++;
+			if (!ck_link_prev(t, &st, &x))
+				r = ck_copy_in(t, dfd, names[i], &x);
+		}
+		if (r >= 0)
+			r = ckmanifest_push(&t->cur, &x);
+		if (r < 0) {
+			free(x.path);
+			free(x.target);
+			cJSON_Delete(x.xattrs);
+			break;
+		}
+		t->st.entries++;
+		if (x.type == 'd')
+			r = ck_walk(t, p);
+	}
+	ws_free_list(names, n);
+	return r;
+}
+
+/* The highest-numbered checkpoint in dir, or 0. */
+static int ck_latest(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int best = 0;
+	while (d && (de = readdir(d))) {
+		uint64_t k;
+		char m[PATH_MAX];
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || parse_u64(de->d_name, &k) < 0 || k > INT_MAX)
+			continue;
+		ck_path(m, sizeof(m), dir, (int)k, "manifest");
+		if ((int)k > best && access(m, F_OK) == 0)
+			best = (int)k;
+	}
+	return best;
+}
+
+int checkpoint_dir(const char *name, char *out, size_t n, struct err *e)
+{
+	int r = layers_beside(name, ".ckpt", out, n, e);
+	if (r < 0)
+		return r;
+	if (state_mkdir_p(out, 0700) < 0)
+		return err_setc(e, -errno, "cannot create %s", out);
+	chmod(out, 0700);
+	return 0;
+}
+
+bool checkpoint_has(const char *dir, int n)
+{
+	char m[PATH_MAX];
+	ck_path(m, sizeof(m), dir, n, "manifest");
+	return n >= 1 && access(m, F_OK) == 0;
+}
+
+/* tmp, made whole, becomes checkpoint n (replacing one of that number). */
+static int ck_commit(const char *dir, const char *tmp, int n)
+{
+	char dst[PATH_MAX];
+	ck_path(dst, sizeof(dst), dir, n, NULL);
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) < 0)
+		return -errno;
+	state_rm_rf(tmp);
+	return 0;
+}
+
+int checkpoint_take(const char *dir, const char *upper, int n, struct checkpoint_stats *ret, struct err *e)
+{
+	int64_t t0 = now_ms();
+	if (n < 1)
+		return err_set(e, -EINVAL, "checkpoint %d: they count from 1", n);
+	if (state_mkdir_p(dir, 0700) < 0)
+		return err_setc(e, -errno, "cannot create %s", dir);
+	struct ck_take t = { .uroot = -1, .pfiles = -1, .tfiles = -1 };
+	char tmp[PATH_MAX], p[PATH_MAX + 16];
+	snprintf(tmp, sizeof(tmp), "%s/%d.tmp", dir, n);
+	state_rm_rf(tmp);	/* what a killed ward left */
+	snprintf(p, sizeof(p), "%s/files", tmp);
+	int r = 0;
+	if (mkdir(tmp, 0700) < 0 || mkdir(p, 0700) < 0 ||
+	    (t.tfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = err_setc(e, -errno, "cannot create the checkpoint %s", tmp);
+		goto out;
+	}
+	int prev = ck_latest(dir);
+	if (prev && ck_manifest_read(dir, prev, &t.prev, NULL) == 0) {
+		ck_path(p, sizeof(p), dir, prev, "files");
+		t.pfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (t.prev.n)
+			qsort(t.prev.v, t.prev.n, sizeof(*t.prev.v), ckmanifest_path_cmp);
+	}
+	t.uroot = upper ? open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (t.uroot < 0 && upper && errno != ENOENT) {
+		r = err_setc(e, -errno, "cannot open the workspace layer %s", upper);
+		goto out;
+	}
+	if (t.uroot >= 0 && (r = ck_walk(&t, "")) < 0) {
+		err_setc(e, r, "cannot checkpoint the workspace layer %s", upper);
+		goto out;
+	}
+	snprintf(p, sizeof(p), "%s/manifest", tmp);
+	if ((r = ckmanifest_write(p, &t.cur)) < 0 || (r = ck_commit(dir, tmp, n)) < 0) {
+		err_setc(e, r, "cannot write the checkpoint %s", tmp);
+		goto out;
+	}
+	t.st.ms = now_ms() - t0;
+	if (ret)
+		*ret = t.st;
+out:
+	if (r < 0)
+		state_rm_rf(tmp);
+	if (t.uroot >= 0)
+		close(t.uroot);
+	if (t.pfiles >= 0)
+		close(t.pfiles);
+	if (t.tfiles >= 0)
+		close(t.tfiles);
+	ckmanifest_free(&t.prev);
+	ckmanifest_free(&t.cur);
+	return r;
+}
+
+/* The directory that will hold path's last component, beneath root. */
+static int ck_parent(int root, const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
+	if (!slash)
+		return fcntl(root, F_DUPFD_CLOEXEC, 3);
+	char d[PATH_MAX];
+	snprintf(d, sizeof(d), "%.*s", (int)(slash - path), path);
+	return ws_open(root, d, O_PATH | O_DIRECTORY);
+}
+
+/* name NULL: dfd itself. */
+static int ck_set_times(int dfd, const char *name, int64_t ns, int flags)
+{
+	struct timespec ts[2] = { { ns / 1000000000, ns % 1000000000 }, { ns / 1000000000, ns % 1000000000 } };
+	int r = name ? utimensat(dfd, name, ts, flags) : futimens(dfd, ts);
+	return r < 0 ? -errno : 0;
+}
+
+/* Owners are kept where this process may set them (root); else every
+ * file is this user's already. */
+static int ck_chown(int dfd, const char *name, const struct ckmanifest_entry *x, int flags)
+{
+	if (fchownat(dfd, name, x->uid, x->gid, flags) < 0 && errno != EPERM)
+		return -errno;
+	return 0;
+}
+
+static int ck_restore_file(int parent, const char *base, int cfiles, struct ckmanifest_entry *x)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "%zu", x->copy);
+	_cleanup_close_ int src = openat(cfiles, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(src, &st) < 0)
+		return -errno;
+	_cleanup_close_ int dst = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (dst < 0)
+		return -errno;
+	int r = ws_clone_or_copy(src, dst, st.st_size);
+	if (r < 0)
+		return r;
+	if (fchown(dst, x->uid, x->gid) < 0 && errno != EPERM)
+		return -errno;
+	if (fchmod(dst, x->mode & CK_MODE_MASK) < 0)
+		return -errno;
+	if (x->xattrs && (r = ckmanifest_xattrs_write(dst, x->xattrs)) < 0)
+		return r;
+	if ((r = ck_set_times(dst, NULL, x->mtime_ns, 0)) < 0)
+		return r;
+	/* The new file's stamp: the next checkpoint links to this copy. */
+	if (fstat(dst, &st) < 0)
+		return -errno;
+	x->stamp = checkpoint_stamp_of(&st);
+	return 0;
+}
+
+static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x)
+{
+	const char *base;
+	_cleanup_close_ int parent = ck_parent(root, x->path, &base);
+	if (parent < 0)
+		return parent;
+	int r = 0;
+	switch (x->type) {
+	case 'd': {
+		/* Open to this process until every entry is in (its mode last). */
+		if (mkdirat(parent, base, 0700) < 0)
+			return -errno;
+		if (x->xattrs) {
+			_cleanup_close_ int fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = fd < 0 ? -errno : ckmanifest_xattrs_write(fd, x->xattrs);
+		}
+		return r;
+	}
+	case 'f':
+		return ck_restore_file(parent, base, cfiles, x);
+	case 'l':
+		if (symlinkat(x->target, parent, base) < 0)
+			return -errno;
+		break;
+	case 'w':
+		/* A whiteout: a character device 0/0, which the kernel lets
+		 * anyone make (Linux 5.8). */
+		if (mknodat(parent, base, S_IFCHR | 0600, makedev(0, 0)) < 0)
+			return -errno;
+		if (fchmodat(parent, base, x->mode & CK_MODE_MASK, 0) < 0 && errno != EPERM)
+			return -errno;
+		break;
+	}
+	if ((r = ck_chown(parent, base, x, AT_SYMLINK_NOFOLLOW)) < 0)
+		return r;
+	return ck_set_times(parent, base, x->mtime_ns, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Directories last, deepest first: their modes (one may be read-only) and
+ * their times (which every entry made in them changed). */
+static int ck_restore_dirs(int root, const struct ckmanifest *l)
+{
+	for (size_t i = l->n; i-- > 0;) {
+		const struct ckmanifest_entry *x = &l->v[i];
+		if (x->type != 'd')
+			continue;
+		const char *base;
+		_cleanup_close_ int parent = ck_parent(root, x->path, &base);
+		int r = parent < 0 ? parent : ck_chown(parent, base, x, AT_SYMLINK_NOFOLLOW);
+		if (r >= 0 && fchmodat(parent, base, x->mode & CK_MODE_MASK, 0) < 0)
+			r = -errno;
+		if (r >= 0)
+			r = ck_set_times(parent, base, x->mtime_ns, AT_SYMLINK_NOFOLLOW);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpoint_stats *ret, struct err *e)
+{
+	int64_t t0 = now_ms();
+	struct ckmanifest l = { 0 };
+	int r = ck_manifest_read(dir, n, &l, e);
+	if (r < 0)
+		return r;
+	char nu[PATH_MAX + 16], p[PATH_MAX];
+	snprintf(nu, sizeof(nu), "%s.rewind", upper);
+	state_rm_rf(nu);	/* what a killed ward left */
+	struct stat ust;
+	bool had = stat(upper, &ust) == 0;
+	int root = -1, cfiles = -1;
+	struct checkpoint_stats st = { 0 };
+	if (mkdir(nu, had ? ust.st_mode & 07777 : 0755) < 0 || (root = open(nu, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = err_setc(e, -errno, "cannot create %s", nu);
+		goto out;
+	}
+	ck_path(p, sizeof(p), dir, n, "files");
+	if ((cfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = err_setc(e, -errno, "cannot open the checkpoint %s", p);
+		goto out;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		r = ck_restore_one(root, cfiles, &l.v[i]);
+		if (r < 0) {
+			err_setc(e, r, "cannot restore %s from checkpoint %d", l.v[i].path, n);
+			goto out;
+		}
+		st.entries++;
+		if (l.v[i].type == 'f') {
+			st.files++;
+			st.bytes_copied += (uint64_t)l.v[i].stamp.size;
+		}
+	}
+	if ((r = ck_restore_dirs(root, &l)) < 0) {
+		err_setc(e, r, "cannot restore the directories of checkpoint %d", n);
+		goto out;
+	}
+	if (had && (ust.st_uid != geteuid() || ust.st_gid != getegid()))
+		fchownat(root, "", ust.st_uid, ust.st_gid, AT_EMPTY_PATH);
+	/* All at once: the layer is the old one or the new one. */
+	r = had ? renameat2(AT_FDCWD, nu, AT_FDCWD, upper, RENAME_EXCHANGE) : rename(nu, upper);
+	if (r < 0) {
+		r = err_setc(e, -errno, "cannot put the rewound layer in place of %s", upper);
+		goto out;
+	}
+	ck_path(p, sizeof(p), dir, n, "manifest");
+	/* Not renewed (written beside, so the old one stands): the next
+	 * checkpoint copies every file instead of linking. */
+	ckmanifest_write(p, &l);
+	st.copied = st.files;
+	st.ms = now_ms() - t0;
+	if (ret)
+		*ret = st;
+out:
+	if (root >= 0)
+		close(root);
+	if (cfiles >= 0)
+		close(cfiles);
+	state_rm_rf(nu);	/* the old layer, or the half-made new one */
+	ckmanifest_free(&l);
+	return r;
+}
+
+void checkpoint_drop_after(const char *dir, int n)
+{
+	if (n <= 0) {
+		state_rm_rf(dir);
+		return;
+	}
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char *dot = strchr(de->d_name, '.');
+		char num[32];
+		uint64_t k;
+		snprintf(num, sizeof(num), "%.*s", dot ? (int)(dot - de->d_name) : (int)strlen(de->d_name), de->d_name);
+		if (parse_u64(num, &k) < 0 || (k <= (uint64_t)n && !dot))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		state_rm_rf(p);
+	}
+}
