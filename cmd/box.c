@@ -57,8 +57,9 @@ static const char create_help[] =
 	"  --ttl DUR          destroy after DUR (default 8h; 0 = never)\n"
 	"  --idle DUR         after DUR idle, --on-idle's action (default 30m; 0 = never); idle is no\n"
 	"                     call and, for destroy, no client attached\n"
-	"  --on-idle ACTION   destroy (default) or hibernate: keep /workspace's changes and /tmp on\n"
-	"                     disk, end every process; the next call wakes the box\n"
+	"  --on-idle ACTION   destroy or hibernate: keep /workspace's changes and /tmp on disk, end\n"
+	"                     every process; the next call wakes the box (default: hibernate for a\n"
+	"                     --persistent box, else destroy)\n"
 	"  --cold-after DUR   a box hibernated this long has its saved state compressed and moved\n"
 	"                     to the store (default: never)\n"
 	"  --store WHERE      where cold state goes: a directory (default: the state dir's cold/)\n"
@@ -91,6 +92,7 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 	memset(&nf, 0, sizeof(nf));
 	static const char *labels[BOX_LABELS_MAX];
 	size_t nlabels = 0;
+	bool on_idle_given = false;
 	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			cmd_bad_flag(cmd, c, argv);
@@ -157,6 +159,7 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 				return -1;
 			}
 			o->on_idle = !strcmp(optarg, "hibernate") ? BOX_IDLE_HIBERNATE : BOX_IDLE_DESTROY;
+			on_idle_given = true;
 			break;
 		case 'L': {
 			struct err le = { 0 };
@@ -232,6 +235,10 @@ static int parse_create(const char *cmd, int argc, char **argv, struct box_opts 
 	}
 	if (netflag_finish(&nf, o) < 0)
 		return -1;
+	/* A box meant to outlive its maker is meant to be used again: idle,
+	 * it hibernates rather than goes. */
+	if (o->persistent && !on_idle_given)
+		o->on_idle = BOX_IDLE_HIBERNATE;
 	return optind;
 }
 

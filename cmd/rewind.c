@@ -88,7 +88,10 @@ static int rewind_hold(const char *id, const char *name, uint64_t disk, struct l
 {
 	struct err e = { 0 };
 	char boxdir[PATH_MAX];
-	if (state_box_dir(name, boxdir, sizeof(boxdir), &e) == 0 && state_keeper_pid(boxdir) > 0) {
+	/* A hibernated box holds nothing of the layers: they can be rewound
+	 * under it, and its next wake sees the rewound files. */
+	if (state_box_dir(name, boxdir, sizeof(boxdir), &e) == 0 && state_keeper_pid(boxdir) > 0 &&
+	    !box_is_hibernated(name)) {
 		cmd_error("box %s is running over session %s's workspace; end the ward that runs it, or `ward box destroy "
 			  "%s`, then rewind; nothing changed", name, id, name);
 		return EXIT_TEMPFAIL;

@@ -581,7 +581,7 @@ static int run_run(int argc, char **argv)
 	/* The box: the one named, or a new one for this run that dies with it. */
 	char name[BOX_NAME_MAX + 1], box_ws[PATH_MAX] = "";
 	const char *box_name = f.box_name;
-	bool own_box = !box_name;
+	bool own_box = !box_name, kept = false;
 	struct box_conn *given = NULL;
 	int64_t since_ns = now_wall_ns();
 	if (!own_box && (r = run_box_given(&f, &given, box_ws, &since_ns)) != 0)
@@ -617,7 +617,7 @@ static int run_run(int argc, char **argv)
 
 	struct err e = { 0 };
 	if (own_box) {
-		r = session_box(&s, &f, workspace, name, sizeof(name));
+		r = session_box(&s, &f, workspace, false, name, sizeof(name), &kept);
 		if (r) {
 			if (fl.file && r == EXIT_CANCELLED)
 				fleet_finish_early(&fl, "cancelled", "ward was asked to stop while the box was made", r, s.j.id,
@@ -638,7 +638,7 @@ static int run_run(int argc, char **argv)
 		r = mcpconf_start(&mc, s.box, &s.j, &mcp);
 	if (r) {
 		if (own_box)
-			box_destroy(box_name, &e);
+			session_box_end(&s, box_name, kept);
 		if (fl.file && r != EXIT_USAGE)
 			fleet_finish_early(&fl, "box_error", "the task's MCP servers could not be started in its box", r,
 					   s.j.id, s.j.path);
@@ -660,10 +660,12 @@ static int run_run(int argc, char **argv)
 	r = run_turn(cfg, &s, task, &stop, &e);
 	mcp_free(mcp);
 	cfg->mcp = NULL;
+	/* A box the session kept from before is kept again (hibernated);
+	 * a run's own box goes with the run. */
+	if (own_box)
+		kept = session_box_end(&s, box_name, kept);
 	box_disconnect(s.box);
 	s.box = NULL;
-	if (own_box)
-		box_destroy(box_name, &e);
 	if (r < 0) {
 		cmd_error("%s", e.msg);
 		r = EXIT_FAIL;
@@ -695,6 +697,8 @@ static int run_run(int argc, char **argv)
 							   .patch = patch, .files = files };
 			w = session_changes(&sw, &co, &patched);
 		}
+		if (kept)
+			session_box_settle(box_name);
 		if (out.json || fl.file) {
 			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
 					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL);

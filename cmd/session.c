@@ -408,9 +408,21 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 	return 0;
 }
 
-int session_box(struct session *s, const struct run_flags *f, const char *workspace, char *name, size_t n)
+int session_box(struct session *s, const struct run_flags *f, const char *workspace, bool interactive, char *name,
+		size_t n, bool *ret_kept)
 {
 	struct err e = { 0 };
+	*ret_kept = false;
+	char bname[BOX_NAME_MAX + 1];
+	snprintf(bname, sizeof(bname), "s-%s", s->j.id);
+	/* Kept from the session's last run (hibernated at its end): its next
+	 * call wakes it, with /tmp, the home, as it was. */
+	if (box_is_hibernated(bname) && box_connect(bname, &s->box, &e) == 0) {
+		snprintf(name, n, "%s", bname);
+		*ret_kept = true;
+		fprintf(stderr, "ward: the session's box %s is hibernated; its first call wakes it\n", bname);
+		return 0;
+	}
 	struct box_opts bo;
 	box_opts_default(&bo);
 	if (f->disk)
@@ -423,9 +435,11 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	bo.owner = getpid();
 	/* Named after the session, with its changes kept after the box:
 	 * a resumed session's new box sees them, and `ward apply` finds them. */
-	char bname[BOX_NAME_MAX + 1];
-	snprintf(bname, sizeof(bname), "s-%s", s->j.id);
 	bo.name = bname;
+	/* A person's session hibernates its box when left idle: the next
+	 * message wakes it. */
+	if (interactive)
+		bo.on_idle = BOX_IDLE_HIBERNATE;
 	bo.keep_layers = true;
 	int r = box_create(&bo, name, n, &e);
 	if (r >= 0) {
@@ -450,6 +464,32 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 		return stopped ? EXIT_CANCELLED : EXIT_NOBOX;
 	}
 	return 0;
+}
+
+int session_box_end(struct session *s, const char *name, bool keep)
+{
+	struct err e = { 0 };
+	cJSON *j = NULL;
+	int kept = keep && s->box && box_hibernate_keep(s->box, &j, &e) == 0;
+	cJSON_Delete(j);
+	if (keep && !kept)
+		fprintf(stderr, "ward: the session's box could not be kept (%s); it is destroyed\n", e.msg);
+	if (s->box)
+		box_disconnect(s->box);
+	s->box = NULL;
+	if (!kept)
+		box_destroy(name, &e);
+	return kept;
+}
+
+void session_box_settle(const char *name)
+{
+	struct layers L = { .lock_fd = -1 };
+	struct err e = { 0 };
+	int k = layers_find(name, &L, NULL);
+	layers_release(&L);
+	if (k == 0)
+		box_destroy(name, &e);
 }
 
 void session_end(struct session *s)

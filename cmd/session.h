@@ -77,7 +77,17 @@ int session_start(struct run_flags *f, struct session *s, char *ws);
 /* The session's own box, named s-SESSION, with its changes kept after it
  * (a resumed session's new box sees them): made and connected. 0, or an
  * exit code after an error line (and the journal says why). */
-int session_box(struct session *s, const struct run_flags *f, const char *workspace, char *name, size_t n);
+/* The session's own box, "s-ID": a box kept from an earlier run of the
+ * session (hibernated when it ended) is taken again, and *ret_kept says so;
+ * else a new one. interactive: the box hibernates when idle. */
+int session_box(struct session *s, const struct run_flags *f, const char *workspace, bool interactive, char *name,
+		size_t n, bool *ret_kept);
+/* The session is over: its box hibernates and outlives this ward (keep),
+ * or is destroyed. Call with s->box still connected. 1 when it was kept. */
+int session_box_end(struct session *s, const char *name, bool keep);
+/* After the changes were dealt with: a kept box whose layers were dropped
+ * (applied, or none) goes too. */
+void session_box_settle(const char *name);
 void session_end(struct session *s);
 
 struct ws_changes;

@@ -118,7 +118,8 @@ static int box_up(struct tui *u)
 		return mcp_up(u);
 	}
 	fflush(stdout);
-	if (session_box(&u->s, &u->f, u->ws[0] ? u->ws : NULL, u->box, sizeof(u->box)) != 0) {
+	bool kept;
+	if (session_box(&u->s, &u->f, u->ws[0] ? u->ws : NULL, true, u->box, sizeof(u->box), &kept) != 0) {
 		u->box[0] = 0;
 		return -1;
 	}
@@ -808,9 +809,26 @@ static int tui_run(int argc, char **argv)
 		run_message(u, line);
 	}
 	fputs(PASTE_OFF, stdout);
+	/* The session's own box hibernates and waits for `ward --resume`
+	 * (its /tmp, the home, with what was installed there), unless the
+	 * changes are applied or there were none. */
+	char kept[BOX_NAME_MAX + 1] = "";
+	mcp_free(u->mcp);
+	u->mcp = NULL;
+	if (u->own_box && u->box[0] && u->s.box && !u->f.rw) {
+		if (session_box_end(&u->s, u->box, true))
+			snprintf(kept, sizeof(kept), "%s", u->box);
+		u->box[0] = 0;	/* kept, or destroyed */
+	}
 	box_down(u);
 	if (!u->quit_sig && !u->gone)
 		tui_offer_changes(u);
+	if (kept[0]) {
+		session_box_settle(kept);
+		if (box_is_hibernated(kept) && !u->gone)
+			printf("\nIts box %s is hibernated: files and /tmp as they were; `ward --resume %s` wakes it.\n", kept,
+			       u->s.j.id);
+	}
 	if (!u->gone)
 		printf("\nSession %s. Continue it with: ward --resume %s\n", u->s.j.id, u->s.j.id);
 	fflush(stdout);

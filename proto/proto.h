@@ -42,7 +42,8 @@ enum proto_type {
 	PROTO_INPUT = 14,	/* client -> keeper -> guest, for a call made with
 				 * "stdin": true: bytes for its command's stdin;
 				 * PROTO_F_EOF closes it after what came before */
-	PROTO_HIBERNATE = 15,	/* client -> keeper: empty; reply INFO {ok, ms, state_bytes}
+	PROTO_HIBERNATE = 15,	/* client -> keeper: empty, or JSON {keep: true} (the box
+				 * outlives its owner); reply INFO {ok, ms, state_bytes}
 				 * or {error} */
 	PROTO_WAKE = 16,	/* client -> keeper: empty; reply INFO {ok, ms} or {error} */
 	PROTO_TYPE_MAX = 16,

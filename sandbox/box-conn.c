@@ -611,11 +611,12 @@ static bool box_reply_done(void *ud)
 }
 
 /* One request to the keeper and its reply, an INFO frame with the same id. */
-static int box_request(struct box_conn *c, uint8_t type, int64_t ms, cJSON **ret, struct err *e)
+static int box_request(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
+		       struct err *e)
 {
 	c->want_type = PROTO_INFO;
 	c->want_id = ++c->next_id;
-	int r = box_queue(c, type, c->want_id, NULL, 0);
+	int r = box_queue(c, type, c->want_id, payload, payload ? strlen(payload) : 0);
 	if (r >= 0)
 		r = box_drive(c, box_reply_done, c, now_ms() + ms, -1, 0, NULL);
 	c->want_type = 0;
@@ -632,14 +633,14 @@ static int box_request(struct box_conn *c, uint8_t type, int64_t ms, cJSON **ret
 
 int box_info(struct box_conn *c, cJSON **ret, struct err *e)
 {
-	return box_request(c, PROTO_INFO, BOX_CONNECT_TIMEOUT_MS, ret, e);
+	return box_request(c, PROTO_INFO, NULL, BOX_CONNECT_TIMEOUT_MS, ret, e);
 }
 
 /* HIBERNATE or WAKE: the reply's "error" is the keeper's one line. */
-static int box_hib_request(struct box_conn *c, uint8_t type, cJSON **ret, struct err *e)
+static int box_hib_request(struct box_conn *c, uint8_t type, const char *payload, cJSON **ret, struct err *e)
 {
 	cJSON *j = NULL;
-	int r = box_request(c, type, BOX_HIBERNATE_TIMEOUT_MS, &j, e);
+	int r = box_request(c, type, payload, BOX_HIBERNATE_TIMEOUT_MS, &j, e);
 	if (r < 0)
 		return r;
 	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
@@ -655,12 +656,31 @@ static int box_hib_request(struct box_conn *c, uint8_t type, cJSON **ret, struct
 
 int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e)
 {
-	return box_hib_request(c, PROTO_HIBERNATE, ret, e);
+	return box_hib_request(c, PROTO_HIBERNATE, NULL, ret, e);
+}
+
+int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_hib_request(c, PROTO_HIBERNATE, "{\"keep\":true}", ret, e);
 }
 
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e)
 {
-	return box_hib_request(c, PROTO_WAKE, ret, e);
+	return box_hib_request(c, PROTO_WAKE, NULL, ret, e);
+}
+
+bool box_is_hibernated(const char *name)
+{
+	struct box_conn *c;
+	cJSON *info = NULL;
+	if (box_connect(name, &c, NULL) < 0)
+		return false;
+	box_info(c, &info, NULL);
+	box_disconnect(c);
+	const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "state"));
+	bool hib = st && (!strcmp(st, "hibernated") || !strcmp(st, "cold"));
+	cJSON_Delete(info);
+	return hib;
 }
 
 int box_destroy(const char *name, struct err *e)

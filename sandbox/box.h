@@ -118,6 +118,12 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e);
  * Bounded: BOX_HIBERNATE_TIMEOUT_MS. */
 #define BOX_HIBERNATE_TIMEOUT_MS (11LL * 60 * 1000)
 int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e);
+/* The same, and the box outlives the ward that made it (a session's box
+ * when the session ends: `ward --resume` wakes it); its TTL still holds. */
+int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e);
+/* Whether box name is alive and hibernated (or cold): nothing of it runs
+ * and its keeper has let go of its workspace layer. */
+bool box_is_hibernated(const char *name);
 /* Wake it now: {"ms"} or {"already":true}; a torn saved state is refused
  * (-EBADMSG) and kept as it is. */
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e);

@@ -264,6 +264,10 @@ int keeper_hibernate(cJSON *ret, struct err *e)
 	}
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
+	/* Nothing mounts the workspace layer now: let it go (its image is
+	 * unmounted if nobody else holds it), so a rewind or an apply can
+	 * have it; a wake takes it again. */
+	layers_release(&K.layers);
 	r = hib_manifest_write("ended", e);
 	if (r < 0) {
 		/* Whatever was saved is not whole: the box is lost, its layer
@@ -298,8 +302,11 @@ int keeper_wake(cJSON *ret, struct err *e)
 	if (r < 0)
 		return r;
 	keeper_state_file("waking");
+	if (r >= 0 && K.upper[0] && K.layers.lock_fd < 0)
+		r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
 	keeper_cgroup_create();
-	r = keeper_guest_up(e);
+	if (r >= 0)
+		r = keeper_guest_up(e);
 	char p[PATH_MAX + 32];
 	hib_paths("tmp.tar", p, sizeof(p));
 	_cleanup_close_ int fd = r < 0 ? -1 : open(p, O_RDONLY | O_CLOEXEC);
@@ -310,6 +317,7 @@ int keeper_wake(cJSON *ret, struct err *e)
 		if (K.up)
 			keeper_guest_down();
 		cgroup_remove(&K.cg);
+		layers_release(&K.layers);
 		keeper_state_file(cold ? "cold" : "hibernated");
 		char m[sizeof(e->msg)];
 		snprintf(m, sizeof(m), "%s", e->msg);
@@ -352,7 +360,12 @@ uint64_t keeper_disk_bytes(void)
 {
 	du_sum = 0;
 	du_n = 0;
-	if (K.upper[0])
+	char img[sizeof(K.layers.dir) + 8];
+	snprintf(img, sizeof(img), "%s.img", K.layers.dir);
+	struct stat st;
+	if (K.upper[0] && stat(img, &st) == 0)
+		du_sum = (uint64_t)st.st_blocks * 512;	/* the layer's image, sparse */
+	else if (K.upper[0])
 		nftw(K.upper, du_one, 16, FTW_PHYS | FTW_MOUNT);
 	return du_sum + K.hib.bytes;
 }

@@ -80,6 +80,7 @@ struct keeper {
 	bool quit;
 	const char *why;
 	struct keeper_hib hib;	/* hibernate.c's */
+	bool kept;		/* hibernated to outlive its owner (box_hibernate_keep) */
 };
 extern struct keeper K;
 

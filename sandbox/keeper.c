@@ -475,7 +475,7 @@ static void keeper_info(struct kclient *c, uint32_t id)
 		cJSON_AddNumberToObject(j, "ends_in_ms", (double)MAX(ends - now_ms(), 0));
 	if (K.o->idle_ms)
 		cJSON_AddNumberToObject(j, "idle_ms", (double)K.o->idle_ms);
-	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
+	cJSON_AddBoolToObject(j, "persistent", K.o->persistent || K.kept);
 	static const char *const nets[] = { [BOX_NET_NONE] = "none", [BOX_NET_HOST] = "host",
 					    [BOX_NET_ALLOW] = "allow-list" };
 	cJSON_AddStringToObject(j, "network", nets[K.o->net]);
@@ -675,7 +675,22 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 	case PROTO_WAKE: {
 		struct err e = { 0 };
 		cJSON *j = cJSON_CreateObject();
+		cJSON *req = f->len ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
 		int r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_wake(j, &e);
+		if (r >= 0 && f->type == PROTO_HIBERNATE && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "keep")) &&
+		    K.ownerfd >= 0) {
+			/* Its owner may go now: the box waits, hibernated, for a
+			 * wake or its TTL. */
+			loop_del(K.loop, K.ownerfd);
+			close(K.ownerfd);
+			K.ownerfd = -1;
+			K.kept = true;
+			/* Its TTL counts from now: a session's box waits a TTL
+			 * for the person's next working day. */
+			if (K.ttl_at)
+				K.ttl_at = now_ms() + K.o->ttl_ms;
+		}
+		cJSON_Delete(req);
 		if (r < 0) {
 			cJSON_AddStringToObject(j, "error", e.msg);
 			cJSON_AddNumberToObject(j, "code", r);

@@ -111,9 +111,12 @@ is "$(state_of "$B")" hibernated "--on-idle hibernate: hibernated when idle"
 ok "$([ $((T1 - T0)) -ge 1500 ] && [ $((T1 - T0)) -le 5000 ]; echo $?)" "after about 2 s ($((T1 - T0)) ms)"
 is "$("$WARD" box exec "$B" -- cat /tmp/i)" idle "woken by the next exec, /tmp kept"
 is "$(state_of "$B")" running "and running again (the idle clock starts over)"
-C=$(box_new --idle 2s)
+C=$(box_new --idle 2s --on-idle destroy)
+D=$(box_new --idle 2s)
 sleep 3.5
-ok "$("$WARD" box info "$C" >/dev/null 2>&1; [ $? -ne 0 ]; echo $?)" "twin: --idle without --on-idle still destroys"
+ok "$("$WARD" box info "$C" >/dev/null 2>&1; [ $? -ne 0 ]; echo $?)" "twin: --idle with --on-idle destroy destroys"
+is "$(state_of "$D")" hibernated "a --persistent box hibernates when idle by default"
+"$WARD" box destroy "$D"
 ERR=$("$WARD" box create --on-idle sleep 2>&1); RC=$?
 is "$RC" 64 "--on-idle sleep: refused (64)"
 like "$ERR" '--on-idle: "sleep" is not an action; use destroy or hibernate' "with one line"

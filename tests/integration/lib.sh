@@ -100,6 +100,13 @@ done_testing() {
 	# The fake LLM server holds the test's output open: it goes first.
 	[ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
 	for b in $T_BOXES $(cat "$T_TMP/boxes" 2>/dev/null); do "$WARD" box destroy "$b" >/dev/null 2>&1; done
+	# A terminal session's box outlives it, hibernated: the ones over this
+	# test's workspaces go too.
+	for b in $("$WARD" box ls --json 2>/dev/null | python3 -c 'import json,sys
+for b in json.load(sys.stdin):
+    if (b.get("workspace") or "").startswith(sys.argv[1]): print(b["name"])' "$T_TMP/"); do
+		"$WARD" box destroy "$b" >/dev/null 2>&1
+	done
 	# Kept workspace layers are loop-mounted images where ward runs as root;
 	# a ward still ending (a session's hangup) may mount one as it goes.
 	for _ in $(seq 15); do

@@ -187,7 +187,7 @@ if ! "$WARD" doctor | grep -q '^ok  *cpu ceiling'; then
 	"$WARD" box destroy "$CB"
 fi
 # box ls: columns as wide as the longest name; ENDS-IN counts the idle timeout.
-LB=$("$WARD" box create --persistent --idle 5m --name a-long-name-for-the-ls-columns-test)
+LB=$("$WARD" box create --persistent --idle 5m --on-idle destroy --name a-long-name-for-the-ls-columns-test)
 LS=$("$WARD" box ls)
 like "$(printf '%s\n' "$LS" | head -1)" "^NAME {31} STATE" "the NAME column is as wide as the longest name"
 like "$(printf '%s\n' "$LS" | grep "^$LB ")" "^$LB +running +ns +[0-9]+s +(29[0-9]|300)s " "a box with --idle 5m ends in 300 s, not in its 8 h TTL"

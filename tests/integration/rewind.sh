@@ -230,5 +230,26 @@ say "/quit"
 wait_for 'k keep them for later' 5000
 $TM send-keys -t rw k
 wait_for 'EXIT=0' 10000; ok $? "the session ends"
+# With its changes kept, the session's box hibernates and waits for
+# --resume: a rewind goes under it, and the next run wakes it.
+TID=$(screen | sed -n 's/.*ward --resume \([0-9a-f-]*\).*/\1/p' | tail -1)
+like "$(screen)" "Its box s-$TID is hibernated: files and /tmp as they were; \`ward --resume $TID\` wakes it" \
+	"ending with the changes kept hibernates the session's box"
+is "$("$WARD" box info "s-$TID" | json state)" hibernated "the box is hibernated (and outlived the session's ward)"
+"$WARD" box exec "s-$TID" -- sh -c 'echo installed >/tmp/dep' >/dev/null
+"$WARD" box hibernate "s-$TID" >/dev/null
+"$WARD" rewind "$TID" 2 >"$T_TMP/out" 2>"$T_TMP/err"
+is "$?" 0 "ward rewind of a session whose box is hibernated ($(cat "$T_TMP/err"))"
+is "$("$WARD" box info "s-$TID" | json state)" hibernated "the box stays hibernated"
+"$WARD" run --resume "$TID" --json --base-url "$URL" --model fake-model --workspace "$TWS" "run five" \
+	>"$T_TMP/ev.jsonl" 2>"$T_TMP/err"
+is "$?" 0 "ward run --resume: exit 0"
+like "$(grep '"type":"box"' "$T_TMP/ev.jsonl" | tr '\n' ' ')" "\"event\":\"woken\".*\"ms\":[0-9]+" "it woke the session's box"
+is "$("$WARD" box info "s-$TID" | json state)" hibernated "and kept it again, hibernated, at its end"
+is "$("$WARD" box exec "s-$TID" -- cat /tmp/dep)" installed "/tmp survived the session's end, the rewind and the run"
+GOT=$("$WARD" box exec "s-$TID" -- sh -c 'ls /workspace | tr "\n" " "')
+like "$GOT" "one.txt" "the woken box sees message 1's file"
+unlike "$GOT" "two.txt|three.txt|four.txt" "and not those the rewind undid"
+"$WARD" box destroy "s-$TID"
 $TM kill-server 2>/dev/null
 done_testing
