@@ -468,6 +468,68 @@ static int sub_run(int argc, char **argv)
 	return r;
 }
 
+static void pool_say(const char *msg)
+{
+	fprintf(stderr, "ward: pool: %s\n", msg);
+}
+
+/* ward box pool --size N [create flags]: until SIGINT or SIGTERM. */
+static int sub_pool(int argc, char **argv)
+{
+	uint64_t size = 0;
+	char *args[argc + 1];
+	int n = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *v = !strcmp(argv[i], "--size") && i + 1 < argc ? argv[++i]
+				: !strncmp(argv[i], "--size=", 7) ? argv[i] + 7 : NULL;
+		if (!v) {
+			args[n++] = argv[i];
+			continue;
+		}
+		if (parse_u64(v, &size) < 0 || size < 1 || size > 64) {
+			cmd_error("box pool: --size: \"%s\" is not a number of boxes from 1 to 64", v);
+			return EXIT_USAGE;
+		}
+	}
+	args[n] = NULL;
+	struct box_opts o;
+	box_opts_default(&o);
+	int i = parse_create("box pool", n, args, &o, NULL, NULL);
+	if (i < 0)
+		return EXIT_USAGE;
+	if (i < n) {
+		cmd_error("box pool: unexpected argument %s; usage: ward box pool --size N [FLAGS]", args[i]);
+		return EXIT_USAGE;
+	}
+	if (!size) {
+		cmd_error("box pool: --size N is needed (how many boxes to keep ready)");
+		return EXIT_USAGE;
+	}
+	if (strcmp(o.backend, "vm") && strcmp(o.backend, "auto")) {
+		cmd_error("box pool: a pool keeps restored VMs waiting; it takes --backend vm");
+		return EXIT_USAGE;
+	}
+	if (o.no_snapshot || o.name) {
+		cmd_error("box pool: --no-snapshot and --name do not go with a pool (its boxes are restored and named by it)");
+		return EXIT_USAGE;
+	}
+	char ws[PATH_MAX];
+	if (resolve_workspace(&o, ws, sizeof(ws)) < 0)
+		return EXIT_NOINPUT;
+	o.guest_path = cmd_guest_path();
+	int sfd = cancel_signalfd();
+	struct err e = { 0 };
+	fprintf(stderr, "ward: pool: keeping %llu box%s ready; `ward box create` with the same flags takes one; "
+		"Ctrl-C or SIGTERM ends the pool and its boxes\n", (unsigned long long)size, size == 1 ? "" : "es");
+	int r = box_pool(&o, (unsigned)size, sfd, pool_say, &e);
+	close(sfd);
+	if (r < 0) {
+		cmd_error("box pool: %s", e.msg);
+		return EXIT_NOBOX;
+	}
+	return 0;
+}
+
 static int sub_tool(int argc, char **argv)
 {
 	if (argc != 4) {
@@ -753,6 +815,7 @@ static const struct box_sub subs[] = {
 	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec, true },
 	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool, false },
 	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run, true },
+	{ "pool", "--size N [FLAGS]", "keep N vm boxes restored and ready for create", sub_pool, true },
 	{ "hibernate", "BOX...", "save a box's files to disk and end its processes", sub_hibernate, false },
 	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_wake, false },
 	{ "destroy", "BOX...", "destroy boxes", sub_destroy, false },

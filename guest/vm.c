@@ -202,6 +202,8 @@ int vm_setup(struct guest_cfg *cfg)
 	return 0;
 }
 
+static void vm_start_box(struct guest_cfg *cfg, const cJSON *start);
+
 /* Booted: say so and wait for the host's START (a snapshot of the VM is
  * taken while it waits, so everything from here on is per box). START
  * brings fresh entropy (two boxes restored from one snapshot must not
@@ -216,6 +218,8 @@ int vm_wait_start(struct guest_cfg *cfg)
 	struct proto_reader rd;
 	proto_reader_init(&rd);
 	cJSON *start = NULL;
+	bool prepared = false;
+again:
 	while (!start) {
 		struct frame f;
 		int r = proto_reader_next(&rd, &f);
@@ -233,6 +237,15 @@ int vm_wait_start(struct guest_cfg *cfg)
 		}
 		if (f.type == PROTO_START)
 			start = cJSON_ParseWithLength((const char *)f.payload, f.len);
+	}
+	/* A pool box: the shares and limits now ({"prepare":true}), the
+	 * entropy and the clock when a create takes it (a second START). */
+	if (!prepared && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(start, "prepare"))) {
+		vm_start_box(cfg, start);
+		prepared = true;
+		cJSON_Delete(start);
+		start = NULL;
+		goto again;
 	}
 	proto_reader_free(&rd);
 	const char *ent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "entropy"));
@@ -253,6 +266,16 @@ int vm_wait_start(struct guest_cfg *cfg)
 		struct timespec ts = { ns / 1000000000, ns % 1000000000 };
 		clock_settime(CLOCK_REALTIME, &ts);
 	}
+	if (!prepared)
+		vm_start_box(cfg, start);
+	cJSON_Delete(start);
+	return 0;
+}
+
+/* What START says of the box: its limits and proxy port; then the shares
+ * are mounted and the root made read-only. */
+static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
+{
 	char v[32];
 	const cJSON *x;
 	if ((x = cJSON_GetObjectItemCaseSensitive(start, "pids")) && cJSON_IsNumber(x)) {
@@ -266,12 +289,10 @@ int vm_wait_start(struct guest_cfg *cfg)
 	if ((x = cJSON_GetObjectItemCaseSensitive(start, "proxy_port")) && cJSON_IsNumber(x) && x->valuedouble > 0 &&
 	    x->valuedouble < 65536)
 		cfg->proxy_port = (int)x->valuedouble;
-	cJSON_Delete(start);
 	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
 		vm_poweroff("no /usr from the host");
 	if (vm_share("ws", "/workspace", MS_NODEV | MS_NOSUID, "mmap") < 0)
 		vm_poweroff("no /workspace from the host");
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
 		vm_log("remount / read-only: %s", strerror(errno));
-	return 0;
 }

@@ -61,7 +61,7 @@ const char *proto_type_name(uint8_t type)
 		[PROTO_EVIDENCE] = "evidence", [PROTO_PING] = "ping", [PROTO_PONG] = "pong",
 		[PROTO_OUTPUT] = "output", [PROTO_RESULT] = "result", [PROTO_EVENT] = "event",
 		[PROTO_ERROR] = "error", [PROTO_DESTROY] = "destroy", [PROTO_INFO] = "info", [PROTO_START] = "start",
-		[PROTO_INPUT] = "input", [PROTO_HIBERNATE] = "hibernate", [PROTO_WAKE] = "wake",
+		[PROTO_INPUT] = "input", [PROTO_HIBERNATE] = "hibernate", [PROTO_WAKE] = "wake", [PROTO_CLAIM] = "claim",
 	};
 	if (type > PROTO_TYPE_MAX || !names[type])
 		return "unknown";

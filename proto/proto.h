@@ -46,7 +46,10 @@ enum proto_type {
 				 * outlives its owner); reply INFO {ok, ms, state_bytes}
 				 * or {error} */
 	PROTO_WAKE = 16,	/* client -> keeper: empty; reply INFO {ok, ms} or {error} */
-	PROTO_TYPE_MAX = 16,
+	PROTO_CLAIM = 17,	/* client -> the keeper of a pool box: JSON {owner,
+				 * persistent, ttl_ms, idle_ms, on_idle, grace_ms,
+				 * cold_after_ms, store, labels}; reply INFO {ok} or {error} */
+	PROTO_TYPE_MAX = 17,
 };
 
 #define PROTO_F_OWNER 0x1

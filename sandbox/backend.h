@@ -20,6 +20,7 @@ struct box_inst {
 	bool rlimit_pids, rlimit_memory;
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */
+	bool pooled;		/* waiting for START (a pool box): the backend's go starts it */
 };
 struct box_spec {
 	const struct box_opts *opts;
@@ -30,6 +31,9 @@ struct box_backend {
 	const char *name;
 	int (*start)(const struct box_spec *s, struct box_inst *ret, struct err *e);
 	void (*kill)(struct box_inst *b);
+	/* Start a guest that start left waiting for START (a pool box), and
+	 * take its hello (NULL: the backend has no pool). */
+	int (*go)(struct box_inst *b, const struct box_opts *o, struct err *e);
 	/* The host cgroup's limits for a box's limits (NULL: the same). */
 	void (*host_limits)(const struct limits *box, struct limits *host);
 };
@@ -55,6 +59,15 @@ void box_kill_reap(pid_t pid, int pidfd, int chan_fd);
 int vm_available(struct err *e);
 bool vm_kvm_usable(void);
 
+/* box-conn.c: a pool box taken for a create (CLAIM, with what the create
+ * asks: json); bounded by BOX_CREATE_TIMEOUT_MS. */
+int box_claim(struct box_conn *c, const char *json, struct err *e);
+/* pool.c: the kind of box o asks for, what a pool box must match: its
+ * backend, limits, workspace, network and guest, hashed, in hex. */
+void box_pool_key(const struct box_opts *o, char *out, size_t n);
+/* pool.c: a box of o's kind from a pool, into ret_name: 0, or -ENOENT
+ * when no pool holds one. */
+int box_pool_take(const struct box_opts *o, char *ret_name, size_t n, struct err *e);
 /* keeper.c: the keeper's entry point after fork (never returns). */
 void keeper_main(const struct box_opts *o, const char *name, const char *boxdir, int ready_fd)
 	__attribute__((noreturn));

@@ -664,6 +664,17 @@ int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e)
 	return box_hib_request(c, PROTO_HIBERNATE, "{\"keep\":true}", ret, e);
 }
 
+int box_claim(struct box_conn *c, const char *json, struct err *e)
+{
+	cJSON *j = NULL;
+	int r = box_request(c, PROTO_CLAIM, json, BOX_CREATE_TIMEOUT_MS, &j, e);
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
+	if (r >= 0 && why)
+		r = err_set(e, -EBUSY, "%s", why);
+	cJSON_Delete(j);
+	return r;
+}
+
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e)
 {
 	return box_hib_request(c, PROTO_WAKE, NULL, ret, e);

@@ -114,6 +114,10 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 	}
 	if (access(o->guest_path, X_OK) < 0)
 		return err_setc(e, -errno, "ward-guest not found at %s (set WARD_GUEST)", o->guest_path);
+	/* A warm pool's box of this kind, if one waits: a hand-over. */
+	if (!o->name && !o->pool && !o->no_snapshot && box_backend_find(o->backend) == &box_backend_vm &&
+	    box_pool_take(o, ret_name, n, NULL) == 0)
+		return 0;
 	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
 	if (r < 0)
 		return r;

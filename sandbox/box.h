@@ -63,6 +63,9 @@ struct box_opts {
 	pid_t owner;		/* a non-persistent box dies with this process */
 	const char *const *labels;	/* "key=value" each (box_label_check), BOX_LABELS_MAX at most */
 	size_t nlabels;
+	/* A pool box (box_pool): made as far as a guest waiting for START,
+	 * then taken by a box_create of the same kind. vm only. */
+	bool pool;
 };
 
 /* Labels: metadata a box carries for whoever made it (a task, a team, a
@@ -81,8 +84,18 @@ bool box_backend_known(const char *name);
 /* Whether vm boxes can run here (0, or why not in e), and with KVM. */
 int box_vm_available(bool *ret_kvm, struct err *e);
 
-/* Spawn a keeper that builds the box; returns when the guest answered. */
+/* Spawn a keeper that builds the box; returns when the guest answered. A
+ * vm box without a name is taken from a warm pool (box_pool) when one
+ * holds a box of the same kind: backend, limits, workspace, network, guest
+ * (what the VM was started with); its lifetime, owner and labels are this
+ * create's. */
 int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e);
+/* A warm pool: keep size boxes of o's kind restored and waiting for START
+ * (each a keeper of its own, owned by this process), making a new one as
+ * one is taken, until stop_fd is readable; then the boxes not taken are
+ * destroyed (and die with this process if it is killed). say(msg) tells
+ * of each box made or taken. 0, or <0 when no box could be made. */
+int box_pool(const struct box_opts *o, unsigned size, int stop_fd, void (*say)(const char *msg), struct err *e);
 int box_destroy(const char *name, struct err *e);
 /* JSON array of {name, alive, keeper_pid, ...}. */
 int box_list(cJSON **ret, struct err *e);

@@ -232,6 +232,8 @@ int keeper_hibernate(cJSON *ret, struct err *e)
 		cJSON_AddBoolToObject(ret, "already", 1);
 		return 0;
 	}
+	if (K.inst.pooled)
+		return err_set(e, -EBUSY, "box %s waits in a pool; a create takes it", K.name);
 	unsigned n = 0;
 	for (struct kcall *k = K.calls; k; k = k->next)
 		n += !k->evidence;

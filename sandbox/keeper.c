@@ -294,12 +294,10 @@ static void on_egress(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
-int keeper_guest_up(struct err *e)
+/* A started guest's hello, its egress proxy and its place in the loop. */
+static int keeper_guest_attach(struct err *e)
 {
-	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
-	int r = K.be->start(&spec, &K.inst, e);
-	if (r < 0)
-		return r;
+	int r;
 	proto_reader_init(&K.grd);
 	proto_writer_init(&K.gwr, KEEPER_CLIENT_QUEUE);
 	K.guest_log_bytes = 0;	/* a new guest's stderr gets the whole cap */
@@ -333,6 +331,85 @@ int keeper_guest_up(struct err *e)
 	if (K.inst.log_fd >= 0)
 		loop_add(K.loop, K.inst.log_fd, EPOLLIN, on_guest_log, NULL);
 	K.up = true;
+	return 0;
+}
+
+int keeper_guest_up(struct err *e)
+{
+	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
+	int r = K.be->start(&spec, &K.inst, e);
+	if (r < 0)
+		return r;
+	/* A pool box's guest waits for START: a claim attaches it. */
+	if (K.inst.pooled)
+		return 0;
+	return keeper_guest_attach(e);
+}
+
+static void on_owner_exit(struct loop *l, int fd, uint32_t events, void *data);
+static void keeper_write_files(void);
+
+/* A pool box taken by a create: its lifetime, owner and labels are the
+ * create's; its guest gets START now (fresh entropy and clock). */
+static int keeper_claim(const struct frame *f, struct err *e)
+{
+	if (!K.inst.pooled || K.up)
+		return err_set(e, -EBUSY, "box %s is not waiting in a pool (another create took it)", K.name);
+	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return err_set(e, -EINVAL, "a claim without its JSON");
+	}
+	/* K.o is the keeper's own copy (box_create's ko), made for this. */
+	struct box_opts *o = (struct box_opts *)K.o;
+	const cJSON *v;
+#define NUM(key, dst) if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, key)) && v->valuedouble >= 0) dst = (int64_t)v->valuedouble
+	NUM("ttl_ms", o->ttl_ms);
+	NUM("idle_ms", o->idle_ms);
+	NUM("grace_ms", o->grace_ms);
+	NUM("cold_after_ms", o->cold_after_ms);
+#undef NUM
+	o->persistent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "persistent"));
+	o->on_idle = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "hibernate_on_idle")) ? BOX_IDLE_HIBERNATE
+											     : BOX_IDLE_DESTROY;
+	static char *store, *labels[BOX_LABELS_MAX];
+	if ((v = cJSON_GetObjectItemCaseSensitive(j, "store")) && cJSON_IsString(v))
+		o->store = store = strdup(v->valuestring);
+	size_t nl = 0;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "labels"))
+		if (cJSON_IsString(v) && nl < BOX_LABELS_MAX && box_label_check(v->valuestring, NULL) == 0)
+			labels[nl++] = strdup(v->valuestring);
+	o->labels = (const char *const *)labels;
+	o->nlabels = nl;
+	pid_t owner = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "owner")) ? (pid_t)v->valuedouble : 0;
+	cJSON_Delete(j);
+	if (K.ownerfd >= 0) {	/* the pool's: the box is not the pool's now */
+		loop_del(K.loop, K.ownerfd);
+		close(K.ownerfd);
+		K.ownerfd = -1;
+	}
+	if (!o->persistent && owner > 0) {
+		K.ownerfd = (int)syscall(SYS_pidfd_open, owner, 0);
+		if (K.ownerfd < 0)
+			return err_setc(e, -errno, "the ward that took the box is gone");
+		loop_add(K.loop, K.ownerfd, EPOLLIN, on_owner_exit, NULL);
+	}
+	o->pool = false;	/* a box made again later (lost, woken) starts at once */
+	int r = K.be->go(&K.inst, K.o, e);
+	K.inst.hello_done = r >= 0;
+	K.inst.pooled = false;
+	if (r >= 0)
+		r = keeper_guest_attach(e);
+	if (r < 0)
+		return r;
+	K.created_ms = K.last_activity = now_ms();
+	K.created_wall = time(NULL);
+	K.ttl_at = o->ttl_ms ? K.created_ms + o->ttl_ms : 0;
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/pool", K.boxdir);
+	unlink(p);
+	keeper_write_files();
+	keeper_state_file("running");
 	return 0;
 }
 
@@ -438,7 +515,7 @@ static void keeper_info(struct kclient *c, uint32_t id)
 	keeper_labels(j);
 	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
-	cJSON_AddStringToObject(j, "state", K.up ? "running" : K.hib.state == KH_HIBERNATED ? "hibernated" :
+	cJSON_AddStringToObject(j, "state", K.inst.pooled ? "pooled" : K.up ? "running" : K.hib.state == KH_HIBERNATED ? "hibernated" :
 				K.hib.state == KH_COLD ? "cold" : "lost");
 	cJSON_AddNumberToObject(j, "disk_bytes", (double)keeper_disk_bytes());
 	cJSON *hb = cJSON_AddObjectToObject(j, "hibernate");
@@ -553,6 +630,11 @@ static void kclient_close(struct kclient *c)
 /* A call to a hibernated box wakes it first; a lost one is made again. */
 static void kclient_call(struct kclient *c, const struct frame *f)
 {
+	if (K.inst.pooled) {
+		const char m[] = "{\"outcome\":\"failed\",\"text\":\"the box waits in a pool: a create takes it\\n\"}";
+		kclient_send(c, PROTO_RESULT, 0, f->id, m, sizeof(m) - 1);
+		return;
+	}
 	if (!K.up) {
 		struct err e = { 0 };
 		int r;
@@ -694,6 +776,23 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		if (r < 0) {
 			cJSON_AddStringToObject(j, "error", e.msg);
 			cJSON_AddNumberToObject(j, "code", r);
+		} else {
+			cJSON_AddBoolToObject(j, "ok", 1);
+		}
+		kclient_send_json(c, PROTO_INFO, f->id, j);
+		cJSON_Delete(j);
+		break;
+	}
+	case PROTO_CLAIM: {
+		struct err e = { 0 };
+		cJSON *j = cJSON_CreateObject();
+		if (keeper_claim(f, &e) < 0) {
+			cJSON_AddStringToObject(j, "error", e.msg);
+			/* A pool box that could not start is of no use to anyone. */
+			if (!K.up && !K.inst.pooled) {
+				K.why = "a claim could not start it";
+				K.quit = true;
+			}
 		} else {
 			cJSON_AddBoolToObject(j, "ok", 1);
 		}
@@ -973,6 +1072,15 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	if (o->ttl_ms)
 		K.ttl_at = K.created_ms + o->ttl_ms;
 	keeper_write_files();
+	if (K.inst.pooled) {
+		/* What a create looks for: the kind, and whose pool. */
+		char key[32], p[PATH_MAX + 16], txt[96];
+		box_pool_key(o, key, sizeof(key));
+		snprintf(p, sizeof(p), "%s/pool", boxdir);
+		int n = snprintf(txt, sizeof(txt), "{\"key\":\"%s\",\"pool\":%d}", key, (int)o->owner);
+		fdio_write_atomic(p, txt, (size_t)n, 0600);
+		keeper_state_file("pooled");
+	}
 	keeper_ready(ready_fd, "ok\n");
 
 	while (!K.quit) {

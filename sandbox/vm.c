@@ -589,7 +589,9 @@ static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
 	return 0;
 }
 
-static int vm_send_start(int fd, const struct box_opts *o)
+/* prepare: a pool box's first START, the box's limits and shares without
+ * the entropy and the clock, which come with the second (at its claim). */
+static int vm_send_start_as(int fd, const struct box_opts *o, bool prepare)
 {
 	uint8_t rnd[32];
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -602,13 +604,21 @@ static int vm_send_start(int fd, const struct box_opts *o)
 	uint64_t mib = vm_mem_mib(o);
 	char json[400];
 	/* With egress, the port the guest listens on for the proxy. */
-	int n = snprintf(json, sizeof(json),
-			 "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d}", hex,
-			 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
-			 (unsigned long long)(o->lim.pids ? o->lim.pids : 512),
-			 (unsigned long long)((mib - MIN(mib / 4, 96ull)) << 20),
-			 o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0);
+	unsigned long long pids = o->lim.pids ? o->lim.pids : 512, mem = (mib - MIN(mib / 4, 96ull)) << 20;
+	int port = o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0, n;
+	if (prepare)
+		n = snprintf(json, sizeof(json), "{\"prepare\":true,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d}", pids,
+			     mem, port);
+	else
+		n = snprintf(json, sizeof(json),
+			     "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d}", hex,
+			     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, pids, mem, port);
 	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
+}
+
+static int vm_send_start(int fd, const struct box_opts *o)
+{
+	return vm_send_start_as(fd, o, false);
 }
 
 /* START, then the guest's plain HELLO: the box is up. A guest that saw
@@ -709,9 +719,10 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		if (r >= 0)
 			r = vm_snapshot_restore(&p, state, e);
 		if (r >= 0)
-			r = vm_start_guest(ret, o, e);
+			r = o->pool ? vm_send_start_as(ret->chan_fd, o, true) : vm_start_guest(ret, o, e);
 		if (r >= 0) {
 			ret->restored = true;
+			ret->pooled = o->pool;
 			return 0;
 		}
 		if (ret->pid > 0)
@@ -730,7 +741,8 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	bool ready = false;
 	r = vm_hello(ret->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
 	if (r >= 0)
-		r = vm_start_guest(ret, o, e);
+		r = o->pool ? vm_send_start_as(ret->chan_fd, o, true) : vm_start_guest(ret, o, e);
+	ret->pooled = o->pool;
 	if (r < 0) {
 		box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
 		if (ret->net_fd >= 0)
@@ -767,5 +779,6 @@ const struct box_backend box_backend_vm = {
 	.name = "vm",
 	.start = vm_start,
 	.kill = vm_kill,
+	.go = vm_start_guest,
 	.host_limits = vm_host_limits,
 };
