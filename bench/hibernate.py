@@ -24,7 +24,10 @@ backends = sys.argv[5:]
 
 
 def w(*args, check=True):
-    return subprocess.run([ward, *args], capture_output=True, text=True, check=check).stdout
+    p = subprocess.run([ward, *args], capture_output=True, text=True)
+    if check and p.returncode:
+        sys.exit("bench: ward %s: exit %d: %s" % (" ".join(args[:3]), p.returncode, p.stderr.strip()))
+    return p.stdout
 
 
 def ms_of(out):

@@ -11,6 +11,8 @@
 #include "sandbox/box.h"
 #include "sandbox/checkpoint.h"
 #include "sandbox/layers.h"
+#include "sandbox/state.h"
+#include "proto/budget.h"
 #include "sandbox/wsbase.h"
 #include "sandbox/wsdiff.h"
 #include "sandbox/wspatch.h"
@@ -417,10 +419,13 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	snprintf(bname, sizeof(bname), "s-%s", s->j.id);
 	/* Kept from the session's last run (hibernated at its end): its next
 	 * call wakes it, with /tmp, the home, as it was. */
-	if (box_is_hibernated(bname) && box_connect(bname, &s->box, &e) == 0) {
+	char bdir[PATH_MAX];
+	if (state_box_dir(bname, bdir, sizeof(bdir), NULL) == 0 && state_keeper_pid(bdir) > 0 &&
+	    box_connect(bname, &s->box, &e) == 0) {
 		snprintf(name, n, "%s", bname);
 		*ret_kept = true;
-		fprintf(stderr, "ward: the session's box %s is hibernated; its first call wakes it\n", bname);
+		if (box_is_hibernated(bname))
+			fprintf(stderr, "ward: the session's box %s is hibernated; its first call wakes it\n", bname);
 		return 0;
 	}
 	struct box_opts bo;
@@ -470,8 +475,18 @@ int session_box_end(struct session *s, const char *name, bool keep)
 {
 	struct err e = { 0 };
 	cJSON *j = NULL;
-	int kept = keep && s->box && box_hibernate_keep(s->box, &j, &e) == 0;
-	cJSON_Delete(j);
+	int kept = 0;
+	/* Calls just cancelled (the MCP servers', one stopped with Esc) end
+	 * within the box's grace: until then the hibernate is refused. */
+	for (int64_t until = now_ms() + BUDGET_GRACE_MS + 2000; keep && s->box;) {
+		int r = box_hibernate_keep(s->box, &j, &e);
+		cJSON_Delete(j);
+		j = NULL;
+		kept = r == 0;
+		if (r != -EBUSY || now_ms() > until)
+			break;
+		usleep(100 * 1000);
+	}
 	if (keep && !kept)
 		fprintf(stderr, "ward: the session's box could not be kept (%s); it is destroyed\n", e.msg);
 	if (s->box)

@@ -62,6 +62,12 @@ bool vm_kvm_usable(void);
 /* box-conn.c: a pool box taken for a create (CLAIM, with what the create
  * asks: json); bounded by BOX_CREATE_TIMEOUT_MS. */
 int box_claim(struct box_conn *c, const char *json, struct err *e);
+/* cold.c: delete from its store what a cold saved state in hibdir names
+ * (its cold.json says where); nothing when it is not cold. Best effort. */
+void box_cold_drop(const char *hibdir);
+/* box-conn.c: destroy a pool box only if it still waits in the pool (a
+ * create may have taken it a moment ago). */
+int box_destroy_if_pooled(const char *name);
 /* pool.c: the kind of box o asks for, what a pool box must match: its
  * backend, limits, workspace, network and guest, hashed, in hex. */
 void box_pool_key(const struct box_opts *o, char *out, size_t n);

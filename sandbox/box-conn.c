@@ -368,9 +368,19 @@ static void box_wake_clock(struct box_conn *c, const cJSON *ev)
 	if (!t || strcmp(t, "box") || !what)
 		return;
 	int64_t now = now_ms();
-	if (!strcmp(what, "waking")) {
+	/* What the keeper's loop waits for: a wake, a hibernate, a move to
+	 * the store; each ends with one of the events after it. */
+	static const char *const starts[] = { "waking", "hibernating", "going_cold", NULL },
+				 *const ends[] = { "woken", "wake_failed", "hibernated", "hibernate_failed", "cold",
+						   "cold_failed", NULL };
+	bool start = false, end = false;
+	for (const char *const *s = starts; *s; s++)
+		start |= !strcmp(what, *s);
+	for (const char *const *s = ends; *s; s++)
+		end |= !strcmp(what, *s);
+	if (start && !c->waking_since) {
 		c->waking_since = now;
-	} else if (c->waking_since && (!strcmp(what, "woken") || !strcmp(what, "wake_failed"))) {
+	} else if (c->waking_since && end) {
 		for (struct box_pending *p = c->pending; p; p = p->next)
 			p->deadline += now - c->waking_since;
 		c->wr_progress_ms += now - c->waking_since;
@@ -694,6 +704,34 @@ bool box_is_hibernated(const char *name)
 	return hib;
 }
 
+/* DESTROY (payload: its condition, or NULL), and wait for the keeper to
+ * close the socket when the box is gone (bounded: 5 s). */
+static void box_send_destroy(struct box_conn *c, const char *payload)
+{
+	box_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
+	char tmp[256];
+	int64_t until = now_ms() + 5000;
+	while (now_ms() < until) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
+		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
+			break;
+		if (pf.revents & POLLOUT)
+			box_flush(c);
+		if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
+			break;
+	}
+}
+
+int box_destroy_if_pooled(const char *name)
+{
+	struct box_conn *c;
+	if (box_connect(name, &c, NULL) < 0)
+		return -ENOENT;
+	box_send_destroy(c, "{\"if_pooled\":true}");
+	box_disconnect(c);
+	return 0;
+}
+
 int box_destroy(const char *name, struct err *e)
 {
 	struct box_conn *c;
@@ -709,19 +747,7 @@ int box_destroy(const char *name, struct err *e)
 		/* A keeper that does not answer is killed; the box dies with it. */
 		kill(keeper, SIGKILL);
 	} else {
-		box_queue(c, PROTO_DESTROY, 0, NULL, 0);
-		/* The keeper closes the socket when the box is gone. */
-		char tmp[256];
-		int64_t until = now_ms() + 5000;
-		while (now_ms() < until) {
-			struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
-			if (poll(&pf, 1, 100) < 0 && errno != EINTR)
-				break;
-			if (pf.revents & POLLOUT)
-				box_flush(c);
-			if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
-				break;
-		}
+		box_send_destroy(c, NULL);
 		box_disconnect(c);
 	}
 	int64_t until = now_ms() + 3000;

@@ -272,8 +272,10 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 			/* What it saved when it hibernated goes too: whole or torn,
 			 * nobody can wake it without its keeper. */
 			char hib[PATH_MAX];
-			if (state_hib_dir(de->d_name, hib, sizeof(hib), NULL) == 0)
+			if (state_hib_dir(de->d_name, hib, sizeof(hib), NULL) == 0) {
+				box_cold_drop(hib);
 				state_rm_rf(hib);
+			}
 			n++;
 			continue;
 		}
@@ -321,32 +323,9 @@ int box_list(cJSON **ret, struct err *e)
 	return 0;
 }
 
-/* Saved states whose box is gone altogether (a keeper killed before it
- * could remove its state, and the box's runtime dir already swept). */
-static void box_reap_hib(void)
-{
-	char data[PATH_MAX - 64], dir[PATH_MAX], rt[PATH_MAX - 32];
-	if (state_data_dir(data, sizeof(data), NULL) < 0 || state_runtime_dir(rt, sizeof(rt), NULL) < 0)
-		return;
-	snprintf(dir, sizeof(dir), "%s/hibernated", data);
-	_cleanup_closedir_ DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (!state_name_valid(de->d_name))
-			continue;
-		char boxdir[PATH_MAX + 64], p[PATH_MAX + 64];
-		snprintf(boxdir, sizeof(boxdir), "%s/boxes/%s", rt, de->d_name);
-		if (access(boxdir, F_OK) == 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		state_rm_rf(p);
-	}
-}
-
 int box_reap(unsigned *ret_n, struct err *e)
 {
 	int r = box_each(NULL, true, ret_n, e);
-	box_reap_hib();
 	/* Images of kept changes that nobody uses need no mount. */
 	layers_sweep();
 	return r;

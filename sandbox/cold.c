@@ -24,10 +24,9 @@
  * gain (README's figures). */
 #define COLD_LEVEL 3
 
-static int cold_open(struct store **ret, struct err *e)
+static int cold_open_spec(const char *spec, struct store **ret, struct err *e)
 {
 	char def[PATH_MAX];
-	const char *spec = K.o->store;
 	if (!spec || !*spec) {
 		char d[PATH_MAX - 16];
 		int r = state_data_dir(d, sizeof(d), e);
@@ -37,6 +36,11 @@ static int cold_open(struct store **ret, struct err *e)
 		spec = def;
 	}
 	return store_open(spec, ret, e);
+}
+
+static int cold_open(struct store **ret, struct err *e)
+{
+	return cold_open_spec(K.o->store, ret, e);
 }
 
 static void cold_path(const char *leaf, char *out, size_t n)
@@ -53,10 +57,20 @@ static void cold_key(const char *file, char *out, size_t n)
 /* The files of a saved state as the manifest's directory holds them. */
 static const char *const cold_files[] = { "state.json", "tmp.tar", NULL };
 
+static int cold_move(struct err *e);
+
 int keeper_cold(struct err *e)
 {
 	if (K.hib.state != KH_HIBERNATED)
 		return 0;
+	keeper_box_event("going_cold", NULL);
+	int r = cold_move(e);
+	keeper_box_event(r < 0 ? "cold_failed" : "cold", r < 0 ? e->msg : NULL);
+	return r;
+}
+
+static int cold_move(struct err *e)
+{
 	int64_t t0 = now_ms();
 	struct store *st = NULL;
 	int r = cold_open(&st, e);
@@ -64,6 +78,7 @@ int keeper_cold(struct err *e)
 		return r;
 	cJSON *c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "store", store_describe(st));
+	cJSON_AddStringToObject(c, "spec", K.o->store ? K.o->store : "");
 	cJSON *objs = cJSON_AddObjectToObject(c, "objects");
 	uint64_t in_total = 0, out_total = 0;
 	for (const char *const *f = cold_files; *f && r >= 0; f++) {
@@ -131,20 +146,25 @@ int keeper_cold(struct err *e)
 	return r;
 }
 
-/* cold.json, parsed, or NULL and why. */
-static cJSON *cold_read(struct err *e)
+/* dir's cold.json, parsed, or NULL and why. */
+static cJSON *cold_read_at(const char *dir, struct err *e)
 {
 	char p[PATH_MAX + 32];
-	cold_path("cold.json", p, sizeof(p));
+	snprintf(p, sizeof(p), "%s/cold.json", dir);
 	_cleanup_free_ char *txt = NULL;
 	cJSON *c = fdio_read_file(AT_FDCWD, p, 1 << 16, &txt, NULL) == 0 ? cJSON_Parse(txt) : NULL;
 	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(c, "objects"))) {
 		cJSON_Delete(c);
-		err_set(e, -EBADMSG, "box %s's saved state is torn: its cold.json is missing or malformed; it cannot be "
-			"woken (ward box destroy %s removes it)", K.name, K.name);
+		err_set(e, -EBADMSG, "the saved state in %s is torn: its cold.json is missing or malformed; it cannot be "
+			"woken (ward box destroy removes it)", dir);
 		return NULL;
 	}
 	return c;
+}
+
+static cJSON *cold_read(struct err *e)
+{
+	return cold_read_at(K.hib.dir, e);
 }
 
 int keeper_cold_fetch(struct err *e)
@@ -184,19 +204,26 @@ int keeper_cold_fetch(struct err *e)
 	return r;
 }
 
-void keeper_cold_drop(void)
+void box_cold_drop(const char *hibdir)
 {
 	struct err e = { 0 };
-	cJSON *c = K.hib.dir[0] ? cold_read(&e) : NULL;
+	cJSON *c = cold_read_at(hibdir, &e);
 	if (!c)
 		return;
 	struct store *st = NULL;
-	if (cold_open(&st, &e) == 0) {
+	const char *spec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "spec"));
+	if (cold_open_spec(spec && *spec ? spec : NULL, &st, &e) == 0) {
 		const cJSON *o;
 		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(c, "objects"))
 			if (cJSON_IsString(o) && store_del(st, o->valuestring, &e) < 0)
-				keeper_log("keeper: could not remove %s from the store: %s", o->valuestring, e.msg);
+				fprintf(stderr, "ward: could not remove %s from the store: %s\n", o->valuestring, e.msg);
 		store_free(st);
 	}
 	cJSON_Delete(c);
+}
+
+void keeper_cold_drop(void)
+{
+	if (K.hib.dir[0])
+		box_cold_drop(K.hib.dir);
 }

@@ -32,16 +32,46 @@
 
 static const char hib_save_cmd[] =
 	"cd /tmp && find . -mindepth 1 -maxdepth 1 -print0 | "
-	"tar --create --file=- --null --files-from=- --ignore-failed-read --warning=no-file-ignored";
-static const char hib_restore_cmd[] = "tar --extract --file=- --directory=/tmp --preserve-permissions";
+	"tar --create --file=- --sparse --null --files-from=- --ignore-failed-read --warning=no-file-ignored";
+/* The archive goes into the box in pieces, each a call whose `cat` has
+ * read all of it when it ends, so that what the guest holds for a command
+ * that has not read it stays under HIB_PIECE (GUEST_STDIN_PENDING is the
+ * limit); then tar unpacks it. /tmp holds the archive and its files for a
+ * moment. */
+#define HIB_PIECE (4u << 20)
+static const char hib_piece_cmd[] = "cat >>/tmp/.ward-wake.tar";
+static const char hib_restore_cmd[] = "tar --extract --file=/tmp/.ward-wake.tar --directory=/tmp --preserve-permissions; "
+				      "r=$?; rm -f /tmp/.ward-wake.tar; exit $r";
 
 /* Run one bash command in the guest with the keeper as its client, and
  * wait for it: stdin from in_fd (-1: none), stdout to out_fd (-1: the
  * command has none worth keeping). No other call runs (the callers check),
  * so every frame on the channel is this call's. */
-static int hib_run(const char *cmd, int in_fd, int out_fd, struct err *e)
+static int hib_call(uint32_t gid, const char *cmd, int in_fd, uint64_t in_max, uint64_t *ret_fed, int out_fd,
+		    struct err *e);
+
+/* What a saved /tmp may take on disk at most: the box's memory (its /tmp
+ * is memory) and a margin; past it the hibernate is refused. */
+static uint64_t hib_cap(void)
+{
+	return (K.o->lim.memory ? K.o->lim.memory : BOX_DEFAULT_MEMORY) + (64u << 20);
+}
+
+static int hib_run(const char *cmd, int in_fd, uint64_t in_max, uint64_t *ret_fed, int out_fd, struct err *e)
 {
 	uint32_t gid = ++K.next_gid ? K.next_gid : ++K.next_gid;
+	int r = hib_call(gid, cmd, in_fd, in_max, ret_fed, out_fd, e);
+	if (r < 0 && r != -EIO && K.up) {
+		/* Not ended by the guest: it is stopped, not left running. */
+		proto_queue(&K.gwr, PROTO_CANCEL, 0, gid, NULL, 0);
+		proto_flush(&K.gwr, K.inst.chan_fd);
+	}
+	return r;
+}
+
+static int hib_call(uint32_t gid, const char *cmd, int in_fd, uint64_t in_max, uint64_t *ret_fed, int out_fd,
+		    struct err *e)
+{
 	struct budget b = budget_make(HIB_TAR_MS, 0, -1, K.o->grace_ms);
 	cJSON *req = cJSON_CreateObject();
 	cJSON_AddStringToObject(req, "tool", "bash");
@@ -65,11 +95,12 @@ static int hib_run(const char *cmd, int in_fd, int out_fd, struct err *e)
 	}
 	char errtail[HIB_ERR_MAX + 1] = "";
 	static char chunk[256u << 10];
+	uint64_t fed = 0, out = 0;
 	for (;;) {
-		/* Feed stdin while the queue to the guest is short: the socket,
-		 * then the guest's reading, pace it. */
+		/* Feed stdin while the queue to the guest is short, in_max at
+		 * most. */
 		while (!in_done && proto_queued(&K.gwr) < (1u << 20)) {
-			ssize_t n = fdio_read_some(in_fd, chunk, sizeof(chunk));
+			ssize_t n = fed < in_max ? fdio_read_some(in_fd, chunk, MIN(sizeof(chunk), in_max - fed)) : 0;
 			if (n < 0)
 				return err_setc(e, (int)n, "reading the saved state");
 			if (n == 0) {
@@ -77,7 +108,10 @@ static int hib_run(const char *cmd, int in_fd, int out_fd, struct err *e)
 				break;
 			}
 			proto_queue(&K.gwr, PROTO_INPUT, 0, gid, chunk, (size_t)n);
+			fed += (uint64_t)n;
 		}
+		if (ret_fed)
+			*ret_fed = fed;
 		if (in_done && !eof_sent) {
 			proto_queue(&K.gwr, PROTO_INPUT, PROTO_F_EOF, gid, NULL, 0);
 			eof_sent = true;
@@ -105,6 +139,10 @@ static int hib_run(const char *cmd, int in_fd, int out_fd, struct err *e)
 			if (f.id != gid)
 				continue;
 			if (f.type == PROTO_OUTPUT && f.flags == 1 && out_fd >= 0) {
+				out += f.len;
+				if (out > hib_cap())
+					return err_set(e, -EFBIG, "the box's /tmp is over %llu MiB, more than its memory",
+						       (unsigned long long)(hib_cap() >> 20));
 				int w = fdio_write_full(out_fd, f.payload, f.len);
 				if (w < 0)
 					return err_setc(e, w, "writing the saved state");
@@ -214,6 +252,18 @@ static int hib_manifest_check(struct err *e)
 	return 0;
 }
 
+void keeper_box_event(const char *what, const char *why)
+{
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "type", "box");
+	cJSON_AddStringToObject(ev, "event", what);
+	cJSON_AddStringToObject(ev, "box", K.name);
+	if (why)
+		cJSON_AddStringToObject(ev, "why", why);
+	keeper_broadcast(ev);
+	cJSON_Delete(ev);
+}
+
 static void hib_event(const char *what, int64_t ms)
 {
 	cJSON *ev = cJSON_CreateObject();
@@ -226,7 +276,7 @@ static void hib_event(const char *what, int64_t ms)
 	cJSON_Delete(ev);
 }
 
-int keeper_hibernate(cJSON *ret, struct err *e)
+static int hib_hibernate(cJSON *ret, struct err *e)
 {
 	if (K.hib.state != KH_NONE) {
 		cJSON_AddBoolToObject(ret, "already", 1);
@@ -252,7 +302,7 @@ int keeper_hibernate(cJSON *ret, struct err *e)
 		char p[PATH_MAX + 32];
 		hib_paths("tmp.tar", p, sizeof(p));
 		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		r = fd < 0 ? err_setc(e, -errno, "cannot write %s", p) : hib_run(hib_save_cmd, -1, fd, e);
+		r = fd < 0 ? err_setc(e, -errno, "cannot write %s", p) : hib_run(hib_save_cmd, -1, 0, NULL, fd, e);
 		if (r >= 0 && fsync(fd) < 0)
 			r = err_setc(e, -errno, "saving /tmp");
 		if (r < 0) {
@@ -264,20 +314,20 @@ int keeper_hibernate(cJSON *ret, struct err *e)
 			return err_set(e, r, "cannot save box %s's /tmp: %s; the box still runs", K.name, m);
 		}
 	}
+	/* The manifest while the box still runs: a state that cannot be
+	 * made whole leaves the box as it was. */
+	r = hib_manifest_write("ended", e);
+	if (r < 0) {
+		state_rm_rf(K.hib.dir);
+		keeper_state_file(K.up ? "running" : "lost");
+		return r;
+	}
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
 	/* Nothing mounts the workspace layer now: let it go (its image is
 	 * unmounted if nobody else holds it), so a rewind or an apply can
 	 * have it; a wake takes it again. */
 	layers_release(&K.layers);
-	r = hib_manifest_write("ended", e);
-	if (r < 0) {
-		/* Whatever was saved is not whole: the box is lost, its layer
-		 * kept; the next call makes it again. */
-		state_rm_rf(K.hib.dir);
-		keeper_state_file("lost");
-		return r;
-	}
 	K.hib.state = KH_HIBERNATED;
 	K.hib.at_ms = now_ms();
 	keeper_state_file("hibernated");
@@ -290,7 +340,20 @@ int keeper_hibernate(cJSON *ret, struct err *e)
 	return 0;
 }
 
-int keeper_wake(cJSON *ret, struct err *e)
+/* The clients hold their calls' clocks from the first event to the last
+ * (box-conn.c): the keeper's loop waits for these. */
+int keeper_hibernate(cJSON *ret, struct err *e)
+{
+	if (K.hib.state != KH_NONE || K.inst.pooled || K.calls)
+		return hib_hibernate(ret, e);	/* refused or nothing to do: at once */
+	keeper_box_event("hibernating", NULL);
+	int r = hib_hibernate(ret, e);
+	if (r < 0)
+		keeper_box_event("hibernate_failed", e->msg);
+	return r;
+}
+
+static int hib_wake(cJSON *ret, struct err *e)
 {
 	if (K.hib.state == KH_NONE) {
 		cJSON_AddBoolToObject(ret, "already", 1);
@@ -312,8 +375,10 @@ int keeper_wake(cJSON *ret, struct err *e)
 	char p[PATH_MAX + 32];
 	hib_paths("tmp.tar", p, sizeof(p));
 	_cleanup_close_ int fd = r < 0 ? -1 : open(p, O_RDONLY | O_CLOEXEC);
+	for (uint64_t fed = HIB_PIECE; r >= 0 && fd >= 0 && fed == HIB_PIECE;)
+		r = hib_run(hib_piece_cmd, fd, HIB_PIECE, &fed, -1, e);
 	if (r >= 0 && fd >= 0)
-		r = hib_run(hib_restore_cmd, fd, -1, e);
+		r = hib_run(hib_restore_cmd, -1, 0, NULL, -1, e);
 	if (r < 0) {
 		/* The saved state stays as it was: a later wake may do better. */
 		if (K.up)
@@ -340,6 +405,17 @@ int keeper_wake(cJSON *ret, struct err *e)
 	return 0;
 }
 
+int keeper_wake(cJSON *ret, struct err *e)
+{
+	if (K.hib.state == KH_NONE)
+		return hib_wake(ret, e);
+	keeper_box_event("waking", NULL);
+	int r = hib_wake(ret, e);
+	if (r < 0)
+		keeper_box_event("wake_failed", e->msg);
+	return r;
+}
+
 void keeper_hib_drop(void)
 {
 	if (K.hib.state == KH_COLD)
@@ -360,6 +436,12 @@ static int du_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 
 uint64_t keeper_disk_bytes(void)
 {
+	/* A walk of the layer is the box's to make long: once in a while. */
+	static int64_t at = -1;
+	static uint64_t layer;
+	if (at >= 0 && now_ms() - at < 5000)
+		return layer + K.hib.bytes;
+	at = now_ms();
 	du_sum = 0;
 	du_n = 0;
 	char img[sizeof(K.layers.dir) + 8];
@@ -369,5 +451,6 @@ uint64_t keeper_disk_bytes(void)
 		du_sum = (uint64_t)st.st_blocks * 512;	/* the layer's image, sparse */
 	else if (K.upper[0])
 		nftw(K.upper, du_one, 16, FTW_PHYS | FTW_MOUNT);
-	return du_sum + K.hib.bytes;
+	layer = du_sum;
+	return layer + K.hib.bytes;
 }

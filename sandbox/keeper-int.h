@@ -103,6 +103,9 @@ void keeper_state_file(const char *state);
  * put back. Both block the keeper's loop while they run. */
 int keeper_hibernate(cJSON *ret, struct err *e);
 int keeper_wake(cJSON *ret, struct err *e);
+/* A box event ({"type":"box","event":what,"box"[,"why"]}) to every
+ * client. */
+void keeper_box_event(const char *what, const char *why);
 /* cold.c: compress a hibernated state and move it to the store
  * (--cold-after); fetch it back for a wake (the manifest then decides);
  * remove it from the store (after a wake, or with the box). */

@@ -353,8 +353,8 @@ static void keeper_write_files(void);
  * create's; its guest gets START now (fresh entropy and clock). */
 static int keeper_claim(const struct frame *f, struct err *e)
 {
-	if (!K.inst.pooled || K.up)
-		return err_set(e, -EBUSY, "box %s is not waiting in a pool (another create took it)", K.name);
+	if (!K.inst.pooled || K.up || K.quit)
+		return err_set(e, -EBUSY, "box %s is not waiting in a pool (another create took it, or it is ending)", K.name);
 	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
 	if (!cJSON_IsObject(j)) {
 		cJSON_Delete(j);
@@ -383,15 +383,17 @@ static int keeper_claim(const struct frame *f, struct err *e)
 	o->nlabels = nl;
 	pid_t owner = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "owner")) ? (pid_t)v->valuedouble : 0;
 	cJSON_Delete(j);
+	/* The new owner's first: a claim that fails leaves the box the pool's. */
+	int ofd = -1;
+	if (!o->persistent && owner > 0 && (ofd = (int)syscall(SYS_pidfd_open, owner, 0)) < 0)
+		return err_setc(e, -errno, "the ward that took the box is gone");
 	if (K.ownerfd >= 0) {	/* the pool's: the box is not the pool's now */
 		loop_del(K.loop, K.ownerfd);
 		close(K.ownerfd);
 		K.ownerfd = -1;
 	}
-	if (!o->persistent && owner > 0) {
-		K.ownerfd = (int)syscall(SYS_pidfd_open, owner, 0);
-		if (K.ownerfd < 0)
-			return err_setc(e, -errno, "the ward that took the box is gone");
+	if (ofd >= 0) {
+		K.ownerfd = ofd;
 		loop_add(K.loop, K.ownerfd, EPOLLIN, on_owner_exit, NULL);
 	}
 	o->pool = false;	/* a box made again later (lost, woken) starts at once */
@@ -426,6 +428,11 @@ static int keeper_restart(struct err *e)
 {
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
+	if (K.upper[0] && K.layers.lock_fd < 0) {
+		int r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
+		if (r < 0)
+			return r;
+	}
 	keeper_cgroup_create();
 	K.restarts++;
 	return keeper_guest_up(e);
@@ -639,19 +646,8 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 		struct err e = { 0 };
 		int r;
 		if (K.hib.state != KH_NONE) {
-			cJSON *ev = cJSON_CreateObject(), *res = cJSON_CreateObject();
-			cJSON_AddStringToObject(ev, "type", "box");
-			cJSON_AddStringToObject(ev, "event", "waking");
-			cJSON_AddStringToObject(ev, "box", K.name);
-			keeper_broadcast(ev);
+			cJSON *res = cJSON_CreateObject();
 			r = keeper_wake(res, &e);
-			if (r < 0) {
-				cJSON_DeleteItemFromObject(ev, "event");
-				cJSON_AddStringToObject(ev, "event", "wake_failed");
-				cJSON_AddStringToObject(ev, "why", e.msg);
-				keeper_broadcast(ev);
-			}
-			cJSON_Delete(ev);
 			cJSON_Delete(res);
 		} else {
 			r = keeper_restart(&e);
@@ -801,6 +797,8 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		break;
 	}
 	case PROTO_DESTROY:
+		if (f->len && !K.inst.pooled)
+			break;	/* {"if_pooled":true} from a pool that is ending: taken meanwhile */
 		K.why = "destroyed on request";
 		K.quit = true;
 		break;

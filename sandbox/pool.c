@@ -130,7 +130,7 @@ static bool count_one(void *ud, const char *name, const char *key, pid_t pool)
 		return false;
 	c->n++;
 	if (c->destroy)
-		box_destroy(name, NULL);
+		box_destroy_if_pooled(name);
 	return false;
 }
 

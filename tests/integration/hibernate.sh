@@ -27,7 +27,11 @@ hib_round() { # hib_round BACKEND: files in /workspace and /tmp survive; process
 	is "$RC" 0 "$be: box hibernate"
 	like "$OUT" "$B: hibernated in [0-9]+ ms, [0-9]+ bytes saved" "$be: it says how long and how much"
 	is "$(children_of "$K")" "" "$be: hibernated: no process of the box is left (no guest, no VMM)"
-	ok "$([ -n "$CG" ] && [ ! -d "$CG" ]; echo $?)" "$be: and the box's cgroup is gone"
+	if [ -n "$CG" ] && [ "$CG" != None ]; then
+		ok "$([ ! -d "$CG" ]; echo $?)" "$be: and the box's cgroup is gone"
+	else
+		echo "ok $((T_N += 1)) # SKIP $be: no cgroup for the box on this machine"
+	fi
 	is "$(state_of "$B")" hibernated "$be: info says hibernated"
 	like "$("$WARD" box ls)" "$B +hibernated +$be .* [0-9.]+[KM] " "$be: ls shows the state and the bytes on disk"
 	like "$("$WARD" box info "$B" | json hibernate.loses)" "every process" "$be: info says processes do not survive"
@@ -199,12 +203,13 @@ like "$("$WARD" box wake "$B" 2>&1)" "its manifest is missing \(the hibernate di
 # The keeper SIGKILLed while it hibernates: reap leaves nothing a wake
 # could take as good.
 B=$(box_new)
-"$WARD" box exec "$B" -- sh -c 'head -c 60000000 /dev/zero >/tmp/z' >/dev/null
+"$WARD" box exec "$B" --timeout 60s -- sh -c 'head -c 300000000 /dev/urandom >/tmp/z' >/dev/null
 K=$(keeper_of "$B")
 "$WARD" box hibernate "$B" >/dev/null 2>&1 &
 HP=$!
-for _ in $(seq 200); do [ "$(cat "$RT/$B/state" 2>/dev/null)" = hibernating ] && break; sleep 0.01; done
-is "$(cat "$RT/$B/state" 2>/dev/null)" hibernating "a hibernate under way"
+for _ in $(seq 500); do [ -s "$HIB/$B/tmp.tar" ] && break; sleep 0.005; done
+is "$(cat "$RT/$B/state" 2>/dev/null)/$([ -e "$HIB/$B/state.json" ] && echo manifest)" "hibernating/" \
+	"a hibernate under way, its archive half written, no manifest yet"
 kill -9 "$K"
 wait "$HP" 2>/dev/null
 ERR=$("$WARD" box wake "$B" 2>&1); RC=$?
