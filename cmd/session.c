@@ -476,10 +476,19 @@ int session_box_end(struct session *s, const char *name, bool keep)
 	struct err e = { 0 };
 	cJSON *j = NULL;
 	int kept = 0;
-	/* Calls just cancelled (the MCP servers', one stopped with Esc) end
-	 * within the box's grace: until then the hibernate is refused. */
-	for (int64_t until = now_ms() + BUDGET_GRACE_MS + 2000; keep && s->box;) {
-		int r = box_hibernate_keep(s->box, &j, &e);
+	/* The session's connection goes first, with the calls still on it
+	 * (their callbacks belong to a turn and MCP servers that are over):
+	 * the keeper cancels them. A connection of its own asks to keep it. */
+	if (s->box)
+		box_disconnect(s->box);
+	s->box = NULL;
+	struct box_conn *c = NULL;
+	if (keep && box_connect(name, &c, &e) < 0)
+		c = NULL;
+	/* Calls just cancelled end within the box's grace: until then the
+	 * hibernate is refused. */
+	for (int64_t until = now_ms() + BUDGET_GRACE_MS + 2000; c;) {
+		int r = box_hibernate_keep(c, &j, &e);
 		cJSON_Delete(j);
 		j = NULL;
 		kept = r == 0;
@@ -487,11 +496,10 @@ int session_box_end(struct session *s, const char *name, bool keep)
 			break;
 		usleep(100 * 1000);
 	}
+	if (c)
+		box_disconnect(c);
 	if (keep && !kept)
 		fprintf(stderr, "ward: the session's box could not be kept (%s); it is destroyed\n", e.msg);
-	if (s->box)
-		box_disconnect(s->box);
-	s->box = NULL;
 	if (!kept)
 		box_destroy(name, &e);
 	return kept;

@@ -82,8 +82,9 @@ int session_start(struct run_flags *f, struct session *s, char *ws);
  * else a new one. interactive: the box hibernates when idle. */
 int session_box(struct session *s, const struct run_flags *f, const char *workspace, bool interactive, char *name,
 		size_t n, bool *ret_kept);
-/* The session is over: its box hibernates and outlives this ward (keep),
- * or is destroyed. Call with s->box still connected. 1 when it was kept. */
+/* The session is over: its connection to the box is closed (calls still
+ * on it are dropped, without their callbacks), and the box hibernates and
+ * outlives this ward (keep), or is destroyed. 1 when it was kept. */
 int session_box_end(struct session *s, const char *name, bool keep);
 /* After the changes were dealt with: a kept box whose layers were dropped
  * (applied, or none) goes too. */

@@ -816,7 +816,9 @@ static int tui_run(int argc, char **argv)
 	mcp_free(u->mcp);
 	u->mcp = NULL;
 	if (u->own_box && u->box[0] && u->s.box && !u->f.rw) {
-		if (session_box_end(&u->s, u->box, true))
+		/* Kept when the person ends it; a signal or a hangup is not
+		 * their choice, and the box goes as before. */
+		if (session_box_end(&u->s, u->box, !u->quit_sig && !u->gone))
 			snprintf(kept, sizeof(kept), "%s", u->box);
 		u->box[0] = 0;	/* kept, or destroyed */
 	}

@@ -91,6 +91,18 @@ void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j);
 void keeper_broadcast(cJSON *ev);
 void guest_send(uint8_t type, uint32_t id, const void *p, size_t n);
 int keeper_guest_up(struct err *e);
+/* A started guest's hello, its egress proxy and its place in the loop. */
+int keeper_guest_attach(struct err *e);
+/* The box's owner exited: the loop's callback on its pidfd. */
+void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data);
+void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n);
+/* keeper-info.c: the box's state and limits to a client (INFO); the
+ * cgroup's counts added to evidence; info.json and keeper.pid. */
+void keeper_info(struct kclient *c, uint32_t id);
+void keeper_augment_evidence(cJSON *j);
+void keeper_write_files(void);
+/* pool.c: a pool box taken by a create (CLAIM). */
+int keeper_claim(const struct frame *f, struct err *e);
 void keeper_guest_down(void);
 void keeper_cgroup_create(void);
 /* The box's state for ls when the keeper is busy: boxdir/state. */

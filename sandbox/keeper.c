@@ -85,7 +85,7 @@ static void kclient_flush(struct kclient *c)
 	keeper_pace();
 }
 
-static void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
+void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
 {
 	if (!c)
 		return;
@@ -295,7 +295,7 @@ static void on_egress(struct loop *l, int fd, uint32_t events, void *data)
 }
 
 /* A started guest's hello, its egress proxy and its place in the loop. */
-static int keeper_guest_attach(struct err *e)
+int keeper_guest_attach(struct err *e)
 {
 	int r;
 	proto_reader_init(&K.grd);
@@ -346,76 +346,6 @@ int keeper_guest_up(struct err *e)
 	return keeper_guest_attach(e);
 }
 
-static void on_owner_exit(struct loop *l, int fd, uint32_t events, void *data);
-static void keeper_write_files(void);
-
-/* A pool box taken by a create: its lifetime, owner and labels are the
- * create's; its guest gets START now (fresh entropy and clock). */
-static int keeper_claim(const struct frame *f, struct err *e)
-{
-	if (!K.inst.pooled || K.up || K.quit)
-		return err_set(e, -EBUSY, "box %s is not waiting in a pool (another create took it, or it is ending)", K.name);
-	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
-	if (!cJSON_IsObject(j)) {
-		cJSON_Delete(j);
-		return err_set(e, -EINVAL, "a claim without its JSON");
-	}
-	/* K.o is the keeper's own copy (box_create's ko), made for this. */
-	struct box_opts *o = (struct box_opts *)K.o;
-	const cJSON *v;
-#define NUM(key, dst) if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, key)) && v->valuedouble >= 0) dst = (int64_t)v->valuedouble
-	NUM("ttl_ms", o->ttl_ms);
-	NUM("idle_ms", o->idle_ms);
-	NUM("grace_ms", o->grace_ms);
-	NUM("cold_after_ms", o->cold_after_ms);
-#undef NUM
-	o->persistent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "persistent"));
-	o->on_idle = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "hibernate_on_idle")) ? BOX_IDLE_HIBERNATE
-											     : BOX_IDLE_DESTROY;
-	static char *store, *labels[BOX_LABELS_MAX];
-	if ((v = cJSON_GetObjectItemCaseSensitive(j, "store")) && cJSON_IsString(v))
-		o->store = store = strdup(v->valuestring);
-	size_t nl = 0;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "labels"))
-		if (cJSON_IsString(v) && nl < BOX_LABELS_MAX && box_label_check(v->valuestring, NULL) == 0)
-			labels[nl++] = strdup(v->valuestring);
-	o->labels = (const char *const *)labels;
-	o->nlabels = nl;
-	pid_t owner = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "owner")) ? (pid_t)v->valuedouble : 0;
-	cJSON_Delete(j);
-	/* The new owner's first: a claim that fails leaves the box the pool's. */
-	int ofd = -1;
-	if (!o->persistent && owner > 0 && (ofd = (int)syscall(SYS_pidfd_open, owner, 0)) < 0)
-		return err_setc(e, -errno, "the ward that took the box is gone");
-	if (K.ownerfd >= 0) {	/* the pool's: the box is not the pool's now */
-		loop_del(K.loop, K.ownerfd);
-		close(K.ownerfd);
-		K.ownerfd = -1;
-	}
-	if (ofd >= 0) {
-		K.ownerfd = ofd;
-		loop_add(K.loop, K.ownerfd, EPOLLIN, on_owner_exit, NULL);
-	}
-	o->pool = false;	/* a box made again later (lost, woken) starts at once */
-	int r = K.be->go(&K.inst, K.o, e);
-	K.inst.hello_done = r >= 0;
-	K.inst.pooled = false;
-	if (r >= 0)
-		r = keeper_guest_attach(e);
-	if (r < 0)
-		return r;
-	K.created_ms = K.last_activity = now_ms();
-	K.created_wall = time(NULL);
-	K.ttl_at = o->ttl_ms ? K.created_ms + o->ttl_ms : 0;
-	char p[PATH_MAX + 16];
-	snprintf(p, sizeof(p), "%s/pool", K.boxdir);
-	unlink(p);
-	keeper_write_files();
-	keeper_state_file("running");
-	return 0;
-}
-
-/* The box's host cgroup, with the limits its backend asks of the host. */
 void keeper_cgroup_create(void)
 {
 	struct limits hl = K.o->lim;
@@ -436,14 +366,6 @@ static int keeper_restart(struct err *e)
 	keeper_cgroup_create();
 	K.restarts++;
 	return keeper_guest_up(e);
-}
-
-static void keeper_augment_evidence(cJSON *j)
-{
-	if (cgroup_memory_enforced(&K.cg))
-		cJSON_AddNumberToObject(j, "box_memory_bytes", (double)cgroup_memory_current(&K.cg));
-	if (cgroup_pids_enforced(&K.cg))
-		cJSON_AddNumberToObject(j, "box_pids", (double)cgroup_pids_current(&K.cg));
 }
 
 static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
@@ -500,114 +422,6 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 		keeper_log("keeper: protocol error from the guest; destroying the box");
 		on_guest_exit(l, fd, events, data);
 	}
-}
-
-/* The box's labels, {key: value}, into j. */
-static void keeper_labels(cJSON *j)
-{
-	cJSON *l = cJSON_AddObjectToObject(j, "labels");
-	for (size_t i = 0; i < K.o->nlabels; i++) {
-		const char *kv = K.o->labels[i], *eq = strchr(kv, '=');
-		char key[64];
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
-		cJSON_DeleteItemFromObjectCaseSensitive(l, key);	/* a key given again: the last one */
-		cJSON_AddStringToObject(l, key, eq + 1);
-	}
-}
-
-static void keeper_info(struct kclient *c, uint32_t id)
-{
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "name", K.name);
-	keeper_labels(j);
-	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
-	cJSON_AddStringToObject(j, "backend", K.be->name);
-	cJSON_AddStringToObject(j, "state", K.inst.pooled ? "pooled" : K.up ? "running" : K.hib.state == KH_HIBERNATED ? "hibernated" :
-				K.hib.state == KH_COLD ? "cold" : "lost");
-	cJSON_AddNumberToObject(j, "disk_bytes", (double)keeper_disk_bytes());
-	cJSON *hb = cJSON_AddObjectToObject(j, "hibernate");
-	cJSON_AddStringToObject(hb, "on_idle", K.o->on_idle == BOX_IDLE_HIBERNATE ? "hibernate" : "destroy");
-	cJSON_AddStringToObject(hb, "keeps", "the workspace's changes and /tmp (the home)");
-	cJSON_AddStringToObject(hb, "loses", K.be == &box_backend_vm ?
-				"every process: QEMU cannot save a guest with 9p mounts (/usr, /workspace), so a "
-				"wake is a new guest over the same files" :
-				"every process: a wake is a new box over the same files");
-	if (K.o->cold_after_ms)
-		cJSON_AddNumberToObject(hb, "cold_after_ms", (double)K.o->cold_after_ms);
-	if (K.hib.state == KH_COLD)
-		cJSON_AddNumberToObject(hb, "stored_bytes", (double)K.hib.stored);
-	if (K.hib.state != KH_NONE) {
-		cJSON_AddNumberToObject(hb, "state_bytes", (double)K.hib.bytes);
-		cJSON_AddNumberToObject(hb, "for_ms", (double)(now_ms() - K.hib.at_ms));
-	}
-	cJSON_AddNumberToObject(hb, "wakes", K.hib.wakes);
-	cJSON_AddNumberToObject(j, "keeper_pid", getpid());
-	cJSON_AddNumberToObject(j, "guest_pid", K.inst.pid);
-	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
-	cJSON_AddNumberToObject(j, "uptime_ms", (double)(now_ms() - K.created_ms));
-	if (K.ttl_at)
-		cJSON_AddNumberToObject(j, "ttl_left_ms", (double)(K.ttl_at - now_ms()));
-	/* When it dies if nothing more happens: its TTL, or its idle timeout
-	 * counted from the last work (a running call holds the clock). */
-	int64_t ends = K.ttl_at;
-	if (K.o->idle_ms && !K.calls && K.o->on_idle == BOX_IDLE_DESTROY && K.hib.state == KH_NONE) {
-		int64_t idle_at = K.last_activity + K.o->idle_ms;
-		if (!ends || idle_at < ends)
-			ends = idle_at;
-	}
-	if (ends)
-		cJSON_AddNumberToObject(j, "ends_in_ms", (double)MAX(ends - now_ms(), 0));
-	if (K.o->idle_ms)
-		cJSON_AddNumberToObject(j, "idle_ms", (double)K.o->idle_ms);
-	cJSON_AddBoolToObject(j, "persistent", K.o->persistent || K.kept);
-	static const char *const nets[] = { [BOX_NET_NONE] = "none", [BOX_NET_HOST] = "host",
-					    [BOX_NET_ALLOW] = "allow-list" };
-	cJSON_AddStringToObject(j, "network", nets[K.o->net]);
-	if (K.o->net == BOX_NET_HOST)
-		cJSON_AddStringToObject(j, "network_warning",
-					"the box shares the host's network: it reaches whatever the host reaches, "
-					"loopback services and the cloud metadata address included");
-	if (K.o->net == BOX_NET_ALLOW) {
-		cJSON *al = cJSON_AddArrayToObject(j, "allow_hosts");
-		for (size_t i = 0; i < K.o->nallow; i++)
-			cJSON_AddItemToArray(al, cJSON_CreateString(K.o->allow[i]));
-		cJSON *eg = cJSON_AddObjectToObject(j, "egress");
-		cJSON_AddStringToObject(eg, "proxy", egress_running(&K.eg) ? "running" : "not running");
-		if (egress_running(&K.eg))
-			cJSON_AddNumberToObject(eg, "proxy_pid", K.eg.pid);
-		cJSON_AddStringToObject(eg, "address", "127.0.0.1:" NET_PROXY_PORT_S);
-		cJSON_AddNumberToObject(eg, "connections", (double)K.eg.conns);
-		cJSON_AddNumberToObject(eg, "refused", (double)K.eg.refused);
-		cJSON_AddNumberToObject(eg, "bytes_up", (double)K.eg.up);
-		cJSON_AddNumberToObject(eg, "bytes_down", (double)K.eg.down);
-		cJSON_AddNumberToObject(eg, "max_bytes",
-					(double)(K.o->net_max_bytes ? K.o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
-	}
-	if (K.o->workspace) {
-		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
-		cJSON_AddStringToObject(j, "workspace_mode", K.o->rw ? "read-write" : "copy-on-write");
-		if (!K.o->rw)
-			cJSON_AddStringToObject(j, "workspace_changes", K.upper);
-	}
-	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
-	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
-	cJSON_AddStringToObject(lim, "memory_by", cgroup_memory_enforced(&K.cg) ? "cgroup" :
-				K.inst.rlimit_memory ? "rlimit (per process)" : "not enforced");
-	cJSON_AddNumberToObject(lim, "disk_bytes", (double)K.layers.disk);
-	cJSON_AddStringToObject(lim, "disk_by", K.layers.disk_by);
-	cJSON_AddNumberToObject(lim, "pids", (double)K.o->lim.pids);
-	cJSON_AddStringToObject(lim, "pids_by", cgroup_pids_enforced(&K.cg) ? "cgroup" :
-				K.inst.rlimit_pids ? "rlimit (per user namespace)" : "not enforced");
-	cJSON_AddStringToObject(lim, "cpu_by", K.cg.v2_cpu ? "cgroup" : "not enforced");
-	cJSON_AddStringToObject(lim, "kill_by", K.cg.v2_kill ? "cgroup.kill and the PID namespace" : "the PID namespace");
-	keeper_augment_evidence(j);
-	int n = 0;
-	for (struct kcall *k = K.calls; k; k = k->next)
-		n++;
-	cJSON_AddNumberToObject(j, "calls_running", n);
-	cJSON_AddNumberToObject(j, "restarts", K.restarts);
-	kclient_send_json(c, PROTO_INFO, id, j);
-	cJSON_Delete(j);
 }
 
 static void kclient_close(struct kclient *c)
@@ -876,7 +690,7 @@ static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
-static void on_owner_exit(struct loop *l, int fd, uint32_t events, void *data)
+void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data)
 {
 	K.why = "the ward that made it exited";
 	K.quit = true;
@@ -960,40 +774,6 @@ static int keeper_listen(struct err *e)
 	return loop_add(K.loop, K.lfd, EPOLLIN, on_accept, NULL);
 }
 
-static void keeper_write_files(void)
-{
-	char p[PATH_MAX + 32], s[32];
-	snprintf(p, sizeof(p), "%s/keeper.pid", K.boxdir);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		int n = snprintf(s, sizeof(s), "%d\n", getpid());
-		fdio_write_full(fd, s, (size_t)n);
-		close(fd);
-	}
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "name", K.name);
-	keeper_labels(j);
-	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
-	cJSON_AddStringToObject(j, "backend", K.be->name);
-	cJSON_AddNumberToObject(j, "created", (double)K.created_wall);
-	cJSON_AddBoolToObject(j, "persistent", K.o->persistent);
-	cJSON_AddBoolToObject(j, "keep_layers", K.o->keep_layers);
-	if (K.o->workspace)
-		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
-	cJSON_AddStringToObject(j, "layers", K.upper[0] ? K.upper : "");
-	cJSON_AddStringToObject(j, "cgroup_v2", K.cg.v2);
-	cJSON_AddStringToObject(j, "cgroup_memory", K.cg.mem1);
-	cJSON_AddStringToObject(j, "cgroup_pids", K.cg.pids1);
-	_cleanup_free_ char *txt = cJSON_Print(j);
-	cJSON_Delete(j);
-	snprintf(p, sizeof(p), "%s/info.json", K.boxdir);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0 && txt) {
-		fdio_write_full(fd, txt, strlen(txt));
-		close(fd);
-	}
-}
-
 static void keeper_ready(int fd, const char *msg)
 {
 	fdio_write_full(fd, msg, strlen(msg));
@@ -1065,7 +845,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 			err_setc(&e, -errno, "the ward that asked for the box is gone");
 			goto fail;
 		}
-		loop_add(K.loop, K.ownerfd, EPOLLIN, on_owner_exit, NULL);
+		loop_add(K.loop, K.ownerfd, EPOLLIN, keeper_owner_exit, NULL);
 	}
 	if (o->ttl_ms)
 		K.ttl_at = K.created_ms + o->ttl_ms;

@@ -4,6 +4,7 @@
  * it is (box_pool_key) and the pool's pid; a claim removes it. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "sandbox/keeper-int.h"
 #include "sandbox/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How often the pool looks for boxes taken. */
@@ -184,3 +187,73 @@ int box_pool(const struct box_opts *o, unsigned size, int stop_fd, void (*say)(c
 	pool_each(count_one, &c);
 	return r < 0 && !made ? r : 0;
 }
+
+/* The keeper's side. */
+
+/* A pool box taken by a create: its lifetime, owner and labels are the
+ * create's; its guest gets START now (fresh entropy and clock). */
+int keeper_claim(const struct frame *f, struct err *e)
+{
+	if (!K.inst.pooled || K.up || K.quit)
+		return err_set(e, -EBUSY, "box %s is not waiting in a pool (another create took it, or it is ending)", K.name);
+	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return err_set(e, -EINVAL, "a claim without its JSON");
+	}
+	/* K.o is the keeper's own copy (box_create's ko), made for this. */
+	struct box_opts *o = (struct box_opts *)K.o;
+	const cJSON *v;
+#define NUM(key, dst) if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, key)) && v->valuedouble >= 0) dst = (int64_t)v->valuedouble
+	NUM("ttl_ms", o->ttl_ms);
+	NUM("idle_ms", o->idle_ms);
+	NUM("grace_ms", o->grace_ms);
+	NUM("cold_after_ms", o->cold_after_ms);
+#undef NUM
+	o->persistent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "persistent"));
+	o->on_idle = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "hibernate_on_idle")) ? BOX_IDLE_HIBERNATE
+											     : BOX_IDLE_DESTROY;
+	static char *store, *labels[BOX_LABELS_MAX];
+	if ((v = cJSON_GetObjectItemCaseSensitive(j, "store")) && cJSON_IsString(v))
+		o->store = store = strdup(v->valuestring);
+	size_t nl = 0;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "labels"))
+		if (cJSON_IsString(v) && nl < BOX_LABELS_MAX && box_label_check(v->valuestring, NULL) == 0)
+			labels[nl++] = strdup(v->valuestring);
+	o->labels = (const char *const *)labels;
+	o->nlabels = nl;
+	pid_t owner = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "owner")) ? (pid_t)v->valuedouble : 0;
+	cJSON_Delete(j);
+	/* The new owner's first: a claim that fails leaves the box the pool's. */
+	int ofd = -1;
+	if (!o->persistent && owner > 0 && (ofd = (int)syscall(SYS_pidfd_open, owner, 0)) < 0)
+		return err_setc(e, -errno, "the ward that took the box is gone");
+	if (K.ownerfd >= 0) {	/* the pool's: the box is not the pool's now */
+		loop_del(K.loop, K.ownerfd);
+		close(K.ownerfd);
+		K.ownerfd = -1;
+	}
+	if (ofd >= 0) {
+		K.ownerfd = ofd;
+		loop_add(K.loop, K.ownerfd, EPOLLIN, keeper_owner_exit, NULL);
+	}
+	o->pool = false;	/* a box made again later (lost, woken) starts at once */
+	int r = K.be->go(&K.inst, K.o, e);
+	K.inst.hello_done = r >= 0;
+	K.inst.pooled = false;
+	if (r >= 0)
+		r = keeper_guest_attach(e);
+	if (r < 0)
+		return r;
+	K.created_ms = K.last_activity = now_ms();
+	K.created_wall = time(NULL);
+	K.ttl_at = o->ttl_ms ? K.created_ms + o->ttl_ms : 0;
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/pool", K.boxdir);
+	unlink(p);
+	keeper_write_files();
+	keeper_state_file("running");
+	return 0;
+}
+
+/* The box's host cgroup, with the limits its backend asks of the host. */
