@@ -1,5 +1,6 @@
 /* The hashes are libmd's; this is the one place ward names them. */
 #include "base/hash.h"
+#include "base/fdio.h"
 
 void hash_sha1_init(struct hash_sha1 *c)
 {
@@ -39,4 +40,28 @@ void hash_hex(const uint8_t *d, size_t n, char *out)
 		out[2 * i + 1] = x[d[i] & 15];
 	}
 	out[2 * n] = 0;
+}
+
+void hash_sha256_hex(const void *p, size_t n, char out[HASH_SHA256_HEX])
+{
+	struct hash_sha256 h;
+	uint8_t d[HASH_SHA256_LEN];
+	hash_sha256_init(&h);
+	hash_sha256_update(&h, p, n);
+	hash_sha256_final(&h, d);
+	hash_hex(d, sizeof(d), out);
+}
+
+int hash_sha256_fd_hex(int fd, char out[HASH_SHA256_HEX])
+{
+	struct hash_sha256 h;
+	uint8_t d[HASH_SHA256_LEN];
+	char b[65536];
+	ssize_t n;
+	hash_sha256_init(&h);
+	while ((n = fdio_read_some(fd, b, sizeof(b))) > 0)
+		hash_sha256_update(&h, b, (size_t)n);
+	hash_sha256_final(&h, d);
+	hash_hex(d, sizeof(d), out);
+	return n < 0 ? (int)n : 0;
 }

@@ -30,3 +30,9 @@ void hash_sha256_final(struct hash_sha256 *c, uint8_t out[HASH_SHA256_LEN]);
 
 /* n bytes as 2n lowercase hex digits and a NUL. */
 void hash_hex(const uint8_t *d, size_t n, char *out);
+#define HASH_SHA256_HEX (2 * HASH_SHA256_LEN + 1)
+/* SHA-256 of n bytes, in hex. */
+void hash_sha256_hex(const void *p, size_t n, char out[HASH_SHA256_HEX]);
+/* SHA-256 of what fd holds from where it is to its end, in hex: 0, or the
+ * read's -errno. */
+int hash_sha256_fd_hex(int fd, char out[HASH_SHA256_HEX]);

@@ -71,13 +71,8 @@ static void add_file(struct loader *L, int fd, const char *name)
 		return;
 	bool cut = n > room || (size_t)st.st_size > room;
 	size_t keep = cut ? utf8_floor(data, n < room ? n : room) : n;
-	struct hash_sha256 h;
-	uint8_t d[HASH_SHA256_LEN];
-	char hex[2 * HASH_SHA256_LEN + 1];
-	hash_sha256_init(&h);
-	hash_sha256_update(&h, data, n > room ? room : n);
-	hash_sha256_final(&h, d);
-	hash_hex(d, sizeof(d), hex);
+	char hex[HASH_SHA256_HEX];
+	hash_sha256_hex(data, n > room ? room : n, hex);
 	cJSON *f = cJSON_CreateObject();
 	cJSON_AddStringToObject(f, "path", name);
 	cJSON_AddStringToObject(f, "sha256", hex);

@@ -113,13 +113,8 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 		cmd_error("warning: %s: not used: %s", path, r == -EINVAL ? "not a regular file" : strerror(-r));
 		return 0;
 	}
-	struct hash_sha256 h;
-	uint8_t d[HASH_SHA256_LEN];
-	char hex[HASH_SHA256_LEN * 2 + 1];
-	hash_sha256_init(&h);
-	hash_sha256_update(&h, data, len);
-	hash_sha256_final(&h, d);
-	hash_hex(d, sizeof(d), hex);
+	char hex[HASH_SHA256_HEX];
+	hash_sha256_hex(data, len, hex);
 
 	cJSON *j = cJSON_ParseWithLength(data, len);
 	const cJSON *servers = cJSON_GetObjectItemCaseSensitive(j, "mcpServers");

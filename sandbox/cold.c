@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/hash.h"
 #include "base/timeutil.h"
 
 #include <errno.h>
@@ -79,7 +80,7 @@ static int cold_move(struct err *e)
 	cJSON *c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "store", store_describe(st));
 	cJSON_AddStringToObject(c, "spec", K.o->store ? K.o->store : "");
-	cJSON *objs = cJSON_AddObjectToObject(c, "objects");
+	cJSON *objs = cJSON_AddObjectToObject(c, "objects"), *sums = cJSON_AddObjectToObject(c, "sha256");
 	uint64_t in_total = 0, out_total = 0;
 	for (const char *const *f = cold_files; *f && r >= 0; f++) {
 		char p[PATH_MAX + 32], z[PATH_MAX + 40], key[160];
@@ -98,11 +99,18 @@ static int cold_move(struct err *e)
 		if (r >= 0 && fsync(out) < 0)
 			r = err_setc(e, -errno, "writing %s", z);
 		cold_key(*f, key, sizeof(key));
+		/* What comes back from the store must be what went: cold.json,
+		 * which stays here, holds its hash. */
+		char hex[HASH_SHA256_HEX];
+		_cleanup_close_ int zr = r < 0 ? -1 : open(z, O_RDONLY | O_CLOEXEC);
+		if (r >= 0 && (zr < 0 || hash_sha256_fd_hex(zr, hex) < 0))
+			r = err_setc(e, -EIO, "reading %s back", z);
 		if (r >= 0)
 			r = store_put(st, key, z, e);
 		unlink(z);
 		if (r >= 0) {
 			cJSON_AddStringToObject(objs, *f, key);
+			cJSON_AddStringToObject(sums, *f, hex);
 			in_total += bi;
 			out_total += bo;
 		}
@@ -186,6 +194,16 @@ int keeper_cold_fetch(struct err *e)
 		r = store_get(st, o->valuestring, z, e);
 		if (r < 0)
 			break;
+		const char *want = cJSON_GetStringValue(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "sha256"), o->string));
+		char hex[HASH_SHA256_HEX];
+		_cleanup_close_ int zr = open(z, O_RDONLY | O_CLOEXEC);
+		if (!want || zr < 0 || hash_sha256_fd_hex(zr, hex) < 0 || strcmp(hex, want)) {
+			unlink(z);
+			r = err_set(e, -EBADMSG, "box %s's saved state in the store is torn (%s): not what was stored "
+				    "(its SHA-256 differs)", K.name, o->valuestring);
+			break;
+		}
 		_cleanup_close_ int in = open(z, O_RDONLY | O_CLOEXEC);
 		_cleanup_close_ int out = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		r = in < 0 || out < 0 ? err_setc(e, -errno, "cannot write %s", p) : store_decompress(in, out, NULL, e);

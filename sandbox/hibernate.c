@@ -12,6 +12,7 @@
 #include "sandbox/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/hash.h"
 #include "base/timeutil.h"
 
 #include <errno.h>
@@ -197,7 +198,7 @@ static int hib_manifest_write(const char *processes, struct err *e)
 	cJSON_AddStringToObject(m, "backend", K.be->name);
 	cJSON_AddNumberToObject(m, "hibernated", (double)time(NULL));
 	cJSON_AddStringToObject(m, "processes", processes);
-	cJSON *files = cJSON_AddObjectToObject(m, "files");
+	cJSON *files = cJSON_AddObjectToObject(m, "files"), *sums = cJSON_AddObjectToObject(m, "sha256");
 	K.hib.bytes = 0;
 	for (const char *const *f = hib_files; *f; f++) {
 		char p[PATH_MAX + 32];
@@ -207,6 +208,13 @@ static int hib_manifest_write(const char *processes, struct err *e)
 			continue;
 		cJSON_AddNumberToObject(files, *f, (double)st.st_size);
 		K.hib.bytes += (uint64_t)st.st_blocks * 512;
+		char hex[HASH_SHA256_HEX];
+		_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || hash_sha256_fd_hex(fd, hex) < 0) {
+			cJSON_Delete(m);
+			return err_setc(e, -EIO, "reading %s back", p);
+		}
+		cJSON_AddStringToObject(sums, *f, hex);
 	}
 	_cleanup_free_ char *txt = cJSON_Print(m);
 	cJSON_Delete(m);
@@ -243,6 +251,15 @@ static int hib_manifest_check(struct err *e)
 		else if ((double)st.st_size != f->valuedouble)
 			snprintf(whybuf, sizeof(whybuf), "%s has %lld bytes, not the %.0f it was saved with", f->string,
 				 (long long)st.st_size, f->valuedouble), why = whybuf;
+		else {
+			const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(m, "sha256"), f->string));
+			char hex[HASH_SHA256_HEX];
+			_cleanup_close_ int fd = open(fp, O_RDONLY | O_CLOEXEC);
+			if (!want || fd < 0 || hash_sha256_fd_hex(fd, hex) < 0 || strcmp(hex, want))
+				snprintf(whybuf, sizeof(whybuf), "%s is not what was saved (its SHA-256 differs)", f->string),
+					why = whybuf;
+		}
 	}
 	cJSON_Delete(m);
 	if (why)

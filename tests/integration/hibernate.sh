@@ -168,7 +168,8 @@ B=$(box_new --cold-after 1s --store "$T_TMP/cold2")
 "$WARD" box hibernate "$B" >/dev/null
 for _ in $(seq 60); do [ "$(state_of "$B")" = cold ] && break; sleep 0.1; done
 Z=$(find "$T_TMP/cold2" -name tmp.tar.zst)
-truncate -s 5000 "$Z"
+# The object replaced by another that is whole zstd: its hash gives it away.
+head -c 3000 /dev/urandom | zstd -q -c >"$Z.new" && mv "$Z.new" "$Z"
 ERR=$("$WARD" box wake "$B" 2>&1); RC=$?
 is "$RC" 1 "a wake from a torn object in the store: refused"
 like "$ERR" "box $B's saved state in the store is torn" "saying so"
@@ -196,6 +197,13 @@ OUT=$("$WARD" box exec "$B" -- true 2>&1); RC=$?
 ok "$([ "$RC" -ne 0 ]; echo $?)" "a call to it fails rather than run on half a /tmp"
 like "$OUT" "saved state is torn" "and says why"
 is "$(state_of "$B")" hibernated "the box stays hibernated"
+# The same size, one byte changed: refused too.
+B2=$(box_new)
+"$WARD" box exec "$B2" -- sh -c 'head -c 100000 /dev/urandom >/tmp/r' >/dev/null
+"$WARD" box hibernate "$B2" >/dev/null
+printf 'X' | dd of="$HIB/$B2/tmp.tar" bs=1 seek=5000 conv=notrunc 2>/dev/null
+like "$("$WARD" box wake "$B2" 2>&1)" "tmp.tar is not what was saved \(its SHA-256 differs\)" "a state with a byte changed: refused"
+"$WARD" box destroy "$B2"
 rm "$HIB/$B/state.json"
 like "$("$WARD" box wake "$B" 2>&1)" "its manifest is missing \(the hibernate did not finish\)" "a state without its manifest: refused"
 "$WARD" box destroy "$B"

@@ -1,8 +1,11 @@
 /* SHA-1 and SHA-256 against FIPS 180 test vectors, whole and fed in
  * pieces that straddle the 64-byte blocks. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "base/hash.h"
 #include "tap.h"
@@ -58,6 +61,17 @@ int main(void)
 	is_str(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", "sha256 of 56 bytes");
 	sha256_of(million, 1000000, 65536, hex);
 	is_str(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0", "sha256 of a million a's");
+	char h2[HASH_SHA256_HEX];
+	hash_sha256_hex(million, 1000000, h2);
+	is_str(h2, hex, "hash_sha256_hex: the same, at once");
+	FILE *f = tmpfile();
+	fwrite(million, 1, 1000000, f);
+	fflush(f);
+	lseek(fileno(f), 0, SEEK_SET);
+	is_int(hash_sha256_fd_hex(fileno(f), h2), 0, "hash_sha256_fd_hex of a file");
+	is_str(h2, hex, "the same, read from the file");
+	fclose(f);
+	is_int(hash_sha256_fd_hex(-1, h2), -EBADF, "a descriptor that is not: its errno");
 	free(million);
 	return tap_done();
 }
