@@ -568,7 +568,16 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		struct err e = { 0 };
 		cJSON *j = cJSON_CreateObject();
 		cJSON *req = f->len ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
-		int r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_wake(j, &e);
+		int r;
+		if (f->type == PROTO_WAKE && !K.up && K.hib.state == KH_NONE && !K.inst.pooled) {
+			/* Lost (its guest ended): a wake makes it again. */
+			int64_t t0 = now_ms();
+			r = keeper_restart(&e);
+			if (r >= 0)
+				cJSON_AddNumberToObject(j, "ms", (double)(now_ms() - t0));
+		} else {
+			r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_wake(j, &e);
+		}
 		if (r >= 0 && f->type == PROTO_HIBERNATE && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "keep")) &&
 		    K.ownerfd >= 0) {
 			/* Its owner may go now: the box waits, hibernated, for a

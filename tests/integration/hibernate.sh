@@ -177,6 +177,17 @@ is "$(state_of "$B")" cold "and the box stays cold"
 "$WARD" box destroy "$B"
 ok "$([ -z "$(find "$T_TMP/cold2" -type f)" ]; echo $?)" "destroy removes a cold box's objects from the store"
 
+# A lost box (its guest killed from outside): wake makes it again, and
+# says so; a running one is "already running".
+B=$(box_new)
+is "$("$WARD" box wake "$B")" "$B: already running" "wake of a running box: already running"
+kill -9 "$("$WARD" box info "$B" | json guest_pid)"
+for _ in $(seq 50); do [ "$(state_of "$B")" = lost ] && break; sleep 0.1; done
+is "$(state_of "$B")" lost "its guest killed, the box is lost"
+like "$("$WARD" box wake "$B")" "$B: woken in [0-9]+ ms" "wake makes a lost box again"
+is "$(state_of "$B")" running "and it runs"
+"$WARD" box destroy "$B"
+
 # TTL destroys a hibernated box and its saved state.
 B=$(box_new --ttl 3s)
 "$WARD" box exec "$B" -- sh -c 'echo x >/tmp/x' >/dev/null
