@@ -595,9 +595,14 @@ static int sub_destroy(int argc, char **argv)
 	return rc;
 }
 
-/* hibernate or wake each box named; one line each says how long it took. */
-static int hib_each(int argc, char **argv, bool wake)
+/* ward box hibernate|wake BOX...: one line each says how long it took. */
+static int sub_hibernate(int argc, char **argv)
 {
+	bool wake = !strcmp(argv[0], "wake");
+	if (argc < 2) {
+		cmd_error("usage: ward box %s BOX...", argv[0]);
+		return EXIT_USAGE;
+	}
 	int rc = 0;
 	for (int i = 1; i < argc; i++) {
 		struct err e = { 0 };
@@ -627,24 +632,6 @@ static int hib_each(int argc, char **argv, bool wake)
 		cJSON_Delete(j);
 	}
 	return rc;
-}
-
-static int sub_hibernate(int argc, char **argv)
-{
-	if (argc < 2) {
-		cmd_error("usage: ward box hibernate BOX...");
-		return EXIT_USAGE;
-	}
-	return hib_each(argc, argv, false);
-}
-
-static int sub_wake(int argc, char **argv)
-{
-	if (argc < 2) {
-		cmd_error("usage: ward box wake BOX...");
-		return EXIT_USAGE;
-	}
-	return hib_each(argc, argv, true);
 }
 
 /* Bytes as ls shows them: 0, 812K, 37M, 1.2G. */
@@ -817,7 +804,7 @@ static const struct box_sub subs[] = {
 	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run, true },
 	{ "pool", "--size N [FLAGS]", "keep N vm boxes restored and ready for create", sub_pool, true },
 	{ "hibernate", "BOX...", "save a box's files to disk and end its processes", sub_hibernate, false },
-	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_wake, false },
+	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_hibernate, false },
 	{ "destroy", "BOX...", "destroy boxes", sub_destroy, false },
 	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap, false },
 };

@@ -54,9 +54,10 @@ struct box_conn {
 	uint32_t want_id;
 	cJSON *reply;
 	bool dead;
-	/* The keeper is waking the box for a call: since when (0: not). Its
-	 * clock for the calls starts after the wake, so theirs waits too. */
-	int64_t waking_since;
+	/* The keeper is busy waking, hibernating or moving the box to the
+	 * store: since when (0: not). Its clocks for the calls start after,
+	 * so theirs wait too. */
+	int64_t busy_since;
 	void (*ev_cb)(void *ud, cJSON *ev);
 	void *ev_ud;
 };
@@ -360,7 +361,8 @@ void box_conn_on_event(struct box_conn *c, void (*cb)(void *ud, cJSON *ev), void
 	c->ev_ud = ud;
 }
 
-/* A wake holds the calls' clocks: their deadlines move by its length. */
+/* A wake, a hibernate or a move to the store holds the calls' clocks:
+ * their deadlines move by its length. */
 static void box_wake_clock(struct box_conn *c, const cJSON *ev)
 {
 	const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "type"));
@@ -378,13 +380,13 @@ static void box_wake_clock(struct box_conn *c, const cJSON *ev)
 		start |= !strcmp(what, *s);
 	for (const char *const *s = ends; *s; s++)
 		end |= !strcmp(what, *s);
-	if (start && !c->waking_since) {
-		c->waking_since = now;
-	} else if (c->waking_since && end) {
+	if (start && !c->busy_since) {
+		c->busy_since = now;
+	} else if (c->busy_since && end) {
 		for (struct box_pending *p = c->pending; p; p = p->next)
-			p->deadline += now - c->waking_since;
-		c->wr_progress_ms += now - c->waking_since;
-		c->waking_since = 0;
+			p->deadline += now - c->busy_since;
+		c->wr_progress_ms += now - c->busy_since;
+		c->busy_since = 0;
 	}
 }
 
@@ -473,8 +475,8 @@ static int64_t box_stall_deadline(const struct box_conn *c)
 
 int64_t box_conn_deadline(const struct box_conn *c)
 {
-	if (c->waking_since)
-		return c->waking_since + BOX_HIBERNATE_TIMEOUT_MS;
+	if (c->busy_since)
+		return c->busy_since + BOX_HIBERNATE_TIMEOUT_MS;
 	int64_t d = box_stall_deadline(c);
 	for (const struct box_pending *p = c->pending; p; p = p->next)
 		if (d < 0 || p->deadline < d)
@@ -488,8 +490,8 @@ void box_conn_tick(struct box_conn *c)
 	bool stuck = stall >= 0 && now >= stall;
 	for (const struct box_pending *p = c->pending; p && !stuck; p = p->next)
 		stuck = now >= p->deadline;
-	if (c->waking_since)
-		stuck = now >= c->waking_since + BOX_HIBERNATE_TIMEOUT_MS;
+	if (c->busy_since)
+		stuck = now >= c->busy_since + BOX_HIBERNATE_TIMEOUT_MS;
 	if (!stuck)
 		return;
 	/* The keeper is past its own deadline for a call, or not taking
@@ -646,11 +648,13 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e)
 	return box_request(c, PROTO_INFO, NULL, BOX_CONNECT_TIMEOUT_MS, ret, e);
 }
 
-/* HIBERNATE or WAKE: the reply's "error" is the keeper's one line. */
-static int box_hib_request(struct box_conn *c, uint8_t type, const char *payload, cJSON **ret, struct err *e)
+/* A request answered {ok, ...} or {error, code}: the error is the
+ * keeper's one line (HIBERNATE, WAKE, CLAIM). */
+static int box_request_ok(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
+			  struct err *e)
 {
 	cJSON *j = NULL;
-	int r = box_request(c, type, payload, BOX_HIBERNATE_TIMEOUT_MS, &j, e);
+	int r = box_request(c, type, payload, ms, &j, e);
 	if (r < 0)
 		return r;
 	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
@@ -666,28 +670,25 @@ static int box_hib_request(struct box_conn *c, uint8_t type, const char *payload
 
 int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e)
 {
-	return box_hib_request(c, PROTO_HIBERNATE, NULL, ret, e);
+	return box_request_ok(c, PROTO_HIBERNATE, NULL, BOX_HIBERNATE_TIMEOUT_MS, ret, e);
 }
 
 int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e)
 {
-	return box_hib_request(c, PROTO_HIBERNATE, "{\"keep\":true}", ret, e);
+	return box_request_ok(c, PROTO_HIBERNATE, "{\"keep\":true}", BOX_HIBERNATE_TIMEOUT_MS, ret, e);
 }
 
 int box_claim(struct box_conn *c, const char *json, struct err *e)
 {
 	cJSON *j = NULL;
-	int r = box_request(c, PROTO_CLAIM, json, BOX_CREATE_TIMEOUT_MS, &j, e);
-	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
-	if (r >= 0 && why)
-		r = err_set(e, -EBUSY, "%s", why);
+	int r = box_request_ok(c, PROTO_CLAIM, json, BOX_CREATE_TIMEOUT_MS, &j, e);
 	cJSON_Delete(j);
 	return r;
 }
 
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e)
 {
-	return box_hib_request(c, PROTO_WAKE, NULL, ret, e);
+	return box_request_ok(c, PROTO_WAKE, NULL, BOX_HIBERNATE_TIMEOUT_MS, ret, e);
 }
 
 bool box_is_hibernated(const char *name)

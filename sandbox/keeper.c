@@ -448,7 +448,20 @@ static void kclient_close(struct kclient *c)
 	keeper_pace();
 }
 
-/* A call to a hibernated box wakes it first; a lost one is made again. */
+/* The box up again: a hibernated one woken, a lost one (its guest ended)
+ * made again; a running one is "already". ret gets {ms} or {already}. */
+static int keeper_up_again(cJSON *ret, struct err *e)
+{
+	if (K.hib.state != KH_NONE || K.up || K.inst.pooled)
+		return keeper_wake(ret, e);
+	int64_t t0 = now_ms();
+	int r = keeper_restart(e);
+	if (r >= 0)
+		cJSON_AddNumberToObject(ret, "ms", (double)(now_ms() - t0));
+	return r;
+}
+
+/* A call to a box that is down brings it up first. */
 static void kclient_call(struct kclient *c, const struct frame *f)
 {
 	if (K.inst.pooled) {
@@ -458,14 +471,9 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 	}
 	if (!K.up) {
 		struct err e = { 0 };
-		int r;
-		if (K.hib.state != KH_NONE) {
-			cJSON *res = cJSON_CreateObject();
-			r = keeper_wake(res, &e);
-			cJSON_Delete(res);
-		} else {
-			r = keeper_restart(&e);
-		}
+		cJSON *res = cJSON_CreateObject();
+		int r = keeper_up_again(res, &e);
+		cJSON_Delete(res);
 		if (r < 0) {
 			cJSON *j = cJSON_CreateObject();
 			cJSON_AddStringToObject(j, "outcome", "failed");
@@ -568,16 +576,7 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		struct err e = { 0 };
 		cJSON *j = cJSON_CreateObject();
 		cJSON *req = f->len ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
-		int r;
-		if (f->type == PROTO_WAKE && !K.up && K.hib.state == KH_NONE && !K.inst.pooled) {
-			/* Lost (its guest ended): a wake makes it again. */
-			int64_t t0 = now_ms();
-			r = keeper_restart(&e);
-			if (r >= 0)
-				cJSON_AddNumberToObject(j, "ms", (double)(now_ms() - t0));
-		} else {
-			r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_wake(j, &e);
-		}
+		int r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_up_again(j, &e);
 		if (r >= 0 && f->type == PROTO_HIBERNATE && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "keep")) &&
 		    K.ownerfd >= 0) {
 			/* Its owner may go now: the box waits, hibernated, for a
