@@ -78,7 +78,8 @@ static const char create_help[] =
 	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n"
 	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n"
 	"  --label KEY=VALUE  metadata the box carries (repeatable): shown by ls and info, kept in\n"
-	"                     the journal of each session that uses the box; ls --label filters\n";
+	"                     every record of the journal of each session that uses the box;\n"
+	"                     ls --label filters\n";
 
 /* Parse box-creation flags (and exec's --timeout for `box run`). Returns
  * the index of the first non-option argument, or -1 after printing. */

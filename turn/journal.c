@@ -56,6 +56,33 @@ static int journal_path(const char *id, char *out, size_t n, struct err *e)
 	return 0;
 }
 
+/* The header's box labels, kept to go on every record. */
+static void journal_keep_labels(struct journal *j, const cJSON *header)
+{
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(header, "box_labels");
+	if (cJSON_IsObject(l) && l->child)
+		j->labels = cJSON_PrintUnformatted(l);
+}
+
+/* An existing journal's header: its first line, which journal_create
+ * wrote whole (a line longer than this is not one of ours). */
+static cJSON *journal_read_header(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char buf[65536];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	char *nl = strchr(buf, '\n');
+	if (!nl)
+		return NULL;
+	*nl = 0;
+	return cJSON_Parse(buf);
+}
+
 int journal_create(struct journal *j, cJSON *header, struct err *e)
 {
 	*j = (struct journal){ .fd = -1 };
@@ -84,6 +111,7 @@ int journal_create(struct journal *j, cJSON *header, struct err *e)
 	cJSON_DeleteItemFromObject(header, "created");
 	cJSON_AddStringToObject(header, "session", j->id);
 	cJSON_AddStringToObject(header, "created", created);
+	journal_keep_labels(j, header);
 	int r = journal_write(j, "header", header);
 	if (r < 0)
 		return err_setc(e, r, "cannot write the session journal %s", j->path);
@@ -111,6 +139,9 @@ int journal_open(struct journal *j, const char *id, struct err *e)
 				       "works on a session at a time)", id);
 		return err_setc(e, r, "cannot lock the session journal %s", j->path);
 	}
+	cJSON *h = journal_read_header(j->path);
+	journal_keep_labels(j, h);
+	cJSON_Delete(h);
 	return 0;
 }
 
@@ -127,6 +158,8 @@ void journal_close(struct journal *j)
 		close(j->fd);
 	}
 	j->fd = -1;
+	free(j->labels);
+	j->labels = NULL;
 }
 
 int journal_write(struct journal *j, const char *type, cJSON *rec)
@@ -137,12 +170,17 @@ int journal_write(struct journal *j, const char *type, cJSON *rec)
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
 	if (!s || s[0] != '{')
 		return -ENOMEM;
-	/* "type" first, for a person reading the file; type is ours, plain. */
-	size_t n = strlen(s), tl = strlen(type);
-	_cleanup_free_ char *line = malloc(n + tl + 16);
+	/* "type" first, for a person reading the file; type is ours, plain;
+	 * then the box's labels (the header has them already). */
+	const char *labels = j->labels && strcmp(type, "header") && !cJSON_HasObjectItem(rec, "box_labels") ? j->labels
+														: NULL;
+	size_t n = strlen(s), tl = strlen(type), ll = labels ? strlen(labels) : 0;
+	size_t cap = n + tl + ll + 32;
+	_cleanup_free_ char *line = malloc(cap);
 	if (!line)
 		return -ENOMEM;
-	int k = snprintf(line, n + tl + 16, "{\"type\":\"%s\"%s%s\n", type, n > 2 ? "," : "", n > 2 ? s + 1 : "}");
+	int k = snprintf(line, cap, "{\"type\":\"%s\"%s%s%s%s\n", type, labels ? ",\"box_labels\":" : "",
+			 labels ? labels : "", n > 2 ? "," : "", n > 2 ? s + 1 : "}");
 	return fdio_write_full(j->fd, line, (size_t)k);
 }
 

@@ -33,6 +33,9 @@
  *                          back to before message N: every record from
  *                          checkpoint N's to this one is left out when the
  *                          conversation is rebuilt, and the next message is N
+ * Every record after the header carries the header's "box_labels" too
+ * (a box's labels, for audit and cost: a record can be counted by label
+ * without its header).
  * Each record is one write(2) of a whole line, so a killed ward leaves at
  * most its last line cut; the loader skips a cut last line. */
 #pragma once
@@ -46,12 +49,14 @@ struct journal {
 	int fd;
 	char id[64];
 	char path[4096];
+	char *labels;	/* the header's box_labels, printed; NULL none */
 };
 
 /* A new session: its id is made here. header is completed with
- * "type", "session" and "created". */
+ * "type", "session" and "created"; its "box_labels" go on every record. */
 int journal_create(struct journal *j, cJSON *header, struct err *e);
-/* An existing session, for appending; -EBUSY when another ward has it
+/* An existing session, for appending (its header's "box_labels" go on
+ * every record); -EBUSY when another ward has it
  * open (each holds its journal locked, flock, while it runs). */
 int journal_open(struct journal *j, const char *id, struct err *e);
 /* What is written is on the disk (each round's end). */

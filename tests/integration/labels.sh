@@ -39,8 +39,19 @@ L=$(box_new --workspace "$WS" --label task=fix-calc)
 is "$?" 0 "a run in a labelled box"
 J=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
 like "$(head -1 "$J")" '"type":"header".*"box_labels":\{"task":"fix-calc"\}' "its journal's header carries the box's labels"
+# Every record, for audit and cost: a record is counted by label alone.
+every_labelled() { python3 -c 'import json,sys
+recs=[json.loads(l) for l in open(sys.argv[1])]
+bad=[r["type"] for r in recs if r.get("box_labels")!={"task":"fix-calc"}]
+print(len(recs), "records;", "unlabelled: "+",".join(bad) if bad else "all labelled")' "$1"; }
+like "$(every_labelled "$J")" '^[1-9][0-9]+ records; all labelled$' "every record of its journal carries the labels (messages, calls, results, stop)"
+ID=$(basename "$J" .jsonl); N=$(wc -l <"$J")
+# Resumed (the replay has no turn for it: the run fails, its records stand).
+"$WARD" run --box "$L" --resume "$ID" --model "replay:$ROOT/examples/fix-test/replay.json" "again" >/dev/null 2>&1
+[ "$(wc -l <"$J")" -gt "$N" ]; ok $? "a resumed session appends records"
+like "$(every_labelled "$J")" 'all labelled$' "and those carry the labels too (the journal keeps its header's)"
 "$WARD" run --model "replay:$ROOT/examples/fix-test/replay.json" --workspace "$WS" "make the tests pass" >/dev/null 2>&1
 J=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
-unlike "$(head -1 "$J")" 'box_labels' "twin: a run in a box of its own has none"
+unlike "$(cat "$J")" 'box_labels' "twin: a run in a box of its own has none, on any record"
 
 done_testing
