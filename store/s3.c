@@ -27,11 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CONNECT_S 10L
-/* Slower than 1 KiB/s for 30 s is a stall, not a slow link. */
-#define LOW_SPEED_BYTES 1024L
-#define LOW_SPEED_S 30L
+/* A transfer's whole time is bounded: from GRACE_S on, it must have moved
+ * MIN_RATE bytes a second on average since it began (a stall or a trickle
+ * is cut at GRACE_S; a 1 GiB state may take 68 minutes, no more). */
+#define GRACE_S 20
+#define MIN_RATE (256 * 1024)
 /* One PUT takes at most 5 GiB (S3's limit; multipart upload is not done). */
 #define PUT_MAX (5ULL << 30)
 #define ERR_BODY_MAX 4096
@@ -184,7 +187,28 @@ struct xfer {
 	long status;		/* known at the first byte of the body */
 	char body[ERR_BODY_MAX + 1];	/* any body but a good GET's, cut */
 	size_t body_len;
+	struct timespec t0;
+	double slow_s;		/* when the rate bound cut it; 0 not */
+	uint64_t slow_bytes;	/* and what had moved by then */
 };
+
+/* The rate bound (GRACE_S, MIN_RATE); libcurl calls this at least once a
+ * second, moving or not. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal;
+	(void)ultotal;
+	struct xfer *x = ud;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	double el = (double)(t.tv_sec - x->t0.tv_sec) + (double)(t.tv_nsec - x->t0.tv_nsec) / 1e9;
+	uint64_t moved = (uint64_t)(dlnow > 0 ? dlnow : 0) + (uint64_t)(ulnow > 0 ? ulnow : 0);
+	if (el < GRACE_S || (double)moved >= el * MIN_RATE)
+		return 0;
+	x->slow_s = el;
+	x->slow_bytes = moved;
+	return 1;
+}
 
 static size_t on_write(char *p, size_t size, size_t n, void *ud)
 {
@@ -298,8 +322,10 @@ static int s3_request(struct s3 *s, const char *method, const char *key, int fd,
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_S);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_S);
+	clock_gettime(CLOCK_MONOTONIC, &x->t0);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
 	curl_easy_setopt(c, CURLOPT_USERNAME, s->key_id);
@@ -322,6 +348,12 @@ static int s3_request(struct s3 *s, const char *method, const char *key, int fd,
 	int r = 0;
 	if (x->io_err)
 		r = err_setc(e, x->io_err, "%s: %s the file", what, x->get ? "writing" : "reading");
+	else if (x->slow_s > 0)
+		r = err_set(e, -ETIMEDOUT,
+			    "%s: %llu bytes in %.0f s, under %d KiB/s on average: the store is too slow or stalled "
+			    "(a transfer must average %d KiB/s after its first %d s); check the endpoint and the link",
+			    what, (unsigned long long)x->slow_bytes, x->slow_s, MIN_RATE / 1024, MIN_RATE / 1024,
+			    GRACE_S);
 	else if (cc != CURLE_OK)
 		r = err_set(e, curl_errno(cc), "%s: %s%s%s: is the endpoint right and up?", what,
 			    curl_easy_strerror(cc), *cerr ? ": " : "", cerr);

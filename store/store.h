@@ -43,8 +43,10 @@ void store_free(struct store *s);
 /* The file at path becomes object key, whole or not at all: a directory
  * store writes a temporary file beside the object, fsyncs it, renames it
  * over and fsyncs the directory; S3 is one PUT (at most 5 GiB: larger is
- * -EFBIG). Worst case for S3: each stall is cut after 10 s connecting or
- * 30 s under 1 KiB/s, so a dead server costs at most that. */
+ * -EFBIG). Worst case for S3: a connect is cut after 10 s, and a whole
+ * transfer once, from its 20th second on, it has averaged under 256 KiB/s
+ * since it began (-ETIMEDOUT, saying so): a dead or trickling server
+ * costs 20 s, and an object of N bytes at most max(20 s, N / 256 KiB/s). */
 int store_put(struct store *s, const char *key, const char *path, struct err *e);
 /* Object key becomes the file at path: written to "path.tmp", fsynced and
  * renamed over path; on failure path is untouched and path.tmp removed.

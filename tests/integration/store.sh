@@ -103,4 +103,35 @@ like "$OUT" "^s3 store: PUT ward-test/boxes/box-1/state at $WARD_S3_ENDPOINT: Co
 	"one line: what failed, where, and what to check"
 lt $((T1 - T0)) 5000 "within a bounded time (ms)"
 
+# A trickle: a server that sends a 10 MB answer at 4 KiB/s is not a stall
+# (bytes move every second) but would take 43 minutes; the average-rate
+# bound cuts it at 20 s, in one line. Its twin is every transfer above.
+cat >"$T_TMP/trickle.py" <<'PY'
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+c, _ = s.accept(); c.recv(65536)
+c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10485760\r\n\r\n")
+try:
+    while True:
+        c.sendall(b"x" * 1024); time.sleep(0.25)
+except OSError:
+    pass
+PY
+python3 "$T_TMP/trickle.py" "$T_TMP/trport" &
+TRPID=$!
+for _ in $(seq 50); do [ -s "$T_TMP/trport" ] && break; sleep 0.1; done
+T0=$(now_ms)
+OUT=$(WARD_S3_ENDPOINT=http://127.0.0.1:$(cat "$T_TMP/trport") "$CLI" "$S" get box-1/state "$T_TMP/trickled" 2>&1); RC=$?
+T1=$(now_ms)
+kill "$TRPID" 2>/dev/null; wait "$TRPID" 2>/dev/null
+is "$RC" 1 "get from a server trickling 4 KiB/s: an error"
+like "$OUT" '^s3 store: GET ward-test/boxes/box-1/state at http://127.0.0.1:[0-9]+: [0-9]+ bytes in 2[0-9] s, under 256 KiB/s on average: the store is too slow or stalled' \
+	"one line: how much moved in how long, and the bound"
+lt 19500 $((T1 - T0)) "not cut before the 20 s grace (ms)"
+lt $((T1 - T0)) 25000 "cut soon after it, not 43 minutes later (ms)"
+check "no file is made" test ! -e "$T_TMP/trickled"
+check "nor its .tmp" test ! -e "$T_TMP/trickled.tmp"
+
 done_testing
