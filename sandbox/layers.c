@@ -187,12 +187,35 @@ static int layers_hold(const char *dir, uint64_t create, struct err *e)
 	return err_set(e, -EBUSY, "the layers image %s keeps being unmounted under us", image);
 }
 
+/* Layers without an image are held all the same, by a shared lock on a
+ * file beside them (NAME.lock), so that one who needs them alone (a
+ * rewind) excludes a box being made or woken over them on either kind. */
+static int layers_hold_plain(struct layers *l, struct err *e)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s.lock", l->dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_setc(e, -errno, "cannot open %s", p);
+	int r = layers_lock(fd, LOCK_SH);
+	if (r < 0) {
+		close(fd);
+		return r == -ETIMEDOUT ? err_set(e, r,
+						 "the workspace layers %s are held alone by another ward (a rewind) for "
+						 "over %d s; try again when it is done",
+						 l->dir, LAYERS_LOCK_WAIT_MS / 1000)
+				       : err_setc(e, r, "cannot lock %s", p);
+	}
+	l->lock_fd = fd;
+	return 0;
+}
+
 static void layers_fill(struct layers *l)
 {
 	snprintf(l->upper, sizeof(l->upper), "%s/upper", l->dir);
 	snprintf(l->work, sizeof(l->work), "%s/work", l->dir);
 	struct statvfs sv;
-	if (l->lock_fd >= 0 && statvfs(l->dir, &sv) == 0)
+	if (l->image && statvfs(l->dir, &sv) == 0)
 		l->disk = (uint64_t)sv.f_blocks * sv.f_frsize;
 }
 
@@ -213,6 +236,13 @@ int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err 
 		else if (fd < 0)
 			return fd;
 		ret->lock_fd = fd;
+		ret->image = fd >= 0;
+	}
+	if (!ret->image) {
+		if (state_mkdir_p(ret->dir, 0700) < 0)
+			return err_setc(e, -errno, "cannot create %s", ret->dir);
+		if ((r = layers_hold_plain(ret, e)) < 0)
+			return r;
 	}
 	layers_fill(ret);
 	if (state_mkdir_p(ret->upper, 0755) < 0 || state_mkdir_p(ret->work, 0700) < 0) {
@@ -234,6 +264,13 @@ int layers_find(const char *name, struct layers *ret, struct err *e)
 		if (fd < 0 && fd != -ENOENT)
 			return fd;
 		ret->lock_fd = fd;
+		ret->image = fd >= 0;
+	}
+	if (!ret->image) {
+		if (access(ret->dir, F_OK) < 0)
+			return 0;
+		if ((r = layers_hold_plain(ret, e)) < 0)
+			return r;
 	}
 	layers_fill(ret);
 	if (access(ret->upper, F_OK) == 0)
@@ -245,7 +282,7 @@ int layers_find(const char *name, struct layers *ret, struct err *e)
 bool layers_alone(struct layers *l)
 {
 	if (l->lock_fd < 0)
-		return true;
+		return false;
 	if (flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0)
 		return true;
 	/* A failed conversion may have let go of the shared lock (flock(2)). */
@@ -264,10 +301,12 @@ static void layers_let_go(const char *dir, int fd)
 void layers_release(struct layers *l)
 {
 	if (l->lock_fd >= 0) {
-		layers_let_go(l->dir, l->lock_fd);
+		if (l->image)
+			layers_let_go(l->dir, l->lock_fd);
 		close(l->lock_fd);
 	}
 	l->lock_fd = -1;
+	l->image = false;
 }
 
 void layers_drop(const char *name)
@@ -287,6 +326,8 @@ void layers_drop(const char *name)
 	if (fd >= 0)
 		unlink(image);
 	snprintf(image, sizeof(image), "%s.base", dir);
+	unlink(image);
+	snprintf(image, sizeof(image), "%s.lock", dir);
 	unlink(image);
 }
 

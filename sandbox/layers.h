@@ -19,25 +19,27 @@ struct layers {
 	char upper[PATH_MAX], work[PATH_MAX];
 	uint64_t disk;		/* the size the kernel enforces, 0 = none */
 	char disk_by[160];	/* what enforces it, or why nothing does */
-	int lock_fd;		/* a shared lock on the image while in use, or -1 */
+	int lock_fd;		/* the shared lock held while in use (NAME.img or NAME.lock), or -1 */
+	bool image;		/* the layers are on a mounted image */
 };
 
-/* An image is mounted while someone uses it: each user holds a shared lock
- * on NAME.img (its own open of it) from layers_open/layers_find to
- * layers_release; mounting and unmounting happen under the exclusive lock,
- * so one image is never mounted twice, and the last user to let go
- * unmounts it. */
+/* Each user holds a shared lock from layers_open/layers_find to
+ * layers_release: on NAME.img (its own open of it) where there is an
+ * image, else on NAME.lock beside the layers. An image is mounted while
+ * someone uses it: mounting and unmounting happen under the exclusive
+ * lock, so one image is never mounted twice, and the last user to let go
+ * unmounts it. Whoever holds the lock exclusively (layers_alone) has the
+ * layers alone on either kind. */
 
 /* Make (or find) NAME's layers, capped at disk bytes where the kernel can
  * do it, and hold them. An image made before keeps its size. */
 int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err *e);
 /* NAME's existing layers, held: 1, 0 when NAME has none, or -errno. */
 int layers_find(const char *name, struct layers *ret, struct err *e);
-/* Whether this process is the only one holding l (no box has its image
- * mounted): then it holds it alone until layers_release, and nobody can
- * mount it meanwhile (layers_open and layers_find wait, then fail). Where
- * nothing caps the layers there is no image and no lock: true, and the
- * caller must know otherwise that no box uses them. */
+/* Whether this process is the only one holding l (no box uses the
+ * layers): then it holds them alone until layers_release, and nobody can
+ * take them meanwhile (layers_open and layers_find wait up to 10 s, then
+ * fail saying why). */
 bool layers_alone(struct layers *l);
 /* Let go; the last user unmounts the image. */
 void layers_release(struct layers *l);
