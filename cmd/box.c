@@ -1,16 +1,14 @@
 /* ward box: manage boxes by hand. */
 #include "cmd/cmd.h"
-#include "cmd/netflag.h"
+#include "cmd/box-flags.h"
+#include "cmd/box-ls.h"
 #include "base/cleanup.h"
-#include "base/utf8.h"
 #include "base/fdio.h"
 #include "base/parse.h"
 #include "sandbox/box.h"
-#include "store/store.h"
 #include "tools/tool.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,235 +24,6 @@ struct box_sub {
 	int (*run)(int argc, char **argv);
 	bool flags;		/* it parses flags itself */
 };
-
-static const struct option create_opts[] = {
-	{ "name", required_argument, NULL, 'n' },
-	{ "ttl", required_argument, NULL, 't' },
-	{ "idle", required_argument, NULL, 'i' },
-	{ "persistent", no_argument, NULL, 'p' },
-	{ "memory", required_argument, NULL, 'm' },
-	{ "pids", required_argument, NULL, 'P' },
-	{ "cpus", required_argument, NULL, 'c' },
-	{ "disk", required_argument, NULL, 'K' },
-	NETFLAG_OPTIONS,
-	{ "workspace", required_argument, NULL, 'w' },
-	{ "rw", no_argument, NULL, 'r' },
-	{ "grace", required_argument, NULL, 'g' },
-	{ "backend", required_argument, NULL, 'b' },
-	{ "no-snapshot", no_argument, NULL, 'S' },
-	{ "label", required_argument, NULL, 'L' },
-	{ "on-idle", required_argument, NULL, 'O' },
-	{ "cold-after", required_argument, NULL, 'C' },
-	{ "store", required_argument, NULL, 'D' },
-	{ "timeout", required_argument, NULL, 'T' },
-	{ "idle-timeout", required_argument, NULL, 'I' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static const char create_help[] =
-	"  --name NAME        box name (default: generated)\n"
-	"  --ttl DUR          destroy after DUR (default 8h; 0 = never)\n"
-	"  --idle DUR         after DUR idle, --on-idle's action (default 30m; 0 = never); idle is no\n"
-	"                     call and, for destroy, no client attached\n"
-	"  --on-idle ACTION   destroy or hibernate: keep /workspace's changes and /tmp on disk, end\n"
-	"                     every process; the next call wakes the box (default: hibernate for a\n"
-	"                     --persistent box, else destroy)\n"
-	"  --cold-after DUR   a box hibernated this long has its saved state compressed and moved\n"
-	"                     to the store (default: never)\n"
-	"  --store WHERE      where cold state goes: a directory (default: the state dir's cold/)\n"
-	"                     or s3://BUCKET/PREFIX (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-	"                     AWS_REGION; WARD_S3_ENDPOINT for an S3-compatible server)\n"
-	"  --persistent       outlive the process that created it (default: dies with it)\n"
-	"  --memory SIZE      memory ceiling (default 1G)\n"
-	"  --pids N           process ceiling (default 512)\n"
-	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
-	"  --disk SIZE        disk ceiling of the copy-on-write workspace's changes (default 10G;\n"
-	"                     enforced where ward runs as root with loop devices; see ward doctor)\n"
-	NETFLAG_HELP
-	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
-	"  --rw               make /workspace a live read-write view of DIR instead\n"
-	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
-	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n"
-	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n"
-	"  --label KEY=VALUE  metadata the box carries (repeatable): shown by ls and info, kept in\n"
-	"                     every record of the journal of each session that uses the box;\n"
-	"                     ls --label filters\n";
-
-/* Parse box-creation flags (and exec's --timeout for `box run`). Returns
- * the index of the first non-option argument, or -1 after printing. */
-static int parse_create(const char *cmd, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
-{
-	optind = 1;
-	opterr = 0;
-	int c;
-	/* The patterns point into argv, which outlives the box's creation. */
-	static struct netflag nf;
-	memset(&nf, 0, sizeof(nf));
-	static const char *labels[BOX_LABELS_MAX];
-	size_t nlabels = 0;
-	bool on_idle_given = false;
-	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
-		if (c == '?' || c == ':') {
-			cmd_bad_flag(cmd, c, argv);
-			return -1;
-		}
-		int nr = netflag_parse(&nf, c, optarg);
-		if (nr < 0)
-			return -1;
-		if (nr > 0)
-			continue;
-		int64_t ms;
-		uint64_t v;
-		switch (c) {
-		case 'n':
-			o->name = optarg;
-			break;
-		case 'C':
-			if (parse_duration_ms(optarg, &ms) < 0) {
-				cmd_error("--cold-after: \"%s\" is not a duration with a unit (e.g. 30m, 1d; 0 for never)", optarg);
-				return -1;
-			}
-			o->cold_after_ms = ms;
-			break;
-		case 'D': {
-			struct store *st;
-			struct err se = { 0 };
-			if (store_open(optarg, &st, &se) < 0) {
-				cmd_error("--store: %s", se.msg);
-				return -1;
-			}
-			store_free(st);
-			o->store = optarg;
-			break;
-		}
-		case 't':
-		case 'i':
-		case 'g':
-			if (parse_duration_ms(optarg, &ms) < 0) {
-				cmd_error("--%s: \"%s\" is not a duration with a unit (e.g. 90s, 10m, 1h30m; 0 for none)",
-					  c == 't' ? "ttl" : c == 'i' ? "idle" : "grace", optarg);
-				return -1;
-			}
-			if (c == 't')
-				o->ttl_ms = ms;
-			else if (c == 'i')
-				o->idle_ms = ms;
-			else
-				o->grace_ms = ms;
-			break;
-		case 'T':
-		case 'I':
-			if (!timeout_s || parse_duration_ms(optarg, &ms) < 0 || ms < 1000) {
-				cmd_error("--%s: \"%s\" is not a duration of at least 1s, with a unit (e.g. 90s, 2m)", c == 'T' ? "timeout" : "idle-timeout", optarg);
-				return -1;
-			}
-			*(c == 'T' ? timeout_s : idle_s) = ms / 1000;
-			break;
-		case 'p':
-			o->persistent = true;
-			break;
-		case 'O':
-			if (strcmp(optarg, "destroy") && strcmp(optarg, "hibernate")) {
-				cmd_error("--on-idle: \"%s\" is not an action; use destroy or hibernate", optarg);
-				return -1;
-			}
-			o->on_idle = !strcmp(optarg, "hibernate") ? BOX_IDLE_HIBERNATE : BOX_IDLE_DESTROY;
-			on_idle_given = true;
-			break;
-		case 'L': {
-			struct err le = { 0 };
-			if (box_label_check(optarg, &le) < 0) {
-				cmd_error("--%s", le.msg);
-				return -1;
-			}
-			if (nlabels == BOX_LABELS_MAX) {
-				cmd_error("--label: at most %d labels", BOX_LABELS_MAX);
-				return -1;
-			}
-			labels[nlabels++] = optarg;
-			o->labels = labels;
-			o->nlabels = nlabels;
-			break;
-		}
-		case 'm':
-			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
-				cmd_error("--memory: \"%s\" is not a size of at least 16M (e.g. 512M, 2G)", optarg);
-				return -1;
-			}
-			o->lim.memory = v;
-			break;
-		case 'K':
-			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
-				cmd_error("--disk: \"%s\" is not a size of at least 16M (e.g. 512M, 10G)", optarg);
-				return -1;
-			}
-			o->lim.disk = v;
-			break;
-		case 'P':
-			if (parse_u64(optarg, &v) < 0 || v < 8 || v > 1000000) {
-				cmd_error("--pids: \"%s\" is not a number from 8 to 1000000", optarg);
-				return -1;
-			}
-			o->lim.pids = v;
-			break;
-		case 'c': {
-			char *end;
-			double d = strtod(optarg, &end);
-			if (*end || d <= 0 || d > 1024) {
-				cmd_error("--cpus: \"%s\" is not a number of CPUs (e.g. 1, 0.5)", optarg);
-				return -1;
-			}
-			o->lim.cpus_milli = (uint32_t)(d * 1000);
-			break;
-		}
-		case 'w':
-			o->workspace = optarg;
-			break;
-		case 'r':
-			o->rw = true;
-			break;
-		case 'b':
-			if (!box_backend_known(optarg)) {
-				cmd_error("--backend: \"%s\" is not a backend; use ns, vm or auto", optarg);
-				return -1;
-			}
-			o->backend = optarg;
-			break;
-		case 'S':
-			o->no_snapshot = true;
-			break;
-		case 'h':
-			printf("flags:\n%s", create_help);
-			if (timeout_s)
-				printf("  --timeout DUR      the command's time limit (default 120s)\n"
-				       "  --idle-timeout DUR stop the command after DUR without output\n");
-			exit(0);
-		default:
-			return -1;
-		}
-	}
-	if (netflag_finish(&nf, o) < 0)
-		return -1;
-	/* A box meant to outlive its maker is meant to be used again: idle,
-	 * it hibernates rather than goes. */
-	if (o->persistent && !on_idle_given)
-		o->on_idle = BOX_IDLE_HIBERNATE;
-	return optind;
-}
-
-static int resolve_workspace(struct box_opts *o, char *buf, size_t n)
-{
-	if (!o->workspace)
-		return 0;
-	if (!realpath(o->workspace, buf)) {
-		cmd_error("workspace %s does not exist; create it or pass another --workspace", o->workspace);
-		return -1;
-	}
-	o->workspace = buf;
-	(void)n;
-	return 0;
-}
 
 static int do_create(struct box_opts *o, char *name, size_t n)
 {
@@ -286,7 +55,7 @@ static int sub_create(int argc, char **argv)
 {
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = parse_create("box create", argc, argv, &o, NULL, NULL);
+	int i = box_flags_parse("box create", argc, argv, &o, NULL, NULL);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i < argc) {
@@ -294,7 +63,7 @@ static int sub_create(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	char ws[PATH_MAX];
-	if (resolve_workspace(&o, ws, sizeof(ws)) < 0)
+	if (box_flags_workspace(&o, ws, sizeof(ws)) < 0)
 		return EXIT_NOINPUT;
 	/* A box made from a shell belongs to that shell unless persistent. */
 	o.owner = getppid();
@@ -430,7 +199,7 @@ static int sub_exec(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
-	int i = parse_create("box exec", argc - 1, argv + 1, &o, &timeout_s, &idle_s);
+	int i = box_flags_parse("box exec", argc - 1, argv + 1, &o, &timeout_s, &idle_s);
 	if (i < 0)
 		return EXIT_USAGE;
 	i += 1;
@@ -446,7 +215,7 @@ static int sub_run(int argc, char **argv)
 	int64_t timeout_s = 0, idle_s = 0;
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = parse_create("box run", argc, argv, &o, &timeout_s, &idle_s);
+	int i = box_flags_parse("box run", argc, argv, &o, &timeout_s, &idle_s);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i >= argc) {
@@ -454,7 +223,7 @@ static int sub_run(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	char ws[PATH_MAX];
-	if (resolve_workspace(&o, ws, sizeof(ws)) < 0)
+	if (box_flags_workspace(&o, ws, sizeof(ws)) < 0)
 		return EXIT_NOINPUT;
 	o.owner = getpid();
 	o.persistent = false;
@@ -495,7 +264,7 @@ static int sub_pool(int argc, char **argv)
 	args[n] = NULL;
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = parse_create("box pool", n, args, &o, NULL, NULL);
+	int i = box_flags_parse("box pool", n, args, &o, NULL, NULL);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i < n) {
@@ -515,7 +284,7 @@ static int sub_pool(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	char ws[PATH_MAX];
-	if (resolve_workspace(&o, ws, sizeof(ws)) < 0)
+	if (box_flags_workspace(&o, ws, sizeof(ws)) < 0)
 		return EXIT_NOINPUT;
 	o.guest_path = cmd_guest_path();
 	int sfd = cancel_signalfd();
@@ -635,155 +404,6 @@ static int sub_hibernate(int argc, char **argv)
 	return rc;
 }
 
-/* Bytes as ls shows them: 0, 812K, 37M, 1.2G. */
-static void ls_size(uint64_t v, char *out, size_t n)
-{
-	static const char u[] = "KMGT";
-	double d = (double)v;
-	int i = -1;
-	while (d >= 1024 && i < 3) {
-		d /= 1024;
-		i++;
-	}
-	if (i < 0)
-		snprintf(out, n, "%llu", (unsigned long long)v);
-	else
-		snprintf(out, n, d < 10 ? "%.1f%c" : "%.0f%c", d, u[i]);
-}
-
-static void ls_number(const cJSON *b, const char *key, double unit, const char *suffix, char *out, size_t n)
-{
-	const cJSON *v = cJSON_GetObjectItem(b, key);
-	if (cJSON_IsNumber(v) && v->valuedouble == v->valuedouble)
-		snprintf(out, n, "%.0f%s", v->valuedouble / unit, suffix);
-	else
-		snprintf(out, n, "-");
-}
-
-/* KEY=VALUE,KEY=VALUE of a box's labels, into out. */
-static void ls_labels(const cJSON *b, char *out, size_t n)
-{
-	size_t k = 0;
-	out[0] = 0;
-	const cJSON *l;
-	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(b, "labels")) {
-		if (!cJSON_IsString(l) || k >= n)
-			continue;
-		_cleanup_free_ char *v = utf8_term_safe(l->valuestring, strlen(l->valuestring));
-		k += (size_t)snprintf(out + k, n - k, "%s%s=%s", k ? "," : "", l->string, v ? v : "");
-	}
-	if (!out[0])
-		snprintf(out, n, "-");
-}
-
-static int sub_ls(int argc, char **argv)
-{
-	bool json = false;
-	const char *want[BOX_LABELS_MAX];
-	size_t nwant = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: ward box ls [--json] [--label KEY=VALUE ...]\n"
-			       "  --label KEY=VALUE  only the boxes with this label (repeatable: all of them)\n");
-			return 0;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-			continue;
-		}
-		const char *kv = !strcmp(argv[i], "--label") && i + 1 < argc ? argv[++i]
-				 : !strncmp(argv[i], "--label=", 8) ? argv[i] + 8 : NULL;
-		struct err le = { 0 };
-		if (kv && box_label_check(kv, &le) < 0) {
-			cmd_error("box ls: --%s", le.msg);
-			return EXIT_USAGE;
-		}
-		if (!kv || nwant == BOX_LABELS_MAX) {
-			cmd_error("box ls: unknown argument %s; it takes --json and --label KEY=VALUE", argv[i]);
-			return EXIT_USAGE;
-		}
-		want[nwant++] = kv;
-	}
-	struct err e = { 0 };
-	cJSON *arr;
-	if (box_list(&arr, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_FAIL;
-	}
-	/* Only the boxes with every label asked for. */
-	for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
-		const cJSON *b = cJSON_GetArrayItem(arr, i);
-		bool keep = true;
-		for (size_t k = 0; k < nwant && keep; k++)
-			keep = box_has_label(b, want[k]);
-		if (!keep)
-			cJSON_DeleteItemFromArray(arr, i);
-	}
-	if (json) {
-		_cleanup_free_ char *s = cJSON_Print(arr);
-		printf("%s\n", s ? s : "[]");
-	} else {
-		/* Columns as wide as the longest name; the workspace last, whole. */
-		int nw = 4;
-		const cJSON *b;
-		cJSON_ArrayForEach(b, arr) {
-			const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(b, "name"));
-			if (n && (int)strlen(n) > nw)
-				nw = (int)strlen(n);
-		}
-		printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME",
-		       "ENDS-IN", "CALLS", "DISK", "LABELS", "WORKSPACE");
-		cJSON_ArrayForEach(b, arr) {
-			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
-						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
-			/* A dead box's keeper cannot say these: "-", not a NaN. */
-			char up[24], ends[24], calls[16];
-			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
-			ls_number(b, "ends_in_ms", 1000, "s", ends, sizeof(ends));
-			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
-			char disk[24];
-			const cJSON *db = cJSON_GetObjectItem(b, "disk_bytes");
-			if (cJSON_IsNumber(db))
-				ls_size((uint64_t)db->valuedouble, disk, sizeof(disk));
-			else
-				snprintf(disk, sizeof(disk), "-");
-			char labels[512];
-			ls_labels(b, labels, sizeof(labels));
-			printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw,
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls, disk, labels,
-			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
-		}
-	}
-	cJSON_Delete(arr);
-	return 0;
-}
-
-static int sub_info(int argc, char **argv)
-{
-	if (argc != 2) {
-		cmd_error("usage: ward box info BOX");
-		return EXIT_USAGE;
-	}
-	struct err e = { 0 };
-	struct box_conn *c;
-	if (box_connect(argv[1], &c, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_UNKNOWN_BOX;
-	}
-	cJSON *info;
-	int r = box_info(c, &info, &e);
-	box_disconnect(c);
-	if (r < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_UNKNOWN_BOX;
-	}
-	_cleanup_free_ char *s = cJSON_Print(info);
-	printf("%s\n", s);
-	cJSON_Delete(info);
-	return 0;
-}
-
 static int sub_reap(int argc, char **argv)
 {
 	unsigned n = 0;
@@ -798,8 +418,8 @@ static int sub_reap(int argc, char **argv)
 
 static const struct box_sub subs[] = {
 	{ "create", "[FLAGS]", "create a box and print its name", sub_create, true },
-	{ "ls", "[--json] [--label KEY=VALUE]", "list boxes", sub_ls, true },
-	{ "info", "BOX", "a box's state, limits and what enforces them", sub_info, false },
+	{ "ls", "[--json] [--label KEY=VALUE]", "list boxes", box_ls_main, true },
+	{ "info", "BOX", "a box's state, limits and what enforces them", box_ls_info, false },
 	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec, true },
 	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool, false },
 	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run, true },
@@ -817,7 +437,7 @@ static int box_run(int argc, char **argv)
 		fprintf(f, "usage: ward box SUBCOMMAND\n\n");
 		for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
 			fprintf(f, "  %-9s %-26s %s\n", subs[i].name, subs[i].args, subs[i].summary);
-		fprintf(f, "\ncreate/run flags:\n%s", create_help);
+		fprintf(f, "\ncreate/run flags:\n%s", box_flags_help);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
@@ -833,7 +453,7 @@ static int box_run(int argc, char **argv)
 		} else if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
 			printf("usage: %s\n%s", usage, strcmp(subs[i].name, "ls") ? "\nflags:\n" : "");
 			if (strcmp(subs[i].name, "ls"))
-				fputs(create_help, stdout);
+				fputs(box_flags_help, stdout);
 			return 0;
 		}
 		/* Every ward start sweeps boxes whose keeper is gone. */

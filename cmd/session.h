@@ -1,73 +1,13 @@
-/* What ward run and the terminal session share: the flags that pick the
- * model, the gate and the budgets; opening a session (new or resumed) and
- * its box; the workspace changes a session keeps. */
+/* What ward run and the terminal session share: opening a session (new or
+ * resumed) and its box; the workspace changes a session keeps. (The flags
+ * that pick the model, the gate and the budgets: cmd/run-flags.h.) */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cmd/netflag.h"
+#include "cmd/run-flags.h"
 #include "turn/turn.h"
-
-#define RUN_DEFAULT_ANTHROPIC_MODEL "claude-sonnet-4-20250514"
-#define RUN_DEFAULT_OPENAI_MODEL "gpt-4o"
-/* A reasoning model: its reasoning is what the Responses API carries. */
-#define RUN_DEFAULT_OPENAI_RESPONSES_MODEL "gpt-5"
-
-/* getopt_long entries for the flags run_flag handles. */
-#define RUN_FLAG_OPTIONS                                                                                     \
-	{ "provider", required_argument, NULL, 'p' }, { "model", required_argument, NULL, 'm' },               \
-	{ "base-url", required_argument, NULL, 'u' }, { "approve", required_argument, NULL, 'a' },             \
-	{ "allow", required_argument, NULL, 'A' }, { "deny", required_argument, NULL, 'D' },                   \
-	{ "deadline", required_argument, NULL, 'd' }, { "max-rounds", required_argument, NULL, 'R' },          \
-	{ "max-calls", required_argument, NULL, 'C' }, { "max-tokens", required_argument, NULL, 'T' },         \
-	{ "max-cost", required_argument, NULL, '$' }, { "box", required_argument, NULL, 'b' },                 \
-	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
-	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
-	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' },         \
-	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
-	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
-	{ "context-window", required_argument, NULL, 'W' }, { "compact-at", required_argument, NULL, '%' },    \
-	NETFLAG_OPTIONS
-
-#define RUN_GIVEN_MAX 512
-
-struct run_flags {
-	struct turn_cfg cfg;
-	struct gate gate;
-	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
-	char box_labels[4096];	/* --box: its labels as JSON ({key: value}), for the journal; "" none */
-	bool rw;
-	bool no_instructions;	/* --no-project-instructions */
-	uint64_t disk;		/* the box's --disk; 0: the default */
-	struct netflag net;	/* the box's --net and --allow-host */
-	int64_t deadline_ms;	/* from now; 0: none */
-	enum gate_mode mode_default;	/* the command's approval mode */
-	/* The shared flags the command line gave, in order: run_flags_finish
-	 * applies them last, over the config files and the environment. */
-	struct run_given {
-		int c;
-		const char *arg;
-	} given[RUN_GIVEN_MAX];
-	size_t ngiven;
-};
-
-void run_flags_init(struct run_flags *f, enum gate_mode mode);
-/* One of the shared flags, by its getopt_long value (see the option
- * letters in session.c), applied to f: 1 handled, 0 not one of them, -1
- * after an error line (exit EXIT_USAGE). A config file's key or an
- * environment variable is applied through this too (cmd/settings.c). */
-int run_flag(struct run_flags *f, int c, const char *arg);
-/* The same from the command line: checked and applied at once, and kept
- * in f->given for run_flags_finish. */
-int run_flag_given(struct run_flags *f, int c, const char *arg);
-/* After the flags: the settings rebuilt from the defaults, the config
- * files, the environment and the flags (settings_apply); then the provider,
- * its key, the prices. Set the gate's ask after this. 0, or an exit code
- * after an error line. */
-int run_flags_finish(struct run_flags *f);
-/* The model in force: f->model, or the provider's default. */
-const char *run_flags_model(const struct run_flags *f);
 
 /* A new session, or the one --resume names (its conversation, with a
  * result made up for each call that was cut off, and its workspace). The

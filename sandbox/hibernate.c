@@ -386,7 +386,7 @@ static int hib_wake(cJSON *ret, struct err *e)
 	keeper_state_file("waking");
 	if (r >= 0 && K.upper[0] && K.layers.lock_fd < 0)
 		r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
-	keeper_cgroup_create();
+	keeper_guest_cgroup_create();
 	if (r >= 0)
 		r = keeper_guest_up(e);
 	char p[PATH_MAX + 32];

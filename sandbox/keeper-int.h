@@ -1,5 +1,6 @@
 /* The keeper's insides, shared by its files (keeper.c: the loop, the
- * clients and the calls; hibernate.c: hibernate, wake and cold storage).
+ * clients and the calls; keeper-guest.c: the guest; hibernate.c: hibernate,
+ * wake and cold storage).
  * Nothing outside sandbox/ includes this. */
 #pragma once
 #include <limits.h>
@@ -85,17 +86,39 @@ struct keeper {
 extern struct keeper K;
 
 
+/* What is queued for one client, or for the guest, at most. */
+#define KEEPER_CLIENT_QUEUE (16u << 20)
+
 void keeper_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j);
 /* A box-wide event ({"type":"box",...}) to every client. */
 void keeper_broadcast(cJSON *ev);
-void guest_send(uint8_t type, uint32_t id, const void *p, size_t n);
-int keeper_guest_up(struct err *e);
-/* A started guest's hello, its egress proxy and its place in the loop. */
-int keeper_guest_attach(struct err *e);
+/* Which of the guest's channel and the clients the loop reads and
+ * writes, after a queue grew or shrank (keeper.c, KEEPER_PACE). */
+void keeper_pace(void);
 /* The box's owner exited: the loop's callback on its pidfd. */
 void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data);
 void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n);
+/* A call done with (its result sent, or its client gone). */
+void kcall_remove(struct kcall *k);
+
+/* keeper-guest.c. Start the guest in the box's cgroup and attach it (a
+ * pool box's waits for START: a claim attaches it). */
+int keeper_guest_up(struct err *e);
+/* A started guest's hello, its egress proxy and its place in the loop. */
+int keeper_guest_attach(struct err *e);
+/* Every process of the box ends: the guest, the VMM, the egress proxy. */
+void keeper_guest_down(void);
+/* Down, then up again over the same layers (a lost box made again). */
+int keeper_guest_restart(struct err *e);
+/* The box's cgroup, with the limits the backend puts on the host side. */
+void keeper_guest_cgroup_create(void);
+/* A frame to the guest (queued; the loop writes what does not go now). */
+void keeper_guest_send(uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n);
+/* Answer every call in flight on a box that is gone: outcome and text for
+ * each, but late (the call whose deadline passed) is told it timed out,
+ * or was cancelled. */
+void keeper_guest_fail_calls(const char *outcome, const char *text, struct kcall *late);
 /* keeper-info.c: the box's state and limits to a client (INFO); the
  * cgroup's counts added to evidence; info.json and keeper.pid. */
 void keeper_info(struct kclient *c, uint32_t id);
@@ -103,8 +126,6 @@ void keeper_augment_evidence(cJSON *j);
 void keeper_write_files(void);
 /* pool.c: a pool box taken by a create (CLAIM). */
 int keeper_claim(const struct frame *f, struct err *e);
-void keeper_guest_down(void);
-void keeper_cgroup_create(void);
 /* The box's state for ls when the keeper is busy: boxdir/state. */
 void keeper_state_file(const char *state);
 

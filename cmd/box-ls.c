@@ -1,0 +1,161 @@
+/* ward box ls and ward box info: what boxes there are, and one box's
+ * state, limits and what enforces them. */
+#include "cmd/box-ls.h"
+#include "cmd/cmd.h"
+#include "base/cleanup.h"
+#include "base/utf8.h"
+#include "sandbox/box.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes as ls shows them: 0, 812K, 37M, 1.2G. */
+static void ls_size(uint64_t v, char *out, size_t n)
+{
+	static const char u[] = "KMGT";
+	double d = (double)v;
+	int i = -1;
+	while (d >= 1024 && i < 3) {
+		d /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(out, n, "%llu", (unsigned long long)v);
+	else
+		snprintf(out, n, d < 10 ? "%.1f%c" : "%.0f%c", d, u[i]);
+}
+
+static void ls_number(const cJSON *b, const char *key, double unit, const char *suffix, char *out, size_t n)
+{
+	const cJSON *v = cJSON_GetObjectItem(b, key);
+	if (cJSON_IsNumber(v) && v->valuedouble == v->valuedouble)
+		snprintf(out, n, "%.0f%s", v->valuedouble / unit, suffix);
+	else
+		snprintf(out, n, "-");
+}
+
+/* KEY=VALUE,KEY=VALUE of a box's labels, into out. */
+static void ls_labels(const cJSON *b, char *out, size_t n)
+{
+	size_t k = 0;
+	out[0] = 0;
+	const cJSON *l;
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(b, "labels")) {
+		if (!cJSON_IsString(l) || k >= n)
+			continue;
+		_cleanup_free_ char *v = utf8_term_safe(l->valuestring, strlen(l->valuestring));
+		k += (size_t)snprintf(out + k, n - k, "%s%s=%s", k ? "," : "", l->string, v ? v : "");
+	}
+	if (!out[0])
+		snprintf(out, n, "-");
+}
+
+int box_ls_main(int argc, char **argv)
+{
+	bool json = false;
+	const char *want[BOX_LABELS_MAX];
+	size_t nwant = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: ward box ls [--json] [--label KEY=VALUE ...]\n"
+			       "  --label KEY=VALUE  only the boxes with this label (repeatable: all of them)\n");
+			return 0;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			continue;
+		}
+		const char *kv = !strcmp(argv[i], "--label") && i + 1 < argc ? argv[++i]
+				 : !strncmp(argv[i], "--label=", 8) ? argv[i] + 8 : NULL;
+		struct err le = { 0 };
+		if (kv && box_label_check(kv, &le) < 0) {
+			cmd_error("box ls: --%s", le.msg);
+			return EXIT_USAGE;
+		}
+		if (!kv || nwant == BOX_LABELS_MAX) {
+			cmd_error("box ls: unknown argument %s; it takes --json and --label KEY=VALUE", argv[i]);
+			return EXIT_USAGE;
+		}
+		want[nwant++] = kv;
+	}
+	struct err e = { 0 };
+	cJSON *arr;
+	if (box_list(&arr, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	/* Only the boxes with every label asked for. */
+	for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
+		const cJSON *b = cJSON_GetArrayItem(arr, i);
+		bool keep = true;
+		for (size_t k = 0; k < nwant && keep; k++)
+			keep = box_has_label(b, want[k]);
+		if (!keep)
+			cJSON_DeleteItemFromArray(arr, i);
+	}
+	if (json) {
+		_cleanup_free_ char *s = cJSON_Print(arr);
+		printf("%s\n", s ? s : "[]");
+	} else {
+		/* Columns as wide as the longest name; the workspace last, whole. */
+		int nw = 4;
+		const cJSON *b;
+		cJSON_ArrayForEach(b, arr) {
+			const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(b, "name"));
+			if (n && (int)strlen(n) > nw)
+				nw = (int)strlen(n);
+		}
+		printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME",
+		       "ENDS-IN", "CALLS", "DISK", "LABELS", "WORKSPACE");
+		cJSON_ArrayForEach(b, arr) {
+			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
+						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
+			/* A dead box's keeper cannot say these: "-", not a NaN. */
+			char up[24], ends[24], calls[16];
+			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
+			ls_number(b, "ends_in_ms", 1000, "s", ends, sizeof(ends));
+			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
+			char disk[24];
+			const cJSON *db = cJSON_GetObjectItem(b, "disk_bytes");
+			if (cJSON_IsNumber(db))
+				ls_size((uint64_t)db->valuedouble, disk, sizeof(disk));
+			else
+				snprintf(disk, sizeof(disk), "-");
+			char labels[512];
+			ls_labels(b, labels, sizeof(labels));
+			printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw,
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls, disk, labels,
+			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");
+		}
+	}
+	cJSON_Delete(arr);
+	return 0;
+}
+
+int box_ls_info(int argc, char **argv)
+{
+	if (argc != 2) {
+		cmd_error("usage: ward box info BOX");
+		return EXIT_USAGE;
+	}
+	struct err e = { 0 };
+	struct box_conn *c;
+	if (box_connect(argv[1], &c, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	cJSON *info;
+	int r = box_info(c, &info, &e);
+	box_disconnect(c);
+	if (r < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	_cleanup_free_ char *s = cJSON_Print(info);
+	printf("%s\n", s);
+	cJSON_Delete(info);
+	return 0;
+}
