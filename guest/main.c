@@ -654,9 +654,14 @@ int main(int argc, char **argv)
 {
 	/* Started by a kernel as /init, with no arguments: a microVM. */
 	bool vm = getpid() == 1 && argc == 1;
+	int pr = 0;
 	if (vm) {
 		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1 };
 		vm_setup(&G.cfg);
+		/* The seccomp filter is the same for every box: built before
+		 * START, it is in the snapshot, and a restored or pooled box
+		 * does not build it again (tens of ms under emulation). */
+		pr = policy_prepare();
 		while (vm_wait_start(&G.cfg) < 0) {
 			/* The host left before START: wait for the next one. */
 			close(G.cfg.chan_fd);
@@ -679,7 +684,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ward-guest: cannot open the box's root: %s\n", strerror(-wr));
 		return 1;
 	}
-	int pr = policy_prepare();
+	if (!vm)
+		pr = policy_prepare();
 	if (pr < 0) {
 		fprintf(stderr, "ward-guest: cannot build the seccomp filter: %s\n", strerror(-pr));
 		return 1;
