@@ -245,6 +245,11 @@ again:
 		prepared = true;
 		cJSON_Delete(start);
 		start = NULL;
+		/* Prepared: the host lists the box as ready only now. */
+		if (proto_send(cfg->chan_fd, PROTO_HELLO, PROTO_F_READY, 0, hello, sizeof(hello)) < 0) {
+			proto_reader_free(&rd);
+			return -EPIPE;
+		}
 		goto again;
 	}
 	proto_reader_free(&rd);

@@ -621,6 +621,21 @@ static int vm_send_start(int fd, const struct box_opts *o)
 	return vm_send_start_as(fd, o, false);
 }
 
+/* A pool box: the first START, then the guest's READY once its shares are
+ * mounted and its limits set, so that a box listed as pooled has nothing
+ * left to do but take the second START. */
+static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, struct err *e)
+{
+	int r = vm_send_start_as(b->chan_fd, o, true);
+	if (r < 0)
+		return err_set(e, r, "cannot send the pool's START to the VM's guest (%s)", strerror(-r));
+	bool ready = false;
+	r = vm_hello(b->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
+	if (r >= 0 && !ready)
+		r = err_set(e, -EPROTO, "the VM's guest did not say it was prepared");
+	return r;
+}
+
 /* START, then the guest's plain HELLO: the box is up. A guest that saw
  * the channel close and reopen says READY again: START again. */
 static int vm_start_guest(struct box_inst *b, const struct box_opts *o, struct err *e)
@@ -719,7 +734,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		if (r >= 0)
 			r = vm_snapshot_restore(&p, state, e);
 		if (r >= 0)
-			r = o->pool ? vm_send_start_as(ret->chan_fd, o, true) : vm_start_guest(ret, o, e);
+			r = o->pool ? vm_prepare_guest(ret, o, e) : vm_start_guest(ret, o, e);
 		if (r >= 0) {
 			ret->restored = true;
 			ret->pooled = o->pool;
@@ -741,7 +756,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	bool ready = false;
 	r = vm_hello(ret->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
 	if (r >= 0)
-		r = o->pool ? vm_send_start_as(ret->chan_fd, o, true) : vm_start_guest(ret, o, e);
+		r = o->pool ? vm_prepare_guest(ret, o, e) : vm_start_guest(ret, o, e);
 	ret->pooled = o->pool;
 	if (r < 0) {
 		box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
