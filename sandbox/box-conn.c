@@ -741,12 +741,14 @@ int box_destroy(const char *name, struct err *e)
 	if (r < 0)
 		return r;
 	pid_t keeper = state_keeper_pid(boxdir);
+	bool killed = false;
 	r = box_connect(name, &c, e);
 	if (r < 0) {
 		if (!keeper)
 			return r;
 		/* A keeper that does not answer is killed; the box dies with it. */
 		kill(keeper, SIGKILL);
+		killed = true;
 	} else {
 		box_send_destroy(c, NULL);
 		box_disconnect(c);
@@ -755,8 +757,17 @@ int box_destroy(const char *name, struct err *e)
 	while (keeper && state_keeper_alive(keeper) && now_ms() < until)
 		usleep(1000);
 	if (keeper && state_keeper_alive(keeper)) {
+		/* Stuck (stopped, or blocked in a long hibernate). */
 		kill(keeper, SIGKILL);
-		usleep(10000);
+		killed = true;
+	}
+	if (killed) {
+		/* What the keeper would have removed is removed here, as reap
+		 * does, rather than at the next ward's start. */
+		until = now_ms() + 2000;
+		while (state_keeper_alive(keeper) && now_ms() < until)
+			usleep(1000);
+		box_reap(NULL, NULL);
 	}
 	return 0;
 }

@@ -52,6 +52,25 @@ like "$(printf '%s\n' "$LS" | grep "^$GB ")" "^$GB +\? +- +- +- +- " "and shows 
 unlike "$LS" "nan|-2147483648" "never a NaN or a garbage number"
 like "$(printf '%s\n' "$LS" | grep "^$B ")" "running" "twin: the other boxes are listed in full"
 
+# A keeper that does not answer (stopped here; blocked in a long hibernate
+# alike) is killed by destroy, and destroy removes what it left at once
+# (its runtime dir, its cgroup), not at the next ward's start.
+DB=$(box_new)
+RTD="${XDG_RUNTIME_DIR:-/run}"/ward/boxes/$DB
+DK=$(cat "$RTD/keeper.pid")
+DG=$(pgrep -P "$DK" | tr '\n' ' ')
+DCG=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("cgroup_v2") or j.get("cgroup_pids") or "")' "$RTD/info.json")
+kill -STOP "$DK"
+t0=$(now_ms)
+"$WARD" box destroy "$DB"; RC=$?
+MS=$(( $(now_ms) - t0 ))
+is "$RC" 0 "destroy of a box whose keeper is stopped: exit 0"
+lt "$MS" 12000 "bounded: a keeper that does not answer is killed, not waited for (ms)"
+gone "$DK"; ok $? "the keeper is gone"
+for p in $DG; do gone "$p" || { ok 1 "the box's process $p is gone"; continue 2; }; done; ok 0 "and every process the keeper ran ($DG)"
+ok "$([ ! -e "$RTD" ]; echo $?)" "its runtime dir is removed by the destroy itself"
+if [ -n "$DCG" ]; then ok "$([ ! -d "$DCG" ]; echo $?)" "and its cgroup"; else echo "ok $((T_N += 1)) # SKIP no cgroup for the box here"; fi
+
 cancel_after 0.3 "$B" 'sleep 100'
 lt "$MS" 1000 "cancel of a plain sleep after 300 ms is done in under 1 s"
 n=$("$WARD" box exec "$B" -- 'ls /proc | grep -c "^[0-9]"')
