@@ -245,8 +245,10 @@ again:
 		prepared = true;
 		cJSON_Delete(start);
 		start = NULL;
-		/* Prepared: the host lists the box as ready only now. */
-		if (proto_send(cfg->chan_fd, PROTO_HELLO, PROTO_F_READY, 0, hello, sizeof(hello)) < 0) {
+		/* Prepared: the host lists the box as ready only now. An event of
+		 * its own, not a READY hello, which says the channel reopened. */
+		static const char prepared[] = "{\"prepared\":true}";
+		if (proto_send(cfg->chan_fd, PROTO_EVENT, 0, 0, prepared, sizeof(prepared) - 1) < 0) {
 			proto_reader_free(&rd);
 			return -EPIPE;
 		}

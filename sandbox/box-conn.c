@@ -76,7 +76,20 @@ static int64_t box_hello_grace(const struct frame *f)
 	return v;
 }
 
-int box_connect(const char *name, struct box_conn **ret, struct err *e)
+/* A keeper whose loop is busy with a step of the box's (hibernating,
+ * waking, moving its state to the store) answers once it is done: the
+ * state it wrote says so. */
+static bool box_keeper_busy(const char *boxdir)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/state", boxdir);
+	_cleanup_free_ char *st = NULL;
+	if (fdio_read_file(AT_FDCWD, p, 64, &st, NULL) < 0)
+		return false;
+	return !strcmp(st, "hibernating") || !strcmp(st, "waking") || !strcmp(st, "going_cold");
+}
+
+static int box_connect_as(const char *name, bool wait_busy, struct box_conn **ret, struct err *e)
 {
 	if (!state_name_valid(name))
 		return err_set(e, -EINVAL, "invalid box name \"%s\"", name);
@@ -94,20 +107,32 @@ int box_connect(const char *name, struct box_conn **ret, struct err *e)
 		return err_set(e, -ENAMETOOLONG, "box socket path too long");
 	if (c->fd < 0)
 		return err_set(e, -ENOENT, "no box named %s (see `ward box ls`)", name);
+	bool busy = box_keeper_busy(c->boxdir);
+	if (busy && !wait_busy) {
+		close(c->fd);
+		return err_set(e, -EBUSY, "box %s is busy (hibernating, waking or moving to the store); try again when "
+			       "it is done", name);
+	}
 	/* The keeper's hello, within the bound: a stopped keeper still
-	 * accepts connections (the kernel's backlog) but never speaks. */
+	 * accepts connections (the kernel's backlog) but never speaks. A busy
+	 * one speaks when its step is done: waited for while the state it
+	 * wrote says busy (each step has its own bound). */
 	fdio_set_nonblock(c->fd, true);
 	proto_reader_init(&c->rd);
 	proto_writer_init(&c->wr, BOX_CONN_QUEUE);
-	int64_t until = now_ms() + BOX_CONNECT_TIMEOUT_MS;
+	int64_t t0 = now_ms(), until = t0 + BOX_CONNECT_TIMEOUT_MS;
 	struct frame f;
 	while ((r = proto_reader_next(&c->rd, &f)) == -EAGAIN) {
-		int64_t left = until - now_ms();
-		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
-		if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
+		int64_t now = now_ms();
+		if (now >= until && wait_busy && now - t0 < BOX_HIBERNATE_TIMEOUT_MS && box_keeper_busy(c->boxdir))
+			until = now + BOX_CONNECT_TIMEOUT_MS;
+		if (now >= until) {
 			r = -ETIMEDOUT;
 			break;
 		}
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		if (poll(&pf, 1, (int)MIN(until - now, 500)) <= 0)
+			continue;
 		int k = proto_reader_fill(&c->rd, c->fd);
 		if (k == 0 || (k < 0 && k != -EAGAIN)) {
 			r = k == 0 ? -ECONNRESET : k;
@@ -131,6 +156,16 @@ int box_connect(const char *name, struct box_conn **ret, struct err *e)
 	proto_flush(&c->wr, c->fd);
 	*ret = TAKE_PTR(c);
 	return 0;
+}
+
+int box_connect(const char *name, struct box_conn **ret, struct err *e)
+{
+	return box_connect_as(name, true, ret, e);
+}
+
+int box_connect_quick(const char *name, struct box_conn **ret, struct err *e)
+{
+	return box_connect_as(name, false, ret, e);
 }
 
 int box_egress_dial(const struct box_conn *c, char *msg, size_t cap)
@@ -742,7 +777,9 @@ int box_destroy(const char *name, struct err *e)
 		return r;
 	pid_t keeper = state_keeper_pid(boxdir);
 	bool killed = false;
-	r = box_connect(name, &c, e);
+	/* A keeper busy hibernating is not waited for: killed, its torn state
+	 * removed below. */
+	r = box_connect_quick(name, &c, e);
 	if (r < 0) {
 		if (!keeper)
 			return r;

@@ -285,7 +285,7 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 		if (k) {
 			struct box_conn *c;
 			cJSON *info = NULL;
-			if (box_connect(de->d_name, &c, NULL) == 0) {
+			if (box_connect_quick(de->d_name, &c, NULL) == 0) {
 				box_info(c, &info, NULL);
 				box_disconnect(c);
 			}

@@ -103,9 +103,15 @@ int box_list(cJSON **ret, struct err *e);
 int box_reap(unsigned *ret_n, struct err *e);
 
 struct box_conn;
-/* Connect to a box's keeper (bounded: BOX_CONNECT_TIMEOUT_MS). */
+/* Connect to a box's keeper: it answers within BOX_CONNECT_TIMEOUT_MS,
+ * or, while its box is hibernating, waking or moving to the store (the
+ * keeper busy with it), once that is done (bounded by
+ * BOX_HIBERNATE_TIMEOUT_MS). */
 #define BOX_CONNECT_TIMEOUT_MS 2000
 int box_connect(const char *name, struct box_conn **ret, struct err *e);
+/* The same, but a busy keeper is -EBUSY at once (for asking every box, as
+ * ls does, or ending one). */
+int box_connect_quick(const char *name, struct box_conn **ret, struct err *e);
 /* Close the connection. Calls still pending are dropped without a result
  * callback: disconnect after the results that matter have come. */
 void box_disconnect(struct box_conn *c);

@@ -64,8 +64,11 @@ int keeper_cold(struct err *e)
 {
 	if (K.hib.state != KH_HIBERNATED)
 		return 0;
+	keeper_state_file("going_cold");
 	keeper_box_event("going_cold", NULL);
 	int r = cold_move(e);
+	if (r < 0)
+		keeper_state_file("hibernated");
 	keeper_box_event(r < 0 ? "cold_failed" : "cold", r < 0 ? e->msg : NULL);
 	return r;
 }

@@ -194,20 +194,29 @@ static int layers_hold_plain(struct layers *l, struct err *e)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s.lock", l->dir);
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_setc(e, -errno, "cannot open %s", p);
-	int r = layers_lock(fd, LOCK_SH);
-	if (r < 0) {
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return err_setc(e, -errno, "cannot open %s", p);
+		int r = layers_lock(fd, LOCK_SH);
+		if (r < 0) {
+			close(fd);
+			return r == -ETIMEDOUT ? err_set(e, r,
+							 "the workspace layers %s are held alone by another ward (a "
+							 "rewind) for over %d s; try again when it is done",
+							 l->dir, LAYERS_LOCK_WAIT_MS / 1000)
+					       : err_setc(e, r, "cannot lock %s", p);
+		}
+		/* layers_drop unlinks the lock under its exclusive hold: a lock
+		 * taken on the file it removed is on nothing; take the new one. */
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+			l->lock_fd = fd;
+			return 0;
+		}
 		close(fd);
-		return r == -ETIMEDOUT ? err_set(e, r,
-						 "the workspace layers %s are held alone by another ward (a rewind) for "
-						 "over %d s; try again when it is done",
-						 l->dir, LAYERS_LOCK_WAIT_MS / 1000)
-				       : err_setc(e, r, "cannot lock %s", p);
 	}
-	l->lock_fd = fd;
-	return 0;
+	return err_set(e, -EBUSY, "the lock of the workspace layers %s keeps being removed under us", l->dir);
 }
 
 static void layers_fill(struct layers *l)
@@ -318,6 +327,12 @@ void layers_drop(const char *name)
 	_cleanup_close_ int fd = open(image, O_RDWR | O_CLOEXEC);
 	if (fd >= 0)
 		layers_lock(fd, LOCK_EX);
+	/* Without an image, the lock beside: nobody is inside while they go. */
+	char lock[PATH_MAX];
+	snprintf(lock, sizeof(lock), "%s.lock", dir);
+	_cleanup_close_ int lfd = fd < 0 ? open(lock, O_RDWR | O_CLOEXEC) : -1;
+	if (lfd >= 0)
+		layers_lock(lfd, LOCK_EX);
 	/* Detached: a reader still inside lets go when it is done; the loop
 	 * device is freed with the last reference (autoclear). */
 	if (layers_mounted(dir))
@@ -327,8 +342,7 @@ void layers_drop(const char *name)
 		unlink(image);
 	snprintf(image, sizeof(image), "%s.base", dir);
 	unlink(image);
-	snprintf(image, sizeof(image), "%s.lock", dir);
-	unlink(image);
+	unlink(lock);
 }
 
 int layers_beside(const char *name, const char *suffix, char *out, size_t n, struct err *e)

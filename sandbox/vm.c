@@ -621,19 +621,30 @@ static int vm_send_start(int fd, const struct box_opts *o)
 	return vm_send_start_as(fd, o, false);
 }
 
-/* A pool box: the first START, then the guest's READY once its shares are
- * mounted and its limits set, so that a box listed as pooled has nothing
- * left to do but take the second START. */
+/* A pool box: the first START, then the guest's {"prepared":true} once
+ * its shares are mounted and its limits set, so that a box listed as
+ * pooled has nothing left to do but take the second START. A READY hello
+ * meanwhile says the guest's channel reopened and it waits for a START
+ * again: it gets the first one again. */
 static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, struct err *e)
 {
-	int r = vm_send_start_as(b->chan_fd, o, true);
-	if (r < 0)
-		return err_set(e, r, "cannot send the pool's START to the VM's guest (%s)", strerror(-r));
-	bool ready = false;
-	r = vm_hello(b->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
-	if (r >= 0 && !ready)
-		r = err_set(e, -EPROTO, "the VM's guest did not say it was prepared");
-	return r;
+	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS;
+	for (int tries = 0; tries < 3; tries++) {
+		int r = vm_send_start_as(b->chan_fd, o, true);
+		if (r < 0)
+			return err_set(e, r, "cannot send the pool's START to the VM's guest (%s)", strerror(-r));
+		struct frame f;
+		_cleanup_free_ uint8_t *payload = NULL;
+		r = proto_recv(b->chan_fd, until, &f, &payload);
+		if (r < 0)
+			return err_set(e, r, "the VM's guest did not say it was prepared (%s)", strerror(-r));
+		if (f.type == PROTO_HELLO && (f.flags & PROTO_F_READY) && proto_hello_check(&f) == 0)
+			continue;
+		if (f.type == PROTO_EVENT && f.len == 17 && !memcmp(f.payload, "{\"prepared\":true}", 17))
+			return 0;
+		break;
+	}
+	return err_set(e, -EPROTO, "the VM's guest did not say it was prepared");
 }
 
 /* START, then the guest's plain HELLO: the box is up. A guest that saw

@@ -123,7 +123,7 @@ python3 "$T_TMP/trickle.py" "$T_TMP/trport" &
 TRPID=$!
 for _ in $(seq 50); do [ -s "$T_TMP/trport" ] && break; sleep 0.1; done
 T0=$(now_ms)
-OUT=$(WARD_S3_ENDPOINT=http://127.0.0.1:$(cat "$T_TMP/trport") "$CLI" "$S" get box-1/state "$T_TMP/trickled" 2>&1); RC=$?
+OUT=$(WARD_S3_ENDPOINT=http://127.0.0.1:$(cat "$T_TMP/trport") timeout 60 "$CLI" "$S" get box-1/state "$T_TMP/trickled" 2>&1); RC=$?
 T1=$(now_ms)
 kill "$TRPID" 2>/dev/null; wait "$TRPID" 2>/dev/null
 is "$RC" 1 "get from a server trickling 4 KiB/s: an error"
