@@ -1,10 +1,11 @@
-/* ward's connection to a box's keeper: calls, cancels, info, destroy. One
+/* ward's connection to a box's keeper: calls, cancels and their input (the
+ * requests answered once, info to destroy, are box-request.c's). One
  * call path: a call is started, the connection is driven from an event
  * loop, and the blocking box_call is that loop. Writes go through a bounded
  * queue on a non-blocking socket, so a stopped keeper never blocks ward;
  * each call's deadline on this side comes from its budget. */
-#include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "sandbox/box-conn-int.h"
 #include "sandbox/egress.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -21,46 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-/* Frames waiting for the keeper: a few calls' worth (a CALL is at most
- * PROTO_MAX_PAYLOAD). Past it a call is refused, not queued. */
-#define BOX_CONN_QUEUE (8u * PROTO_MAX_PAYLOAD)
 
-struct box_pending {
-	uint32_t id;
-	struct budget b;
-	int64_t start_ms, cancel_ms, deadline;
-	struct box_call_cbs cbs;
-	void *ud;
-	bool input, in_closed;
-	struct box_pending *next;
-};
-
-struct box_conn {
-	int fd;
-	char name[BOX_NAME_MAX + 1];
-	char boxdir[PATH_MAX];
-	struct proto_reader rd;
-	struct proto_writer wr;
-	int64_t wr_progress_ms;	/* when the queue last shrank (or filled from empty) */
-	uint32_t next_id;
-	int64_t grace_ms;	/* the box's, from the keeper's hello */
-	struct box_pending *pending;
-	/* A request waiting for its reply (box_info): the frame is kept here. */
-	uint8_t want_type;
-	uint32_t want_id;
-	cJSON *reply;
-	bool dead;
-	/* The keeper is busy waking, hibernating or moving the box to the
-	 * store: since when (0: not). Its clocks for the calls start after,
-	 * so theirs wait too. */
-	int64_t busy_since;
-	void (*ev_cb)(void *ud, cJSON *ev);
-	void *ev_ud;
-};
 
 /* The box's grace from the keeper's hello: {"grace_ms":N} after the
  * magic and the version. */
@@ -214,7 +178,7 @@ uint32_t box_conn_events(const struct box_conn *c)
 	return EPOLLIN | (proto_pending(&c->wr) ? EPOLLOUT : 0);
 }
 
-static void box_flush(struct box_conn *c)
+void box_conn_flush(struct box_conn *c)
 {
 	size_t before = proto_queued(&c->wr);
 	int r = proto_flush(&c->wr, c->fd);
@@ -232,11 +196,11 @@ static int box_queue_flags(struct box_conn *c, uint8_t type, uint8_t flags, uint
 		return r;
 	if (was_empty)
 		c->wr_progress_ms = now_ms();
-	box_flush(c);
+	box_conn_flush(c);
 	return 0;
 }
 
-static int box_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p, size_t n)
+int box_conn_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p, size_t n)
 {
 	return box_queue_flags(c, type, 0, id, p, n);
 }
@@ -331,7 +295,7 @@ int box_call_start(struct box_conn *c, const struct box_call_req *rq, const stru
 	cJSON_AddStringToObject(req, "key", rq->key && *rq->key ? rq->key : gen);
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	int r = s ? box_queue(c, PROTO_CALL, p->id, s, strlen(s)) : -ENOMEM;
+	int r = s ? box_conn_queue(c, PROTO_CALL, p->id, s, strlen(s)) : -ENOMEM;
 	if (r < 0) {
 		free(p);
 		if (r == -ENOBUFS || r == -EMSGSIZE)
@@ -353,7 +317,7 @@ int box_call_cancel(struct box_conn *c, uint32_t id)
 		return 0;
 	p->cancel_ms = now_ms();
 	p->deadline = budget_deadline(&p->b, BUDGET_CLIENT, p->start_ms, p->cancel_ms);
-	return box_queue(c, PROTO_CANCEL, id, NULL, 0);
+	return box_conn_queue(c, PROTO_CANCEL, id, NULL, 0);
 }
 
 int box_call_input(struct box_conn *c, uint32_t id, const void *p, size_t n)
@@ -370,7 +334,7 @@ int box_call_input(struct box_conn *c, uint32_t id, const void *p, size_t n)
 	if (!proto_room(&c->wr, n + frames * PROTO_HDR))
 		return -ENOBUFS;
 	for (size_t off = 0; off < n; off += PROTO_MAX_PAYLOAD) {
-		int r = box_queue(c, PROTO_INPUT, id, (const uint8_t *)p + off, MIN(n - off, (size_t)PROTO_MAX_PAYLOAD));
+		int r = box_conn_queue(c, PROTO_INPUT, id, (const uint8_t *)p + off, MIN(n - off, (size_t)PROTO_MAX_PAYLOAD));
 		if (r < 0)
 			return r;
 	}
@@ -467,7 +431,7 @@ int box_conn_io(struct box_conn *c, uint32_t events)
 	if (c->dead)
 		return -ECONNRESET;
 	if (events & EPOLLOUT)
-		box_flush(c);
+		box_conn_flush(c);
 	int r = 1;
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		r = proto_reader_fill(&c->rd, c->fd);
@@ -555,16 +519,8 @@ void box_conn_tick(struct box_conn *c)
 	}
 }
 
-/* Drive the connection until done() or the deadline (<0: none; the calls'
- * own deadlines always apply). cancel_fd readable: cancel call id once. */
-/* Another descriptor the wait watches for input, with what to do then. */
-struct box_also {
-	int fd;
-	void (*on)(void *ud);
-	void *ud;
-};
 
-static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t until, int cancel_fd,
+int box_conn_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t until, int cancel_fd,
 		     uint32_t cancel_id, const struct box_also *also)
 {
 	bool cancelled = false;
@@ -600,14 +556,14 @@ static int box_drive(struct box_conn *c, bool (*done)(void *), void *ud, int64_t
 
 int box_conn_wait(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until)
 {
-	return box_drive(c, done, ud, until, -1, 0, NULL);
+	return box_conn_drive(c, done, ud, until, -1, 0, NULL);
 }
 
 int box_conn_wait_fd(struct box_conn *c, bool (*done)(void *ud), void *ud, int64_t until, int fd,
 		     void (*on_fd)(void *ud), void *fd_ud)
 {
 	const struct box_also also = { .fd = fd, .on = on_fd, .ud = fd_ud };
-	return box_drive(c, done, ud, until, -1, 0, fd >= 0 ? &also : NULL);
+	return box_conn_drive(c, done, ud, until, -1, 0, fd >= 0 ? &also : NULL);
 }
 
 struct box_sync {
@@ -642,169 +598,12 @@ int box_call(struct box_conn *c, const struct box_call_req *rq, box_output_cb *c
 	int r = box_call_start(c, rq, &cbs, &s, &id, e);
 	if (r < 0)
 		return r;
-	r = box_drive(c, box_sync_done, &s, -1, cancel_fd, id, NULL);
+	r = box_conn_drive(c, box_sync_done, &s, -1, cancel_fd, id, NULL);
 	if (!s.res) {
 		/* The loop itself failed (poll): the call's fate is not known here. */
 		box_pending_take(c, id, true);
 		return err_setc(e, r, "box %s", c->name);
 	}
 	*ret_result = s.res;
-	return 0;
-}
-
-static bool box_reply_done(void *ud)
-{
-	return ((struct box_conn *)ud)->reply != NULL;
-}
-
-/* One request to the keeper and its reply, an INFO frame with the same id. */
-static int box_request(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
-		       struct err *e)
-{
-	c->want_type = PROTO_INFO;
-	c->want_id = ++c->next_id;
-	int r = box_queue(c, type, c->want_id, payload, payload ? strlen(payload) : 0);
-	if (r >= 0)
-		r = box_drive(c, box_reply_done, c, now_ms() + ms, -1, 0, NULL);
-	c->want_type = 0;
-	if (r < 0 || !cJSON_IsObject(c->reply)) {
-		cJSON_Delete(c->reply);
-		c->reply = NULL;
-		return err_set(e, r < 0 ? r : -EPROTO, "box %s did not answer (%s)", c->name,
-			       r == -ETIMEDOUT ? "no reply in time" : r < 0 ? strerror(-r) : "a malformed reply");
-	}
-	*ret = c->reply;
-	c->reply = NULL;
-	return 0;
-}
-
-int box_info(struct box_conn *c, cJSON **ret, struct err *e)
-{
-	return box_request(c, PROTO_INFO, NULL, BOX_CONNECT_TIMEOUT_MS, ret, e);
-}
-
-/* A request answered {ok, ...} or {error, code}: the error is the
- * keeper's one line (HIBERNATE, WAKE, CLAIM). */
-static int box_request_ok(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
-			  struct err *e)
-{
-	cJSON *j = NULL;
-	int r = box_request(c, type, payload, ms, &j, e);
-	if (r < 0)
-		return r;
-	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
-	if (why) {
-		const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "code");
-		r = err_set(e, cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : -EIO, "%s", why);
-		cJSON_Delete(j);
-		return r;
-	}
-	*ret = j;
-	return 0;
-}
-
-int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e)
-{
-	return box_request_ok(c, PROTO_HIBERNATE, NULL, BOX_HIBERNATE_TIMEOUT_MS, ret, e);
-}
-
-int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e)
-{
-	return box_request_ok(c, PROTO_HIBERNATE, "{\"keep\":true}", BOX_HIBERNATE_TIMEOUT_MS, ret, e);
-}
-
-int box_claim(struct box_conn *c, const char *json, struct err *e)
-{
-	cJSON *j = NULL;
-	int r = box_request_ok(c, PROTO_CLAIM, json, BOX_CREATE_TIMEOUT_MS, &j, e);
-	cJSON_Delete(j);
-	return r;
-}
-
-int box_wake(struct box_conn *c, cJSON **ret, struct err *e)
-{
-	return box_request_ok(c, PROTO_WAKE, NULL, BOX_HIBERNATE_TIMEOUT_MS, ret, e);
-}
-
-bool box_is_hibernated(const char *name)
-{
-	struct box_conn *c;
-	cJSON *info = NULL;
-	if (box_connect(name, &c, NULL) < 0)
-		return false;
-	box_info(c, &info, NULL);
-	box_disconnect(c);
-	const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "state"));
-	bool hib = st && (!strcmp(st, "hibernated") || !strcmp(st, "cold"));
-	cJSON_Delete(info);
-	return hib;
-}
-
-/* DESTROY (payload: its condition, or NULL), and wait for the keeper to
- * close the socket when the box is gone (bounded: 5 s). */
-static void box_send_destroy(struct box_conn *c, const char *payload)
-{
-	box_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
-	char tmp[256];
-	int64_t until = now_ms() + 5000;
-	while (now_ms() < until) {
-		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
-		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
-			break;
-		if (pf.revents & POLLOUT)
-			box_flush(c);
-		if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
-			break;
-	}
-}
-
-int box_destroy_if_pooled(const char *name)
-{
-	struct box_conn *c;
-	if (box_connect(name, &c, NULL) < 0)
-		return -ENOENT;
-	box_send_destroy(c, "{\"if_pooled\":true}");
-	box_disconnect(c);
-	return 0;
-}
-
-int box_destroy(const char *name, struct err *e)
-{
-	struct box_conn *c;
-	char boxdir[PATH_MAX];
-	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
-	if (r < 0)
-		return r;
-	pid_t keeper = state_keeper_pid(boxdir);
-	bool killed = false;
-	/* A keeper busy hibernating is not waited for: killed, its torn state
-	 * removed below. */
-	r = box_connect_quick(name, &c, e);
-	if (r < 0) {
-		if (!keeper)
-			return r;
-		/* A keeper that does not answer is killed; the box dies with it. */
-		kill(keeper, SIGKILL);
-		killed = true;
-	} else {
-		box_send_destroy(c, NULL);
-		box_disconnect(c);
-	}
-	int64_t until = now_ms() + 3000;
-	while (keeper && state_keeper_alive(keeper) && now_ms() < until)
-		usleep(1000);
-	if (keeper && state_keeper_alive(keeper)) {
-		/* Stuck (stopped, or blocked in a long hibernate). */
-		kill(keeper, SIGKILL);
-		killed = true;
-	}
-	if (killed) {
-		/* What the keeper would have removed is removed here, as reap
-		 * does, rather than at the next ward's start. */
-		until = now_ms() + 2000;
-		while (state_keeper_alive(keeper) && now_ms() < until)
-			usleep(1000);
-		box_reap(NULL, NULL);
-	}
 	return 0;
 }

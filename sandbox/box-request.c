@@ -1,0 +1,170 @@
+/* The requests to a box's keeper that are answered once, each bounded:
+ * its info, hibernate, wake, a pool box's claim; and destroy, which kills
+ * a keeper that does not answer and removes what it left. */
+#include "sandbox/box.h"
+#include "sandbox/box-conn-int.h"
+#include "sandbox/state.h"
+#include "base/timeutil.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool box_reply_done(void *ud)
+{
+	return ((struct box_conn *)ud)->reply != NULL;
+}
+
+/* One request to the keeper and its reply, an INFO frame with the same id. */
+static int box_request(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
+		       struct err *e)
+{
+	c->want_type = PROTO_INFO;
+	c->want_id = ++c->next_id;
+	int r = box_conn_queue(c, type, c->want_id, payload, payload ? strlen(payload) : 0);
+	if (r >= 0)
+		r = box_conn_drive(c, box_reply_done, c, now_ms() + ms, -1, 0, NULL);
+	c->want_type = 0;
+	if (r < 0 || !cJSON_IsObject(c->reply)) {
+		cJSON_Delete(c->reply);
+		c->reply = NULL;
+		return err_set(e, r < 0 ? r : -EPROTO, "box %s did not answer (%s)", c->name,
+			       r == -ETIMEDOUT ? "no reply in time" : r < 0 ? strerror(-r) : "a malformed reply");
+	}
+	*ret = c->reply;
+	c->reply = NULL;
+	return 0;
+}
+
+int box_info(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_request(c, PROTO_INFO, NULL, BOX_CONNECT_TIMEOUT_MS, ret, e);
+}
+
+/* A request answered {ok, ...} or {error, code}: the error is the
+ * keeper's one line (HIBERNATE, WAKE, CLAIM). */
+static int box_request_ok(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
+			  struct err *e)
+{
+	cJSON *j = NULL;
+	int r = box_request(c, type, payload, ms, &j, e);
+	if (r < 0)
+		return r;
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
+	if (why) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "code");
+		r = err_set(e, cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : -EIO, "%s", why);
+		cJSON_Delete(j);
+		return r;
+	}
+	*ret = j;
+	return 0;
+}
+
+int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_request_ok(c, PROTO_HIBERNATE, NULL, BOX_HIBERNATE_TIMEOUT_MS, ret, e);
+}
+
+int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_request_ok(c, PROTO_HIBERNATE, "{\"keep\":true}", BOX_HIBERNATE_TIMEOUT_MS, ret, e);
+}
+
+int box_claim(struct box_conn *c, const char *json, struct err *e)
+{
+	cJSON *j = NULL;
+	int r = box_request_ok(c, PROTO_CLAIM, json, BOX_CREATE_TIMEOUT_MS, &j, e);
+	cJSON_Delete(j);
+	return r;
+}
+
+int box_wake(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_request_ok(c, PROTO_WAKE, NULL, BOX_HIBERNATE_TIMEOUT_MS, ret, e);
+}
+
+bool box_is_hibernated(const char *name)
+{
+	struct box_conn *c;
+	cJSON *info = NULL;
+	if (box_connect(name, &c, NULL) < 0)
+		return false;
+	box_info(c, &info, NULL);
+	box_disconnect(c);
+	const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "state"));
+	bool hib = st && (!strcmp(st, "hibernated") || !strcmp(st, "cold"));
+	cJSON_Delete(info);
+	return hib;
+}
+
+/* DESTROY (payload: its condition, or NULL), and wait for the keeper to
+ * close the socket when the box is gone (bounded: 5 s). */
+static void box_send_destroy(struct box_conn *c, const char *payload)
+{
+	box_conn_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
+	char tmp[256];
+	int64_t until = now_ms() + 5000;
+	while (now_ms() < until) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
+		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
+			break;
+		if (pf.revents & POLLOUT)
+			box_conn_flush(c);
+		if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
+			break;
+	}
+}
+
+int box_destroy_if_pooled(const char *name)
+{
+	struct box_conn *c;
+	if (box_connect(name, &c, NULL) < 0)
+		return -ENOENT;
+	box_send_destroy(c, "{\"if_pooled\":true}");
+	box_disconnect(c);
+	return 0;
+}
+
+int box_destroy(const char *name, struct err *e)
+{
+	struct box_conn *c;
+	char boxdir[PATH_MAX];
+	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
+	if (r < 0)
+		return r;
+	pid_t keeper = state_keeper_pid(boxdir);
+	bool killed = false;
+	/* A keeper busy hibernating is not waited for: killed, its torn state
+	 * removed below. */
+	r = box_connect_quick(name, &c, e);
+	if (r < 0) {
+		if (!keeper)
+			return r;
+		/* A keeper that does not answer is killed; the box dies with it. */
+		kill(keeper, SIGKILL);
+		killed = true;
+	} else {
+		box_send_destroy(c, NULL);
+		box_disconnect(c);
+	}
+	int64_t until = now_ms() + 3000;
+	while (keeper && state_keeper_alive(keeper) && now_ms() < until)
+		usleep(1000);
+	if (keeper && state_keeper_alive(keeper)) {
+		/* Stuck (stopped, or blocked in a long hibernate). */
+		kill(keeper, SIGKILL);
+		killed = true;
+	}
+	if (killed) {
+		/* What the keeper would have removed is removed here, as reap
+		 * does, rather than at the next ward's start. */
+		until = now_ms() + 2000;
+		while (state_keeper_alive(keeper) && now_ms() < until)
+			usleep(1000);
+		box_reap(NULL, NULL);
+	}
+	return 0;
+}
