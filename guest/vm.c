@@ -247,8 +247,7 @@ again:
 		start = NULL;
 		/* Prepared: the host lists the box as ready only now. An event of
 		 * its own, not a READY hello, which says the channel reopened. */
-		static const char prepared[] = "{\"prepared\":true}";
-		if (proto_send(cfg->chan_fd, PROTO_EVENT, 0, 0, prepared, sizeof(prepared) - 1) < 0) {
+		if (proto_send(cfg->chan_fd, PROTO_EVENT, 0, 0, PROTO_PREPARED_EVENT, strlen(PROTO_PREPARED_EVENT)) < 0) {
 			proto_reader_free(&rd);
 			return -EPIPE;
 		}

@@ -56,6 +56,9 @@ enum proto_type {
 /* On a guest's HELLO: booted and waiting for PROTO_START (a VM; a
  * snapshot is taken at this point). */
 #define PROTO_F_READY 0x2
+/* A VM guest's EVENT after a pool's first START ({"prepare":true}): its
+ * shares are mounted and its limits set; it waits for the second START. */
+#define PROTO_PREPARED_EVENT "{\"prepared\":true}"
 /* On an INPUT frame: the stdin ends once this frame's bytes are written. */
 #define PROTO_F_EOF 0x1
 

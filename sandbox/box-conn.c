@@ -71,8 +71,9 @@ static int box_connect_as(const char *name, bool wait_busy, struct box_conn **re
 		return err_set(e, -ENAMETOOLONG, "box socket path too long");
 	if (c->fd < 0)
 		return err_set(e, -ENOENT, "no box named %s (see `ward box ls`)", name);
-	bool busy = box_keeper_busy(c->boxdir);
-	if (busy && !wait_busy) {
+	/* Only a quick connect reads the state first; a waiting one, only
+	 * when the hello is late. */
+	if (!wait_busy && box_keeper_busy(c->boxdir)) {
 		close(c->fd);
 		return err_set(e, -EBUSY, "box %s is busy (hibernating, waking or moving to the store); try again when "
 			       "it is done", name);

@@ -407,7 +407,8 @@ static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, struct
 			return err_set(e, r, "the VM's guest did not say it was prepared (%s)", strerror(-r));
 		if (f.type == PROTO_HELLO && (f.flags & PROTO_F_READY) && proto_hello_check(&f) == 0)
 			continue;
-		if (f.type == PROTO_EVENT && f.len == 17 && !memcmp(f.payload, "{\"prepared\":true}", 17))
+		if (f.type == PROTO_EVENT && f.len == strlen(PROTO_PREPARED_EVENT) &&
+		    !memcmp(f.payload, PROTO_PREPARED_EVENT, f.len))
 			return 0;
 		break;
 	}
