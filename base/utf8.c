@@ -1,4 +1,6 @@
 #include "base/utf8.h"
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include "base/cleanup.h"
 
@@ -63,32 +65,121 @@ char *utf8_dup(const char *in, size_t len)
 	return b.data;
 }
 
-char *utf8_term_safe(const char *in, size_t len)
+static bool term_hidden(unsigned cp)
 {
-	_cleanup_free_ char *u = utf8_dup(in, len);
-	if (!u)
-		return NULL;
-	struct buf b;
-	buf_init(&b, strlen(u) * 3 + 1);
-	buf_append(&b, "", 0);
-	const unsigned char *p = (const unsigned char *)u;
-	for (size_t i = 0; p[i]; i++) {
-		unsigned char c = p[i];
-		if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
-			buf_append(&b, &c, 1);
-		} else if (c == '\r' && p[i + 1] == '\n') {
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t utf8_term_char(const unsigned char *p, size_t avail, char rep[UTF8_TERM_REP])
+{
+	unsigned char c = p[0];
+	rep[0] = 0;
+	if (c < 0x80) {
+		if (c == 0x7f || (c < 0x20 && c != '\n' && c != '\t')) {
+			rep[0] = '^';
+			rep[1] = c == 0x7f ? '?' : (char)(c + 0x40);
+			rep[2] = 0;
+		}
+		return 1;
+	}
+	size_t n = utf8_seq_len(p, avail);
+	if (!n) {
+		memcpy(rep, "\xef\xbf\xbd", 4);
+		return 1;
+	}
+	unsigned cp = c & (0xff >> (n + 1));
+	for (size_t i = 1; i < n; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	if (term_hidden(cp))
+		snprintf(rep, UTF8_TERM_REP, "<U+%04X>", cp);
+	return n;
+}
+
+/* p starts a UTF-8 sequence that avail bytes do not finish. */
+static bool term_unfinished(const unsigned char *p, size_t avail)
+{
+	unsigned char c = p[0];
+	size_t n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+	if (avail >= n)
+		return false;
+	for (size_t i = 1; i < avail; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return false;
+	return true;
+}
+
+/* The characters of p[0..len), all but an unfinished one at the end:
+ * how many bytes were taken. */
+static size_t term_run(const unsigned char *p, size_t len, struct buf *out)
+{
+	size_t i = 0, run = 0;
+	char rep[UTF8_TERM_REP];
+	while (i < len && !term_unfinished(p + i, len - i)) {
+		size_t n = utf8_term_char(p + i, len - i, rep);
+		if (!rep[0]) {
+			i += n;
+			run += n;
 			continue;
-		} else if (c < 0x20) {
-			char caret[2] = { '^', (char)(c + 0x40) };
-			buf_append(&b, caret, 2);
-		} else if (c == 0x7f || (c == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)) {
-			buf_append(&b, "\xef\xbf\xbd", 3);
-			if (c == 0xc2)
-				i++;
+		}
+		if ((run && buf_append(out, p + i - run, run) < 0) || buf_append(out, rep, strlen(rep)) < 0)
+			return len;
+		run = 0;
+		i += n;
+	}
+	if (run)
+		buf_append(out, p + i - run, run);
+	return i;
+}
+
+void utf8_term_feed(struct utf8_term *t, const char *in, size_t len, struct buf *out)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	/* A character the last piece cut: its first bytes and this piece's. */
+	while (t->nheld && len) {
+		unsigned char w[8];
+		size_t add = MIN(len, sizeof(w) - t->nheld);
+		memcpy(w, t->held, t->nheld);
+		memcpy(w + t->nheld, p, add);
+		if (term_unfinished(w, t->nheld + add)) {
+			memcpy(t->held + t->nheld, p, add);
+			t->nheld += add;
+			return;
+		}
+		char rep[UTF8_TERM_REP];
+		size_t n = utf8_term_char(w, t->nheld + add, rep);
+		buf_append(out, rep[0] ? rep : (const char *)w, rep[0] ? strlen(rep) : n);
+		if (n >= t->nheld) {
+			p += n - t->nheld;
+			len -= n - t->nheld;
+			t->nheld = 0;
 		} else {
-			buf_append(&b, &c, 1);
+			memmove(t->held, t->held + n, t->nheld - n);
+			t->nheld -= n;
 		}
 	}
+	size_t done = term_run(p, len, out);
+	memcpy(t->held, p + done, len - done);
+	t->nheld = len - done;
+}
+
+void utf8_term_end(struct utf8_term *t, struct buf *out)
+{
+	for (size_t i = 0; i < t->nheld; i++)
+		buf_append(out, "\xef\xbf\xbd", 3);
+	t->nheld = 0;
+	buf_cstr(out);
+}
+
+char *utf8_term_safe(const char *in, size_t len)
+{
+	struct buf b;
+	buf_init(&b, len * 4 + 16);
+	if (buf_append(&b, "", 0) < 0)
+		return NULL;
+	struct utf8_term t = { 0 };
+	utf8_term_feed(&t, in, len, &b);
+	utf8_term_end(&t, &b);
 	return b.data;
 }
 

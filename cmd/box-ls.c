@@ -2,6 +2,7 @@
  * state, limits and what enforces them. */
 #include "cmd/box-ls.h"
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "sandbox/box.h"
@@ -107,7 +108,7 @@ int box_ls_main(int argc, char **argv)
 			if (n && (int)strlen(n) > nw)
 				nw = (int)strlen(n);
 		}
-		printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME",
+		term_printf(stdout, "%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw, "NAME", "STATE", "BACKEND", "UPTIME",
 		       "ENDS-IN", "CALLS", "DISK", "LABELS", "WORKSPACE");
 		cJSON_ArrayForEach(b, arr) {
 			const char *st = cJSON_IsTrue(cJSON_GetObjectItem(b, "alive")) ?
@@ -125,7 +126,7 @@ int box_ls_main(int argc, char **argv)
 				snprintf(disk, sizeof(disk), "-");
 			char labels[512];
 			ls_labels(b, labels, sizeof(labels));
-			printf("%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw,
+			term_printf(stdout, "%-*s %-10s %-7s %8s %9s %5s %8s  %-20s %s\n", nw,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "name")), st ? st : "?",
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "backend")) ?: "-", up, ends, calls, disk, labels,
 			       cJSON_GetStringValue(cJSON_GetObjectItem(b, "workspace")) ?: "-");

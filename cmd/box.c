@@ -1,5 +1,6 @@
 /* ward box: manage boxes by hand. */
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 #include "cmd/box-flags.h"
 #include "cmd/box-ls.h"
 #include "base/cleanup.h"
@@ -183,7 +184,7 @@ static int exec_in(const char *name, int argc, char **argv, int64_t timeout_s, i
 		/* The model's text is the clearest account: time-out, tail, hint;
 		 * a failure with no exit code is the box's (a wake that failed). */
 		const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(res, "text"));
-		fprintf(stderr, "ward: %s: %s", o, t ? t : "\n");
+		term_printf(stderr, "ward: %s: %s", o, t ? t : "\n");
 	}
 	cJSON_Delete(res);
 	return code;
@@ -240,7 +241,7 @@ static int sub_run(int argc, char **argv)
 
 static void pool_say(const char *msg)
 {
-	fprintf(stderr, "ward: pool: %s\n", msg);
+	term_printf(stderr, "ward: pool: %s\n", msg);
 }
 
 /* ward box pool --size N [create flags]: until SIGINT or SIGTERM. */
@@ -289,7 +290,7 @@ static int sub_pool(int argc, char **argv)
 	o.guest_path = cmd_guest_path();
 	int sfd = cancel_signalfd();
 	struct err e = { 0 };
-	fprintf(stderr, "ward: pool: keeping %llu box%s ready; `ward box create` with the same flags takes one; "
+	term_printf(stderr, "ward: pool: keeping %llu box%s ready; `ward box create` with the same flags takes one; "
 		"Ctrl-C or SIGTERM ends the pool and its boxes\n", (unsigned long long)size, size == 1 ? "" : "es");
 	int r = box_pool(&o, (unsigned)size, sfd, pool_say, &e);
 	close(sfd);

@@ -1,5 +1,6 @@
 /* ward config: the settings in force, and where each came from. */
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 #include "cmd/settings.h"
 #include "base/cleanup.h"
 #include "turn/turn.h"
@@ -76,7 +77,7 @@ static void show_line(const char *key, const char *value, const struct settings_
 {
 	char src[PATH_MAX + 32];
 	source_text(a, src, sizeof(src));
-	printf("%-20s %-30s %s\n", key, value, src);
+	term_printf(stdout, "%-20s %-30s %s\n", key, value, src);
 }
 
 static const char *default_text(const struct settings_key *k, const struct run_flags *f)
@@ -112,8 +113,8 @@ static int config_show(const struct run_flags *f, const struct settings_report *
 		cJSON_AddBoolToObject(p, "found", rep->project_found);
 		set = cJSON_AddObjectToObject(out, "settings");
 	} else {
-		printf("# user file: %s%s\n", rep->user[0] ? rep->user : "(none: no HOME)", rep->user_found ? "" : " (not found)");
-		printf("# project file: %s%s\n", rep->project[0] ? rep->project : "(none: no workspace)",
+		term_printf(stdout, "# user file: %s%s\n", rep->user[0] ? rep->user : "(none: no HOME)", rep->user_found ? "" : " (not found)");
+		term_printf(stdout, "# project file: %s%s\n", rep->project[0] ? rep->project : "(none: no workspace)",
 		       rep->project_found ? "" : " (not found)");
 	}
 	for (size_t i = 0; settings_key_at(i); i++) {

@@ -1,5 +1,6 @@
 /* ward doctor: what this machine can enforce, checked, never assumed. */
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
 #include "base/cleanup.h"
@@ -26,12 +27,13 @@ static int doctor_fail;
 static void line(bool ok, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void line(bool ok, const char *what, const char *fmt, ...)
 {
+	char *s = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	printf("%-4s %-22s ", ok ? "ok" : "--", what);
-	vprintf(fmt, ap);
-	putchar('\n');
+	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
+	term_printf(stdout, "%-4s %-22s %s\n", ok ? "ok" : "--", what, n >= 0 ? s : "?");
+	free(s);
 }
 
 /* Try the namespaces in a child, as a box would. */

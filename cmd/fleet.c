@@ -1,4 +1,5 @@
 #include "cmd/fleet.h"
+#include "cmd/term.h"
 #include "cmd/cmd.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -41,12 +42,13 @@ const char fleet_probe[] = "";
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warn(const char *fmt, ...)
 {
+	char *s = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("ward: warning: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
+	term_printf(stderr, "ward: warning: %s\n", n >= 0 ? s : "?");
+	free(s);
 }
 
 bool fleet_stop_final(const char *stop)
@@ -334,7 +336,7 @@ int fleet_prepare(struct fleet *fl)
 			return EXIT_USAGE;
 		}
 		if (cJSON_IsBool(fin) ? cJSON_IsTrue(fin) : fleet_stop_final(stop)) {
-			fprintf(stderr, "ward: task %s already finished (%s); skipped: its results are in %s\n", fl->id, stop,
+			term_printf(stderr, "ward: task %s already finished (%s); skipped: its results are in %s\n", fl->id, stop,
 				fl->dir);
 			cJSON_Delete(j);
 			return 1;
@@ -372,7 +374,7 @@ int fleet_prepare(struct fleet *fl)
 				}
 			}
 			if (!fl->resume[0])
-				fprintf(stderr, "ward: task %s: its earlier session %s is not on this machine (nor its workspace "
+				term_printf(stderr, "ward: task %s: its earlier session %s is not on this machine (nor its workspace "
 					"changes); it starts again\n", fl->id, id);
 		}
 	}
@@ -451,7 +453,7 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 		return r;
 	}
 	const cJSON *ec = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
-	fprintf(stderr, "ward: task %s: %s (exit %d) in %.1f s; results in %s\n", fl->id, stop ? stop : "?",
+	term_printf(stderr, "ward: task %s: %s (exit %d) in %.1f s; results in %s\n", fl->id, stop ? stop : "?",
 		cJSON_IsNumber(ec) ? ec->valueint : -1, (double)(now_ms() - fl->t0_ms) / 1000, fl->dir);
 	return 0;
 }

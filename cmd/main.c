@@ -1,4 +1,5 @@
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 #include "config.h"
 #include "sandbox/box.h"
 
@@ -20,16 +21,17 @@ void cmd_error_context(const char *where)
 	error_context = where;
 }
 
+/* A message often quotes what others wrote (a file's name, a server's
+ * words): all of it goes out by the terminal rule. */
 void cmd_error(const char *fmt, ...)
 {
+	char *s = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("ward: ", stderr);
-	if (error_context)
-		fputs(error_context, stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
+	term_printf(stderr, "ward: %s%s\n", error_context ? error_context : "", n >= 0 ? s : "?");
+	free(s);
 }
 
 const char *cmd_guest_path(void)

@@ -2,6 +2,7 @@
  * their own for the asking: their state and their tools. */
 #include "cmd/cmd.h"
 #include "cmd/mcpconf.h"
+#include "cmd/term.h"
 #include "cmd/session.h"
 #include "cmd/settings.h"
 #include "base/buf.h"
@@ -114,7 +115,9 @@ static int mcp_list(int argc, char **argv)
 			struct buf b;
 			buf_init(&b, 1u << 20);
 			mcpconf_describe(st, &b);
-			fwrite(b.data ? b.data : "", 1, b.len, stdout);
+			/* The servers' own words (serverInfo, tool names, why one
+			 * is down) are in it: by the terminal rule. */
+			term_write(stdout, b.data ? b.data : "", b.len);
 			buf_free(&b);
 		}
 		cJSON_Delete(st);

@@ -1,5 +1,6 @@
 /* The run's MCP servers, and the project file's trust. */
 #include "cmd/mcpconf.h"
+#include "cmd/term.h"
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
 #include "base/buf.h"
@@ -181,7 +182,7 @@ void mcpconf_free(struct mcpconf *c)
 
 static void note_line(void *ud, const char *line)
 {
-	fprintf(stderr, "ward: %s\n", line);
+	term_printf(stderr, "ward: %s\n", line);
 }
 
 int mcpconf_start(struct mcpconf *c, struct box_conn *box, struct journal *j, struct mcp **ret)

@@ -55,10 +55,15 @@ static void put_text(FILE *f, const char *s, size_t max, enum esc how)
 		}
 		bool ctl = cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
 		const char *rep = NULL;
-		char num[16];
+		char num[16];	/* >= UTF8_TERM_REP */
 		switch (how) {
 		case ESC_TERM:
-			rep = cp == '\t' || cp == '\n' || cp == '\r' ? " " : ctl ? "\xEF\xBF\xBD" : NULL;
+			/* One line: tab and newline are spaces; the rest is the
+			 * terminal rule's (base/utf8.h). */
+			if (cp == '\t' || cp == '\n')
+				rep = " ";
+			else if (utf8_term_char(p, n, num), num[0])
+				rep = num;
 			break;
 		case ESC_XML_TEXT:
 		case ESC_XML_ATTR:

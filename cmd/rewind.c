@@ -1,6 +1,7 @@
 /* ward rewind, what /rewind does, and the checkpoint before each of the
  * person's messages (cmd/rewind.h). */
 #include "cmd/rewind.h"
+#include "cmd/term.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
@@ -64,7 +65,7 @@ void rewind_checkpoint(struct session *s, bool layer)
 	if (r < 0) {
 		cJSON_AddStringToObject(rec, "error", e.msg);
 		fflush(stdout);
-		fprintf(stderr, "ward: warning: no checkpoint before message %d (%s): its workspace cannot be rewound to\n", n,
+		term_printf(stderr, "ward: warning: no checkpoint before message %d (%s): its workspace cannot be rewound to\n", n,
 			e.msg);
 	}
 	journal_write(&s->j, "checkpoint", rec);
@@ -215,7 +216,7 @@ static void rewind_print(const cJSON *list)
 	const cJSON *c;
 	cJSON_ArrayForEach(c, list) {
 		_cleanup_free_ char *t = tui_short(json_str(c, "text") ? json_str(c, "text") : "", 60);
-		printf("%-8lld %-21s %s\n", (long long)json_int(c, "message", 0), json_str(c, "at") ? json_str(c, "at") : "",
+		term_printf(stdout, "%-8lld %-21s %s\n", (long long)json_int(c, "message", 0), json_str(c, "at") ? json_str(c, "at") : "",
 		       t ? t : "");
 	}
 }
@@ -269,11 +270,11 @@ static int rewind_run(int argc, char **argv)
 	cJSON_Delete(s.messages);
 	if (r)
 		return r;
-	fprintf(stderr, "ward: session %s is back before message %llu (\"%s\"): %d message%s in its conversation; %s\n",
+	term_printf(stderr, "ward: session %s is back before message %llu (\"%s\"): %d message%s in its conversation; %s\n",
 		id, (unsigned long long)n, t ? t : "", d.messages, d.messages == 1 ? "" : "s",
 		d.workspace ? "its workspace changes are as they were then" : "its workspace was not rewound (the session "
 		"kept no layer of it: --rw or --box)");
-	fprintf(stderr, "ward: go on with: ward run --resume %s TASK\n", id);
+	term_printf(stderr, "ward: go on with: ward run --resume %s TASK\n", id);
 	return EXIT_OKAY;
 }
 

@@ -1,5 +1,6 @@
 #include "cmd/run-out.h"
 #include "cmd/session.h"
+#include "cmd/term.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "turn/usage.h"
@@ -93,7 +94,7 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		break;
 	}
 	case EV_RETRY:
-		fprintf(stderr, "ward: %s; retrying in %.1f s\n", ev->text, (double)ev->n / 1000);
+		term_printf(stderr, "ward: %s; retrying in %.1f s\n", ev->text, (double)ev->n / 1000);
 		break;
 	case EV_TOOL_CALL: {
 		if (o->text_open) {
@@ -101,32 +102,34 @@ void run_out_event(void *ud, const struct turn_event *ev)
 			fflush(stdout);
 			o->text_open = false;
 		}
-		const char *arg = session_call_arg(ev->call);
-		_cleanup_free_ char *a = utf8_term_safe(arg, strlen(arg));
-		fprintf(stderr, "● %s %.200s%s\n", json_str(ev->call, "name") ? json_str(ev->call, "name") : "?",
-			a ? a : "", a && strlen(a) > 200 ? "…" : "");
+		/* One line each, as the session's card: a newline in them
+		 * would start a line that looks like ward's. */
+		const char *arg = session_call_arg(ev->call), *name = json_str(ev->call, "name");
+		_cleanup_free_ char *n = term_line(name ? name : "?", strlen(name ? name : "?"), 60);
+		_cleanup_free_ char *a = term_line(arg, strlen(arg), 200);
+		term_printf(stderr, "● %s %s\n", n ? n : "", a ? a : "");
 		break;
 	}
 	case EV_APPROVAL:
 		if (ev->n != GATE_ALLOW)
-			fprintf(stderr, "  ✗ %s\n", ev->text);
+			term_printf(stderr, "  ✗ %s\n", ev->text);
 		break;
 	case EV_TOOL_RESULT: {
 		const char *outcome = json_str(ev->result, "outcome");
 		const cJSON *ec = cJSON_GetObjectItemCaseSensitive(ev->result, "exit_code");
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "elapsed_ms");
-		fprintf(stderr, "  ⎿ %s", outcome ? outcome : "?");
+		term_printf(stderr, "  ⎿ %s", outcome ? outcome : "?");
 		if (cJSON_IsNumber(ec))
-			fprintf(stderr, " (exit %d)", ec->valueint);
+			term_printf(stderr, " (exit %d)", ec->valueint);
 		if (cJSON_IsNumber(ms))
-			fprintf(stderr, " in %.1f s", ms->valuedouble / 1000);
+			term_printf(stderr, " in %.1f s", ms->valuedouble / 1000);
 		if (outcome && strcmp(outcome, "ok")) {
 			/* The first line of what the model was told. */
 			const char *t = json_str(ev->result, "text");
 			if (t && *t) {
 				size_t l = strcspn(t, "\n");
 				_cleanup_free_ char *s = utf8_term_safe(t, MIN(l, (size_t)300));
-				fprintf(stderr, ": %s", s ? s : "");
+				term_printf(stderr, ": %s", s ? s : "");
 			}
 		}
 		fputc('\n', stderr);
@@ -136,10 +139,10 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		const char *what = json_str(ev->result, "event"), *why = json_str(ev->result, "why");
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev->result, "ms");
 		if (what && !strcmp(what, "woken"))
-			fprintf(stderr, "  ⏻ the box was hibernated: woken in %.0f ms\n", cJSON_IsNumber(ms) ? ms->valuedouble : 0);
+			term_printf(stderr, "  ⏻ the box was hibernated: woken in %.0f ms\n", cJSON_IsNumber(ms) ? ms->valuedouble : 0);
 		else if (what && !strcmp(what, "wake_failed")) {
 			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
-			fprintf(stderr, "  ✗ the box could not be woken: %s\n", w ? w : "");
+			term_printf(stderr, "  ✗ the box could not be woken: %s\n", w ? w : "");
 		}
 		break;
 	}
@@ -152,9 +155,9 @@ void run_out_event(void *ud, const struct turn_event *ev)
 						       strlen(json_str(ev->result, "host") ? json_str(ev->result, "host") : "?"));
 		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev->result, "allowed"))) {
 			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
-			fprintf(stderr, "  ✗ network: %s\n", w ? w : "");
+			term_printf(stderr, "  ✗ network: %s\n", w ? w : "");
 		} else {
-			fprintf(stderr, "  ⇄ network: %.200s:%d, %.0f bytes in\n", h ? h : "", cJSON_IsNumber(port) ? port->valueint : 0,
+			term_printf(stderr, "  ⇄ network: %.200s:%d, %.0f bytes in\n", h ? h : "", cJSON_IsNumber(port) ? port->valueint : 0,
 				cJSON_IsNumber(down) ? down->valuedouble : 0);
 		}
 		break;
@@ -165,13 +168,13 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		const char *d = json_str(ev->result, "decision"), *w = json_str(ev->result, "why");
 		if (d && (!strcmp(d, "block") || !strcmp(d, "approve"))) {
 			_cleanup_free_ char *s = utf8_term_safe(w ? w : "", strnlen(w ? w : "", 300));
-			fprintf(stderr, "  ⚑ %s hook: %s%s%s\n", json_str(ev->result, "event") ? json_str(ev->result, "event") : "?",
+			term_printf(stderr, "  ⚑ %s hook: %s%s%s\n", json_str(ev->result, "event") ? json_str(ev->result, "event") : "?",
 				d, s && *s ? ": " : "", s ? s : "");
 		}
 		break;
 	}
 	case EV_COMPACT:
-		fprintf(stderr, "ward: compacted the conversation: %lld messages replaced by a summary (%s)\n",
+		term_printf(stderr, "ward: compacted the conversation: %lld messages replaced by a summary (%s)\n",
 			(long long)ev->n, ev->text);
 		break;
 	case EV_STOP:

@@ -2,6 +2,7 @@
  * model's answer on stdout, progress on stderr. --json: one JSON object per
  * line on stdout for every event, ending with a "result" event. */
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 #include "cmd/session.h"
 #include "cmd/fleet.h"
 #include "cmd/run-out.h"
@@ -649,10 +650,10 @@ static int run_run(int argc, char **argv)
 	if (cfg->b.deadline_ms)
 		watchdog_start(&s.j, cfg->b.deadline_ms);
 	if (fl.file)
-		fprintf(stderr, "ward: task %s (index %ld, run %d): session %s, box %s\n", fl.id, fl.index, fl.runs, s.j.id,
+		term_printf(stderr, "ward: task %s (index %ld, run %d): session %s, box %s\n", fl.id, fl.index, fl.runs, s.j.id,
 			box_name);
 	else if (!out.json)
-		fprintf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
+		term_printf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
 
 	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
 	rewind_checkpoint(&s, own_box && !f.rw && workspace);
@@ -676,21 +677,21 @@ static int run_run(int argc, char **argv)
 	} else {
 		r = exit_for(stop.kind);
 		if (!out.json) {
-			fprintf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
+			term_printf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
 				turn_stop_name(stop.kind), stop.why, stop.rounds, stop.rounds == 1 ? "" : "s", stop.calls,
 				stop.calls == 1 ? "" : "s", (long long)usage_prompt(&stop.usage), (long long)stop.usage.output);
 			if (stop.usage.cache_read || stop.usage.cache_write)
-				fprintf(stderr, ", %.0f%% from the cache", usage_hit_rate(&stop.usage) * 100);
+				term_printf(stderr, ", %.0f%% from the cache", usage_hit_rate(&stop.usage) * 100);
 			if (stop.cost >= 0)
-				fprintf(stderr, ", $%.4f", stop.cost);
-			fprintf(stderr, "); session %s\n", s.j.id);
+				term_printf(stderr, ", $%.4f", stop.cost);
+			term_printf(stderr, "); session %s\n", s.j.id);
 		}
 		cJSON *files = cJSON_CreateArray();
 		int w = EXIT_OKAY;
 		/* Only a finished run's changes are applied by --apply; a stopped
 		 * run's are kept for a look first (ward diff / ward apply). */
 		if (apply && r != EXIT_OKAY && !out.json)
-			fprintf(stderr, "ward: --apply: not applied, because the run did not finish\n");
+			term_printf(stderr, "ward: --apply: not applied, because the run did not finish\n");
 		bool patched = false;
 		if (!f.rw && workspace) {
 			struct session_changes_opts co = { .json = out.json, .record = true, .apply = apply && r == EXIT_OKAY,

@@ -1,4 +1,5 @@
 #include "cmd/session.h"
+#include "cmd/term.h"
 #include "cmd/instructions.h"
 #include "turn/schema.h"
 #include "base/buf.h"
@@ -68,9 +69,9 @@ static void session_system(struct run_flags *f, struct session *s, const char *w
 		char cwd[PATH_MAX];
 		instructions_load(ws, getcwd(cwd, sizeof(cwd)), 0, &in);
 		if (in.why[0])
-			fprintf(stderr, "ward: project instructions: %s\n", in.why);
+			term_printf(stderr, "ward: project instructions: %s\n", in.why);
 		if (in.cut)
-			fprintf(stderr, "ward: project instructions: cut at %u KiB (the system prompt says where)\n",
+			term_printf(stderr, "ward: project instructions: cut at %u KiB (the system prompt says where)\n",
 				INSTRUCTIONS_CAP >> 10);
 		cJSON *rec = cJSON_CreateObject();
 		cJSON_AddItemToObject(rec, "files", cJSON_Duplicate(in.files, 1));
@@ -180,7 +181,7 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 		snprintf(name, n, "%s", bname);
 		*ret_kept = true;
 		if (box_is_hibernated(bname))
-			fprintf(stderr, "ward: the session's box %s is hibernated; its first call wakes it\n", bname);
+			term_printf(stderr, "ward: the session's box %s is hibernated; its first call wakes it\n", bname);
 		return 0;
 	}
 	struct box_opts bo;
@@ -254,7 +255,7 @@ int session_box_end(struct session *s, const char *name, bool keep)
 	if (c)
 		box_disconnect(c);
 	if (keep && !kept)
-		fprintf(stderr, "ward: the session's box could not be kept (%s); it is destroyed\n", e.msg);
+		term_printf(stderr, "ward: the session's box could not be kept (%s); it is destroyed\n", e.msg);
 	if (!kept)
 		box_destroy(name, &e);
 	return kept;
@@ -340,7 +341,7 @@ void session_changes_begin(const struct session_ws *w, int64_t since_ns)
 	if (!w->workspace || !*w->workspace)
 		return;
 	if (base_path(w, base, sizeof(base), &e) < 0 || ws_base_begin(base, since_ns, &e) < 0)
-		fprintf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
+		term_printf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
 }
 
 void session_changes_record(const struct session_ws *w)
@@ -353,7 +354,7 @@ void session_changes_record(const struct session_ws *w)
 	if (k > 0 && (base_path(w, base, sizeof(base), &e) < 0 || ws_base_record(base, w->workspace, &ch, false, &e) < 0))
 		k = -1;
 	if (k < 0)
-		fprintf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
+		term_printf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
 	layers_release(&L);
 	ws_changes_free(&ch);
 }
@@ -415,7 +416,7 @@ static int report_edits(const struct session_ws *w, const struct ws_changes *ch,
 		if (!ch->v[i].conflict || (i && !strcmp(ch->v[i].path, ch->v[i - 1].path)))
 			continue;
 		_cleanup_free_ char *p = utf8_term_safe(ch->v[i].path, strlen(ch->v[i].path));
-		fprintf(stderr, "ward: %s: %s: %s\n", p ? p : "?", force ? "applied anyway (--force)" : "not applied",
+		term_printf(stderr, "ward: %s: %s: %s\n", p ? p : "?", force ? "applied anyway (--force)" : "not applied",
 			ch->v[i].conflict);
 		files++;
 	}
@@ -443,7 +444,7 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 	if (k > 0 && o->record) {
 		char base[PATH_MAX];
 		if (base_path(w, base, sizeof(base), &e) < 0 || ws_base_record(base, workspace, &ch, false, &e) < 0)
-			fprintf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
+			term_printf(stderr, "ward: warning: %s; applying these changes will ask for --force\n", e.msg);
 	}
 	/* No changes: an empty patch, so that the file is always the run's. */
 	bool patched = o->patch && write_patch(o->patch, workspace, L.upper, &ch, &e) >= 0;
@@ -457,7 +458,7 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 			session_layers_drop(w);
 		}
 		if (!o->json && k > 0)
-			fprintf(stderr, "ward: no changes to the workspace\n");
+			term_printf(stderr, "ward: no changes to the workspace\n");
 		ws_changes_free(&ch);
 		if (ret_patched)
 			*ret_patched = patched;
@@ -468,7 +469,9 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 	int edits = o->apply && r == EXIT_OKAY ? find_edits(w, &ch, &ee) : 0;
 	for (size_t i = 0; o->files && i < ch.n; i++) {
 		cJSON *f = cJSON_CreateObject();
-		cJSON_AddStringToObject(f, "path", ch.v[i].path);
+		/* JSON is UTF-8: a name's bytes that are not are U+FFFD. */
+		_cleanup_free_ char *path = utf8_dup(ch.v[i].path, strlen(ch.v[i].path));
+		cJSON_AddStringToObject(f, "path", path ? path : "?");
 		cJSON_AddStringToObject(f, "change", ws_kind_name(ch.v[i].kind));
 		if (ch.v[i].dir)
 			cJSON_AddBoolToObject(f, "dir", 1);
@@ -477,9 +480,10 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 		cJSON_AddItemToArray(o->files, f);
 	}
 	if (!o->json) {
-		fprintf(stderr, "ward: the workspace changes:\n");
+		term_printf(stderr, "ward: the workspace changes:\n");
 		fflush(stderr);
-		FILE *err = fdopen(dup(2), "w");
+		/* For a person, wherever stderr goes: by the terminal rule. */
+		FILE *err = term_stream(stderr);
 		if (err) {
 			ws_diff(workspace, upper, &ch, err, &e);
 			fclose(err);
@@ -500,19 +504,19 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 			 * tree's too, and that is its new base. */
 			if (w->box && (base_path(w, base, sizeof(base), &e) < 0 ||
 				       ws_base_record(base, workspace, &ch, true, &e) < 0))
-				fprintf(stderr, "ward: warning: %s\n", e.msg);
+				term_printf(stderr, "ward: warning: %s\n", e.msg);
 			layers_release(&L);
 			session_layers_drop(w);
 			session_checkpoints_drop(w);
 			for (size_t i = 0; i < ch.n; i++)
 				if (ch.v[i].setid_dropped)
-					fprintf(stderr, "ward: %s: applied without the setuid/setgid bit the box set\n",
+					term_printf(stderr, "ward: %s: applied without the setuid/setgid bit the box set\n",
 						ch.v[i].path);
 			if (!o->json)
-				fprintf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
+				term_printf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
 		}
 	} else if (!o->json && !refused) {
-		fprintf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, w->session);
+		term_printf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, w->session);
 	}
 	layers_release(&L);
 	ws_changes_free(&ch);

@@ -2,6 +2,7 @@
  * behind, looked at and applied after. */
 #include "cmd/cmd.h"
 #include "cmd/session.h"
+#include "cmd/term.h"
 #include "base/cleanup.h"
 #include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
@@ -68,7 +69,12 @@ static int changes_cmd(int argc, char **argv, bool apply)
 	if (k > 0 && apply)
 		layers_release(&L);
 	if (!apply) {
-		int r = k < 0 ? -1 : ws_diff(workspace, L.upper, &ch, stdout, &e);
+		/* At a terminal, for a person (the terminal rule); to a pipe or a
+		 * file, data: the exact bytes, for git apply. */
+		FILE *out = k >= 0 && term_is(stdout) ? term_stream(stdout) : stdout;
+		int r = k < 0 ? -1 : !out ? err_set(&e, -ENOMEM, "out of memory") : ws_diff(workspace, L.upper, &ch, out, &e);
+		if (out && out != stdout && fclose(out) != 0 && r >= 0)
+			r = errno == EPIPE ? -EPIPE : err_setc(&e, -errno, "writing the diff");
 		if (k > 0)
 			layers_release(&L);
 		ws_changes_free(&ch);
@@ -114,14 +120,14 @@ static int sessions_run(int argc, char **argv)
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	printf("%-24s %-14s %-16s %-9s %s\n", "SESSION", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
+	term_printf(stdout, "%-24s %-14s %-16s %-9s %s\n", "SESSION", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
 	const cJSON *x;
 	cJSON_ArrayForEach(x, list) {
 		const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
 		char c[16] = "-";
 		if (cJSON_IsNumber(nc) && nc->valueint > 0)
 			snprintf(c, sizeof(c), "%d", nc->valueint);
-		printf("%-24s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"), c,
+		term_printf(stdout, "%-24s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"), c,
 		       json_str(x, "workspace"));
 	}
 	cJSON_Delete(list);

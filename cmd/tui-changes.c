@@ -85,8 +85,9 @@ void tui_apply_now(struct tui *u, bool force)
 	struct session_changes_opts co = { .json = true, .apply = true, .force = force, .files = files };
 	if (session_changes(&sw, &co, NULL) == EXIT_OKAY) {
 		int n = cJSON_GetArraySize(files);
+		_cleanup_free_ char *wsn = tui_short(u->ws, sizeof(u->ws));
 		if (n)
-			tui_putf(u, "Applied %d change%s to %s.\n", n, n == 1 ? "" : "s", u->ws);
+			tui_putf(u, "Applied %d change%s to %s.\n", n, n == 1 ? "" : "s", wsn ? wsn : "");
 		else
 			tui_put(u, "No changes to apply.\n");
 	}
@@ -109,7 +110,8 @@ void tui_offer_changes(struct tui *u)
 			session_layers_drop(&sw);
 			return;
 		}
-		tui_putf(u, "\nThe session changed %zu file%s in its copy of %s:\n", ch.n, ch.n == 1 ? "" : "s", u->ws);
+		_cleanup_free_ char *wsn = tui_short(u->ws, sizeof(u->ws));
+		tui_putf(u, "\nThe session changed %zu file%s in its copy of %s:\n", ch.n, ch.n == 1 ? "" : "s", wsn ? wsn : "");
 		for (size_t i = 0; i < ch.n && i < 20; i++) {
 			_cleanup_free_ char *s = tui_short(ch.v[i].path, 200);
 			tui_putf(u, "  %-9s %s\n", ws_kind_name(ch.v[i].kind), s ? s : "");

@@ -7,6 +7,7 @@
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "cmd/cmd.h"
+#include "cmd/term.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,29 +60,10 @@ void tui_put_safe(struct tui *u, const char *p, size_t n)
 		tui_put(u, s);
 }
 
-/* At most max bytes of s's n, cut at a character boundary, "…" when
- * cut; newlines shown as ⏎. Term-safe. */
+/* The session's one-line form is ward's one (cmd/term.h). */
 char *tui_short_n(const char *s, size_t n, size_t max)
 {
-	size_t k = n;
-	if (k > max) {
-		k = max;
-		while (k > 0 && ((unsigned char)s[k] & 0xc0) == 0x80)
-			k--;
-	}
-	struct buf b;
-	buf_init(&b, max * 3 + 16);
-	for (size_t i = 0; i < k; i++) {
-		if (s[i] == '\n')
-			buf_append(&b, "⏎", strlen("⏎"));
-		else
-			buf_append(&b, &s[i], 1);
-	}
-	if (k < n)
-		buf_append(&b, "…", strlen("…"));
-	char *r = utf8_term_safe(b.data ? b.data : "", b.len);
-	buf_free(&b);
-	return r;
+	return term_line(s, n, max);
 }
 
 char *tui_short(const char *s, size_t max)

@@ -161,8 +161,7 @@ static void tui_show_mcp(struct tui *u)
 	struct buf b;
 	buf_init(&b, 1u << 20);
 	mcpconf_describe(st, &b);
-	buf_cstr(&b);
-	tui_put(u, b.data ? b.data : "");
+	tui_put_safe(u, b.data ? b.data : "", b.len);
 	buf_free(&b);
 	cJSON_Delete(st);
 }
@@ -205,7 +204,8 @@ static void cmd_box_show(struct tui *u)
 	     (int)json_int(l, "pids", 0), json_str(l, "pids_by") ? json_str(l, "pids_by") : "?",
 	     json_str(l, "cpu_by") ? json_str(l, "cpu_by") : "?",
 	     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "network")) ? "on" : "off");
-	tui_putf(u, "  workspace %s (%s)\n", u->ws[0] ? u->ws : "(none)", u->f.rw ? "read-write" : "copy-on-write");
+	_cleanup_free_ char *wsn = tui_short(u->ws[0] ? u->ws : "(none)", sizeof(u->ws));
+	tui_putf(u, "  workspace %s (%s)\n", wsn ? wsn : "", u->f.rw ? "read-write" : "copy-on-write");
 	cJSON_Delete(info);
 }
 
@@ -226,7 +226,8 @@ static void session_switch(struct tui *u, const char *id)
 	snprintf(u->ws, sizeof(u->ws), "%s", ws);
 	u->usage = (struct usage){ 0 };
 	int n = cJSON_GetArraySize(u->s.messages);
-	tui_putf(u, "Resumed session %s: %d message%s, workspace %s.\n", u->s.j.id, n, n == 1 ? "" : "s", u->ws[0] ? u->ws : "(none)");
+	_cleanup_free_ char *wsn = tui_short(u->ws[0] ? u->ws : "(none)", sizeof(u->ws));
+	tui_putf(u, "Resumed session %s: %d message%s, workspace %s.\n", u->s.j.id, n, n == 1 ? "" : "s", wsn ? wsn : "");
 	/* The last thing the model said, to pick up the thread. */
 	for (int i = n - 1; i >= 0; i--) {
 		const cJSON *m = cJSON_GetArrayItem(u->s.messages, i);
@@ -416,7 +417,9 @@ static bool slash(struct tui *u, char *line)
 		cJSON_ArrayForEach(fi, u->s.instructions) {
 			char hash[13];
 			snprintf(hash, sizeof(hash), "%s", json_str(fi, "sha256") ? json_str(fi, "sha256") : "");
-			tui_putf(u, "project instructions: %s (%lld bytes, sha256 %s…)%s\n", json_str(fi, "path"),
+			/* Its path is the repository's (a directory's name). */
+			_cleanup_free_ char *ip = tui_short(json_str(fi, "path") ? json_str(fi, "path") : "?", 300);
+			tui_putf(u, "project instructions: %s (%lld bytes, sha256 %s…)%s\n", ip ? ip : "",
 				 (long long)json_int(fi, "bytes", 0), hash,
 				 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fi, "cut")) ? ", cut at the cap" : "");
 		}
@@ -471,7 +474,8 @@ static bool tui_trust_mcp(void *ud, const char *path, const struct mcp_config *s
 		for (size_t k = 0; k < sv->nargs && n > 0 && n < (int)sizeof(line); k++)
 			n += snprintf(line + n, sizeof(line) - (size_t)n, " %s", sv->args[k]);
 		_cleanup_free_ char *safe = tui_short(line, 200);
-		tui_putf(u, "  " BOLD "%s" RESET "  %s\n", sv->name, safe ? safe : "");
+		_cleanup_free_ char *sn = tui_short(sv->name, 60);
+		tui_putf(u, "  " BOLD "%s" RESET "  %s\n", sn ? sn : "", safe ? safe : "");
 	}
 	tui_put(u, "  Trust this file (remembered until it changes)? " BOLD "y" RESET " yes   " BOLD "n" RESET
 		   " no, start without them\n");
@@ -762,8 +766,9 @@ static int tui_run(int argc, char **argv)
 	if (!u->own_box)
 		snprintf(u->box, sizeof(u->box), "%s", u->f.box_name);
 	u->bol = true;
+	_cleanup_free_ char *wsn = tui_short(u->ws[0] ? u->ws : "(none)", sizeof(u->ws));
 	tui_putf(u, BOLD "ward" RESET " · %s · workspace %s (%s) · approvals: %s\n", u->f.cfg.pcfg.model,
-	     u->ws[0] ? u->ws : "(none)", u->f.rw ? "read-write" : "copy-on-write", gate_mode_name(u->f.gate.mode));
+	     wsn ? wsn : "", u->f.rw ? "read-write" : "copy-on-write", gate_mode_name(u->f.gate.mode));
 	if (u->f.resume)
 		tui_putf(u, "Resumed session %s (%d messages).\n", u->s.j.id, cJSON_GetArraySize(u->s.messages));
 	fflush(stdout);

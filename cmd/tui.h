@@ -67,7 +67,7 @@ struct tui {
 	bool streamed;		/* text came since the last round or call */
 	bool waiting;		/* for the model's first bytes */
 	int64_t since;		/* of the wait, or of the running call */
-	char call_name[32];
+	char call_name[112];	/* tui_short(name, 24): 24 bytes, each shown in up to 4 */
 	char card_id[128];	/* the call whose card is the last one shown */
 	bool call_running;
 	int out_lines;

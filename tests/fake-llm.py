@@ -126,6 +126,17 @@ def sc_400(n, msgs):
                 error_body={"type": "error", "error": {"type": "invalid_request_error", "message": "bad request body"}})
 
 
+def sc_hostile_error(n, msgs):
+    """A provider whose error messages carry terminal escapes (after the
+    markers HX, HO, HB): a 529 retried, then a 400 that stops the run."""
+    h = "HX\x1b[1A\x1b[2K HO\x1b]52;c;cHduZWQ=\x07 HB\u202e end"
+    if n == 1:
+        return Turn([], status=529, headers={"retry-after-ms": "100"},
+                    error_body={"type": "error", "error": {"type": "overloaded_error", "message": "busy " + h}})
+    return Turn([], status=400,
+                error_body={"type": "error", "error": {"type": "invalid_request_error", "message": "refused " + h}})
+
+
 def sc_error_event(n, msgs):
     return Turn([("text", "Some words shown before the error")], error_event_after=5)
 

@@ -59,7 +59,7 @@ is "$(printf '%s\n' "$OUT" | grep -E '^[a-o]-' | cut -d' ' -f1 | paste -sd,)" \
 	"a-done1,b-done2,c-deadline,d-refused,e-done-tests-fail,f-weird,g-round-cap,h-cancelled,i-done,j-model-refused,k-box-error,l-done,m-missing,n-unfinished,o-truncated" \
 	"one row per task, sorted by id"
 like "$OUT" "o-truncated +unreadable: result.json is not valid JSON \(line 2, column [0-9]+\)" "the unreadable one says why, and where"
-like "$OUT" "f-weird +provider_error: quote <&\"'> ctl\[.\] tab\[ \] cr\[ \] bar\|pipe line2 café$" "a why on a terminal: one line, its control characters replaced"
+like "$OUT" "f-weird +provider_error: quote <&\"'> ctl\[\^A\] tab\[ \] cr\[\^M\] bar\|pipe line2 café$" "a why on a terminal: one line, its control characters shown (the terminal rule)"
 unlike "$OUT" $'\001' "no control character reaches the terminal"
 is "$(line tasks)" "tasks 15: done 5, round_cap 1, deadline 1, cancelled 1, refused 1, model_refused 1, provider_error 1, box_error 1, missing 1, unfinished 1, unreadable 1" "totals: per stop, in ward run's order"
 is "$(line done)" "done 33.3% (5 of 15)" "totals: done %"

@@ -68,18 +68,6 @@ int main(void)
 	is_str(b.data, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "a UTF-16 surrogate is invalid");
 	buf_free(&b);
 
-	/* Text for a terminal: no control sequence survives. */
-	const char evil[] = "red \x1b[31mX\x1b[0m title \x1b]0;pwned\x07 c1 \xc2\x9b" "2J del \x7f crlf\r\nbare\rtab\tok \xe2\x9c\x93";
-	char *ts = utf8_term_safe(evil, sizeof(evil) - 1);
-	ok(ts && !strchr(ts, 0x1b), "ESC never reaches the terminal");
-	ok(ts && !strchr(ts, 0x07), "nor BEL");
-	ok(ts && !strstr(ts, "\xc2\x9b"), "nor a C1 control (CSI)");
-	ok(ts && !strchr(ts, 0x7f), "nor DEL");
-	is_str(ts, "red ^[[31mX^[[0m title ^[]0;pwned^G c1 \xef\xbf\xbd" "2J del \xef\xbf\xbd crlf\nbare^Mtab\tok \xe2\x9c\x93",
-	       "controls shown in caret notation, CRLF kept as a newline, tab and UTF-8 kept");
-	free(ts);
-	ts = utf8_term_safe("plain text\n", 11);
-	is_str(ts, "plain text\n", "positive twin: plain text passes unchanged");
-	free(ts);
+	/* Text for a terminal: tests/unit/test-term.c. */
 	return tap_done();
 }
