@@ -336,7 +336,7 @@ static int copy_file(const char *from, const char *to)
 	char tmp[PATH_MAX + 8];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", to);
 	_cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0)
+	if (out < 0 || fchmod(out, 0600) < 0)
 		return -errno;
 	for (off_t off = 0; off < st.st_size;) {
 		ssize_t k = sendfile(out, in, &off, (size_t)(st.st_size - off));
@@ -364,15 +364,21 @@ int fleet_prepare(struct fleet *fl)
 		cmd_error("--out %s: the path is too long", fl->out);
 		return EXIT_USAGE;
 	}
-	if (state_mkdir_p(fl->dir, 0755) < 0) {
+	/* What a task leaves holds the workspace's changes and the model's
+	 * text: the owner's only. */
+	struct stat ds;
+	if (state_mkdir_p(fl->dir, 0700) < 0 || lstat(fl->dir, &ds) < 0) {
 		cmd_error("--out: cannot make %s: %s", fl->dir, strerror(errno));
 		return EXIT_FAIL;
 	}
+	/* One an older ward made 0755 is closed too. */
+	if (S_ISDIR(ds.st_mode) && ds.st_uid == geteuid() && (ds.st_mode & 0077))
+		chmod(fl->dir, 0700);
 	/* One ward per task at a time: a requeued copy that meets a running
 	 * one runs nothing. */
 	char p[PATH_MAX + 32];
 	path_in(fl, ".lock", p, sizeof(p));
-	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fl->lock_fd < 0 || flock(fl->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (fl->lock_fd >= 0 && errno == EWOULDBLOCK) {
 			cmd_error("task %s: another ward is running it now (%s is held); not run twice", fl->id, p);
@@ -455,7 +461,7 @@ void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
 	char p[PATH_MAX + 32], line[128];
 	path_in(fl, "session", p, sizeof(p));
 	int n = snprintf(line, sizeof(line), "%s %d\n", id, fl->runs);
-	int w = fdio_write_atomic(p, line, (size_t)n, 0644);
+	int w = fdio_write_atomic(p, line, (size_t)n, 0600);
 	if (w < 0)
 		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(-w));
 	/* The journal beside the results, live where one file system holds
@@ -515,7 +521,7 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 	if (line)
 		snprintf(line, sl + 2, "%s\n", s);
 	path_in(fl, "result.json", p, sizeof(p));
-	int r = line ? fdio_write_atomic(p, line, strlen(line), 0644) : -ENOMEM;
+	int r = line ? fdio_write_atomic(p, line, strlen(line), 0600) : -ENOMEM;
 	if (r < 0) {
 		cmd_error("task %s: cannot write %s: %s", fl->id, p, strerror(-r));
 		return r;

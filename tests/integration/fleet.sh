@@ -382,6 +382,67 @@ MS=$(( $(now_ms) - t0 ))
 is "$RC" 2 "--deadline 2s on the command line, 1h in the line: the run ends at its deadline (exit 2)"
 lt "$MS" 6000 "at the command line's 2 s, not the line's hour (${MS} ms)"
 
+# ---- what ward writes is the owner's alone, whatever the umask ----
+# A task's DIR/ID/, a --patch, a report, and the state dir (sessions,
+# layers and their records, checkpoints, hibernated and cold states):
+# files 0600, directories 0700. The box's own tree inside a layer keeps
+# the box's modes (it is what ward apply gives the user's tree).
+M=$T_TMP/modes
+mkdir -p "$M/ws"
+cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$M/ws/"
+printf 'API_TOKEN=secret-4242\n' >"$M/ws/.env"; chmod 600 "$M/ws/.env"
+cat >"$M/edit.json" <<'J'
+{"turns": [{"text": "Editing.", "tools": [{"name": "bash", "input": {"command": "echo MORE=1 >>.env; echo new >new.txt; mkdir -p sub && echo deep >sub/f"}}]},
+           {"text": "Done."}]}
+J
+echo "{\"id\": \"m\", \"task\": \"edit\", \"workspace\": \"ws\", \"model\": \"replay:$M/edit.json\"}" >"$M/tasks.jsonl"
+(
+	umask 022
+	"$WARD" run --task-file "$M/tasks.jsonl" --task-index 0 --out "$M/out/fresh" >/dev/null 2>&1
+	"$WARD" run --model "replay:$M/edit.json" --workspace "$M/ws" --patch "$M/p.diff" "edit" >/dev/null 2>"$M/patch.err"
+	"$WARD" report --junit "$M/j.xml" "$M/out/fresh" >/dev/null 2>&1
+	B=$("$WARD" box create --persistent --workspace "$M/ws" --cold-after 1s --store "$M/cold")
+	echo "$B" >>"$T_TMP/boxes"
+	"$WARD" box exec "$B" -- sh -c 'echo t >/tmp/t' >/dev/null
+	"$WARD" box hibernate "$B" >/dev/null
+	for _ in $(seq 100); do [ -n "$(find "$M/cold" -type f 2>/dev/null)" ] && break; sleep 0.1; done
+	B=$("$WARD" box create --persistent --workspace "$M/ws")
+	echo "$B" >>"$T_TMP/boxes"
+	"$WARD" box exec "$B" -- sh -c 'echo t >/tmp/t' >/dev/null
+	"$WARD" box hibernate "$B" >/dev/null
+)
+like "$(cat "$M/p.diff")" 'API_TOKEN=secret-4242' "the --patch holds the 0600 .env's lines (so its mode matters)"
+# modes ROOT...: each path ward made under ROOT whose mode lets anyone but
+# the owner in, as "MODE PATH"; a layer's upper and work trees (the box's
+# own files) are left out, their directory checked.
+modes() {
+	python3 - "$@" <<'PY'
+import os, stat, sys
+for top in sys.argv[1:]:
+    for d, dirs, files in os.walk(top):
+        if d != top and os.path.basename(d) in ("upper", "work"):
+            dirs[:] = []
+            continue
+        st = os.lstat(d)
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            print("%o %s/" % (stat.S_IMODE(st.st_mode), d))
+        for f in files:
+            p = os.path.join(d, f)
+            st = os.lstat(p)
+            if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
+                print("%o %s" % (stat.S_IMODE(st.st_mode), p))
+PY
+}
+is "$(ls -A "$M/out/fresh/m" | tr '\n' ' ')" ".lock events.jsonl journal.jsonl patch.diff result.json session " "a fleet task's directory holds what it should"
+is "$(modes "$M/out")" "" "every file a fleet task leaves (events, journal, patch, result, session, lock) is 0600 in a 0700 directory, the --out directory ward made too, under umask 022"
+is "$(stat -c %a "$M/p.diff")" 600 "--patch FILE is 0600 under umask 022"
+is "$(stat -c %a "$M/j.xml")" 600 "ward report --junit FILE is 0600"
+[ -n "$(find "$M/cold" -type f)" ]; ok $? "a box went cold (its state is in the store)"
+is "$(modes "$XDG_STATE_HOME" "$M/cold")" "" "the state dir and a cold store: every file 0600, every directory 0700 (sessions, layers and their records, checkpoints, hibernated and cold states)"
+SESS=$(grep -o 'session [0-9a-f-]*' "$M/patch.err" | head -1 | cut -d' ' -f2)
+"$WARD" apply "$SESS" >/dev/null 2>&1
+is "$(stat -c %a "$M/ws/new.txt" "$M/ws/.env" | tr '\n' ' ')" "644 600 " "twin: ward apply gives the user's tree the box's modes (a new file 644, the .env 600 as it was)"
+
 # ---- a real Slurm job array on this machine ----
 if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 	. "$ROOT/tests/slurm-local.sh"
