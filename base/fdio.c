@@ -389,7 +389,10 @@ int fdio_write_atomic(const char *path, const void *data, size_t n, mode_t mode)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	int r = fdio_write_full(fd, data, n);
+	/* mode, exactly: not a leftover's. */
+	int r = fchmod(fd, mode) < 0 ? -errno : 0;
+	if (r >= 0)
+		r = fdio_write_full(fd, data, n);
 	if (r >= 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);

@@ -30,8 +30,9 @@ static void config_help(void)
 	      "network settings of the sources before it.\n"
 	      "  user file     $XDG_CONFIG_HOME/ward/config.json (default ~/.config/ward/config.json)\n"
 	      "  project file  .ward/config.json in the --workspace directory (default: the current\n"
-	      "                one); it may only narrow: the model, deny rules, a stricter approve,\n"
-	      "                tighter bounds, network mode none. Any other key is ignored, with a line.\n"
+	      "                one); it may only narrow: a model no dearer, deny rules, a stricter\n"
+	      "                approve, tighter bounds, project_instructions off, network mode none.\n"
+	      "                Any other key is ignored, with a line.\n"
 	      "  environment   WARD_MODEL; ANTHROPIC_MODEL and ANTHROPIC_BASE_URL (provider anthropic);\n"
 	      "                OPENAI_BASE_URL (provider openai)\n"
 	      "A file holds one JSON object; each key is read as its flag would be:\n",
@@ -59,7 +60,7 @@ static void source_text(const struct settings_applied *a, char *buf, size_t n)
 
 static cJSON *source_json(const struct settings_applied *a, const char *value)
 {
-	static const char *const names[] = { "default", "user", "project", "env", "flag" };
+	static const char *const names[] = { "default", "user", "project", "env", "flag", "task" };
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "value", value);
 	cJSON_AddStringToObject(j, "source", names[a ? a->src : SETTINGS_DEFAULT]);

@@ -1,6 +1,7 @@
 #include "cmd/fleet.h"
 #include "cmd/term.h"
 #include "cmd/cmd.h"
+#include "cmd/settings.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/parse.h"
@@ -25,17 +26,14 @@
 #define FLEET_TASK_SHOWN 200
 
 /* Fields a task line may not have: they are the fleet's own, or make no
- * sense for one task of many. */
-static const char *const not_fields[] = { "task-file", "task-index", "out", "resume", "box", "json", "patch",
-					  "apply", "help", "trust-task-file" };
-/* What a task line may set without --trust-task-file: its model and its
- * bounds, what its box may reach and hold, and narrowing rules. The rest
- * (where the API key is sent, a program run on the host, the host's
- * network, a live tree, rules that widen the gate, files read as config)
- * is the command line's unless it trusts the file as itself. */
-static const char *const task_fields[] = { "model", "max-rounds", "max-calls", "max-tokens", "max-cost", "deadline",
-					   "allow-host", "net-max-bytes", "disk", "deny", "idle-timeout", "retries",
-					   "cache-ttl", "context-window", "compact-at", "no-project-instructions" };
+ * sense for one task of many. What the others may do without
+ * --trust-task-file is each setting's line rule (cmd/settings.c): a line
+ * narrows what the command line allows; a flag with no such rule (where
+ * the API key is sent, a program run on the host, a live tree, rules that
+ * widen the gate, files read as config) is the command line's unless it
+ * trusts the file as itself. */
+static const char *const not_fields[] = { "task-file", "task-index", "task-root", "out", "resume", "box", "json",
+					  "patch", "apply", "help", "trust-task-file" };
 
 const char fleet_probe[] = "";
 
@@ -89,38 +87,96 @@ static int fleet_index(struct fleet *fl)
 	return 0;
 }
 
+/* root holds p: both resolved (realpath), so comparing them component by
+ * component is comparing their strings up to a '/' (/a/bc is not under
+ * /a/b). */
+static bool path_beneath(const char *root, const char *p)
+{
+	size_t n = strlen(root);
+	if (n == 1)
+		return p[0] == '/';	/* the root is / */
+	return !strncmp(p, root, n) && (p[n] == 0 || p[n] == '/');
+}
+
+/* A path a line names (a relative one is the task file's neighbour),
+ * resolved into out, PATH_MAX bytes: the resolved path is what is handed
+ * on, so a link swapped after this check redirects nothing. 0, or
+ * EXIT_USAGE after one line when it does not resolve or (the file not
+ * trusted) lies outside the task root. */
+static int line_path(const struct fleet *fl, const char *field, const char *path, char *out)
+{
+	char joined[2 * PATH_MAX];
+	_cleanup_free_ char *shown = utf8_term_safe(path, strnlen(path, 200));
+	if (path[0] == '/') {
+		snprintf(joined, sizeof(joined), "%s", path);
+	} else {
+		_cleanup_free_ char *dir = strdup(fl->file);
+		char *slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash)
+			*slash = 0;
+		snprintf(joined, sizeof(joined), "%s/%s", slash ? (*dir ? dir : "/") : ".", path);
+	}
+	if (!realpath(joined, out)) {
+		cmd_error("%s: \"%s\": %s: %s", fl->where, field, shown ? shown : "?", strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (!fl->trusted && !path_beneath(fl->root, out)) {
+		cmd_error("%s: \"%s\": %s is not under the task root %s (a task line names only what lies under the "
+			  "task file's directory, or --task-root DIR; --trust-task-file lets it name any path)",
+			  fl->where, field, shown ? shown : "?", fl->root);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* A value the flags keep: it lives as long as fl. */
+static const char *keep(struct fleet *fl, const char *v)
+{
+	char **grown = realloc(fl->args, (fl->nargs + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	fl->args = grown;
+	char *c = strdup(v);
+	if (c)
+		fl->args[fl->nargs++] = c;
+	return c;
+}
+
 /* One field of the line as ward run's flag. */
-static int apply_field(struct fleet *fl, long lineno, const cJSON *f, fleet_flag_fn *flag, void *ud)
+static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, void *ud)
 {
 	char name[64];
 	const char *k = f->string;
 	if (!strcmp(k, "allow_hosts"))
 		k = "allow_host";	/* the and Codex's plural */
 	if (strlen(k) >= sizeof(name)) {
-		cmd_error("%s:%ld: unknown field \"%.40s\"", fl->file, lineno, k);
+		cmd_error("%s: unknown field \"%.40s\"", fl->where, k);
 		return EXIT_USAGE;
 	}
 	for (size_t i = 0; (name[i] = k[i] == '_' ? '-' : k[i]); i++)
 		;
 	for (size_t i = 0; i < ARRAY_SIZE(not_fields); i++)
 		if (!strcmp(name, not_fields[i])) {
-			cmd_error("%s:%ld: \"%s\" cannot be a task's field (it is the fleet's own, or the command line's)",
-				  fl->file, lineno, f->string);
+			cmd_error("%s: \"%s\" cannot be a task's field (it is the fleet's own, or the command line's)",
+				  fl->where, f->string);
 			return EXIT_USAGE;
 		}
-	/* "approve": "ask" only narrows: every call needs a yes. */
-	bool safe = !strcmp(name, "approve") && cJSON_IsString(f) && !strcmp(f->valuestring, "ask");
-	for (size_t i = 0; i < ARRAY_SIZE(task_fields); i++)
-		safe |= !strcmp(name, task_fields[i]);
-	if (!safe && !fl->trusted && flag(ud, name, fleet_probe) != -ENOENT) {
-		cmd_error("%s:%ld: \"%s\" is taken from a task file only with --trust-task-file (a task's own fields are "
-			  "its model, bounds, allow_hosts and deny rules; this one would be the command line's)",
-			  fl->file, lineno, f->string);
+	/* Untrusted, a field is a setting with a rule for lines, applied by
+	 * that rule; anything else is the command line's. */
+	const struct settings_key *sk = settings_key_of_flag(name);
+	if (!fl->trusted && (!sk || sk->line == NARROW_NEVER) && flag(ud, name, fleet_probe, NULL) != -ENOENT) {
+		cmd_error("%s: \"%s\" is taken from a task file only with --trust-task-file (a task line may only narrow "
+			  "the command line's settings: its model, bounds, approve, deny rules, network and public "
+			  "allow_hosts; this one would be the command line's)",
+			  fl->where, f->string);
 		return EXIT_USAGE;
 	}
+	const char *field = fl->trusted ? NULL : keep(fl, f->string);
+	if (!fl->trusted && !field)
+		return EXIT_FAIL;
 	const cJSON *v;
 	for (v = cJSON_IsArray(f) ? f->child : f; v; v = cJSON_IsArray(f) ? v->next : NULL) {
-		char num[64];
+		char num[64], replay[PATH_MAX + 8];
 		const char *arg;
 		if (cJSON_IsString(v)) {
 			arg = v->valuestring;
@@ -132,22 +188,25 @@ static int apply_field(struct fleet *fl, long lineno, const cJSON *f, fleet_flag
 		} else if (cJSON_IsFalse(v)) {
 			continue;	/* a switch left off */
 		} else {
-			cmd_error("%s:%ld: field \"%s\": give a string, a number, true, or a list of them", fl->file, lineno,
-				  f->string);
+			cmd_error("%s: field \"%s\": give a string, a number, true, or a list of them", fl->where, f->string);
 			return EXIT_USAGE;
 		}
-		/* The flags keep their arguments: they live as long as fl. */
-		char **grown = realloc(fl->args, (fl->nargs + 1) * sizeof(*grown));
-		if (!grown)
+		/* A replay script is a file on the host: the task tree's own. */
+		if (field && arg && !strcmp(name, "model") && !strncmp(arg, "replay:", 7)) {
+			char p[PATH_MAX];
+			int r = line_path(fl, f->string, arg + 7, p);
+			if (r)
+				return r;
+			snprintf(replay, sizeof(replay), "replay:%s", p);
+			arg = replay;
+		}
+		if (arg && !(arg = keep(fl, arg)))
 			return EXIT_FAIL;
-		fl->args = grown;
-		if (arg && !(arg = fl->args[fl->nargs++] = strdup(arg)))
-			return EXIT_FAIL;
-		int r = flag(ud, name, arg);
+		int r = flag(ud, name, arg, field);
 		if (r == -ENOENT) {
-			cmd_error("%s:%ld: unknown field \"%s\" (a task's fields are id, task, workspace and ward run's "
-				  "long flags with _ for -: model, max_rounds, allow_hosts, ...)",
-				  fl->file, lineno, f->string);
+			cmd_error("%s: unknown field \"%s\" (a task's fields are id, task, workspace and ward run's long "
+				  "flags with _ for -: model, max_rounds, allow_hosts, ...)",
+				  fl->where, f->string);
 			return EXIT_USAGE;
 		}
 		if (r < 0)
@@ -169,6 +228,24 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 	_cleanup_fclose_ FILE *in = fopen(fl->file, "re");
 	if (!in) {
 		cmd_error("--task-file %s: %s", fl->file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	/* The task root: what the command line names, or the file's directory. */
+	char rootp[PATH_MAX];
+	const char *what = fl->root_arg ? "--task-root" : "the task file's directory";
+	snprintf(rootp, sizeof(rootp), "%s", fl->root_arg ? fl->root_arg : fl->file);
+	char *slash = fl->root_arg ? NULL : strrchr(rootp, '/');
+	if (!fl->root_arg && !slash)
+		snprintf(rootp, sizeof(rootp), ".");
+	else if (slash)
+		slash[slash == rootp] = 0;	/* "/tasks.jsonl": "/" */
+	struct stat st;
+	if (!realpath(rootp, fl->root)) {
+		cmd_error("%s %s: %s", what, rootp, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (stat(fl->root, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		cmd_error("%s %s: not a directory", what, rootp);
 		return EXIT_USAGE;
 	}
 	_cleanup_free_ char *line = NULL;
@@ -202,6 +279,7 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 	const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
 	const char *task = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task"));
 	const char *ws = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "workspace"));
+	snprintf(fl->where, sizeof(fl->where), "%s:%ld", fl->file, lineno);
 	r = 0;
 	if (!id || !id_valid(id)) {
 		cmd_error("%s:%ld: \"id\" must be 1 to %d letters, digits, '.', '_' or '-' (not starting with '.'): it "
@@ -218,22 +296,14 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 	if (!r) {
 		snprintf(fl->id, sizeof(fl->id), "%s", id);
 		fl->task = strdup(task);
-		/* A relative workspace is the task file's neighbour. */
-		if (ws && ws[0] != '/') {
-			_cleanup_free_ char *dir = strdup(fl->file);
-			char *slash = dir ? strrchr(dir, '/') : NULL;
-			if (slash)
-				*slash = 0;
-			snprintf(fl->workspace, sizeof(fl->workspace), "%s/%s", slash ? dir : ".", ws);
-		} else if (ws) {
-			snprintf(fl->workspace, sizeof(fl->workspace), "%s", ws);
-		}
-		if (fl->workspace[0] && (r = flag(ud, "workspace", fl->workspace)) < 0)
+		/* Under the task root, resolved; as the command line's. */
+		if (ws && !(r = line_path(fl, "workspace", ws, fl->workspace)) &&
+		    flag(ud, "workspace", fl->workspace, NULL) < 0)
 			r = EXIT_USAGE;
 	}
 	for (const cJSON *f = o->child; f && !r; f = f->next)
 		if (strcmp(f->string, "id") && strcmp(f->string, "task") && strcmp(f->string, "workspace"))
-			r = apply_field(fl, lineno, f, flag, ud);
+			r = apply_field(fl, f, flag, ud);
 	cJSON_Delete(o);
 	if (!r && !fl->task) {
 		cmd_error("out of memory");
@@ -268,7 +338,7 @@ static int copy_file(const char *from, const char *to)
 	char tmp[PATH_MAX + 8];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", to);
 	_cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0)
+	if (out < 0 || fchmod(out, 0600) < 0)
 		return -errno;
 	for (off_t off = 0; off < st.st_size;) {
 		ssize_t k = sendfile(out, in, &off, (size_t)(st.st_size - off));
@@ -296,15 +366,21 @@ int fleet_prepare(struct fleet *fl)
 		cmd_error("--out %s: the path is too long", fl->out);
 		return EXIT_USAGE;
 	}
-	if (state_mkdir_p(fl->dir, 0755) < 0) {
+	/* What a task leaves holds the workspace's changes and the model's
+	 * text: the owner's only. */
+	struct stat ds;
+	if (state_mkdir_p(fl->dir, 0700) < 0 || lstat(fl->dir, &ds) < 0) {
 		cmd_error("--out: cannot make %s: %s", fl->dir, strerror(errno));
 		return EXIT_FAIL;
 	}
+	/* One an older ward made 0755 is closed too. */
+	if (S_ISDIR(ds.st_mode) && ds.st_uid == geteuid() && (ds.st_mode & 0077))
+		chmod(fl->dir, 0700);
 	/* One ward per task at a time: a requeued copy that meets a running
 	 * one runs nothing. */
 	char p[PATH_MAX + 32];
 	path_in(fl, ".lock", p, sizeof(p));
-	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fl->lock_fd < 0 || flock(fl->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (fl->lock_fd >= 0 && errno == EWOULDBLOCK) {
 			cmd_error("task %s: another ward is running it now (%s is held); not run twice", fl->id, p);
@@ -387,7 +463,7 @@ void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
 	char p[PATH_MAX + 32], line[128];
 	path_in(fl, "session", p, sizeof(p));
 	int n = snprintf(line, sizeof(line), "%s %d\n", id, fl->runs);
-	int w = fdio_write_atomic(p, line, (size_t)n, 0644);
+	int w = fdio_write_atomic(p, line, (size_t)n, 0600);
 	if (w < 0)
 		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(-w));
 	/* The journal beside the results, live where one file system holds
@@ -447,7 +523,7 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 	if (line)
 		snprintf(line, sl + 2, "%s\n", s);
 	path_in(fl, "result.json", p, sizeof(p));
-	int r = line ? fdio_write_atomic(p, line, strlen(line), 0644) : -ENOMEM;
+	int r = line ? fdio_write_atomic(p, line, strlen(line), 0600) : -ENOMEM;
 	if (r < 0) {
 		cmd_error("task %s: cannot write %s: %s", fl->id, p, strerror(-r));
 		return r;

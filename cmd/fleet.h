@@ -2,10 +2,15 @@
  * Lines file, as an array job (Slurm, a Kubernetes Indexed Job, GNU
  * parallel) runs it. Line I (counting the lines that are not blank) is
  * {"id", "task", "workspace"?, and ward run's long flags with "_" for "-":
- * "model", "max_rounds", "allow_hosts" (a list), ...}: its model, bounds,
- * hosts and deny rules, or any flag with --trust-task-file. A field is
- * applied after the command line's flags (a value replaces theirs, a rule
- * is added to theirs). DIR/ID/ gets events.jsonl (the --json
+ * "model", "max_rounds", "allow_hosts" (a list), ...}. Without
+ * --trust-task-file a line only narrows what the command line allows: its
+ * workspace (and a replay: model's script) lies under the task root (the
+ * task file's directory, or --task-root), each setting is taken only where
+ * it is no looser than the one in force (cmd/settings.c's line rule: a
+ * looser bound is a warning and the command line's stays), its hosts are
+ * public ones, and any other flag is refused. With it, a field is applied
+ * as the command line's flag would be, after them (a value replaces
+ * theirs, a rule is added to theirs). DIR/ID/ gets events.jsonl (the --json
  * stream), journal.jsonl, patch.diff and result.json, written last and
  * atomically. A task whose result.json holds a final stop is skipped (exit
  * 0), so a requeue redoes nothing; one with a journal but no final result
@@ -24,14 +29,17 @@
 
 struct fleet {
 	const char *file;	/* --task-file */
+	const char *root_arg;	/* --task-root, or NULL: the task file's directory */
+	char root[PATH_MAX];	/* that, resolved: every path a line names lies under it */
+	char where[PATH_MAX + 24];	/* "FILE:LINE" of the task's line, for the messages */
 	const char *index_arg;	/* --task-index, or NULL */
 	const char *out;	/* --out */
-	bool trusted;		/* --trust-task-file: a line may set any of run's flags */
+	bool trusted;		/* --trust-task-file: a line may set any of run's flags, any path */
 	long index;
 	char id[FLEET_ID_MAX + 1];
 	char dir[PATH_MAX];	/* DIR/ID */
 	char *task;		/* the line's task text */
-	char workspace[PATH_MAX];	/* the line's, made absolute; "" none */
+	char workspace[PATH_MAX];	/* the line's, resolved (realpath); "" none */
 	char resume[64];	/* a session an earlier run left unfinished; "" none */
 	int runs;		/* this run included */
 	int lock_fd;		/* DIR/ID/.lock, held while the task runs */
@@ -41,11 +49,12 @@ struct fleet {
 	char started_at[32];
 };
 
-/* A flag of ward run by its long name ("max-rounds"), applied as the
- * command line would: 0, or <0 after an error line; -ENOENT (and no line)
- * when ward run has no such flag. With arg == fleet_probe: only whether it
- * has. */
-typedef int fleet_flag_fn(void *ud, const char *name, const char *arg);
+/* A flag of ward run by its long name ("max-rounds"): with field NULL
+ * applied as the command line would (a trusted file's), else as a task
+ * line's field of that name, which may only narrow (run_flag_line): 0, or
+ * <0 after an error line; -ENOENT (and no line) when ward run has no such
+ * flag. With arg == fleet_probe: only whether it has. */
+typedef int fleet_flag_fn(void *ud, const char *name, const char *arg, const char *field);
 extern const char fleet_probe[];
 
 /* Read the task (the index, the line, its fields applied through flag):

@@ -5,6 +5,7 @@
 #include "cmd/report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -51,9 +52,15 @@ static int junit_write(const struct report *r, const char *path)
 	char tmp[PATH_MAX];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	FILE *f = fopen(direct ? path : tmp, "we");
-	if (!f)
-		return -errno;
+	/* The tasks' text and why they stopped: 0600, whatever the umask. */
+	int fd = direct ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = direct ? fopen(path, "we") : fd < 0 || fchmod(fd, 0600) < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		int r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	int k = report_junit(r, f);
 	if (fclose(f) != 0 && k >= 0)
 		k = -errno;

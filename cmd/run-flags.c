@@ -183,7 +183,21 @@ int run_flag_given(struct run_flags *f, int c, const char *arg)
 		cmd_error("more than %d flags; put the settings in a config file (see `ward config --help`)", RUN_GIVEN_MAX);
 		return -1;
 	}
-	f->given[f->ngiven++] = (struct run_given){ c, arg };
+	f->given[f->ngiven++] = (struct run_given){ c, arg, NULL };
+	return 1;
+}
+
+int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field)
+{
+	int k = run_flag(f, c, arg);
+	if (k <= 0)
+		return k;
+	if (f->nline == RUN_LINE_MAX) {
+		cmd_error("%s: more than %d values in one task line", f->line_from ? f->line_from : "task line",
+			  RUN_LINE_MAX);
+		return -1;
+	}
+	f->line[f->nline++] = (struct run_given){ c, arg, field };
 	return 1;
 }
 

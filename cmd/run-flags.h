@@ -31,6 +31,7 @@
 	NETFLAG_OPTIONS
 
 #define RUN_GIVEN_MAX 512
+#define RUN_LINE_MAX 256
 
 struct run_flags {
 	struct turn_cfg cfg;
@@ -48,8 +49,15 @@ struct run_flags {
 	struct run_given {
 		int c;
 		const char *arg;
+		const char *field;	/* a task line's field as written; NULL: a flag */
 	} given[RUN_GIVEN_MAX];
 	size_t ngiven;
+	/* A task line's fields (ward run --task-file without
+	 * --trust-task-file): applied after the flags, each only to narrow
+	 * what they, the files and the defaults allow. */
+	struct run_given line[RUN_LINE_MAX];
+	size_t nline;
+	const char *line_from;	/* "FILE:LINE", for the messages */
 };
 
 void run_flags_init(struct run_flags *f, enum gate_mode mode);
@@ -61,6 +69,10 @@ int run_flag(struct run_flags *f, int c, const char *arg);
 /* The same from the command line: checked and applied at once, and kept
  * in f->given for run_flags_finish. */
 int run_flag_given(struct run_flags *f, int c, const char *arg);
+/* The same from a task line's field (field: its name as written): checked
+ * at once, and kept in f->line, which run_flags_finish applies after the
+ * flags, only where it narrows them (settings_apply). */
+int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field);
 /* After the flags: the settings rebuilt from the defaults, the config
  * files, the environment and the flags (settings_apply); then the provider,
  * its key, the prices. Set the gate's ask after this. 0, or an exit code

@@ -43,7 +43,7 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
-enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS };
+enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS, OPT_TASK_ROOT };
 
 static const struct option run_opts[] = {
 	RUN_FLAG_OPTIONS,
@@ -56,6 +56,7 @@ static const struct option run_opts[] = {
 	{ "task-index", required_argument, NULL, OPT_TASK_INDEX },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "trust-task-file", no_argument, NULL, OPT_TRUST_TASKS },
+	{ "task-root", required_argument, NULL, OPT_TASK_ROOT },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -89,8 +90,11 @@ static const char run_help[] =
 	"  --task-index I     which one (0 first; default SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX)\n"
 	"  --out DIR          with --task-file: results in DIR/ID/ (events.jsonl, result.json, patch.diff,\n"
 	"                     journal.jsonl); a task already finished there is skipped, one cut off resumes\n"
-	"  --trust-task-file  a task's line may set any of these flags (else only its model, bounds,\n"
-	"                     allow_hosts and deny rules)\n"
+	"  --task-root DIR    with --task-file: the directory a line's workspace (and replay script)\n"
+	"                     must lie under (default: the task file's)\n"
+	"  --trust-task-file  a task's line may set any of these flags and name any path (else it only\n"
+	"                     narrows: a model no dearer, tighter bounds, approve, deny rules, net none,\n"
+	"                     allow_hosts of public hosts, a workspace under the task root)\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
 	"  --retries N        provider retries (default 2)\n"
@@ -387,6 +391,9 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 	case OPT_TRUST_TASKS:
 		x->fl->trusted = true;
 		return 0;
+	case OPT_TASK_ROOT:
+		x->fl->root_arg = arg;
+		return 0;
 	case 'h':
 		return 1;
 	}
@@ -398,9 +405,11 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 	return k < 0 ? -1 : 0;
 }
 
-/* A task file's field, by the flag's long name. */
-static int run_opt_named(void *ud, const char *name, const char *arg)
+/* A task file's field, by the flag's long name: as the command line's
+ * flag (a trusted file), or as a line's field, which only narrows. */
+static int run_opt_named(void *ud, const char *name, const char *arg, const char *field)
 {
+	struct run_ctx *x = ud;
 	for (const struct option *o = run_opts; o->name; o++) {
 		if (strcmp(o->name, name))
 			continue;
@@ -410,7 +419,10 @@ static int run_opt_named(void *ud, const char *name, const char *arg)
 			cmd_error("task field for --%s: %s", name, arg ? "it is a switch: give true" : "give its value");
 			return -EINVAL;
 		}
-		return run_opt(ud, o->val, arg) < 0 ? -EINVAL : 0;
+		if (!field)
+			return run_opt(x, o->val, arg) < 0 ? -EINVAL : 0;
+		x->f->line_from = x->fl->where;
+		return run_flag_line(x->f, o->val, arg, field) <= 0 ? -EINVAL : 0;
 	}
 	return -ENOENT;
 }
@@ -520,8 +532,8 @@ static int run_run(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	} else {
-		if (fl.out || fl.index_arg) {
-			cmd_error("--out and --task-index are for --task-file");
+		if (fl.out || fl.index_arg || fl.root_arg || fl.trusted) {
+			cmd_error("--out, --task-index, --task-root and --trust-task-file are for --task-file");
 			return EXIT_USAGE;
 		}
 		if (optind != argc - 1) {

@@ -17,6 +17,7 @@
 #include "sandbox/wspatch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,9 +373,16 @@ static int write_patch(const char *path, const char *workspace, const char *uppe
 		return err_set(e, -ENAMETOOLONG, "%s: name too long", path);
 	if (!direct)
 		unlink(tmp);	/* a leftover of a ward that had this pid */
-	FILE *f = fopen(direct ? path : tmp, direct ? "we" : "wex");
-	if (!f)
-		return err_setc(e, -errno, "cannot write %s", direct ? path : tmp);
+	/* It holds the workspace's files (a 0600 .env's lines too): 0600,
+	 * whatever the umask. */
+	int fd = direct ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	FILE *f = direct ? fopen(path, "we") : fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		int r0 = -errno;
+		if (fd >= 0)
+			close(fd);
+		return err_setc(e, r0, "cannot write %s", direct ? path : tmp);
+	}
 	int r = ch->n ? ws_patch(workspace, upper, ch, f, e) : 0;
 	if (fclose(f) != 0 && r >= 0)
 		r = err_setc(e, -errno, "writing %s", path);

@@ -4,7 +4,10 @@
 #include "base/parse.h"
 #include "base/utf8.h"
 #include "cmd/cmd.h"
+#include "net/allow.h"
 #include "sandbox/box.h"
+#include "turn/compact.h"
+#include "turn/price.h"
 #include "turn/retry.h"
 
 #include <errno.h>
@@ -23,42 +26,51 @@
 
 /* One row per flag of RUN_FLAG_OPTIONS: a flag with a config key gets it
  * by adding its row here; settings_apply refuses to run while a flag has
- * none. */
+ * none, or a ranked key has no rank. How a project's file and a task line
+ * may set each key is decided here and nowhere else (tests/integration
+ * config.sh walks every key of this table against a row of its own). */
+#define KEY(k, letter, t, proj, ln, ...)                                                                      \
+	{ .key = k, .c = letter, .type = SETTINGS_##t, .project = NARROW_##proj, .line = NARROW_##ln, __VA_ARGS__ }
 static const struct settings_key keys[] = {
-	{ "model", 'm', SETTINGS_STR, NARROW_ANY, NULL, NULL, "\"claude-sonnet-4-20250514\"" },
-	{ "provider", 'p', SETTINGS_STR, NARROW_NEVER,
-	  "this picks the API that gets your key (set it in your own file, or give --provider)", "anthropic",
-	  "\"openai\"" },
-	{ "base_url", 'u', SETTINGS_STR, NARROW_NEVER,
-	  "this would send your requests and your API key to another server (set it in your own file, "
-	  "ANTHROPIC_BASE_URL or OPENAI_BASE_URL, or give --base-url)",
-	  "(the provider's)", "\"http://127.0.0.1:8080/v1\"" },
-	{ "approve", 'a', SETTINGS_STR, NARROW_RANK, "auto would run every call without asking", NULL, "\"ask\"" },
-	{ "allow", 'A', SETTINGS_LIST, NARROW_NEVER,
-	  "allow rules widen it (deny rules are taken; put allow rules in your own file, or give --allow)", "(none)",
-	  "[\"bash:git status*\"]" },
-	{ "deny", 'D', SETTINGS_LIST, NARROW_ANY, NULL, "(none)", "[\"bash:rm *\"]" },
-	{ "deadline", 'd', SETTINGS_STR, NARROW_RANK, NULL, "none", "\"10m\"" },
-	{ "max_rounds", 'R', SETTINGS_NUM, NARROW_RANK, NULL, "none", "50" },
-	{ "max_calls", 'C', SETTINGS_NUM, NARROW_RANK, NULL, "none", "200" },
-	{ "max_tokens", 'T', SETTINGS_NUM, NARROW_RANK, NULL, "none", "1000000" },
-	{ "max_cost", '$', SETTINGS_NUM, NARROW_RANK, NULL, "none", "2.5" },
-	{ "idle_timeout", 'I', SETTINGS_STR, NARROW_RANK, NULL, "2m", "\"2m\"" },
-	{ "retries", 'Y', SETTINGS_NUM, NARROW_RANK, NULL, "2", "2" },
-	{ "disk", 'K', SETTINGS_STR, NARROW_RANK, NULL, "10G", "\"10G\"" },
-	{ "network.mode", 'N', SETTINGS_STR, NARROW_RANK, "host would open the host's whole network to the box", "none",
-	  "\"none\"" },
-	{ "network.allow_hosts", 'H', SETTINGS_LIST, NARROW_NEVER,
-	  "this would let the box reach those hosts (put them in your own file, or give --allow-host)", "(none)",
-	  "[\"pkgs.example\"]" },
-	{ "network.max_bytes", 'Q', SETTINGS_STR, NARROW_RANK, NULL, "10G", "\"500M\"" },
-	{ "context_window", 'W', SETTINGS_NUM, NARROW_ANY, NULL, NULL, "200000" },
-	{ "compact_at", '%', SETTINGS_NUM, NARROW_ANY, NULL, "80", "80" },
-	{ "cache_ttl", 'c', SETTINGS_STR, NARROW_ANY, NULL, "5m", "\"1h\"" },
-	{ "project_instructions", 'n', SETTINGS_STR, NARROW_ANY, NULL, "on", "\"off\"" },
-	/* Flags of one invocation, not settings. */
-	{ NULL, 'b' }, { NULL, 'w' }, { NULL, 'r' }, { NULL, 'S' },
+	/* A model no dearer than the one in force (ward's price table). */
+	KEY("model", 'm', STR, RANK, RANK, .eg = "\"claude-sonnet-4-20250514\""),
+	KEY("provider", 'p', STR, NEVER, NEVER,
+	    .why = "this picks the API that gets your key (set it in your own file, or give --provider)",
+	    .dflt = "anthropic", .eg = "\"openai\""),
+	KEY("base_url", 'u', STR, NEVER, NEVER,
+	    .why = "this would send your requests and your API key to another server (set it in your own file, "
+		   "ANTHROPIC_BASE_URL or OPENAI_BASE_URL, or give --base-url)",
+	    .dflt = "(the provider's)", .eg = "\"http://127.0.0.1:8080/v1\""),
+	KEY("approve", 'a', STR, RANK, RANK, .why = "auto would run every call without asking", .eg = "\"ask\""),
+	KEY("allow", 'A', LIST, NEVER, NEVER,
+	    .why = "allow rules widen it (deny rules are taken; put allow rules in your own file, or give --allow)",
+	    .dflt = "(none)", .eg = "[\"bash:git status*\"]"),
+	KEY("deny", 'D', LIST, ALWAYS, ALWAYS, .dflt = "(none)", .eg = "[\"bash:rm *\"]"),
+	KEY("deadline", 'd', STR, RANK, RANK, .dflt = "none", .eg = "\"10m\""),
+	KEY("max_rounds", 'R', NUM, RANK, RANK, .dflt = "none", .eg = "50"),
+	KEY("max_calls", 'C', NUM, RANK, RANK, .dflt = "none", .eg = "200"),
+	KEY("max_tokens", 'T', NUM, RANK, RANK, .dflt = "none", .eg = "1000000"),
+	KEY("max_cost", '$', NUM, RANK, RANK, .dflt = "none", .eg = "2.5"),
+	KEY("idle_timeout", 'I', STR, RANK, RANK, .dflt = "2m", .eg = "\"2m\""),
+	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "2", .eg = "2"),
+	KEY("disk", 'K', STR, RANK, RANK, .dflt = "10G", .eg = "\"10G\""),
+	KEY("network.mode", 'N', STR, RANK, RANK, .why = "host would open the host's whole network to the box",
+	    .dflt = "none", .eg = "\"none\""),
+	KEY("network.allow_hosts", 'H', LIST, NEVER, PUBLIC,
+	    .why = "this would let the box reach those hosts (put them in your own file, or give --allow-host)",
+	    .dflt = "(none)", .eg = "[\"pkgs.example\"]"),
+	KEY("network.max_bytes", 'Q', STR, RANK, RANK, .dflt = "10G", .eg = "\"500M\""),
+	/* A bigger window, a later compaction: bigger prompts. */
+	KEY("context_window", 'W', NUM, RANK, RANK, .eg = "200000"),
+	KEY("compact_at", '%', NUM, RANK, RANK, .dflt = "80", .eg = "80"),
+	/* How long the provider keeps the prompt cached (1h costs more). */
+	KEY("cache_ttl", 'c', STR, RANK, RANK, .dflt = "5m", .eg = "\"1h\""),
+	/* The repository's AGENTS.md in the prompt: on is looser than off. */
+	KEY("project_instructions", 'n', STR, RANK, RANK, .dflt = "on", .eg = "\"off\""),
+	/* Flags of one invocation, not settings: neither source may set them. */
+	{ .c = 'b' }, { .c = 'w' }, { .c = 'r' }, { .c = 'S' },
 };
+#undef KEY
 
 /* The variables the providers' own tools read; later rows win. */
 static const struct {
@@ -89,7 +101,7 @@ const struct settings_key *settings_key_at(size_t i)
 
 const char *settings_source_name(enum settings_source s)
 {
-	static const char *const names[] = { "default", "user file", "project file", "env", "flag" };
+	static const char *const names[] = { "default", "user file", "project file", "env", "flag", "task line" };
 	return names[s];
 }
 
@@ -98,6 +110,14 @@ static const struct settings_key *key_by_flag(int c)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].c == c)
 			return &keys[i];
+	return NULL;
+}
+
+const struct settings_key *settings_key_of_flag(const char *name)
+{
+	for (const struct option *o = flag_opts; o->name; o++)
+		if (!strcmp(o->name, name))
+			return key_by_flag(o->val);
 	return NULL;
 }
 
@@ -124,7 +144,8 @@ static bool is_section(const char *name)
 	return false;
 }
 
-/* How loose a setting is: the bigger, the more it allows. */
+/* How loose a setting is: the bigger, the more it allows. NAN: the
+ * setting has no rank (the model is compared by its prices). */
 static double rank(const struct run_flags *f, int c)
 {
 	switch (c) {
@@ -150,14 +171,42 @@ static double rank(const struct run_flags *f, int c)
 		return (double)(f->disk ? f->disk : BOX_DEFAULT_DISK);
 	case 'Q':
 		return (double)(f->net.max_bytes ? f->net.max_bytes : BOX_NET_MAX_BYTES_DEFAULT);
+	case 'W':
+		/* Unset: the model's own window, the most it can take. */
+		return f->cfg.context_window ? (double)f->cfg.context_window : INFINITY;
+	case '%':
+		return f->cfg.compact_at ? f->cfg.compact_at : COMPACT_AT_DEFAULT;
+	case 'c':
+		return !f->cfg.pcfg.cache_ttl ? 0 : !strcmp(f->cfg.pcfg.cache_ttl, "1h") ? 2 : 1;
+	case 'n':
+		return f->no_instructions ? 0 : 1;
 	}
-	return INFINITY;
+	return NAN;
 }
 
-/* The loosest value of a setting, which a project's file may never set. */
+/* The loosest value of a setting, which a source that may only narrow
+ * never sets. */
 static double loosest(int c)
 {
 	return c == 'a' ? GATE_AUTO : c == 'N' ? 2 : INFINITY;
+}
+
+/* Whether then's value of c is looser than now's: 0 no, 1 looser, 2 the
+ * loosest, or not comparable (a model ward has no prices for). */
+static int looser(const struct run_flags *now, const struct run_flags *then, int c)
+{
+	if (c == 'm') {
+		const char *a = run_flags_model(now), *b = run_flags_model(then);
+		struct price pa, pb;
+		if (!strcmp(a, b))
+			return 0;
+		if (!price_for(a, &pa) || !price_for(b, &pb))
+			return 2;
+		return pb.in > pa.in || pb.out > pa.out || pb.cache_read > pa.cache_read ||
+		       pb.cache_write > pa.cache_write || pb.cache_write_1h > pa.cache_write_1h;
+	}
+	double was = rank(now, c), is = rank(then, c);
+	return is >= loosest(c) ? 2 : is > was;
 }
 
 /* Positions in a file's text, for the messages. The text is valid JSON
@@ -254,7 +303,8 @@ static void in_force(const struct settings_report *rep, int c, char *buf, size_t
 	for (size_t i = rep->n; i-- > 0;) {
 		const struct settings_applied *a = &rep->applied[i];
 		if (a->c == c && !a->replaced) {
-			snprintf(buf, n, "%s, from %s %s", a->value, settings_source_name(a->src), a->from);
+			snprintf(buf, n, "%s, from %s%s%s", a->value, a->src == SETTINGS_FLAG ? "" : settings_source_name(a->src),
+				 a->src == SETTINGS_FLAG ? "--" : " ", a->from);
 			return;
 		}
 	}
@@ -264,16 +314,74 @@ static void in_force(const struct settings_report *rep, int c, char *buf, size_t
 
 static void record(struct settings_report *rep, int c, const char *value, const struct layer *L)
 {
+	/* A switch has no value: --no-project-instructions is off. */
+	if (!value)
+		value = c == 'n' ? "off" : "true";
 	if (rep->n < SETTINGS_APPLIED_MAX)
 		rep->applied[rep->n++] = (struct settings_applied){ c, value, L->src, L->from };
 }
 
+/* Sources that may only narrow what the user allows, and the rule each
+ * key has for them. */
+static bool narrowing(const struct layer *L)
+{
+	return L->src == SETTINGS_PROJECT || L->src == SETTINGS_LINE;
+}
+
+static const char *who(const struct layer *L)
+{
+	return L->src == SETTINGS_PROJECT ? "a project's file" : "a task line";
+}
+
+/* A task line's allow_hosts rule: added to the hosts in force, never one
+ * that names an address that is not public (the proxy's own check), and
+ * not where a network mode is in force (none would be widened; host has no
+ * list). 0 to add it, 1 ignored (a warning said why), or EXIT_USAGE after
+ * an error line. A rule that does not parse is left to run_flag to say. */
+static int line_host(const struct run_flags *g, const char *value, const struct layer *L, const char *ctx)
+{
+	struct net_allow_rule rule;
+	struct err e = { 0 };
+	if (net_allow_parse(value, &rule, &e) < 0)
+		return 0;
+	struct net_addr_own *own = NULL;
+	if (net_addr_own_new(&own) < 0)
+		own = NULL;	/* by range alone, then */
+	enum net_addr_class c = net_allow_rule_class(&rule, own);
+	net_addr_own_free(own);
+	if (c != NET_ADDR_PUBLIC) {
+		cmd_error("%s%s names %s: a task line may allow only public hosts (a rule that pins or names a "
+			  "loopback, private, link-local or metadata address is the command line's, or needs "
+			  "--trust-task-file)", ctx, value, net_addr_class_name(c));
+		return EXIT_USAGE;
+	}
+	if (g->net.net_set) {
+		char was[600];
+		in_force(L->rep, 'N', was, sizeof(was));
+		cmd_error("warning: %s%s ignored: a task line may only narrow the network, and a network mode is in "
+			  "force (%s)", ctx, value, was);
+		return 1;
+	}
+	return 0;
+}
+
 /* Apply one value of key k from layer L (ctx: "FILE:L:C: key: " or NULL).
- * A project file's ranked key is applied to a copy first, and kept only
- * if it is no looser than what is in force. */
+ * From a source that may only narrow, a ranked key is applied to a copy
+ * first, and kept only if it is no looser than what is in force. */
 static int apply(struct run_flags *g, const struct settings_key *k, const char *value, struct layer *L, const char *ctx)
 {
-	bool ranked = L->src == SETTINGS_PROJECT && k->narrow == NARROW_RANK;
+	enum settings_narrow rule = !narrowing(L) ? NARROW_ALWAYS : L->src == SETTINGS_PROJECT ? k->project : k->line;
+	if (rule == NARROW_NEVER) {
+		/* (member says so for a project's file, fleet.c for a task line.) */
+		cmd_error("%s%s: %s may not set this", ctx ? ctx : "", value ? value : "", who(L));
+		return EXIT_USAGE;
+	}
+	if (rule == NARROW_PUBLIC) {
+		int r = line_host(g, value, L, ctx);
+		if (r)
+			return r == 1 ? 0 : r;
+	}
+	bool ranked = rule == NARROW_RANK;
 	_cleanup_free_ struct run_flags *copy = NULL;
 	struct run_flags *t = g;
 	if (ranked) {
@@ -287,8 +395,9 @@ static int apply(struct run_flags *g, const struct settings_key *k, const char *
 	}
 	/* A source's first network setting replaces the network settings of
 	 * the sources below it: --net none on the command line is not in
-	 * conflict with the hosts of a file, it replaces them. */
-	bool net = (k->c == 'N' || k->c == 'H') && !L->net;
+	 * conflict with the hosts of a file, it replaces them. A task line's
+	 * hosts are added to them instead. */
+	bool net = (k->c == 'N' || k->c == 'H') && !L->net && rule != NARROW_PUBLIC;
 	if (net)
 		t->net = (struct netflag){ 0 };
 	cmd_error_context(ctx);
@@ -297,17 +406,22 @@ static int apply(struct run_flags *g, const struct settings_key *k, const char *
 	if (r < 0)
 		return EXIT_USAGE;
 	if (ranked) {
-		double now = rank(g, k->c), then = rank(t, k->c);
-		if (then >= loosest(k->c)) {
-			cmd_error("warning: %s%s ignored: a project's file may only narrow what you allow, and %s", ctx,
-				  value, k->why);
+		int loose = looser(g, t, k->c);
+		if (loose == 2 && k->c == 'm') {
+			cmd_error("warning: %s%s ignored: %s may pick a model no dearer than the one in force (%s), and ward "
+				  "does not know the prices of both", ctx, value, who(L), run_flags_model(g));
 			return 0;
 		}
-		if (then > now) {
+		if (loose == 2) {
+			cmd_error("warning: %s%s ignored: %s may only narrow what you allow, and %s", ctx, value, who(L),
+				  k->why ? k->why : "this is the loosest value");
+			return 0;
+		}
+		if (loose) {
 			char was[600];
 			in_force(L->rep, k->c, was, sizeof(was));
-			cmd_error("warning: %s%s ignored: a project's file may only tighten it, and this is looser than "
-				  "what is in force (%s)", ctx, value, was);
+			cmd_error("warning: %s%s ignored: %s may only tighten it, and this is looser than what is in force "
+				  "(%s)", ctx, value ? value : "true", who(L), was);
 			return 0;
 		}
 		*g = *t;
@@ -422,7 +536,7 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 			  where(ctx, sizeof(ctx), L, kpos), safe ? safe : "?");
 		return 0;
 	}
-	if (L->src == SETTINGS_PROJECT && k->narrow == NARROW_NEVER) {
+	if (L->src == SETTINGS_PROJECT && k->project == NARROW_NEVER) {
 		cmd_error("warning: %s\"%s\" ignored: a project's file may only narrow what you allow, and %s",
 			  where(ctx, sizeof(ctx), L, kpos), k->key, k->why);
 		return 0;
@@ -584,6 +698,13 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 			cmd_error("internal: --%s has no row in the table of cmd/settings.c", o->name);
 			return EXIT_FAIL;
 		}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const struct settings_key *k = &keys[i];
+		if ((k->project == NARROW_RANK || k->line == NARROW_RANK) && k->c != 'm' && isnan(rank(f, k->c))) {
+			cmd_error("internal: --%s is ranked but has no rank in cmd/settings.c", settings_flag_name(k->c));
+			return EXIT_FAIL;
+		}
+	}
 	_cleanup_free_ struct settings_report *own = NULL;
 	if (!rep)
 		rep = own = malloc(sizeof(*own));
@@ -643,8 +764,21 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 		if (r)
 			return r;
 	}
+	/* A task line's fields, after the flags: each only narrows them. */
+	L = (struct layer){ .src = SETTINGS_LINE, .rep = rep, .from = f->line_from };
+	for (size_t i = 0; i < f->nline; i++) {
+		const struct run_given *a = &f->line[i];
+		char ctx[PATH_MAX + 100];
+		snprintf(ctx, sizeof(ctx), "%s: \"%s\": ", f->line_from ? f->line_from : "task line", a->field);
+		int r = apply(g, key_by_flag(a->c), a->arg, &L, ctx);
+		if (r)
+			return r;
+	}
 	memcpy(g->given, f->given, sizeof(g->given));
 	g->ngiven = f->ngiven;
+	memcpy(g->line, f->line, sizeof(g->line));
+	g->nline = f->nline;
+	g->line_from = f->line_from;
 	*f = *g;
 	return 0;
 }

@@ -11,17 +11,25 @@
 
 #include "cmd/session.h"
 
-/* A config key: the flag it is read as, and how a project's file may set
- * it. */
+/* How a source that is not trusted as the user (a project's file, a task
+ * line) may set a key. NARROW_NEVER is 0, so a row that names no rule
+ * refuses. */
+enum settings_narrow {
+	NARROW_NEVER,	/* not at all: it would widen what the user allows */
+	NARROW_ALWAYS,	/* every value narrows: a deny rule */
+	NARROW_RANK,	/* only to a value no looser than the one in force */
+	NARROW_PUBLIC,	/* a task line's allow_hosts: hosts added, none that a rule names at an address that is
+			 * not public (net/addr.h), and none where a network mode is in force */
+};
+
+/* A config key: the flag it is read as, and how a project's file and a
+ * task line may set it. */
 struct settings_key {
 	const char *key;	/* "section.name" for a nested one; NULL: a flag only */
 	int c;			/* run_flag's letter */
 	enum { SETTINGS_STR, SETTINGS_NUM, SETTINGS_LIST } type;
-	enum {
-		NARROW_ANY,	/* freely: the model, deny rules */
-		NARROW_NEVER,	/* not at all: it would widen what the user allows */
-		NARROW_RANK,	/* only to a value no looser than the one in force */
-	} narrow;
+	enum settings_narrow project;	/* a project's .ward/config.json */
+	enum settings_narrow line;	/* a line of ward run --task-file, without --trust-task-file */
 	const char *why;	/* NEVER: why not; RANK: why not its loosest value */
 	const char *dflt;	/* the default, as ward config shows it; NULL: computed */
 	const char *eg;		/* an example value, for a type error */
@@ -31,12 +39,15 @@ struct settings_key {
 const struct settings_key *settings_key_at(size_t i);
 /* A shared flag's long name, without the dashes. */
 const char *settings_flag_name(int c);
+/* The row of a shared flag by its long name ("max-rounds"); NULL when it is
+ * not one of them (a flag of ward run alone: --approve-cmd, --patch, ...). */
+const struct settings_key *settings_key_of_flag(const char *name);
 
-enum settings_source { SETTINGS_DEFAULT, SETTINGS_USER, SETTINGS_PROJECT, SETTINGS_ENV, SETTINGS_FLAG };
+enum settings_source { SETTINGS_DEFAULT, SETTINGS_USER, SETTINGS_PROJECT, SETTINGS_ENV, SETTINGS_FLAG, SETTINGS_LINE };
 
 #define SETTINGS_APPLIED_MAX 2048
 
-/* "default", "user file", "project file", "env", "flag" */
+/* "default", "user file", "project file", "env", "flag", "task line" */
 const char *settings_source_name(enum settings_source s);
 
 /* What came from where, for ward config. */
@@ -55,8 +66,11 @@ struct settings_report {
 
 /* Rebuild f's settings from f->mode_default and the other defaults: the
  * user's file, the project's file (only what narrows: one warning line for
- * each key it may not set), the environment, then f->given. rep (or NULL)
- * gets what came from where. 0, or an exit code after an error line. */
+ * each key it may not set), the environment, f->given, then a task line's
+ * f->line (likewise only what narrows, by each key's line rule: a value
+ * looser than the one in force is one warning line and the tighter one
+ * stays). rep (or NULL) gets what came from where. 0, or an exit code
+ * after an error line. */
 int settings_apply(struct run_flags *f, struct settings_report *rep);
 
 /* The "hooks" object of the user's file as the last settings_apply read it

@@ -333,3 +333,30 @@ void net_allow_suggest(const struct net_host *h, uint16_t port, char *out, size_
 	else
 		snprintf(out, n, "%s:%u", ht, port);
 }
+
+int net_allow_rule_sockaddr(const struct net_allow_rule *r, uint16_t port, struct sockaddr_storage *ret,
+			    socklen_t *ret_len)
+{
+	if (!r->has_addr)
+		return -ENOENT;
+	*ret = (struct sockaddr_storage){ 0 };
+	if (r->addr.kind == NET_HOST_IPV4) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ret;
+		*s = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = r->addr.addr.v4 };
+		*ret_len = sizeof(*s);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ret;
+		*s = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = r->addr.addr.v6 };
+		*ret_len = sizeof(*s);
+	}
+	return 0;
+}
+
+enum net_addr_class net_allow_rule_class(const struct net_allow_rule *r, const struct net_addr_own *o)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	if (net_allow_rule_sockaddr(r, r->port, &ss, &len) < 0)
+		return NET_ADDR_PUBLIC;
+	return net_addr_check(o, (const struct sockaddr *)&ss);
+}

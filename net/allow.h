@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "base/err.h"
+#include "net/addr.h"
 
 #define NET_HOST_MAX 253
 
@@ -76,5 +77,16 @@ const struct net_allow_rule *net_allow_match(const struct net_allow *l, const st
 /* "example.org", "example.org:8443", "[::1]:443": the pattern that would
  * allow host:port, for a refusal to suggest. */
 void net_allow_suggest(const struct net_host *h, uint16_t port, char *out, size_t n);
+/* The address a rule connects to without resolving (a pinned name's, or an
+ * address rule's own), with port: 0, or -ENOENT for a rule whose name is
+ * resolved. */
+int net_allow_rule_sockaddr(const struct net_allow_rule *r, uint16_t port, struct sockaddr_storage *ret,
+			    socklen_t *ret_len);
+/* What kind of address that is (net_addr_check: the host's own first, o
+ * may be NULL); NET_ADDR_PUBLIC for a rule whose name is resolved, since
+ * the proxy checks each address it resolves to. The one answer to "does
+ * this rule name an address that is not public", for the proxy and for
+ * whoever may give rules only to public hosts. */
+enum net_addr_class net_allow_rule_class(const struct net_allow_rule *r, const struct net_addr_own *o);
 /* host or [host], as a URL authority writes it. */
 void net_allow_host_text(const struct net_host *h, char *out, size_t n);

@@ -41,16 +41,7 @@ void proxy_dial_decide(struct proxy_conn *c)
 	c->deadline = now_ms() + p->cfg.connect_ms;
 	if (c->rule->has_addr) {
 		/* Pinned, or an address rule: connected as named, never resolved. */
-		const struct net_host *a = &c->rule->addr;
-		if (a->kind == NET_HOST_IPV4) {
-			struct sockaddr_in *s = (struct sockaddr_in *)&c->addr[0];
-			*s = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(r->port), .sin_addr = a->addr.v4 };
-			c->addrlen[0] = sizeof(*s);
-		} else {
-			struct sockaddr_in6 *s = (struct sockaddr_in6 *)&c->addr[0];
-			*s = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(r->port), .sin6_addr = a->addr.v6 };
-			c->addrlen[0] = sizeof(*s);
-		}
+		net_allow_rule_sockaddr(c->rule, r->port, &c->addr[0], &c->addrlen[0]);
 		c->naddr = 1;
 		c->st = PROXY_CONNECT;
 		dial_next(c);

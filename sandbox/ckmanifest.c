@@ -173,9 +173,15 @@ int ckmanifest_write(const char *path, const struct ckmanifest *l)
 {
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	/* The workspace's file names: the owner's only, whatever the umask. */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd < 0 || fchmod(fd, 0600) < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		int r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	int r = 0;
 	for (size_t i = 0; i < l->n && r >= 0; i++) {
 		cJSON *o = entry_json(&l->v[i]);

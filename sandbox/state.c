@@ -34,7 +34,7 @@ int state_mkdir_p(const char *path, mode_t mode)
 		if (*p != '/')
 			continue;
 		*p = 0;
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		if (mkdir(tmp, mode | 0700) < 0 && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}

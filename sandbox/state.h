@@ -20,6 +20,9 @@ int state_layers_dir(const char *name, char *out, size_t n, struct err *e);
 /* A hibernated box's saved state, on disk (not in the runtime dir, which
  * is often memory): $XDG_STATE_HOME/ward/hibernated/NAME. */
 int state_hib_dir(const char *name, char *out, size_t n, struct err *e);
+/* mkdir -p: every directory it makes, the ones on the way included, gets
+ * mode (with u+rwx on the way): the state it holds is the user's alone.
+ * One that is there already keeps its own. */
 int state_mkdir_p(const char *path, mode_t mode);
 int state_rm_rf(const char *path);
 /* The keeper's pid from the box dir, if the keeper is alive. */

@@ -31,9 +31,11 @@ warnings() { printf '%s\n' "$ERR" | grep -c "^ward: warning: "; }
 serve text
 
 # --- Precedence: flag > environment > project file > user file > default.
+# The project's model is one no dearer than the user's (ward's prices).
+UM=claude-opus-4-1-20250805 PM=claude-3-5-haiku-20241022
 clean
-user '{"model": "user-model"}'
-proj '{"model": "project-model"}'
+user "{\"model\": \"$UM\"}"
+proj "{\"model\": \"$PM\"}"
 export WARD_MODEL=env-model
 wr --base-url "$URL" --model flag-model "hi"
 is "$RC" 0 "all four sources: exit 0"
@@ -46,15 +48,15 @@ cfg
 like "$OUT" "^model +env-model +env WARD_MODEL$" "ward config: env WARD_MODEL"
 unset WARD_MODEL
 wr --base-url "$URL" "hi"
-is "$(sent model)" project-model "no environment: the project file's is sent"
+is "$(sent model)" "$PM" "no environment: the project file's is sent"
 cfg
-like "$OUT" "^model +project-model +project file $PF$" "ward config: the project file, by its path"
+like "$OUT" "^model +$PM +project file $PF$" "ward config: the project file, by its path"
 like "$OUT" "^# project file: $PF$" "ward config: names the project file it read"
 rm -f "$PF"
 wr --base-url "$URL" "hi"
-is "$(sent model)" user-model "no project file: the user file's is sent"
+is "$(sent model)" "$UM" "no project file: the user file's is sent"
 cfg
-like "$OUT" "^model +user-model +user file $UF$" "ward config: the user file, by its path"
+like "$OUT" "^model +$UM +user file $UF$" "ward config: the user file, by its path"
 like "$OUT" "^# project file: $PF \\(not found\\)$" "ward config: a missing project file is fine, and said"
 rm -f "$UF"
 wr --base-url "$URL" "hi"
@@ -288,21 +290,161 @@ like "$ERR" "$PF:2:2: \"model\" is given twice" "a key twice: exit 64 with its p
 printf '{"model": "a\\u001b[2Jb"}' >"$PF"
 wr --base-url "$URL" "hi"
 is "$RC" 64 "a control character in a value: exit 64"
-printf '{"model": "proj-ok", "colour": "blue"}' >"$PF"
-wr --base-url "$URL" --context-window 100000 "hi"
+printf '{"model": "%s", "colour": "blue"}' "$PM" >"$PF"
+wr --base-url "$URL" "hi"
 is "$RC" 0 "an unknown key is not fatal"
-is "$(sent model)" proj-ok "the rest of the file applies"
+is "$(sent model)" "$PM" "the rest of the file applies"
 is "$(warnings)" 1 "one warning line"
-like "$ERR" "^ward: warning: $PF:1:22: unknown key \"colour\" ignored" "an unknown key: one warning naming file and key"
+like "$ERR" "^ward: warning: $PF:1:$((15 + ${#PM})): unknown key \"colour\" ignored" "an unknown key: one warning naming file and key"
 BAD_ENV=$( (cd "$WS" && ANTHROPIC_BASE_URL=ftp://x "$WARD" run "hi") 2>&1 </dev/null); BRC=$?
 is "$BRC" 64 "a bad ANTHROPIC_BASE_URL: exit 64"
 like "$BAD_ENV" "^ward: env ANTHROPIC_BASE_URL: --base-url: \"ftp://x\" is not an http" "and the line names the variable"
 
 # --workspace picks the project file, from anywhere.
 clean
-proj '{"model": "ws-model"}'
+proj "{\"model\": \"$PM\"}"
 (cd / && "$WARD" run --base-url "$URL" --workspace "$WS" "hi") >/dev/null 2>&1 </dev/null
-is "$(sent model)" ws-model "the project file of --workspace DIR applies"
+is "$(sent model)" "$PM" "the project file of --workspace DIR applies"
+
+# A repository cannot turn its own instructions back on, nor pick a model
+# dearer than the user's, or one ward cannot price.
+clean
+user '{"project_instructions": "off"}'
+proj '{"project_instructions": "on"}'
+echo "AGENTS-CANARY-7731" >"$WS/AGENTS.md"
+wr --base-url "$URL" "hi"
+is "$RC" 0 "a project's project_instructions on over the user's off: the run goes on"
+unlike "$(tail -1 "$LOG")" "AGENTS-CANARY-7731" "a project's project_instructions on over the user's off: AGENTS.md is not in the prompt"
+like "$ERR" "\"project_instructions\": on ignored: a project's file may only tighten it, and this is looser than what is in force \\(off, from user file $UF\\)" "a project's project_instructions on: one line says why"
+rm -f "$UF"
+wr --base-url "$URL" "hi"
+like "$(tail -1 "$LOG")" "AGENTS-CANARY-7731" "twin: with the user's default (on), AGENTS.md is in the prompt"
+proj '{"project_instructions": "off"}'
+wr --base-url "$URL" "hi"
+unlike "$(tail -1 "$LOG")" "AGENTS-CANARY-7731" "twin: a project's own off is taken"
+rm -f "$WS/AGENTS.md"
+clean
+proj '{"model": "claude-opus-4-1-20250805"}'
+wr --base-url "$URL" "hi"
+is "$(sent model)" claude-sonnet-4-20250514 "a project's model dearer than the one in force is ignored"
+like "$ERR" "\"model\": claude-opus-4-1-20250805 ignored: a project's file may only tighten it" "its line"
+proj '{"model": "local-model"}'
+wr --base-url "$URL" "hi"
+is "$(sent model)" claude-sonnet-4-20250514 "a project's model ward has no prices for is ignored"
+like "$ERR" "\"model\": local-model ignored: a project's file may pick a model no dearer than the one in force \\(claude-sonnet-4-20250514\\), and ward does not know the prices of both" "its line"
+
+# --- Every key, from every source that may only narrow: a project's file
+# and a task line (ward run --task-file, not trusted). One row per key of
+# ward config's table; a key the table has and this test does not (a new
+# key, with no narrowing rule decided) fails the test. Each row: the key;
+# its rule for a project's file; what the user's file sets; a project
+# value looser than that (ignored, one line); one no looser (taken); its
+# rule for a task line; the command line that sets what is in force; a
+# line value looser than that (ignored, one line; for public, refused);
+# one no looser (taken). "-": none.
+NARROW_ROWS='model|rank|"model": "claude-sonnet-4-20250514"|"model": "claude-opus-4-1-20250805"|"model": "claude-3-5-haiku-20241022"|rank|--model claude-sonnet-4-20250514|"model": "claude-opus-4-1-20250805"|"model": "claude-3-5-haiku-20241022"
+provider|never|-|"provider": "openai"|-|never|-|"provider": "openai"|-
+base_url|never|-|"base_url": "http://127.0.0.1:9/"|-|never|-|"base_url": "http://127.0.0.1:9/"|-
+approve|rank|"approve": "edits"|"approve": "auto"|"approve": "ask"|rank|--approve edits|"approve": "auto"|"approve": "ask"
+allow|never|-|"allow": ["write"]|-|never|-|"allow": ["write"]|-
+deny|always|-|-|"deny": ["bash:rm *"]|always|-|-|"deny": ["bash:rm *"]
+deadline|rank|"deadline": "10m"|"deadline": "1h"|"deadline": "5m"|rank|--deadline 10m|"deadline": "1h"|"deadline": "5m"
+max_rounds|rank|"max_rounds": 10|"max_rounds": 50|"max_rounds": 5|rank|--max-rounds 10|"max_rounds": 50|"max_rounds": 5
+max_calls|rank|"max_calls": 10|"max_calls": 50|"max_calls": 5|rank|--max-calls 10|"max_calls": 50|"max_calls": 5
+max_tokens|rank|"max_tokens": 100000|"max_tokens": 500000|"max_tokens": 50000|rank|--max-tokens 100000|"max_tokens": 500000|"max_tokens": 50000
+max_cost|rank|"max_cost": 2|"max_cost": 5|"max_cost": 1|rank|--max-cost 2|"max_cost": 5|"max_cost": 1
+idle_timeout|rank|"idle_timeout": "2m"|"idle_timeout": "1h"|"idle_timeout": "30s"|rank|--idle-timeout 2m|"idle_timeout": "1h"|"idle_timeout": "30s"
+retries|rank|"retries": 2|"retries": 9|"retries": 1|rank|--retries 2|"retries": 9|"retries": 1
+disk|rank|"disk": "10G"|"disk": "100G"|"disk": "1G"|rank|--disk 10G|"disk": "100G"|"disk": "1G"
+network.mode|rank|"network": {"allow_hosts": ["pkgs.example"]}|"network": {"mode": "host"}|"network": {"mode": "none"}|rank|--allow-host pkgs.example|"net": "host"|"net": "none"
+network.allow_hosts|never|-|"network": {"allow_hosts": ["evil.test"]}|-|public|-|"allow_hosts": ["internal.test=127.0.0.1:9"]|"allow_hosts": ["docs.python.org"]
+network.max_bytes|rank|"network": {"max_bytes": "1G"}|"network": {"max_bytes": "100G"}|"network": {"max_bytes": "500M"}|rank|--net-max-bytes 1G|"net_max_bytes": "100G"|"net_max_bytes": "500M"
+context_window|rank|"context_window": 100000|"context_window": 150000|"context_window": 50000|rank|--context-window 100000|"context_window": 150000|"context_window": 50000
+compact_at|rank|"compact_at": 80|"compact_at": 90|"compact_at": 70|rank|--compact-at 80|"compact_at": 90|"compact_at": 70
+cache_ttl|rank|"cache_ttl": "5m"|"cache_ttl": "1h"|"cache_ttl": "off"|rank|--cache-ttl 5m|"cache_ttl": "1h"|"cache_ttl": "off"
+project_instructions|rank|"project_instructions": "off"|"project_instructions": "on"|"project_instructions": "off"|rank|-|-|"no_project_instructions": true'
+srcs() { # srcs KEY < ward config --json: the source of each of KEY's values
+	python3 -c 'import json,sys; v=json.load(sys.stdin)["settings"][sys.argv[1]]
+print(" ".join(x["source"] for x in (v if isinstance(v, list) else [v])))' "$1"
+}
+clean
+cfg --json
+KEYS=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["settings"]))')
+ROWKEYS=$(printf '%s\n' "$NARROW_ROWS" | cut -d'|' -f1 | tr '\n' ' ')
+MISSING=""; for k in $KEYS; do printf '%s\n' "$NARROW_ROWS" | cut -d'|' -f1 | grep -qxF "$k" || MISSING="$MISSING $k"; done
+is "$MISSING" "" "every key of ward config's table has a narrowing row in this test (a new key needs its rule decided)"
+EXTRA=""; for k in $ROWKEYS; do [[ " $KEYS " == *" $k "* ]] || EXTRA="$EXTRA $k"; done
+is "$EXTRA" "" "and every row is a key of the table"
+TR=$T_TMP/narrow
+mkdir -p "$TR/ws"
+BADP=""; BADL=""
+while IFS='|' read -r key prule uval ploose ptight lrule lflags lloose ltight; do
+	# A project's file.
+	case $prule in
+	never)
+		clean; proj "{$ploose}"; cfg --json
+		[ "$RC" = 0 ] && [[ " $(printf '%s' "$OUT" | srcs "$key") " != *" project "* ]] &&
+			printf '%s\n' "$ERR" | grep -q "\"$key\" ignored: a project's file may only narrow" || BADP="$BADP $key:never"
+		;;
+	always)
+		clean; proj "{$ptight}"; cfg --json
+		[ "$RC" = 0 ] && [[ " $(printf '%s' "$OUT" | srcs "$key") " == *" project "* ]] && [ "$(warnings)" = 0 ] ||
+			BADP="$BADP $key:always"
+		;;
+	rank)
+		clean; user "{$uval}"; proj "{$ploose}"; cfg --json
+		[ "$RC" = 0 ] && [ "$(printf '%s' "$OUT" | srcs "$key")" != project ] &&
+			printf '%s\n' "$ERR" | grep -q "\"$key\": .* ignored: a project's file may" || BADP="$BADP $key:looser"
+		proj "{$ptight}"; cfg --json
+		[ "$RC" = 0 ] && [ "$(printf '%s' "$OUT" | srcs "$key" | tr ' ' '\n' | sort -u | tr '\n' ' ')" = "project " ] &&
+			[ "$(warnings)" = 0 ] || BADP="$BADP $key:tighter"
+		;;
+	*) BADP="$BADP $key:$prule?" ;;
+	esac
+	# A task line, over the command line's value.
+	clean
+	# shellcheck disable=SC2086
+	line_run() { # line_run FIELDS: one task with those fields; RC, ERR
+		rm -rf "$TR/out"
+		printf '{"id": "t", "task": "hi", "workspace": "ws", %s}\n' "$1" >"$TR/tasks.jsonl"
+		[ "$lflags" = - ] && set -- || set -- $lflags
+		"$WARD" run --base-url "$URL" "$@" --task-file "$TR/tasks.jsonl" --task-index 0 --out "$TR/out" \
+			>/dev/null 2>"$T_TMP/lerr" </dev/null
+		RC=$?; ERR=$(cat "$T_TMP/lerr")
+	}
+	field=$lloose; [ "$field" = - ] && field=$ltight
+	field=$(printf '%s' "$field" | sed 's/^"\([^"]*\)".*/\1/')	# the line's field, as written
+	case $lrule in
+	never)
+		line_run "$lloose"
+		[ "$RC" = 64 ] && printf '%s\n' "$ERR" | grep -q "\"$field\" is taken from a task file only with --trust-task-file" ||
+			BADL="$BADL $key:never($RC)"
+		;;
+	always)
+		line_run "$ltight"
+		[ "$RC" = 0 ] && [ "$(warnings)" = 0 ] || BADL="$BADL $key:always($RC)"
+		;;
+	public)
+		line_run "$lloose"
+		[ "$RC" = 64 ] && printf '%s\n' "$ERR" | grep -q "names a loopback address: a task line may allow only public hosts" ||
+			BADL="$BADL $key:pinned($RC)"
+		line_run "$ltight"
+		[ "$RC" = 0 ] && [ "$(warnings)" = 0 ] || BADL="$BADL $key:public($RC)"
+		;;
+	rank)
+		if [ "$lloose" != - ]; then
+			line_run "$lloose"
+			[ "$RC" = 0 ] && printf '%s\n' "$ERR" | grep -q "tasks.jsonl:1: \"$field\": .* ignored: a task line may" ||
+				BADL="$BADL $key:looser($RC)"
+		fi
+		line_run "$ltight"
+		[ "$RC" = 0 ] && [ "$(warnings)" = 0 ] || BADL="$BADL $key:tighter($RC)"
+		;;
+	*) BADL="$BADL $key:$lrule?" ;;
+	esac
+done <<<"$NARROW_ROWS"
+is "$BADP" "" "a project's file, key by key: never-keys ignored with a line, deny added, each ranked key's looser value ignored with a line and its tighter one taken"
+is "$BADL" "" "a task line, key by key: never-keys refused without --trust-task-file, deny added, a host pinned to loopback refused and a public one taken, each ranked key's looser value ignored with a line and its tighter one taken"
 
 kill "$EVIL" 2>/dev/null; wait "$EVIL" 2>/dev/null
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null

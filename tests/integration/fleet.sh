@@ -242,7 +242,6 @@ bad_task "a bad value for a flag" '{"id": "x", "task": "t", "max_rounds": "many"
 bad_task "a fleet's own flag as a field" '{"id": "x", "task": "t", "out": "/tmp"}' '"out" cannot be a task.s field'
 bad_task "a field only a trusted file may set" '{"id": "x", "task": "t", "base_url": "http://evil.test"}' '"base_url" is taken from a task file only with --trust-task-file'
 bad_task "a program on the host from a task line" '{"id": "x", "task": "t", "approve_cmd": "touch /tmp/pwned"}' '"approve_cmd" is taken from a task file only with --trust-task-file'
-bad_task "the host's network from a task line" '{"id": "x", "task": "t", "net": "host"}' '"net" is taken from a task file only'
 mkdir -p "$T_TMP/dupout"
 printf '%s\n' '{"id": "same", "task": "make the tests pass", "workspace": "'"$F/ws/t04"'", "model": "replay:'"$F/fix.json"'"}' \
 	'{"id": "same", "task": "another", "workspace": "'"$F/ws/t05"'", "model": "replay:'"$F/fix.json"'"}' >"$T_TMP/dup.jsonl"
@@ -259,6 +258,190 @@ JOB_COMPLETION_INDEX=0 "$WARD" run --task-file "$F/tasks.jsonl" --out "$T_TMP/k8
 is "$(field "$T_TMP/k8s/t01/result.json" index)" 0 "positive twin: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) picks the task"
 SLURM_ARRAY_TASK_ID=11 "$WARD" run --task-file "$F/tasks.jsonl" --out "$T_TMP/slurmenv" >/dev/null 2>&1
 is "$(field "$T_TMP/slurmenv/t12/result.json" index)" 11 "and SLURM_ARRAY_TASK_ID"
+
+# ---- a task line only narrows what the command line allows ----
+# (Each field's rule, key by key, is config.sh's table; here what a line
+# does to a real run.) The root: the task file's directory, or --task-root.
+N=$T_TMP/narrow
+mkdir -p "$N/root/ws" "$N/root/a/b" "$N/root/a/bc" "$N/elsewhere"
+echo "MARKER-ROOT-5151" >"$N/root/ws/marker"
+echo "MARKER-ELSEWHERE-6262" >"$N/elsewhere/marker"
+cat >"$N/root/look.json" <<'J'
+{"turns": [{"text": "Looking.", "tools": [{"name": "bash", "input": {"command": "cat /workspace/marker; ls /workspace | head -3"}}]},
+           {"expect": "MARKER-", "text": "Seen."}]}
+J
+cp "$N/root/look.json" "$N/elsewhere/look.json"
+cp "$N/root/look.json" "$N/root/a/b/look.json"
+echo "MARKER-AB-8484" >"$N/root/a/b/marker"
+ln -s "$N/elsewhere" "$N/root/link-out"
+ln -s ws "$N/root/link-in"
+narrow() { # narrow LINE [FLAGS]: run it as task 0 of $N/root/tasks.jsonl; RC, ERR
+	printf '%s\n' "$1" >"$N/root/tasks.jsonl"
+	rm -rf "$N/out"
+	"$WARD" run "${@:2}" --task-file "$N/root/tasks.jsonl" --task-index 0 --out "$N/out" >/dev/null 2>"$T_TMP/narrow.err" </dev/null
+	RC=$?; ERR=$(cat "$T_TMP/narrow.err")
+}
+LOOK="\"model\": \"replay:$N/root/look.json\""
+BADWS=""
+for ws in /etc "$HOME" ../elsewhere link-out "$N/elsewhere" "$N/root/a/bc/../../../elsewhere" /; do
+	narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"$ws\", $LOOK}"
+	[ "$RC" = 64 ] && [ "$(wc -l <"$T_TMP/narrow.err")" = 1 ] && [[ $ERR == *"is not under the task root $N/root"* ]] &&
+		[ ! -e "$N/out/w" ] || BADWS="$BADWS $ws:$RC"
+done
+is "$BADWS" "" "a line's workspace outside the task root (/etc, the home, ../, a symlink out, an absolute path, /): exit 64, one line, nothing run"
+like "$ERR" "tasks.jsonl:1: \"workspace\": / is not under the task root" "the line names the file, the field and the root"
+# /a/bc is not under /a/b: components, not a string prefix.
+LOOKAB="\"model\": \"replay:$N/root/a/b/look.json\""
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"$N/root/a/bc\", $LOOKAB}" --task-root "$N/root/a/b"
+is "$RC" 64 "a workspace beside --task-root whose name only starts like it (a/bc, root a/b): refused"
+like "$ERR" "\"workspace\": $N/root/a/bc is not under the task root $N/root/a/b " "with one line naming the root"
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"$N/root/a/b\", $LOOKAB}" --task-root "$N/root/a/b"
+is "$RC" 0 "twin: the root itself may be a line's workspace"
+like "$(cat "$N/out/w/events.jsonl" 2>/dev/null)" "MARKER-AB-8484" "and its box has it"
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"ws\", $LOOK}"
+is "$RC" 0 "twin: a workspace under the task root runs"
+like "$(cat "$N/out/w/events.jsonl")" "MARKER-ROOT-5151" "and its box has that directory"
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"$N/root/ws\", $LOOK}"
+is "$RC" 0 "twin: an absolute path under the task root runs"
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"link-in\", $LOOK}"
+is "$RC" 0 "twin: a symlink that stays under the root runs"
+like "$(head -1 "$N/out/w/journal.jsonl")" "\"workspace\":\"$N/root/ws\"" "with the resolved path handed on (the session's workspace is the link's target)"
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"$N/elsewhere\", \"model\": \"replay:$N/elsewhere/look.json\"}" --trust-task-file
+is "$RC" 0 "twin: with --trust-task-file, an absolute workspace outside the root runs"
+like "$(cat "$N/out/w/events.jsonl")" "MARKER-ELSEWHERE-6262" "and its box has that directory"
+printf '%s\n' "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"$N/elsewhere\", \"model\": \"replay:$N/elsewhere/look.json\"}" >"$N/tasks2.jsonl"
+mkdir -p "$N/tasks"; mv "$N/tasks2.jsonl" "$N/tasks/t.jsonl"
+rm -rf "$N/out"
+"$WARD" run --task-root "$N/elsewhere" --task-file "$N/tasks/t.jsonl" --task-index 0 --out "$N/out" >/dev/null 2>&1 </dev/null
+is "$?" 0 "twin: --task-root DIR: a workspace (and replay script) under DIR runs, the task file elsewhere"
+# A replay script is a host file too.
+narrow "{\"id\": \"w\", \"task\": \"look\", \"workspace\": \"ws\", \"model\": \"replay:$N/elsewhere/look.json\"}"
+is "$RC" 64 "a line's replay script outside the task root: exit 64"
+like "$ERR" "\"model\": $N/elsewhere/look.json is not under the task root" "with one line"
+
+# Hosts: a line's rule never names an address that is not public.
+mkdir -p "$N/srv"; echo "MARKER-LOOPBACK-7373" >"$N/srv/secret.txt"
+rm -f "$N/port"
+python3 - "$N/srv" "$N/port" "$N/srv.log" <<'PY' &
+import http.server, functools, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, f, *a):
+        open(sys.argv[3], "a").write((f % a) + "\n")
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(H, directory=sys.argv[1]))
+open(sys.argv[2], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+HSRV=$!
+for _ in $(seq 100); do [ -s "$N/port" ] && break; sleep 0.05; done
+HP=$(cat "$N/port")
+cat >"$N/root/fetch.json" <<J
+{"turns": [{"text": "Fetching.", "tools": [{"name": "bash", "input": {"command": "curl -s --max-time 5 http://internal.test:$HP/secret.txt; echo; echo fetched"}}]},
+           {"expect": "MARKER-LOOPBACK", "text": "Got it."}]}
+J
+BADH=""
+for rule in "internal.test=127.0.0.1:$HP" "127.0.0.1:$HP" "x.test=10.1.2.3:80" "x.test=192.168.0.1" "169.254.169.254" \
+	"x.test=100.64.0.1:443" "[::1]:$HP" "x.test=[::ffff:127.0.0.1]:$HP" "x.test=[fe80::1]:443" "x.test=0.0.0.0:$HP"; do
+	narrow "{\"id\": \"h\", \"task\": \"fetch\", \"workspace\": \"ws\", \"model\": \"replay:$N/root/fetch.json\", \"allow_hosts\": [\"docs.python.org\", \"$rule\"]}"
+	[ "$RC" = 64 ] && [ "$(wc -l <"$T_TMP/narrow.err")" = 1 ] && [[ $ERR == *"a task line may allow only public hosts"* ]] || BADH="$BADH $rule:$RC"
+done
+is "$BADH" "" "a line's allow_hosts pinning or naming loopback, private, CGNAT, link-local (metadata), mapped or unspecified addresses: exit 64, one line each"
+like "$ERR" "names an unspecified" "the line says what kind of address it is"
+[ ! -s "$N/srv.log" ]; ok $? "and the loopback service never heard from a box"
+narrow "{\"id\": \"h\", \"task\": \"fetch\", \"workspace\": \"ws\", \"model\": \"replay:$N/root/fetch.json\", \"allow_hosts\": [\"internal.test=127.0.0.1:$HP\"]}" --trust-task-file
+is "$RC" 0 "twin: with --trust-task-file the same pin is taken"
+like "$(cat "$N/out/h/events.jsonl")" "MARKER-LOOPBACK-7373" "and the box reaches the service through the proxy"
+narrow "{\"id\": \"h\", \"task\": \"look\", \"workspace\": \"ws\", $LOOK, \"allow_hosts\": [\"docs.python.org\", \"pypi.org=151.101.0.223:443\", \"*.example.org\"]}"
+is "$RC" 0 "twin: public hosts (a name, a pin to a public address, a wildcard) from a line are taken"
+is "$(grep -c '^ward: warning' "$T_TMP/narrow.err")" 0 "with no warning"
+narrow "{\"id\": \"h\", \"task\": \"look\", \"workspace\": \"ws\", $LOOK, \"allow_hosts\": [\"docs.python.org\"]}" --net none
+like "$ERR" "\"allow_hosts\": docs.python.org ignored: a task line may only narrow the network, and a network mode is in force \\(none, from --net\\)" "a line's hosts over the command line's --net none: ignored, one line"
+kill "$HSRV" 2>/dev/null; wait "$HSRV" 2>/dev/null
+
+# The network mode: a line's host is ignored; the box has its own network.
+cat >"$N/root/net.json" <<'J'
+{"turns": [{"text": "Interfaces.", "tools": [{"name": "bash", "input": {"command": "echo ifaces=$(tail -n +3 /proc/net/dev | wc -l)"}}]},
+           {"expect": "ifaces=", "text": "Counted."}]}
+J
+narrow "{\"id\": \"n\", \"task\": \"count\", \"workspace\": \"ws\", \"model\": \"replay:$N/root/net.json\", \"net\": \"host\"}"
+is "$RC" 0 "a line's net host: the run goes on"
+like "$ERR" "\"net\": host ignored: a task line may only narrow what you allow, and host would open the host's whole network" "with one line saying it was ignored"
+like "$(cat "$N/out/n/events.jsonl")" 'ifaces=1' "the host's network from a task line: not given (the box has only its loopback)"
+
+# Bounds: the tighter of the command line's and the line's.
+python3 -c 'import json; print(json.dumps({"turns": [{"text": "Round %d." % i, "tools": [{"name": "bash", "input": {"command": "echo %d" % i}}]} for i in range(12)] + [{"text": "Done."}]}))' >"$N/root/loop.json"
+rounds() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rounds"])' "$N/out/b/result.json" 2>/dev/null; }
+narrow '{"id": "b", "task": "loop", "workspace": "ws", "max_rounds": 10}' --model "replay:$N/root/loop.json" --max-rounds 1
+is "$RC/$(rounds)" "2/1" "--max-rounds 1 on the command line, 10 in the line: exactly 1 round runs (exit 2)"
+like "$ERR" "tasks.jsonl:1: \"max_rounds\": 10 ignored: a task line may only tighten it, and this is looser than what is in force \\(1, from --max-rounds\\)" "with one line saying the line's bound was looser"
+narrow '{"id": "b", "task": "loop", "workspace": "ws", "max_rounds": 1}' --model "replay:$N/root/loop.json" --max-rounds 10
+is "$RC/$(rounds)" "2/1" "twin: 1 in the line, 10 on the command line: 1 round"
+is "$(grep -c '^ward: warning' "$T_TMP/narrow.err")" 0 "with no warning"
+t0=$(now_ms)
+narrow "{\"id\": \"d\", \"task\": \"run the long job\", \"workspace\": \"ws\", \"model\": \"replay:$F/slow.json\", \"deadline\": \"1h\"}" --deadline 2s --task-root /
+MS=$(( $(now_ms) - t0 ))
+is "$RC" 2 "--deadline 2s on the command line, 1h in the line: the run ends at its deadline (exit 2)"
+lt "$MS" 6000 "at the command line's 2 s, not the line's hour (${MS} ms)"
+
+# ---- what ward writes is the owner's alone, whatever the umask ----
+# A task's DIR/ID/, a --patch, a report, and the state dir (sessions,
+# layers and their records, checkpoints, hibernated and cold states):
+# files 0600, directories 0700. The box's own tree inside a layer keeps
+# the box's modes (it is what ward apply gives the user's tree).
+M=$T_TMP/modes
+mkdir -p "$M/ws"
+cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$M/ws/"
+printf 'API_TOKEN=secret-4242\n' >"$M/ws/.env"; chmod 600 "$M/ws/.env"
+cat >"$M/edit.json" <<'J'
+{"turns": [{"text": "Editing.", "tools": [{"name": "bash", "input": {"command": "echo MORE=1 >>.env; echo new >new.txt; mkdir -p sub && echo deep >sub/f"}}]},
+           {"text": "Done."}]}
+J
+echo "{\"id\": \"m\", \"task\": \"edit\", \"workspace\": \"ws\", \"model\": \"replay:$M/edit.json\"}" >"$M/tasks.jsonl"
+(
+	umask 022
+	"$WARD" run --task-file "$M/tasks.jsonl" --task-index 0 --out "$M/out/fresh" >/dev/null 2>&1
+	"$WARD" run --model "replay:$M/edit.json" --workspace "$M/ws" --patch "$M/p.diff" "edit" >/dev/null 2>"$M/patch.err"
+	"$WARD" report --junit "$M/j.xml" "$M/out/fresh" >/dev/null 2>&1
+	B=$("$WARD" box create --persistent --workspace "$M/ws" --cold-after 1s --store "$M/cold")
+	echo "$B" >>"$T_TMP/boxes"
+	"$WARD" box exec "$B" -- sh -c 'echo t >/tmp/t' >/dev/null
+	"$WARD" box hibernate "$B" >/dev/null
+	for _ in $(seq 100); do [ -n "$(find "$M/cold" -type f 2>/dev/null)" ] && break; sleep 0.1; done
+	B=$("$WARD" box create --persistent --workspace "$M/ws")
+	echo "$B" >>"$T_TMP/boxes"
+	"$WARD" box exec "$B" -- sh -c 'echo t >/tmp/t' >/dev/null
+	"$WARD" box hibernate "$B" >/dev/null
+)
+like "$(cat "$M/p.diff")" 'API_TOKEN=secret-4242' "the --patch holds the 0600 .env's lines (so its mode matters)"
+# modes ROOT...: each path ward made under ROOT whose mode lets anyone but
+# the owner in, as "MODE PATH"; a layer's upper and work trees (the box's
+# own files) are left out, their directory checked.
+modes() {
+	python3 - "$@" <<'PY'
+import os, stat, sys
+for top in sys.argv[1:]:
+    for d, dirs, files in os.walk(top):
+        if d != top and os.path.basename(d) in ("upper", "work"):
+            dirs[:] = []
+            continue
+        st = os.lstat(d)
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            print("%o %s/" % (stat.S_IMODE(st.st_mode), d))
+        for f in files:
+            p = os.path.join(d, f)
+            st = os.lstat(p)
+            if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
+                print("%o %s" % (stat.S_IMODE(st.st_mode), p))
+PY
+}
+is "$(ls -A "$M/out/fresh/m" | tr '\n' ' ')" ".lock events.jsonl journal.jsonl patch.diff result.json session " "a fleet task's directory holds what it should"
+is "$(modes "$M/out")" "" "every file a fleet task leaves (events, journal, patch, result, session, lock) is 0600 in a 0700 directory, the --out directory ward made too, under umask 022"
+is "$(stat -c %a "$M/p.diff")" 600 "--patch FILE is 0600 under umask 022"
+is "$(stat -c %a "$M/j.xml")" 600 "ward report --junit FILE is 0600"
+[ -n "$(find "$M/cold" -type f)" ]; ok $? "a box went cold (its state is in the store)"
+is "$(modes "$XDG_STATE_HOME" "$M/cold")" "" "the state dir and a cold store: every file 0600, every directory 0700 (sessions, layers and their records, checkpoints, hibernated and cold states)"
+SESS=$(grep -o 'session [0-9a-f-]*' "$M/patch.err" | head -1 | cut -d' ' -f2)
+"$WARD" apply "$SESS" >/dev/null 2>&1
+is "$(stat -c %a "$M/ws/new.txt" "$M/ws/.env" | tr '\n' ' ')" "644 600 " "twin: ward apply gives the user's tree the box's modes (a new file 644, the .env 600 as it was)"
 
 # ---- a real Slurm job array on this machine ----
 if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
