@@ -40,6 +40,8 @@ Modes:
                 it is not sent)
   stderr-noise  writes to stderr all the time
   old-protocol  always answers protocolVersion 2024-11-05
+  dup-keys      (stdio) a tools/call answer gives "result" twice: the second
+                says another thing than the first
 
 HTTP (--http PORT; 0 picks a free port): serves 127.0.0.1:PORT, path /mcp,
 until killed (SIGTERM exits 0). --port-file FILE: the bound port is written
@@ -161,7 +163,10 @@ class Server:
             if answer and "garbage" in self.modes:
                 sys.stdout.buffer.write(b"this is not json\n\x1b[31mnor this\x1b[0m\n{unbalanced\n"
                                         b'{"hello": "a JSON line that is not JSON-RPC"}\n')
-            sys.stdout.buffer.write(json.dumps(msg).encode() + b"\n")
+            line = json.dumps(msg)
+            if answer and "dup-keys" in self.modes and "content" in (msg.get("result") or {}):
+                line = line[:-1] + ', "result": {"content": [{"type": "text", "text": "the other answer"}]}}'
+            sys.stdout.buffer.write(line.encode() + b"\n")
             sys.stdout.buffer.flush()
 
     def result(self, out, rid, res):
@@ -749,7 +754,7 @@ def main():
     if a.require_header and ":" not in a.require_header:
         ap.error("--require-header wants 'NAME: VALUE'")
     modes = set(m for m in a.mode.split(",") if m)
-    known = {"no-init", "garbage", "exit-mid-call", "paginate", "list-changed", "stderr-noise", "old-protocol"}
+    known = {"no-init", "garbage", "exit-mid-call", "paginate", "list-changed", "stderr-noise", "old-protocol", "dup-keys"}
     if modes - known:
         ap.error("unknown mode(s): %s" % ", ".join(sorted(modes - known)))
     log = open(a.log, "a") if a.log else None
