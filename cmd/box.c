@@ -5,6 +5,7 @@
 #include "cmd/box-ls.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonstrict.h"
 #include "base/parse.h"
 #include "sandbox/box.h"
 #include "tools/tool.h"
@@ -312,9 +313,11 @@ static int sub_tool(int argc, char **argv)
 			  "pattern may contain");
 		return EXIT_BADINPUT;
 	}
-	cJSON *args = cJSON_Parse(argv[3]);
-	if (!args) {
-		cmd_error("box tool: the arguments are not valid JSON near: %.40s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : argv[3]);
+	/* Read as a model's are (base/jsonstrict.h). */
+	cJSON *args = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(argv[3], strlen(argv[3]), &args, &pe) < 0) {
+		cmd_error("box tool: the arguments are not valid JSON: %s", pe.msg);
 		return EXIT_USAGE;
 	}
 	if (!tool_lookup(argv[2])) {

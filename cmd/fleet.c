@@ -4,6 +4,7 @@
 #include "cmd/settings.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonstrict.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
@@ -270,7 +271,18 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 		cmd_error("%s has %ld task%s: index %ld is past its end", fl->file, seen, seen == 1 ? "" : "s", fl->index);
 		return EXIT_USAGE;
 	}
-	cJSON *o = cJSON_ParseWithLength(line, (size_t)n);
+	/* One strict reading (base/jsonstrict.h): {"workspace": "a",
+	 * "workspace": "/etc"} would be one task to ward and another to the
+	 * engine's or a person's own reading of the file. */
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		n--;
+	cJSON *o = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(line, (size_t)n, &o, &pe) < 0) {
+		cmd_error("%s:%ld: not valid JSON: %s; one task per line: {\"id\", \"task\", ...}", fl->file, lineno,
+			  pe.msg);
+		return EXIT_USAGE;
+	}
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		cmd_error("%s:%ld: not a JSON object (one task per line: {\"id\", \"task\", ...})", fl->file, lineno);

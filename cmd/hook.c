@@ -8,6 +8,8 @@
 #include "base/child.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonprint.h"
+#include "base/jsonstrict.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
 
@@ -312,7 +314,8 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 		    size_t why_cap, char *ctx, size_t ctx_cap)
 {
 	struct hooks *h = ud;
-	_cleanup_free_ char *input = cJSON_PrintUnformatted(ev);
+	/* The one serialisation the journal and --json show too. */
+	_cleanup_free_ char *input = jsonprint_text(ev);
 	bool blocked = false;
 	size_t clen = 0;
 	for (size_t i = 0; i < h->n && !blocked; i++) {
@@ -363,8 +366,19 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 				first_line(r->err, e1, sizeof(e1));
 				snprintf(line, sizeof(line), "exited %d%s%s", code, e1[0] ? ": " : "", e1);
 			} else {
-				/* Claude Code's answer on stdout, when it is JSON. */
-				cJSON *o = cJSON_Parse(r->out);
+				/* Claude Code's answer on stdout, when it is JSON: read
+				 * strictly (base/jsonstrict.h), since a hook may build it
+				 * from what the model sent; {"decision": "block",
+				 * "decision": "approve"} is no answer. */
+				cJSON *o = NULL;
+				struct err pe = { 0 };
+				const char *ans = r->out + strspn(r->out, " \t\r\n");
+				if (*ans == '{' && jsonstrict_parse(r->out, strlen(r->out), &o, &pe) < 0) {
+					bool pre = !strcmp(event, "PreToolUse");
+					decision = pre ? "block" : "error";
+					snprintf(line, sizeof(line), "%s JSON that is not valid (%s)",
+						 pre ? "the hook answered with" : "answered with", pe.msg);
+				}
 				const cJSON *hso = cJSON_GetObjectItemCaseSensitive(o, "hookSpecificOutput");
 				const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "decision"));
 				const char *pd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hso, "permissionDecision"));

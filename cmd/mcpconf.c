@@ -7,6 +7,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/hash.h"
+#include "base/jsonstrict.h"
 #include "mcp/mcp.h"
 #include "sandbox/state.h"
 #include "turn/journal.h"
@@ -117,11 +118,18 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 	char hex[HASH_SHA256_HEX];
 	hash_sha256_hex(data, len, hex);
 
-	cJSON *j = cJSON_ParseWithLength(data, len);
+	/* One strict reading (base/jsonstrict.h), as for --mcp-config: the
+	 * file a person is asked to trust is the file ward runs. */
+	cJSON *j = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(data, len, &j, &pe) < 0) {
+		cmd_error("%s: not valid JSON: %s", path, pe.msg);
+		return EXIT_USAGE;
+	}
 	const cJSON *servers = cJSON_GetObjectItemCaseSensitive(j, "mcpServers");
-	if (!j || !servers) {
+	if (!servers) {
 		cJSON_Delete(j);
-		cmd_error("%s: %s", path, j ? "no \"mcpServers\" object" : "not valid JSON");
+		cmd_error("%s: no \"mcpServers\" object", path);
 		return EXIT_USAGE;
 	}
 	_cleanup_free_ struct mcp_config *tmp = calloc(1, sizeof(*tmp));

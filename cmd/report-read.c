@@ -4,6 +4,7 @@
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonstrict.h"
 #include "base/parse.h"
 #include "base/utf8.h"
 
@@ -347,7 +348,10 @@ static int expect_tasks(struct report *r, size_t *cap, const char *task_file, st
 	while ((n = getline(&line, &lcap, in)) >= 0) {
 		if (!line[strspn(line, " \t\r\n")])
 			continue;
-		cJSON *o = cJSON_ParseWithLength(line, (size_t)n);
+		/* Read as ward run reads it (base/jsonstrict.h): a line it would
+		 * refuse names no task. */
+		cJSON *o = NULL;
+		jsonstrict_parse(line, (size_t)n, &o, NULL);
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
 		struct report_task key;
 		bool seen = !id || !name_ok(id, REPORT_ID_MAX);

@@ -2,6 +2,7 @@
 #include "cmd/session.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
+#include "base/jsonprint.h"
 #include "base/utf8.h"
 #include "turn/usage.h"
 
@@ -11,8 +12,7 @@
 
 void run_out_json_line(FILE *to, cJSON *j)
 {
-	_cleanup_free_ char *raw = cJSON_PrintUnformatted(j);
-	_cleanup_free_ char *s = raw ? utf8_json_line(raw) : NULL;
+	_cleanup_free_ char *s = jsonprint_text(j);
 	if (s) {
 		fputs(s, to ? to : stdout);
 		fputc('\n', to ? to : stdout);

@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/child.h"
 #include "base/cleanup.h"
+#include "base/jsonprint.h"
 #include "base/fdio.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
@@ -191,7 +192,7 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "tool", tool);
 	cJSON_AddItemToObject(j, "input", cJSON_Duplicate(input, 1));
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
+	_cleanup_free_ char *s = jsonprint_text(j);
 	cJSON_Delete(j);
 	_cleanup_free_ struct hook_run *hr = calloc(1, sizeof(*hr));
 	if (!s || !hr) {

@@ -1,6 +1,7 @@
 #include "cmd/settings.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonstrict.h"
 #include "base/parse.h"
 #include "base/utf8.h"
 #include "cmd/cmd.h"
@@ -487,10 +488,6 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 	const char *kpos, *vpos;
 	pos_member(ppos, idx, &kpos, &vpos);
 	snprintf(kname, sizeof(kname), "%s%s%s", section ? section : "", section ? "." : "", item->string);
-	if (cJSON_GetObjectItemCaseSensitive(parent, item->string) != item) {
-		cmd_error("%s\"%s\" is given twice; keep one", where(ctx, sizeof(ctx), L, kpos), kname);
-		return EXIT_USAGE;
-	}
 	if (!section && !strcmp(item->string, "hooks")) {
 		/* Hooks run on the host as the user: a repository's file that
 		 * could add one would run its code on checkout. */
@@ -642,21 +639,18 @@ static int file_apply(struct run_flags *g, const char *path, int wsfd, struct la
 	L->from = path;
 	L->text = kept[nkept].text = text;
 	char ctx[PATH_MAX + 64];
-	const char *end = NULL;
-	cJSON *doc = kept[nkept++].doc = cJSON_ParseWithOpts(text, &end, true);
-	if (!doc) {
-		/* cJSON stops at or just past the offending character: name the
-		 * last one that is not white space. */
-		const char *at = end && end >= text ? end : text;
-		if (!*at || strchr(" \t\r\n", *at))
-			while (at > text && strchr(" \t\r\n", at[-1]))
-				at--;
-		if ((!*at || strchr(" \t\r\n", *at)) && at > text)
-			at--;
-		cmd_error("%snot valid JSON here; fix the file (or move it away)", where(ctx, sizeof(ctx), L, at));
+	/* One strict reading (base/jsonstrict.h): a key given twice would be
+	 * one setting to ward and another to the user's tools. A byte-order
+	 * mark, which editors write, is passed over. */
+	size_t bom = !strncmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
+	struct err pe = { 0 };
+	cJSON *doc = NULL;
+	if (jsonstrict_parse(text + bom, strlen(text + bom), &doc, &pe) < 0) {
+		cmd_error("%s: not valid JSON: %s; fix the file (or move it away)", path, pe.msg);
 		return EXIT_USAGE;
 	}
-	const char *root = pos_ws(text + (!strncmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0));
+	kept[nkept++].doc = doc;
+	const char *root = pos_ws(text + bom);
 	if (!cJSON_IsObject(doc)) {
 		cmd_error("%sthe file must hold one JSON object, e.g. {\"model\": \"claude-sonnet-4-20250514\"}",
 			  where(ctx, sizeof(ctx), L, root));

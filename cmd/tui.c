@@ -14,6 +14,7 @@
 #include "cmd/tui.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/jsonprint.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
@@ -500,7 +501,7 @@ int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t
 		if (cJSON_IsString(f)) {
 			tui_show_field(u, f->string, f->valuestring);
 		} else {
-			_cleanup_free_ char *j = cJSON_PrintUnformatted(f);
+			_cleanup_free_ char *j = jsonprint_text(f);
 			tui_show_field(u, f->string, j ? j : "");
 		}
 	}

@@ -1,10 +1,10 @@
 /* Reading "mcpServers": each entry checked whole before any is kept, so a
  * bad file adds nothing. */
 #include "mcp/mcp-config.h"
-#include "base/parse.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonstrict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -266,14 +266,13 @@ int mcp_config_add_file(struct mcp_config *c, const char *path, struct err *e)
 		return err_set(e, r, "%s: larger than %u bytes", path, MCP_FILE_MAX);
 	if (r < 0)
 		return err_setc(e, r, "cannot read %s", path);
-	cJSON *j = cJSON_ParseWithLength(data, len);
-	if (!j) {
-		/* Where it broke, as a line and column. */
-		const char *at = cJSON_GetErrorPtr();
-		size_t line, col;
-		parse_line_col(data, len, at && at >= data ? (size_t)(at - data) : 0, &line, &col);
-		return err_set(e, -EINVAL, "%s:%zu:%zu: not valid JSON", path, line, col);
-	}
+	/* One strict reading (base/jsonstrict.h): a server's "command" given
+	 * twice would be one program to ward and another to the user's
+	 * other tools that read the file. */
+	cJSON *j = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(data, len, &j, &pe) < 0)
+		return err_set(e, -EINVAL, "%s: not valid JSON: %s", path, pe.msg);
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "mcpServers");
 	if (!s) {
 		cJSON_Delete(j);

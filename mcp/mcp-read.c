@@ -5,6 +5,7 @@
 #include "mcp/mcp.h"
 #include "mcp/mcp-int.h"
 #include "base/cleanup.h"
+#include "base/jsonstrict.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "sandbox/box.h"
@@ -238,12 +239,16 @@ static void on_server_request(struct srv *s, const cJSON *msg, const char *metho
 	mcp_srv_send(s, reply, 0);
 }
 
-static void on_garbage(struct srv *s, const char *p, size_t n)
+/* why: what the strict parser said of a message that looked like JSON. */
+static void on_garbage(struct srv *s, const char *p, size_t n, const char *why)
 {
 	if (!s->garbage++) {
 		_cleanup_free_ char *safe = utf8_dup(p, n < 100 ? n : 100);
 		snprintf(s->garbage_first, sizeof(s->garbage_first), "%s", safe ? safe : "");
-		if (s->http)
+		if (why)
+			mcp_note(s->m, "MCP server \"%s\" sent a message that is not valid JSON (ignored): %s", s->cfg.name,
+				 why);
+		else if (s->http)
 			mcp_note(s->m, "MCP server \"%s\" sent a message that is not JSON-RPC (ignored): \"%.100s\"",
 			     s->cfg.name, s->garbage_first);
 		else
@@ -257,7 +262,7 @@ static void on_msg(struct srv *s, const cJSON *msg, const char *p, size_t n)
 {
 	const char *jv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc"));
 	if (!cJSON_IsObject(msg) || !jv || strcmp(jv, "2.0")) {
-		on_garbage(s, p, n);
+		on_garbage(s, p, n, NULL);
 		return;
 	}
 	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
@@ -284,7 +289,16 @@ static void on_message(struct srv *s, const char *p, size_t n)
 		n--;
 	if (!n)
 		return;
-	cJSON *msg = cJSON_ParseWithLength(p, n);
+	/* One strict reading (base/jsonstrict.h): a result whose key is given
+	 * twice would be one answer to ward and another to a hook reading
+	 * tool_response. A message that is not one unambiguous JSON value is
+	 * ignored, as garbage is. */
+	cJSON *msg = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(p, n, &msg, &pe) < 0) {
+		on_garbage(s, p, n, *p == '{' || *p == '[' ? pe.msg : NULL);
+		return;
+	}
 	if (cJSON_IsArray(msg) && s->http) {
 		const cJSON *it;
 		cJSON_ArrayForEach(it, msg) {

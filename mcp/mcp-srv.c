@@ -4,6 +4,7 @@
 #include "mcp/mcp.h"
 #include "mcp/mcp-int.h"
 #include "base/cleanup.h"
+#include "base/jsonprint.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "sandbox/box.h"
@@ -24,7 +25,7 @@
 int mcp_srv_send_then(struct srv *s, cJSON *msg, int64_t rpc, void (*then)(void *ud))
 {
 	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-	_cleanup_free_ char *t = cJSON_PrintUnformatted(msg);
+	_cleanup_free_ char *t = jsonprint_text(msg);
 	cJSON_Delete(msg);
 	if (!t || !s->live)
 		return -EPIPE;

@@ -11,6 +11,7 @@
 #include "proto/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonprint.h"
 #include "base/timeutil.h"
 #include "tools/tool.h"
 
@@ -294,7 +295,7 @@ int box_call_start(struct box_conn *c, const struct box_call_req *rq, const stru
 	char gen[64];
 	snprintf(gen, sizeof(gen), "%s-%d-%u", c->name, getpid(), p->id);
 	cJSON_AddStringToObject(req, "key", rq->key && *rq->key ? rq->key : gen);
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
+	_cleanup_free_ char *s = jsonprint_text(req);
 	cJSON_Delete(req);
 	int r = s ? box_conn_queue(c, PROTO_CALL, p->id, s, strlen(s)) : -ENOMEM;
 	if (r < 0) {

@@ -41,6 +41,13 @@ class Turn:
         self.usage = usage or {}            # {"input_tokens": N}: the prompt's size to report
 
 
+def args_text(inp):
+    """A tool call's arguments as the model streams them: the JSON of a
+    value, or a string taken as the raw text itself (which need not be one
+    JSON value: a key twice, a number too long for a double, ...)."""
+    return inp if isinstance(inp, str) else json.dumps(inp)
+
+
 def text(s, **kw):
     return Turn([("text", s)], **kw)
 
@@ -425,6 +432,16 @@ def sc_mcp_call(n, msgs):
     return text("done: " + last_user_text(msgs))
 
 
+def sc_raw_calls(n, msgs):
+    """FAKE_CALLS, a JSON array of [TOOL, RAW] pairs: request N makes the
+    Nth call, its arguments the raw text RAW as it is (one call to a
+    request); then the text "done: " and what the last call returned."""
+    calls = json.loads(os.environ["FAKE_CALLS"])
+    if n <= len(calls):
+        return tool(calls[n - 1][0], calls[n - 1][1])
+    return text("done: " + last_user_text(msgs))
+
+
 def sc_mcp_repeat(n, msgs):
     """FAKE_TOOL with FAKE_INPUT at every request (FAKE_ROUNDS of them,
     default 6): a model that insists, as one refused for want of a person
@@ -534,7 +551,7 @@ def anthropic_events(t, usage=None):
             ev.append(("content_block_start", {"type": "content_block_start", "index": i,
                                                "content_block": {"type": "tool_use", "id": "toolu_fake_%d" % i,
                                                                  "name": b[1], "input": {}}}))
-            js = json.dumps(b[2])
+            js = args_text(b[2])
             step = t.json_split or 12
             for k in range(0, len(js), step):
                 ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
@@ -564,7 +581,7 @@ def openai_events(t):
             for w in b[1].split(" "):
                 chunk({"content": w + " "})
         elif b[0] == "tool":
-            js = json.dumps(b[2])
+            js = args_text(b[2])
             step = t.json_split or 12
             chunk({"tool_calls": [{"index": k, "id": "call_fake_%d" % k, "type": "function",
                                    "function": {"name": b[1], "arguments": ""}}]})
@@ -645,7 +662,7 @@ def responses_events(t, n):
             item = {"id": fid, "type": "function_call", "status": "in_progress", "arguments": "",
                     "call_id": cid, "name": b[1]}
             add("response.output_item.added", output_index=i, item=item)
-            js = json.dumps(b[2])
+            js = args_text(b[2])
             step = t.json_split or 12
             for k in range(0, len(js), step):
                 add("response.function_call_arguments.delta", item_id=fid, output_index=i, delta=js[k:k + step])

@@ -45,6 +45,8 @@ Modes:
                 an over-long tool name, and its stderr (at start, and just
                 before the crash tool exits): HOSTILE below, with a raw 0x9b
                 on stderr
+  dup-keys      (stdio) a tools/call answer gives "result" twice: the second
+                says another thing than the first
 
 HTTP (--http PORT; 0 picks a free port): serves 127.0.0.1:PORT, path /mcp,
 until killed (SIGTERM exits 0). --port-file FILE: the bound port is written
@@ -178,7 +180,10 @@ class Server:
             if answer and "garbage" in self.modes:
                 sys.stdout.buffer.write(b"this is not json\n\x1b[31mnor this\x1b[0m\n{unbalanced\n"
                                         b'{"hello": "a JSON line that is not JSON-RPC"}\n')
-            sys.stdout.buffer.write(json.dumps(msg).encode() + b"\n")
+            line = json.dumps(msg)
+            if answer and "dup-keys" in self.modes and "content" in (msg.get("result") or {}):
+                line = line[:-1] + ', "result": {"content": [{"type": "text", "text": "the other answer"}]}}'
+            sys.stdout.buffer.write(line.encode() + b"\n")
             sys.stdout.buffer.flush()
 
     def result(self, out, rid, res):
@@ -769,7 +774,7 @@ def main():
     if a.require_header and ":" not in a.require_header:
         ap.error("--require-header wants 'NAME: VALUE'")
     modes = set(m for m in a.mode.split(",") if m)
-    known = {"no-init", "garbage", "exit-mid-call", "paginate", "list-changed", "stderr-noise", "old-protocol", "hostile"}
+   known = {"no-init", "garbage", "exit-mid-call", "paginate", "list-changed", "stderr-noise", "old-protocol", "hostile", "dup-keys"}
     if modes - known:
         ap.error("unknown mode(s): %s" % ", ".join(sorted(modes - known)))
     log = open(a.log, "a") if a.log else None

@@ -319,7 +319,7 @@ static void anthropic_stream_end(struct stream *s, struct reply *out)
 				cJSON_AddStringToObject(blk, "signature", b->sig.data);
 			}
 		} else if (bt && !strcmp(bt, "tool_use")) {
-			char why[160] = "";
+			char why[PROVIDER_WHY_MAX] = "";
 			cJSON *input = NULL;
 			if (!b->stopped)
 				snprintf(why, sizeof(why), "the stream ended while this call was being written");
@@ -329,7 +329,15 @@ static void anthropic_stream_end(struct stream *s, struct reply *out)
 				input = cJSON_CreateObject();
 			if (cut_by_limit && !why[0])
 				snprintf(why, sizeof(why), "the response hit max_tokens; this call may be incomplete");
-			cJSON_DeleteItemFromObject(blk, "input");
+			/* A block of its own, not the stream's object: that one was
+			 * read leniently and could hold a key twice ("name"), which
+			 * ward would read first and a reader of the journal last. */
+			cJSON *own = cJSON_CreateObject();
+			cJSON_AddStringToObject(own, "type", "tool_use");
+			cJSON_AddStringToObject(own, "id", json_str(blk, "id") ? json_str(blk, "id") : "");
+			cJSON_AddStringToObject(own, "name", json_str(blk, "name") ? json_str(blk, "name") : "");
+			cJSON_Delete(blk);
+			blk = own;
 			cJSON_AddItemToObject(blk, "input", input);
 			if (why[0])
 				cJSON_AddStringToObject(blk, "_ward_error", why);

@@ -2,6 +2,7 @@
 #include "turn/provider.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/jsonprint.h"
 #include "base/utf8.h"
 
 #include <errno.h>
@@ -146,7 +147,7 @@ static void put_message(struct buf *b, const cJSON *m, size_t cap)
 			buf_printf(b, "[%s] ", role);
 			put_cut(b, json_str(blk, "text"), cap);
 		} else if (!strcmp(type, "tool_use")) {
-			_cleanup_free_ char *in = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(blk, "input"));
+			_cleanup_free_ char *in = jsonprint_text(cJSON_GetObjectItemCaseSensitive(blk, "input"));
 			buf_printf(b, "[%s called %s, id %s] ", role, json_str(blk, "name") ? json_str(blk, "name") : "?",
 				   json_str(blk, "id") ? json_str(blk, "id") : "?");
 			put_cut(b, in ? in : "{}", cap);

@@ -1,6 +1,7 @@
 #include "turn/journal.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/jsonprint.h"
 #include "sandbox/state.h"
 #include "turn/compact.h"
 #include "turn/provider.h"
@@ -167,7 +168,7 @@ int journal_write(struct journal *j, const char *type, cJSON *rec)
 	if (j->fd < 0)
 		return 0;
 	cJSON_DeleteItemFromObject(rec, "type");
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
+	_cleanup_free_ char *s = jsonprint_text(rec);
 	if (!s || s[0] != '{')
 		return -ENOMEM;
 	/* "type" first, for a person reading the file; type is ours, plain;

@@ -5,6 +5,7 @@
  * "length" means no call of that message runs. */
 #include "turn/provider.h"
 #include "base/buf.h"
+#include "base/jsonprint.h"
 #include "base/cleanup.h"
 
 #include <errno.h>
@@ -67,7 +68,7 @@ static int openai_request(const struct provider_cfg *c, const struct provider_re
 				cJSON_AddStringToObject(tc, "type", "function");
 				cJSON *fn = cJSON_AddObjectToObject(tc, "function");
 				cJSON_AddStringToObject(fn, "name", json_str(blk, "name") ? json_str(blk, "name") : "");
-				char *args = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(blk, "input"));
+				char *args = jsonprint_text(cJSON_GetObjectItemCaseSensitive(blk, "input"));
 				cJSON_AddStringToObject(fn, "arguments", args ? args : "{}");
 				free(args);
 				cJSON_AddItemToArray(calls, tc);
@@ -297,7 +298,7 @@ static void openai_stream_end(struct stream *s, struct reply *out)
 		cJSON_AddStringToObject(b, "type", "tool_use");
 		cJSON_AddStringToObject(b, "id", c->id ? c->id : gen);
 		cJSON_AddStringToObject(b, "name", c->name ? c->name : "");
-		char why[160] = "";
+		char why[PROVIDER_WHY_MAX] = "";
 		cJSON *input = provider_parse_input(c->args.data ? c->args.data : "", c->args.len, why, sizeof(why));
 		if (!input)
 			input = cJSON_CreateObject();

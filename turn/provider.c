@@ -1,7 +1,8 @@
 #include "turn/provider.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
-#include "base/parse.h"
+#include "base/jsonprint.h"
+#include "base/jsonstrict.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,22 +104,13 @@ cJSON *provider_parse_input(const char *json, size_t n, char *why, size_t cap)
 		i++;
 	if (i == n)
 		return cJSON_CreateObject();
-	if (parse_json_has_nul(json, n)) {
-		snprintf(why, cap, "the call's arguments hold a NUL character (\\u0000), which no path, "
-				   "command or pattern may contain");
-		return NULL;
-	}
-	const char *end = NULL;
-	cJSON *j = cJSON_ParseWithLengthOpts(json, n, &end, false);
-	if (!j) {
-		snprintf(why, cap, "the call's arguments are not valid JSON (%zu bytes)", n);
-		return NULL;
-	}
-	while (end && (size_t)(end - json) < n && strchr(" \r\n\t", *end))
-		end++;
-	if (end && (size_t)(end - json) < n) {
-		cJSON_Delete(j);
-		snprintf(why, cap, "the call's arguments have text after the JSON object");
+	/* Parsed here once, strictly; everything downstream (the gate, the
+	 * tool, hooks, --approve-cmd, --json, the journal, the box) reads this
+	 * one tree, printed one way (base/jsonprint.h), never the text. */
+	struct err e = { 0 };
+	cJSON *j = NULL;
+	if (jsonstrict_parse(json, n, &j, &e) < 0) {
+		snprintf(why, cap, "the tool input is not one unambiguous JSON value: %s", e.msg);
 		return NULL;
 	}
 	if (!cJSON_IsObject(j)) {
@@ -185,7 +177,7 @@ cJSON *provider_user_text(const char *text)
 
 int provider_json_body(struct http_call *out, cJSON *b, struct err *e)
 {
-	out->body = cJSON_PrintUnformatted(b);
+	out->body = jsonprint_text(b);
 	cJSON_Delete(b);
 	if (!out->body)
 		return err_set(e, -ENOMEM, "out of memory");

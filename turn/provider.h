@@ -127,8 +127,11 @@ int provider_bearer_request(struct http_call *out, cJSON *b, const char *api_key
 int provider_headers_ok(const struct http_call *out, int n, struct err *e);
 /* A copy of a block without "_ward" keys. */
 cJSON *provider_clean_block(const cJSON *b);
-/* Parse a tool call's accumulated arguments: empty means {}; invalid JSON
- * or a non-object gives NULL and a message. */
+/* Parse a tool call's accumulated arguments: empty means {}; text that is
+ * not one unambiguous JSON object (base/jsonstrict.h: a key twice, bytes
+ * that are not UTF-8, a number a double does not hold, ...) gives NULL and
+ * a message saying what and where. why needs PROVIDER_WHY_MAX bytes. */
+#define PROVIDER_WHY_MAX 600
 cJSON *provider_parse_input(const char *json, size_t n, char *why, size_t cap);
 /* A tool_result's content as one string: a string, or its text blocks
  * joined; NULL if out of memory. */

@@ -6,13 +6,17 @@
  *
  * Script: {"turns": [{"expect": "...", "text": "...", "thinking": "...",
  *          "tools": [{"name": "...", "input": {...}}], "stop": "..."}]}
+ * A tool may give "input_json" instead of "input": the input as the text a
+ * model would stream, sent as it is (it need not be JSON at all), to show
+ * what ward does with arguments that are not one unambiguous JSON object.
  * Turn N answers the conversation's Nth assistant message. "expect", when
  * given, must appear in the last user message (its text and tool results);
  * "stop" defaults to tool_use when there are tools, else end_turn. */
 #include "turn/turn.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
-#include "base/parse.h"
+#include "base/jsonprint.h"
+#include "base/jsonstrict.h"
 #include "base/fdio.h"
 
 #include <errno.h>
@@ -98,18 +102,10 @@ cJSON *replay_load(const char *path, struct err *e)
 		err_setc(e, r, "cannot read the replay script %s", path);
 		return NULL;
 	}
-	if (parse_json_has_nul(data, len)) {
-		err_set(e, -EINVAL, "the replay script %s holds a NUL character (\\u0000), which ward cannot "
-				    "pass on whole; remove it", path);
-		return NULL;
-	}
-	const char *end = NULL;
-	cJSON *script = cJSON_ParseWithLengthOpts(data, len, &end, false);
-	if (!script) {
-		/* Where the parser stopped, as a line and a column. */
-		size_t line, col;
-		parse_line_col(data, len, end && end >= data ? (size_t)(end - data) : 0, &line, &col);
-		err_set(e, -EINVAL, "%s is not valid JSON (line %zu, column %zu)", path, line, col);
+	cJSON *script = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(data, len, &script, &pe) < 0) {
+		err_set(e, pe.code, "%s is not valid JSON: %s", path, pe.msg);
 		return NULL;
 	}
 	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(script, "turns"))) {
@@ -182,8 +178,9 @@ char *replay_stream(const cJSON *script, const char *path, const cJSON *messages
 		cJSON_AddStringToObject(cb, "name", json_str(t, "name") ? json_str(t, "name") : "");
 		cJSON_AddItemToObject(cb, "input", cJSON_CreateObject());
 		sse_add(&b, "content_block_start", st);
-		_cleanup_free_ char *input = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t, "input"));
-		const char *in = input ? input : "{}";
+		_cleanup_free_ char *input = jsonprint_text(cJSON_GetObjectItemCaseSensitive(t, "input"));
+		const char *raw = json_str(t, "input_json");
+		const char *in = raw ? raw : input ? input : "{}";
 		size_t il = strlen(in);
 		/* The input in small pieces, as input_json_delta arrives. */
 		for (size_t i = 0; i < il; i += 7) {

@@ -16,6 +16,7 @@
  * max_output_tokens or by the end of the stream gets _ward_error. */
 #include "turn/provider.h"
 #include "base/buf.h"
+#include "base/jsonprint.h"
 #include "base/cleanup.h"
 
 #include <errno.h>
@@ -70,7 +71,7 @@ static void message_items(cJSON *input, const cJSON *m)
 			cJSON_AddStringToObject(it, "type", "function_call");
 			cJSON_AddStringToObject(it, "call_id", json_str(blk, "id") ? json_str(blk, "id") : "");
 			cJSON_AddStringToObject(it, "name", json_str(blk, "name") ? json_str(blk, "name") : "");
-			char *args = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(blk, "input"));
+			char *args = jsonprint_text(cJSON_GetObjectItemCaseSensitive(blk, "input"));
 			cJSON_AddStringToObject(it, "arguments", args ? args : "{}");
 			free(args);
 			cJSON_AddItemToArray(input, it);
@@ -372,7 +373,7 @@ static cJSON *call_block(const struct stream *s, const struct ritem *it)
 	cJSON_AddStringToObject(b, "type", "tool_use");
 	cJSON_AddStringToObject(b, "id", call_id ? call_id : it->id ? it->id : "");
 	cJSON_AddStringToObject(b, "name", name ? name : "");
-	char why[160] = "";
+	char why[PROVIDER_WHY_MAX] = "";
 	cJSON *input = NULL;
 	if (!it->done && s->r.stop == STOP_MAX_TOKENS)
 		snprintf(why, sizeof(why), "the response hit max_output_tokens while this call was being written");

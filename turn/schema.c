@@ -1,6 +1,6 @@
 #include "turn/schema.h"
-#include "base/parse.h"
 #include "base/cleanup.h"
+#include "base/jsonstrict.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
@@ -183,13 +183,10 @@ static int check_schema(const cJSON *root, const cJSON *s, const char *path, int
 
 int schema_load(const char *text, size_t n, const char *name, struct schema **ret, struct err *e)
 {
-	const char *end = NULL;
-	cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-	if (!root) {
-		size_t line, col;
-		parse_line_col(text, n, end && end >= text ? (size_t)(end - text) : 0, &line, &col);
-		return err_set(e, -EINVAL, "%s: not JSON (line %zu, column %zu)", name, line, col);
-	}
+	cJSON *root = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(text, n, &root, &pe) < 0)
+		return err_set(e, -EINVAL, "%s: not JSON: %s", name, pe.msg);
 	struct err e2 = { 0 };
 	if (check_schema(root, root, "#", 0, &e2) < 0) {
 		cJSON_Delete(root);

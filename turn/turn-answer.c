@@ -2,6 +2,7 @@
  * value it must be, checked, sent back once with what was wrong. */
 #include "turn/turn-int.h"
 #include "base/cleanup.h"
+#include "base/jsonstrict.h"
 #include "turn/schema.h"
 
 #include <stdio.h>
@@ -46,19 +47,15 @@ static cJSON *answer_parse(const char *text, char *why, size_t cap)
 			end = close;
 		}
 	}
-	const char *stop = NULL;
-	cJSON *v = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &stop, 0);
-	if (!v) {
-		snprintf(why, cap, "it is not JSON (at byte %zu of the answer)", stop && stop >= p ? (size_t)(stop - p) : 0);
+	/* Strictly (base/jsonstrict.h): an answer with a key given twice
+	 * would pass the schema as ward reads it and mean another thing to
+	 * whoever reads the result. */
+	cJSON *v = NULL;
+	struct err pe = { 0 };
+	if (jsonstrict_parse(p, (size_t)(end - p), &v, &pe) < 0) {
+		snprintf(why, cap, "it is not JSON: %s", pe.msg);
 		return NULL;
 	}
-	/* Nothing but white space may follow. */
-	for (const char *q = stop; q && q < end; q++)
-		if (*q != ' ' && *q != '\n' && *q != '\r' && *q != '\t') {
-			snprintf(why, cap, "there is text after the JSON value");
-			cJSON_Delete(v);
-			return NULL;
-		}
 	return v;
 }
 

@@ -237,11 +237,29 @@ bad_task() { # bad_task WHAT LINE EXPECT [FLAGS]
 bad_task "an unknown field" '{"id": "x", "task": "t", "colour": "red"}' 'bad.jsonl:1: unknown field "colour"'
 bad_task "an id that is a path" '{"id": "../x", "task": "t"}' '"id" must be 1 to 64 letters'
 bad_task "no task" '{"id": "x"}' '"task" must be the task.s text'
-bad_task "not JSON" 'id=x' 'bad.jsonl:1: not a JSON object'
+bad_task "not JSON" 'id=x' "bad.jsonl:1: not valid JSON: 'i' where a value should be \\(column 1\\)"
+bad_task "not an object" '["x"]' 'bad.jsonl:1: not a JSON object'
 bad_task "a bad value for a flag" '{"id": "x", "task": "t", "max_rounds": "many"}' 'max-rounds'
 bad_task "a fleet's own flag as a field" '{"id": "x", "task": "t", "out": "/tmp"}' '"out" cannot be a task.s field'
 bad_task "a field only a trusted file may set" '{"id": "x", "task": "t", "base_url": "http://evil.test"}' '"base_url" is taken from a task file only with --trust-task-file'
 bad_task "a program on the host from a task line" '{"id": "x", "task": "t", "approve_cmd": "touch /tmp/pwned"}' '"approve_cmd" is taken from a task file only with --trust-task-file'
+# A key twice in a line would be one task to ward and another to any other
+# reader of the file (Python's json and jq take the last): refused, with
+# one line, and nothing of the task is made; twin: the line with each key
+# once runs.
+mkdir -p "$F/ws/dupkey"
+cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$F/ws/dupkey/"
+printf '%s\n' '{"id": "dupkey", "task": "make the tests pass", "workspace": "ws/dupkey", "workspace": "/etc", "model": "replay:'"$F/fix.json"'"}' >"$F/dupkey.jsonl"
+"$WARD" run --task-file "$F/dupkey.jsonl" --task-index 0 --out "$T_TMP/dupkeyout" >/dev/null 2>"$T_TMP/dk.err"
+is "$?" 64 "a key twice in a task line: exit 64"
+like "$(cat "$T_TMP/dk.err")" '^ward: .*dupkey.jsonl:1: not valid JSON: the key "workspace" is given twice in one object \(column 75\)' \
+	"a key twice in a task line: one line names the key and where"
+is "$(wc -l <"$T_TMP/dk.err")" 1 "a key twice in a task line: and only one"
+[ ! -e "$T_TMP/dupkeyout/dupkey" ]; ok $? "a key twice in a task line: nothing of the task was made"
+printf '%s\n' '{"id": "dupkey", "task": "make the tests pass", "workspace": "ws/dupkey", "model": "replay:'"$F/fix.json"'"}' >"$F/dupkey.jsonl"
+"$WARD" run --task-file "$F/dupkey.jsonl" --task-index 0 --out "$T_TMP/dupkeyout" >/dev/null 2>"$T_TMP/dk.err"
+is "$?" 0 "twin: the line with each key once runs (exit 0)"
+is "$(field "$T_TMP/dupkeyout/dupkey/result.json" stop)" done "twin: and its result says done"
 mkdir -p "$T_TMP/dupout"
 printf '%s\n' '{"id": "same", "task": "make the tests pass", "workspace": "'"$F/ws/t04"'", "model": "replay:'"$F/fix.json"'"}' \
 	'{"id": "same", "task": "another", "workspace": "'"$F/ws/t05"'", "model": "replay:'"$F/fix.json"'"}' >"$T_TMP/dup.jsonl"

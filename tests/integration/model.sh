@@ -171,7 +171,7 @@ is "$(printf '%s\n' "$ERR" | wc -l)" 1 "in one line"
 like "$ERR" 'bad-schema.json: at #: the keyword "patternProperties" is not one ward checks' "naming the file and the keyword"
 printf '{"type":\n  "object",\n  "required": [1, }\n' >"$T_TMP/bad-schema.json"
 run --output-schema "$T_TMP/bad-schema.json" "x"
-like "$ERR" 'bad-schema.json: not JSON \(line 3' "a schema that is not JSON: the file and the line"
+like "$ERR" 'bad-schema.json: not JSON: .*\(line 3' "a schema that is not JSON: the file, what and the line"
 run --output-schema "$T_TMP/none.json" "x"
 is "$RC" 64 "a missing schema file: usage error"
 done_testing

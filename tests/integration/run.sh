@@ -578,7 +578,7 @@ like "$(cat "$T_TMP/err")" "set ANTHROPIC_API_KEY" "no key: the line names the v
 printf '{"turns": [\n  {"text": "a",}\n' >"$T_TMP/bad-replay.json"
 XDG_STATE_HOME=$T_TMP/state-bad "$WARD" run --model "replay:$T_TMP/bad-replay.json" --workspace "$WS" "x" >/dev/null 2>"$T_TMP/err"
 is $? 64 "a malformed replay script: exit 64"
-like "$(cat "$T_TMP/err")" "is not valid JSON \(line 2, column [0-9]+\)" "with the line and column"
+like "$(cat "$T_TMP/err")" "is not valid JSON: a comma before .*\(line 2, column [0-9]+\)" "with what and the line and column"
 is "$(ls "$T_TMP/state-bad/ward/sessions" 2>/dev/null | wc -l)" 0 "and no session (nor box) was made"
 XDG_STATE_HOME=$T_TMP/state-bad "$WARD" run --base-url "localhost:8080" --workspace "$WS" "x" >/dev/null 2>"$T_TMP/err"
 is $? 64 "a --base-url that is not a URL: exit 64"

@@ -114,7 +114,7 @@ int main(void)
 	like(verdict("{\"type\":\"str\"}", "1"), "type must be one of", "an unknown type");
 	like(verdict("{\"items\":[{}]}", "1"), "draft 4", "items as an array");
 	like(verdict("{\"minLength\":-1}", "1"), "whole number", "a negative count");
-	like(verdict("{\n  \"type\": \"string\",\n  \"minLength\": tru\n}", "1"), "s.json: not JSON (line 3, column",
+	like(verdict("{\n  \"type\": \"string\",\n  \"minLength\": tru\n}", "1"), "s.json: not JSON: 't' where a value should be (line 3, column",
 	     "a schema that is not JSON: its line and column");
 
 	/* Worst cases, with their time. */
