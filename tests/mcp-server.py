@@ -774,7 +774,7 @@ def main():
     if a.require_header and ":" not in a.require_header:
         ap.error("--require-header wants 'NAME: VALUE'")
     modes = set(m for m in a.mode.split(",") if m)
-   known = {"no-init", "garbage", "exit-mid-call", "paginate", "list-changed", "stderr-noise", "old-protocol", "hostile", "dup-keys"}
+    known = {"no-init", "garbage", "exit-mid-call", "paginate", "list-changed", "stderr-noise", "old-protocol", "hostile", "dup-keys"}
     if modes - known:
         ap.error("unknown mode(s): %s" % ", ".join(sorted(modes - known)))
     log = open(a.log, "a") if a.log else None
