@@ -196,7 +196,7 @@ serve mcp-call
 	--mcp-config "$T_TMP/mcp.json" "crash" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
 like "$(cat "$T_TMP/err")" 'its stderr ends: "dying HX' "a server that dies: its stderr's tail quoted"
 is "$(check clean "$T_TMP/err" HX HO)" ok "and shown, none raw"
-printf '{"mcpServers": {"bad\033[2Kname\342\200\256": {"command": "true"}}}' >"$T_TMP/bad.json"
+printf '{"mcpServers": {"bad\\u001b[2Kname\342\200\256": {"command": "true"}}}' >"$T_TMP/bad.json"
 "$WARD" mcp list --workspace "$MWS" --mcp-config "$T_TMP/bad.json" >/dev/null 2>"$T_TMP/err" </dev/null
 like "$(cat "$T_TMP/err")" 'MCP server "bad\^\[\[2Kname<U\+202E>": a server.s name is' "a server name refused: the error quotes it, shown"
 is "$(check clean "$T_TMP/err")" ok "and nothing raw in the error line"
