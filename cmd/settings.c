@@ -57,7 +57,7 @@ static const struct settings_key keys[] = {
 	{ "cache_ttl", 'c', SETTINGS_STR, NARROW_ANY, NULL, "5m", "\"1h\"" },
 	{ "project_instructions", 'n', SETTINGS_STR, NARROW_ANY, NULL, "on", "\"off\"" },
 	/* Flags of one invocation, not settings. */
-	{ NULL, 'b' }, { NULL, 'w' }, { NULL, 'r' }, { NULL, 'S' },
+	{ NULL, 'b' }, { NULL, 'w' }, { NULL, 'r' }, { NULL, 'S' }, { NULL, 'g' },
 };
 
 /* The variables the providers' own tools read; later rows win. */
