@@ -212,6 +212,12 @@ like "$R" "nested=1" "vm: a nested repository's .git is read-only too"
 ok $? "vm --rw: the host's .git is as it was (no hook, no fsmonitor, the same index)"
 is "$(cat "$GW/p.txt" 2>/dev/null)" p "vm --rw twin: the box writes the tree itself"
 "$WARD" box destroy "$G"
+G=$(box_new --backend vm --workspace "$GW")
+R=$("$WARD" box exec "$G" -- 'cd /workspace; git status --short; echo x >.git/hooks/pre-commit; echo hook=$?' 2>&1 | tr '\n' ' ')
+like "$R" "Read-only file system hook=1" "vm copy-on-write: a write to .git/hooks/pre-commit fails (read-only)"
+UP=$("$WARD" box info "$G" | json workspace_changes)
+[ -d "$UP" ] && [ ! -e "$UP/.git" ]; ok $? "vm copy-on-write: a git status in the box is no change (no .git in its layer)"
+"$WARD" box destroy "$G"
 G=$(box_new --backend vm --workspace "$GW" --allow-git-changes)
 like "$("$WARD" box exec "$G" -- 'echo x >/workspace/.git/hooks/pre-commit; echo hook=$?' 2>&1)" "hook=0" \
 	"vm twin: with --allow-git-changes the box writes .git (in its copy)"
