@@ -25,6 +25,7 @@ static const struct option create_opts[] = {
 	NETFLAG_OPTIONS,
 	{ "workspace", required_argument, NULL, 'w' },
 	{ "rw", no_argument, NULL, 'r' },
+	{ "allow-git-changes", no_argument, NULL, 'G' },
 	{ "grace", required_argument, NULL, 'g' },
 	{ "backend", required_argument, NULL, 'b' },
 	{ "no-snapshot", no_argument, NULL, 'S' },
@@ -60,6 +61,7 @@ const char box_flags_help[] =
 	NETFLAG_HELP
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
+	"  --allow-git-changes  leave DIR's git directories (.git) writable in the box (else read-only)\n"
 	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
 	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n"
 	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n"
@@ -197,6 +199,9 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 			break;
 		case 'r':
 			o->rw = true;
+			break;
+		case 'G':
+			o->git_rw = true;
 			break;
 		case 'b':
 			if (!box_backend_known(optarg)) {

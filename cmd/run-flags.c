@@ -137,6 +137,9 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 	case 'r':
 		f->rw = true;
 		return 1;
+	case 'g':
+		f->allow_git = true;
+		return 1;
 	case 'S':
 		f->resume = arg;
 		return 1;

@@ -23,6 +23,7 @@
 	{ "max-calls", required_argument, NULL, 'C' }, { "max-tokens", required_argument, NULL, 'T' },         \
 	{ "max-cost", required_argument, NULL, '$' }, { "box", required_argument, NULL, 'b' },                 \
 	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
+	{ "allow-git-changes", no_argument, NULL, 'g' },                                                   \
 	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
 	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' },         \
 	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
@@ -39,6 +40,7 @@ struct run_flags {
 	const char *provider, *model, *base_url, *box_name, *workspace, *resume;
 	char box_labels[4096];	/* --box: its labels as JSON ({key: value}), for the journal; "" none */
 	bool rw;
+	bool allow_git;		/* --allow-git-changes: .git writable in the box, and applied */
 	bool no_instructions;	/* --no-project-instructions */
 	uint64_t disk;		/* the box's --disk; 0: the default */
 	struct netflag net;	/* the box's --net and --allow-host */

@@ -83,6 +83,9 @@ static const char run_help[] =
 	"  --box NAME         use this existing box (default: a new one for the run)\n"
 	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
 	"  --rw               let the box change DIR directly\n"
+	"  --allow-git-changes  let the box change DIR's git directories (.git: hooks, config), and\n"
+	"                     apply or patch those changes too (else .git is read-only in the box and\n"
+	"                     its changes are listed apart, never applied)\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
 	NETFLAG_HELP
 	"  --json             one JSON event per line on stdout\n"
@@ -708,7 +711,7 @@ static int run_run(int argc, char **argv)
 		bool patched = false;
 		if (!f.rw && workspace) {
 			struct session_changes_opts co = { .json = out.json, .record = true, .apply = apply && r == EXIT_OKAY,
-							   .patch = patch, .files = files };
+							   .allow_git = f.allow_git, .patch = patch, .files = files };
 			w = session_changes(&sw, &co, &patched);
 		}
 		if (kept)

@@ -192,6 +192,7 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	bo.guest_path = cmd_guest_path();
 	bo.workspace = workspace && *workspace ? workspace : NULL;
 	bo.rw = f->rw;
+	bo.git_rw = f->allow_git;
 	if (netflag_finish(&f->net, &bo) < 0)
 		return EXIT_USAGE;
 	bo.owner = getpid();
@@ -448,6 +449,7 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
+	ch.apply_git = o->allow_git;
 	int r = EXIT_OKAY;
 	if (k > 0 && o->record) {
 		char base[PATH_MAX];
@@ -460,6 +462,10 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 		cmd_error("--patch: %s; no patch written", e.msg);
 		r = EXIT_FAIL;
 	}
+	size_t left = ws_changes_left_out(&ch);
+	if (patched && left && !o->json)
+		fprintf(stderr, "ward: --patch: %zu change%s under .git left out of the patch (its note lines name them; "
+			"--allow-git-changes puts them in)\n", left, left == 1 ? "" : "s");
 	if (k == 0 || ch.n == 0) {
 		if (k > 0) {
 			layers_release(&L);
@@ -485,6 +491,10 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 			cJSON_AddBoolToObject(f, "dir", 1);
 		if (ch.v[i].conflict)
 			cJSON_AddStringToObject(f, "conflict", ch.v[i].conflict);
+		if (ch.v[i].git)
+			cJSON_AddBoolToObject(f, "git", 1);
+		if (ch.v[i].runs)
+			cJSON_AddStringToObject(f, "runs", ch.v[i].runs);
 		cJSON_AddItemToArray(o->files, f);
 	}
 	if (!o->json) {
@@ -508,23 +518,35 @@ int session_changes(const struct session_ws *w, const struct session_changes_opt
 			cmd_error("%s", e.msg);
 			r = EXIT_FAIL;
 		} else {
-			/* A box's layers stay with it: what they hold is now the
-			 * tree's too, and that is its new base. */
-			if (w->box && (base_path(w, base, sizeof(base), &e) < 0 ||
-				       ws_base_record(base, workspace, &ch, true, &e) < 0))
+			/* A box's layers stay with it, and a session's with what
+			 * was left out: what they hold is now the tree's too, and
+			 * that is their new base. */
+			if ((w->box || left) && (base_path(w, base, sizeof(base), &e) < 0 ||
+						 ws_base_record(base, workspace, &ch, true, &e) < 0))
 				term_printf(stderr, "ward: warning: %s\n", e.msg);
 			layers_release(&L);
-			session_layers_drop(w);
+			if (!left)
+				session_layers_drop(w);
 			session_checkpoints_drop(w);
 			for (size_t i = 0; i < ch.n; i++)
 				if (ch.v[i].setid_dropped)
 					term_printf(stderr, "ward: %s: applied without the setuid/setgid bit the box set\n",
 						ch.v[i].path);
 			if (!o->json)
-				term_printf(stderr, "ward: applied %zu change%s to %s\n", ch.n, ch.n == 1 ? "" : "s", workspace);
+				term_printf(stderr, "ward: applied %zu change%s to %s\n", ch.n - left, ch.n - left == 1 ? "" : "s",
+					workspace);
+			if (!o->json && left)
+				term_printf(stderr, "ward: not applied: %zu change%s under .git (git would run what %s on this "
+					"machine: hooks, config); kept: ward diff %s names them, ward apply "
+					"--allow-git-changes %s applies them\n", left, left == 1 ? "" : "s",
+					left == 1 ? "it holds" : "they hold", w->session, w->session);
 		}
 	} else if (!o->json && !refused) {
 		term_printf(stderr, "ward: %s is untouched; apply these changes with: ward apply %s\n", workspace, w->session);
+		if (left)
+			term_printf(stderr, "ward: it leaves out the %zu change%s under .git listed above; ward apply "
+				"--allow-git-changes %s applies %s too\n", left, left == 1 ? "" : "s", w->session,
+				left == 1 ? "it" : "them");
 	}
 	layers_release(&L);
 	ws_changes_free(&ch);

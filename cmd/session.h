@@ -61,12 +61,15 @@ struct session_changes_opts {
 	bool record;		/* the run just ended: record the base first */
 	bool apply;
 	bool force;		/* apply over edits made to the tree since the run */
+	bool allow_git;		/* apply (and patch) the changes in git directories too */
 	const char *patch;	/* write them to this file as a git patch */
-	cJSON *files;		/* gets {path, change, dir?, conflict?} */
+	cJSON *files;		/* gets {path, change, dir?, conflict?, git?, runs?} */
 };
 /* Show (on stderr unless json), write to patch, or apply the changes;
  * with none, drop the layers. Applying refuses, and applies nothing, when
  * a file changed in the tree since the run (one line each), unless force.
+ * Changes in git directories are left out unless allow_git, and said so:
+ * the rest is applied, and the layers are kept with what was left out. 
  * ret_patched (or NULL): whether the patch was written, whole. */
 int session_changes(const struct session_ws *w, const struct session_changes_opts *o, bool *ret_patched);
 /* The sessions, oldest first: [{session, stop, model, workspace, first,

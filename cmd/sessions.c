@@ -14,13 +14,16 @@
 #include <string.h>
 
 /* ward diff SESSION / ward apply [--force] SESSION: the changes a run
- * left, in its own layers or (--box) in the box's. */
+ * left, in its own layers or (--box) in the box's. --allow-git-changes:
+ * the changes under .git too (applied; diffed in full). */
 static int changes_cmd(int argc, char **argv, bool apply)
 {
 	const char *cmd = apply ? "apply" : "diff";
-	const char *usage = apply ? "ward apply [--force] SESSION\n"
-				    "  --force  apply over files changed in the tree since the run (their edits are lost)"
-				  : "ward diff SESSION";
+	const char *usage = apply ? "ward apply [--force] [--allow-git-changes] SESSION\n"
+				    "  --force  apply over files changed in the tree since the run (their edits are lost)\n"
+				    "  --allow-git-changes  apply the changes under .git too (hooks, config: git runs them)"
+				  : "ward diff [--allow-git-changes] SESSION\n"
+				    "  --allow-git-changes  show the changes under .git in full (else only named)";
 	/* --force is apply's one flag; what is left is operands. */
 	_cleanup_free_ char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {
@@ -28,10 +31,12 @@ static int changes_cmd(int argc, char **argv, bool apply)
 		return EXIT_FAIL;
 	}
 	int n = 0;
-	bool force = false;
+	bool force = false, allow_git = false;
 	for (int i = 0; i < argc; i++) {
 		if (apply && i > 0 && !strcmp(argv[i], "--force"))
 			force = true;
+		else if (i > 0 && !strcmp(argv[i], "--allow-git-changes"))
+			allow_git = true;
 		else
 			args[n++] = argv[i];
 	}
@@ -40,7 +45,7 @@ static int changes_cmd(int argc, char **argv, bool apply)
 		return u;
 	if (n != 2) {
 		cmd_error("%s: give one session (see `ward sessions`); usage: %s", cmd,
-			  apply ? "ward apply [--force] SESSION" : usage);
+			  apply ? "ward apply [--force] [--allow-git-changes] SESSION" : "ward diff [--allow-git-changes] SESSION");
 		return EXIT_USAGE;
 	}
 	const char *id = args[1];
@@ -71,6 +76,7 @@ static int changes_cmd(int argc, char **argv, bool apply)
 	if (!apply) {
 		/* At a terminal, for a person (the terminal rule); to a pipe or a
 		 * file, data: the exact bytes, for git apply. */
+		ch.apply_git = allow_git;
 		FILE *out = k >= 0 && term_is(stdout) ? term_stream(stdout) : stdout;
 		int r = k < 0 ? -1 : !out ? err_set(&e, -ENOMEM, "out of memory") : ws_diff(workspace, L.upper, &ch, out, &e);
 		if (out && out != stdout && fclose(out) != 0 && r >= 0)
@@ -86,7 +92,7 @@ static int changes_cmd(int argc, char **argv, bool apply)
 		}
 		return EXIT_OKAY;
 	}
-	struct session_changes_opts co = { .apply = true, .force = force };
+	struct session_changes_opts co = { .apply = true, .force = force, .allow_git = allow_git };
 	return session_changes(&sw, &co, NULL);
 }
 
@@ -101,11 +107,11 @@ static int apply_run(int argc, char **argv)
 }
 
 const struct command cmd_diff = {
-	.name = "diff", .args = "SESSION", .summary = "show the workspace changes a run left", .run = diff_run,
+	.name = "diff", .args = "[--allow-git-changes] SESSION", .summary = "show the workspace changes a run left", .run = diff_run,
 };
 
 const struct command cmd_apply = {
-	.name = "apply", .args = "[--force] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
+	.name = "apply", .args = "[--force] [--allow-git-changes] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
 };
 
 /* ward sessions: the journals, newest last, with how each ended. */

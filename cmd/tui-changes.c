@@ -46,6 +46,7 @@ int tui_show_diff(struct tui *u, bool quiet)
 		ws_changes_free(&ch);
 		return 0;
 	}
+	ch.apply_git = u->f.allow_git;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
@@ -82,14 +83,25 @@ void tui_apply_now(struct tui *u, bool force)
 	cJSON *files = cJSON_CreateArray();
 	fflush(stdout);
 	struct session_ws sw = tui_changes_at(u);
-	struct session_changes_opts co = { .json = true, .apply = true, .force = force, .files = files };
+	struct session_changes_opts co = { .json = true, .apply = true, .force = force, .allow_git = u->f.allow_git,
+					   .files = files };
 	if (session_changes(&sw, &co, NULL) == EXIT_OKAY) {
-		int n = cJSON_GetArraySize(files);
-		_cleanup_free_ char *wsn = tui_short(u->ws, sizeof(u->ws));
-		if (n)
+		int n = 0, left = 0;
+		const cJSON *f;
+		cJSON_ArrayForEach(f, files) {
+			bool git = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "git")) && !u->f.allow_git;
+			left += git;
+			n += !git;
+		}
+		if (n) {
+			_cleanup_free_ char *wsn = tui_short(u->ws, sizeof(u->ws));
 			tui_putf(u, "Applied %d change%s to %s.\n", n, n == 1 ? "" : "s", wsn ? wsn : "");
-		else
+		} else if (!left)
 			tui_put(u, "No changes to apply.\n");
+		if (left)
+			tui_putf(u, "Not applied: %d change%s under .git (git would run what %s on this machine: hooks, "
+				 "config). They are kept: ward apply --allow-git-changes %s applies them.\n", left,
+				 left == 1 ? "" : "s", left == 1 ? "it holds" : "they hold", u->s.j.id);
 	}
 	cJSON_Delete(files);
 }
@@ -112,12 +124,46 @@ void tui_offer_changes(struct tui *u)
 		}
 		_cleanup_free_ char *wsn = tui_short(u->ws, sizeof(u->ws));
 		tui_putf(u, "\nThe session changed %zu file%s in its copy of %s:\n", ch.n, ch.n == 1 ? "" : "s", wsn ? wsn : "");
-		for (size_t i = 0; i < ch.n && i < 20; i++) {
-			_cleanup_free_ char *s = tui_short(ch.v[i].path, 200);
-			tui_putf(u, "  %-9s %s\n", ws_kind_name(ch.v[i].kind), s ? s : "");
-		}
-		if (ch.n > 20)
-			tui_putf(u, "  … and %zu more\n", ch.n - 20);
+		/* Those the user's tools run and those under .git come first
+		 * (a directory added whole under .git on one line): they are
+		 * what a look must not miss. */
+		size_t lines = 0, more = 0, git = 0, runs = 0;
+		for (int pass = 0; pass < 3; pass++)
+			for (size_t i = 0; i < ch.n; i++) {
+				const struct ws_change *c = &ch.v[i];
+				int kind = c->runs ? 0 : c->git ? 1 : 2;
+				if (kind != pass)
+					continue;
+				size_t below = 0, l = strlen(c->path);
+				while (c->git && c->dir && c->kind == WS_ADDED && i + below + 1 < ch.n &&
+				       !strncmp(ch.v[i + below + 1].path, c->path, l) && ch.v[i + below + 1].path[l] == '/')
+					below++;
+				i += below;
+				git += (pass == 1) * (below + 1);
+				runs += pass == 0;
+				if (lines == 20) {
+					more += below + 1;
+					continue;
+				}
+				lines++;
+				_cleanup_free_ char *s = tui_short(c->path, 200);
+				tui_putf(u, "  %-9s %s", ws_kind_name(c->kind), s ? s : "");
+				if (below)
+					tui_putf(u, "/ and the %zu entr%s below it", below, below == 1 ? "y" : "ies");
+				if (pass == 0)
+					tui_putf(u, YELLOW "  ⚑ %s" RESET, c->runs);
+				else if (pass == 1)
+					tui_put(u, u->f.allow_git ? YELLOW "  ⚑ under .git (--allow-git-changes: applied)" RESET
+								  : YELLOW "  ⚑ under .git: not applied" RESET);
+				tui_put(u, "\n");
+			}
+		if (more)
+			tui_putf(u, "  … and %zu more\n", more);
+		if (git && !u->f.allow_git)
+			tui_putf(u, "  ⚑ %zu under .git: git would run what they hold on this machine (hooks, config); "
+				 "a applies the rest, and keeps them for ward apply --allow-git-changes %s\n", git, u->s.j.id);
+		if (runs)
+			tui_putf(u, "  ⚑ %zu your tools run by themselves: read them before you use those tools\n", runs);
 		ws_changes_free(&ch);
 		tui_put(u, "  " BOLD "d" RESET " show the diff   " BOLD "a" RESET " apply them   " BOLD "k" RESET
 		       " keep them for later\n");

@@ -7,6 +7,7 @@
 #include "guest/guest.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/gitdir.h"
 #include "base/timeutil.h"
 #include "proto/proto.h"
 
@@ -299,6 +300,21 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 		vm_poweroff("no /usr from the host");
 	if (vm_share("ws", "/workspace", MS_NODEV | MS_NOSUID, "mmap") < 0)
 		vm_poweroff("no /workspace from the host");
+	/* Every git directory of the workspace read-only (base/gitdir.h),
+	 * before any call: tool commands (uid 1000, no capabilities, no
+	 * mount calls) cannot undo it. */
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(start, "git_rw"))) {
+		struct gitdir_walk w = { 0 };
+		char bad[PATH_MAX];
+		int r = gitdir_ro("/workspace", &w, bad, sizeof(bad));
+		if (r < 0) {
+			vm_log("make %s read-only: %s", bad, strerror(-r));
+			vm_poweroff("the workspace's git directories could not be made read-only");
+		}
+		if (w.cut)
+			vm_log("the walk for git directories stopped at its bound (%d entries, %d levels)",
+			       GITDIR_WALK_ENTRIES, GITDIR_WALK_DEPTH);
+	}
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
 		vm_log("remount / read-only: %s", strerror(errno));
 }

@@ -116,6 +116,7 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.upper_dir = s->upper_dir,
 		.work_dir = s->work_dir,
 		.workspace_rw = o->rw,
+		.git_rw = o->git_rw,
 		.net_host = o->net == BOX_NET_HOST,
 		.proxy = o->net == BOX_NET_ALLOW,
 		.lim = o->lim,

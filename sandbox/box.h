@@ -58,6 +58,7 @@ struct box_opts {
 	uint64_t net_max_bytes;	/* 0: BOX_NET_MAX_BYTES_DEFAULT */
 	const char *workspace;	/* host directory; NULL: an empty one */
 	bool rw;		/* live read-write instead of copy-on-write */
+	bool git_rw;		/* its git directories writable (--allow-git-changes); else read-only */
 	int64_t grace_ms;
 	const char *guest_path;
 	pid_t owner;		/* a non-persistent box dies with this process */

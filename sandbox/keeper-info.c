@@ -105,6 +105,7 @@ void keeper_info(struct kclient *c, uint32_t id)
 	if (K.o->workspace) {
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
 		cJSON_AddStringToObject(j, "workspace_mode", K.o->rw ? "read-write" : "copy-on-write");
+		cJSON_AddStringToObject(j, "workspace_git", K.o->git_rw ? "writable" : "read-only");
 		if (!K.o->rw)
 			cJSON_AddStringToObject(j, "workspace_changes", K.upper);
 	}

@@ -6,6 +6,7 @@
 #include "sandbox/box.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/gitdir.h"
 #include "base/mnt.h"
 #include "base/timeutil.h"
 #include "proto/proto.h"
@@ -280,6 +281,20 @@ static void ns_workspace(struct ns_child *c, const char *root)
 		ns_fail(c, "mount the copy-on-write workspace over %s (overlayfs)", s->workspace);
 }
 
+/* Every git directory of the workspace read-only (base/gitdir.h): the
+ * box's commands can read a repository (git status, log, diff) but not
+ * change what git runs on the host (hooks, config). After the pivot, so
+ * that nothing outside the box is reachable, and before anything of the
+ * box runs. */
+static void ns_git_ro(struct ns_child *c)
+{
+	struct gitdir_walk w = { 0 };
+	char bad[PATH_MAX];
+	errno = -gitdir_ro("/workspace", &w, bad, sizeof(bad));
+	if (errno)
+		ns_fail(c, "make %s read-only", bad);
+}
+
 static void ns_loopback_up(void)
 {
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -364,6 +379,8 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 		ns_fail(c, "pivot into the box's root");
 	if (mnt_remount_ro("/", MS_NOSUID | MS_NODEV) < 0)
 		ns_fail(c, "make the box's root read-only");
+	if (s->workspace && !s->git_rw)
+		ns_git_ro(c);
 	sethostname("ward", 4);
 	if (!s->net_host)
 		ns_loopback_up();

@@ -14,6 +14,7 @@ struct ns_spec {
 	const char *workspace;	/* host directory, or NULL for an empty one */
 	const char *upper_dir, *work_dir; /* overlay layers (copy-on-write mode) */
 	bool workspace_rw;	/* live read-write bind instead of the overlay */
+	bool git_rw;		/* the workspace's git directories writable (else read-only: base/gitdir.h) */
 	bool net_host;		/* share the host's network */
 	bool proxy;		/* a listener for the egress proxy at 127.0.0.1:NET_PROXY_PORT */
 	struct limits lim;

@@ -370,16 +370,18 @@ static int vm_send_start_as(int fd, const struct box_opts *o, bool prepare)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t mib = vm_mem_mib(o);
 	char json[400];
-	/* With egress, the port the guest listens on for the proxy. */
+	/* With egress, the port the guest listens on for the proxy; git_rw:
+	 * the guest leaves the workspace's git directories writable. */
 	unsigned long long pids = o->lim.pids ? o->lim.pids : 512, mem = (mib - MIN(mib / 4, 96ull)) << 20;
 	int port = o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0, n;
+	const char *git = o->git_rw ? ",\"git_rw\":true" : "";
 	if (prepare)
-		n = snprintf(json, sizeof(json), "{\"prepare\":true,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d}", pids,
-			     mem, port);
+		n = snprintf(json, sizeof(json), "{\"prepare\":true,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d%s}",
+			     pids, mem, port, git);
 	else
 		n = snprintf(json, sizeof(json),
-			     "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d}", hex,
-			     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, pids, mem, port);
+			     "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d%s}",
+			     hex, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, pids, mem, port, git);
 	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
 }
 

@@ -297,7 +297,8 @@ int ws_base_record(const char *file, const char *lower, const struct ws_changes 
 	int r = 0;
 	size_t old = rs.n;
 	for (size_t i = 0; i < c->n && r >= 0; i++)
-		r = record_one(&rs, old, root, c->v[i].path, applied);
+		if (!applied || !ws_change_left_out(c, &c->v[i]))
+			r = record_one(&rs, old, root, c->v[i].path, applied);
 	for (size_t i = 0; i < c->nsame && r >= 0 && !applied; i++)
 		r = record_one(&rs, old, root, c->same[i], false);
 	if (r < 0) {
@@ -322,9 +323,11 @@ int ws_base_check(const char *file, const char *lower, struct ws_changes *c, str
 	for (size_t i = 0; i < c->n; i++) {
 		struct ws_change *ch = &c->v[i];
 		struct ws_state now;
+		ch->conflict = NULL;
+		if (ws_change_left_out(c, ch))
+			continue;	/* not applied: nothing of the tree's is lost */
 		state_of(root, ch->path, &now);
 		const struct ws_record *rec = records_find(&rs, ch->path);
-		ch->conflict = NULL;
 		if (rec && !strcmp(rec->state, "?"))
 			ch->conflict = "it changed in the tree while the run had its own copy";
 		else if (rec && strcmp(rec->state, now.s))

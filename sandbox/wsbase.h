@@ -33,10 +33,10 @@
 int ws_base_begin(const char *file, int64_t since_ns, struct err *e);
 /* Record the tree's state for every path of c that has no record (see
  * above), and end "since". applied: c was just applied to lower: its
- * paths' records are renewed to what the tree holds now, and "since" is
- * kept. */
+ * paths' records are renewed to what the tree holds now (but for what
+ * the apply left out), and "since" is kept. */
 int ws_base_record(const char *file, const char *lower, const struct ws_changes *c, bool applied, struct err *e);
 /* Set c->v[i].conflict for every change whose path in lower is no longer
- * what was recorded (or, with no record, changed since "since"). The
- * number of conflicting changes, or -errno. */
+ * what was recorded (or, with no record, changed since "since"), of those
+ * an apply would apply. The number of conflicting changes, or -errno. */
 int ws_base_check(const char *file, const char *lower, struct ws_changes *c, struct err *e);

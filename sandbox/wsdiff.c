@@ -1,5 +1,6 @@
 #include "sandbox/wsdiff.h"
 #include "base/array.h"
+#include "sandbox/wsexec.h"
 #include "sandbox/wsfs.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -147,6 +148,19 @@ static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 }
 
 
+bool ws_change_left_out(const struct ws_changes *c, const struct ws_change *ch)
+{
+	return ch->git && !c->apply_git;
+}
+
+size_t ws_changes_left_out(const struct ws_changes *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		n += ws_change_left_out(c, &c->v[i]);
+	return n;
+}
+
 int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret, struct err *e)
 {
 	*ret = (struct ws_changes){ 0 };
@@ -155,6 +169,8 @@ int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret
 	if (r < 0)
 		return r;
 	r = walk(lroot, uroot, "", ret);
+	if (r >= 0)
+		wsexec_mark(lroot, uroot, ret);
 	if (r < 0) {
 		ws_changes_free(ret);
 		return err_setc(e, r, "cannot read the workspace changes in %s", upper);
@@ -217,6 +233,58 @@ static int diff_deleted_dir(FILE *out, int lroot, const char *rel)
 	return r;
 }
 
+/* After the diff, apart: the changes in git directories (a directory
+ * added whole is one line; up to a bound), and the files the user's tools
+ * run. */
+#define WS_NAMED_MAX 50
+static int diff_named(FILE *out, const struct ws_changes *c)
+{
+	size_t git = 0, runs = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		git += c->v[i].git;
+		runs += c->v[i].runs != NULL;
+	}
+	int r = 0;
+	if (git)
+		r = ws_put(out, "changes under .git, %s (%zu):\n", c->apply_git ? "allowed" : "not applied", git);
+	size_t lines = 0, named = 0;
+	for (size_t i = 0; i < c->n && r >= 0; i++) {
+		const struct ws_change *ch = &c->v[i];
+		if (!ch->git)
+			continue;
+		if (lines++ == WS_NAMED_MAX) {
+			r = ws_put(out, "  ... and %zu more\n", git - named);
+			break;
+		}
+		/* The walk's order: what an added directory holds comes next. */
+		size_t below = 0, l = strlen(ch->path);
+		while (ch->dir && ch->kind == WS_ADDED && i + below + 1 < c->n &&
+		       !strncmp(c->v[i + below + 1].path, ch->path, l) && c->v[i + below + 1].path[l] == '/')
+			below++;
+		if (below)
+			r = ws_put(out, "  %-8s %s/ and the %zu entr%s below it\n", ws_kind_name(ch->kind), ch->path, below,
+				   below == 1 ? "y" : "ies");
+		else
+			r = ws_put(out, "  %-8s %s%s\n", ws_kind_name(ch->kind), ch->path, ch->dir ? "/" : "");
+		i += below;
+		named += below + 1;
+	}
+	if (runs && r >= 0)
+		r = ws_put(out, "flagged: files your tools run by themselves; read them before you use those tools (%zu):\n",
+			   runs);
+	for (size_t i = 0, k = 0; i < c->n && r >= 0; i++) {
+		const struct ws_change *ch = &c->v[i];
+		if (!ch->runs)
+			continue;
+		if (k++ == WS_NAMED_MAX) {
+			r = ws_put(out, "  ... and %zu more\n", runs - WS_NAMED_MAX);
+			break;
+		}
+		r = ws_put(out, "  %-8s %s: %s\n", ws_kind_name(ch->kind), ch->path, ch->runs);
+	}
+	return r;
+}
+
 int ws_diff(const char *lower, const char *upper, const struct ws_changes *c, FILE *out, struct err *e)
 {
 	_cleanup_close_ int lroot = -1, uroot = -1;
@@ -226,6 +294,8 @@ int ws_diff(const char *lower, const char *upper, const struct ws_changes *c, FI
 	for (size_t i = 0; i < c->n; i++) {
 		const struct ws_change *ch = &c->v[i];
 		r = 0;
+		if (ws_change_left_out(c, ch))
+			continue;
 		if (ch->dir && ch->kind == WS_DELETED)
 			r = diff_deleted_dir(out, lroot, ch->path);
 		else if (!ch->dir)
@@ -235,6 +305,9 @@ int ws_diff(const char *lower, const char *upper, const struct ws_changes *c, FI
 		if (r < 0)
 			return err_setc(e, r, "diff of %s failed (is diffutils installed?)", ch->path);
 	}
+	r = diff_named(out, c);
+	if (r < 0)
+		return r == -EPIPE ? r : err_setc(e, r, "writing the diff");
 	if (fflush(out) == EOF)
 		return errno == EPIPE ? -EPIPE : err_setc(e, -errno, "writing the diff");
 	return 0;
@@ -410,6 +483,8 @@ int ws_apply(const char *lower, const char *upper, const struct ws_changes *c, s
 		for (size_t i = 0; i < c->n; i++) {
 			const struct ws_change *ch = &c->v[i];
 			int r = 0;
+			if (ws_change_left_out(c, ch))
+				continue;
 			if (pass == 0 && ch->kind == WS_DELETED) {
 				const char *base;
 				_cleanup_close_ int dir = open_parent(root, ch->path, false, &base);

@@ -166,6 +166,8 @@ static int plan_make(struct plan *pl, int lroot, int uroot, const struct ws_chan
 	for (size_t i = 0; i < c->n && r >= 0; i++) {
 		const struct ws_change *ch = &c->v[i];
 		struct stat ls, us;
+		if (ws_change_left_out(c, ch))
+			continue;
 		if (ch->dir && ch->kind == WS_DELETED)
 			r = plan_gone_dir(pl, lroot, ch->path, 0, e);
 		else if (ch->dir)
@@ -614,6 +616,15 @@ int ws_patch(const char *lower, const char *upper, const struct ws_changes *c, F
 		return r;
 	struct plan pl = { 0 };
 	r = plan_make(&pl, lroot, uroot, c, e);
+	/* What the patch leaves out: each change in a git directory. */
+	for (size_t i = 0; i < c->n && r >= 0; i++) {
+		const struct ws_change *ch = &c->v[i];
+		char q[QUOTED_MAX];
+		quote("", ch->path, q, sizeof(q));
+		if (ws_change_left_out(c, ch) && (r = ws_put(out, "note: not in this patch (under .git): %s %s\n",
+							     ws_kind_name(ch->kind), q)) < 0 && r != -EPIPE)
+			r = err_setc(e, r, "writing the patch");
+	}
 	if (r >= 0)
 		r = put_dir_notes(out, lroot, uroot, &pl, e);
 	for (size_t i = 0; i < pl.nops && r >= 0; i++)

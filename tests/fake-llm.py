@@ -362,6 +362,9 @@ def sc_chat(n, msgs):
                      ("tool", "bash", {"command": "printf slow > slow.txt"})], slow_s=0.1)
     if said.startswith("stream"):
         return Turn([("text", "Streaming slowly: " + " ".join("word%d" % i for i in range(60)))], slow_s=0.25)
+    if said.startswith("plant"):
+        return tool("bash", {"command": "git init -q sub && echo s > sub/s.txt && echo 'touch x' > .envrc"},
+                    say="Planting.")
     if said.startswith("escape"):
         return text("colour \x1b[31mRED\x1b[0m title \x1b]0;pwned\x07 clear \x1b[2J"
                     " alt \x1b[?1049h cursor \x1b[?25l bell \x07 done")

@@ -137,6 +137,22 @@ ok $? "a applies them and ward exits 0"
 is "$(cat "$T_TMP/ws-conv/one.txt" 2>/dev/null)" "ran-one" "the change reached the workspace"
 is "$(cat "$T_TMP/conv.after")" "$(cat "$T_TMP/conv.before")" "the terminal is as it was"
 
+# --- The question at the end flags what the user's tools would run: a new
+# repository's .git (not applied by a) and an .envrc (applied).
+start plant --approve auto
+say plant "plant"
+wait_for plant 'Tool said' 10000
+key plant C-d
+wait_for plant 'a apply them' 5000
+like "$(screen plant)" "added +sub/\.git/ and the [0-9]+ entries below it +⚑ under \.git: not applied" \
+	"the apply question marks the new .git: not applied"
+like "$(screen plant)" "added +\.envrc +⚑ direnv runs it" "and flags the .envrc"
+key plant a
+wait_for plant 'EXIT=0' 5000
+like "$(screen plant)" "Not applied: [0-9]+ changes under \.git" "a: says what it left out"
+[ ! -e "$T_TMP/ws-plant/sub/.git" ] && [ -e "$T_TMP/ws-plant/sub/s.txt" ] && [ -e "$T_TMP/ws-plant/.envrc" ]
+ok $? "a applies the rest (.envrc, sub/s.txt), not sub/.git"
+
 # --- Approvals: y, n (with a reason), a; the gate records each decision.
 start gate --approve ask
 say gate "run alpha"

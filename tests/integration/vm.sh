@@ -191,6 +191,39 @@ like "$("$WARD" diff "$SID" 2>&1)" "\+made-by-tool" "vm --box run: ward diff SES
 [ ! -e "$WS/out.txt" ]; ok $? "vm --box run: the tree is untouched"
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=""
 
+# .git is read-only in a vm box too (the guest binds it before any call),
+# with --rw: the box cannot plant a hook; git reads the repository and a
+# git status changes nothing. Twin: --allow-git-changes leaves it writable.
+GW=$T_TMP/gitws
+mkdir -p "$GW/nested"
+for d in "$GW" "$GW/nested"; do
+	git -C "$d" init -q && echo g >"$d/g.txt" && git -C "$d" add g.txt &&
+		git -C "$d" -c user.name=t -c user.email=t@t commit -qm init
+done
+IDX=$(md5sum <"$GW/.git/index")
+G=$(box_new --backend vm --workspace "$GW" --rw)
+R=$("$WARD" box exec "$G" -- 'cd /workspace; git status --short; echo st=$?; echo x >.git/hooks/pre-commit; echo hook=$?;
+git config core.fsmonitor "touch /tmp/x"; echo cfg=$?; echo x >>nested/.git/config; echo nested=$?; echo p >p.txt' 2>&1 | tr '\n' ' ')
+like "$R" "st=0" "vm: git status works in the box"
+like "$R" "Read-only file system hook=1" "vm --rw: a write to .git/hooks/pre-commit fails (read-only)"
+like "$R" "could not lock config file .git/config: Read-only file system cfg=255" "vm: git config core.fsmonitor fails"
+like "$R" "nested=1" "vm: a nested repository's .git is read-only too"
+[ ! -e "$GW/.git/hooks/pre-commit" ] && ! grep -q fsmonitor "$GW/.git/config" && [ "$(md5sum <"$GW/.git/index")" = "$IDX" ]
+ok $? "vm --rw: the host's .git is as it was (no hook, no fsmonitor, the same index)"
+is "$(cat "$GW/p.txt" 2>/dev/null)" p "vm --rw twin: the box writes the tree itself"
+"$WARD" box destroy "$G"
+G=$(box_new --backend vm --workspace "$GW")
+R=$("$WARD" box exec "$G" -- 'cd /workspace; git status --short; echo x >.git/hooks/pre-commit; echo hook=$?' 2>&1 | tr '\n' ' ')
+like "$R" "Read-only file system hook=1" "vm copy-on-write: a write to .git/hooks/pre-commit fails (read-only)"
+UP=$("$WARD" box info "$G" | json workspace_changes)
+[ -d "$UP" ] && [ ! -e "$UP/.git" ]; ok $? "vm copy-on-write: a git status in the box is no change (no .git in its layer)"
+"$WARD" box destroy "$G"
+G=$(box_new --backend vm --workspace "$GW" --allow-git-changes)
+like "$("$WARD" box exec "$G" -- 'echo x >/workspace/.git/hooks/pre-commit; echo hook=$?' 2>&1)" "hook=0" \
+	"vm twin: with --allow-git-changes the box writes .git (in its copy)"
+[ ! -e "$GW/.git/hooks/pre-commit" ]; ok $? "and the host's tree is untouched (copy-on-write)"
+"$WARD" box destroy "$G"
+
 # Destroy: the VMM is gone at once.
 Q=$(qemu_of "$B")
 t0=$(now_ms)

@@ -109,6 +109,22 @@ int main(void)
 	is_int(check(&ch), 0, "a later change by the same box conflicts with nothing");
 	put(lo, "edited-after.txt", "person, again\n");
 	is_int(check(&ch), 1, "twin: the person's next edit does");
+
+	/* A change under .git, which an apply leaves out unless allowed: it
+	 * is not checked (nothing of the tree's would be lost), so it cannot
+	 * hold back the rest. */
+	mk(lo, ".git");
+	put(lo, ".git/config", "v1\n");
+	mk(up, ".git");
+	put(up, ".git/config", "box\n");
+	check(&ch);
+	is_str(conflict(&ch, ".git/config"), "", "a change under .git left out by the apply is not a conflict");
+	ws_changes_free(&ch);
+	ok(ws_changes_read(lo, up, &ch, &e) == 0, "read again");
+	ch.apply_git = true;
+	ws_base_check(base, lo, &ch, &e);
+	like(conflict(&ch, ".git/config"), "no base was recorded", "twin: allowed, it is checked as any other");
+	sh("rm -rf '%s/.git' '%s/.git'", lo, up);
 	ws_changes_free(&ch);
 
 	/* A run cut off before it recorded anything: "since" stays, and a file

@@ -157,6 +157,120 @@ static void test_special_sparse_links(void)
 	ws_changes_free(&ch);
 }
 
+
+static bool wh(const char *dir, const char *rel)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return mknod(p, S_IFCHR | 0, makedev(0, 0)) == 0;
+}
+
+/* Changes in git directories (base/gitdir.h): below a .git in any of its
+ * spellings, in a bare repository of the tree or of the box, and the
+ * deletion of a directory that holds one, are left out of an apply and
+ * only named in the diff, unless allowed; files the user's tools run
+ * (sandbox/wsexec.h) are applied and named. */
+static void test_git(void)
+{
+	char lo[PATH_MAX], up[PATH_MAX];
+	fresh("git", lo, up);
+	sh("cd '%s' && mkdir -p .git/hooks .git/objects .git/refs sub/.git fixture/objects fixture/refs && "
+	   "echo 'ref: refs/heads/main' > .git/HEAD && printf '[core]\\n' > .git/config && echo s > sub/.git/config && "
+	   "echo s > sub/f && echo ref > fixture/HEAD && echo a > a.txt", lo);
+	sh("cd '%s' && mkdir -p .git/hooks Sub2/.Git 'x/.git ' y/git~1 z/.g\xe2\x80\x8cit fixture/hooks "
+	   "newbare/objects newbare/refs .vscode .husky docs && "
+	   "printf '#!/bin/sh\\ntouch /tmp/ward-hook-ran\\n' > .git/hooks/pre-commit && echo c > Sub2/.Git/config && "
+	   "echo c > 'x/.git /config' && echo c > y/git~1/config && echo c > z/.g\xe2\x80\x8cit/config && "
+	   "echo h > fixture/hooks/post-checkout && echo ref > newbare/HEAD && echo c > newbare/config && "
+	   "echo p > plain.txt && echo 'eval \"$(curl x)\"' > .envrc && echo '{}' > .vscode/tasks.json && "
+	   "echo x > .husky/pre-commit && echo i > docs/.gitignore && echo e > .env.example && echo b >> a.txt", up);
+	bool whiteout = wh(up, "sub");
+	struct ws_changes ch;
+	struct err e = { 0 };
+	ok(ws_changes_read(lo, up, &ch, &e) == 0, "git: the changes are read (%s)", e.msg);
+	static const char *const git[] = { ".git/hooks/pre-commit", "Sub2/.Git/config", "x/.git /config", "y/git~1/config",
+					   "z/.g\xe2\x80\x8cit/config", "fixture/hooks/post-checkout", "newbare/config",
+					   "newbare/HEAD" };
+	bool all = true;
+	for (size_t i = 0; i < ARRAY_SIZE(git); i++) {
+		const struct ws_change *c = find(&ch, git[i]);
+		if (!c || !c->git) {
+			printf("#   %s: %s\n", git[i], c ? "not marked" : "no change");
+			all = false;
+		}
+	}
+	ok(all, "in a git directory: .git, .Git, '.git ', git~1, .g<U+200C>it, a bare repository of the tree's and one of the box's");
+	static const char *const plain[] = { "plain.txt", ".envrc", ".vscode/tasks.json", ".husky/pre-commit",
+					     "docs/.gitignore", ".env.example", "a.txt" };
+	all = true;
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+		const struct ws_change *c = find(&ch, plain[i]);
+		if (!c || c->git) {
+			printf("#   %s: %s\n", plain[i], c ? "marked" : "no change");
+			all = false;
+		}
+	}
+	ok(all, "twin: the other changes (.gitignore, .env.example among them) are not");
+	if (whiteout) {
+		const struct ws_change *c = find(&ch, "sub");
+		ok(c && c->kind == WS_DELETED && c->git, "the deletion of a directory that holds a .git is one");
+	} else {
+		printf("ok %d # SKIP a whiteout needs mknod (root)\n", ++tap_n);
+	}
+	const struct ws_change *c = find(&ch, ".envrc");
+	like(c ? c->runs : NULL, "direnv", ".envrc: flagged, direnv named");
+	c = find(&ch, ".vscode/tasks.json");
+	like(c ? c->runs : NULL, "VS Code", ".vscode/tasks.json: flagged");
+	c = find(&ch, ".husky/pre-commit");
+	ok(c && c->runs, ".husky/pre-commit: flagged");
+	ok(!find(&ch, "plain.txt")->runs && !find(&ch, "docs/.gitignore")->runs && !find(&ch, ".env.example")->runs &&
+	   !find(&ch, "a.txt")->runs, "twin: plain.txt, docs/.gitignore, .env.example and a.txt are not flagged");
+	ok(ws_changes_left_out(&ch) >= ARRAY_SIZE(git), "they are left out by default (%zu)", ws_changes_left_out(&ch));
+
+	int dr;
+	_cleanup_free_ char *d = diff_text(lo, up, &ch, "git-diff", &dr);
+	is_int(dr, 0, "git: the diff is written");
+	like(d, "changes under .git, not applied", "the diff lists the changes under .git apart");
+	like(d, "  added    .git/hooks/pre-commit\n", "naming each");
+	unlike(d, "ward-hook-ran", "but does not show the hook's content as a change to apply");
+	like(d, "+p\n", "twin: the plain file's hunk is there");
+	like(d, "flagged: files your tools run", "the flagged files come after");
+	like(d, ".envrc: direnv runs it", "with why");
+
+	/* Apply: the rest goes in; nothing under a git directory does. */
+	ok(ws_apply(lo, up, &ch, &e) == 0, "git: the changes apply (%s)", e.msg);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/.git/hooks/pre-commit", lo);
+	ok(access(p, F_OK) < 0, "the hook is not in the tree");
+	snprintf(p, sizeof(p), "%s/newbare", lo);
+	ok(access(p, F_OK) < 0, "nor the box's bare repository");
+	snprintf(p, sizeof(p), "%s/fixture/hooks/post-checkout", lo);
+	ok(access(p, F_OK) < 0, "nor a hook in the tree's bare repository");
+	snprintf(p, sizeof(p), "%s/Sub2", lo);
+	ok(access(p, F_OK) < 0 || sh("test -z \"$(find '%s' -type f)\"", p) == 0, "nor a .Git's config");
+	if (whiteout) {
+		_cleanup_free_ char *sf = get(lo, "sub/.git/config");
+		is_str(sf, "s\n", "the directory holding a .git is not deleted");
+	}
+	_cleanup_free_ char *pl = get(lo, "plain.txt"), *er = get(lo, ".envrc");
+	is_str(pl, "p\n", "twin: the plain file is applied");
+	ok(er != NULL, "and the flagged .envrc is applied");
+
+	/* Allowed: the same changes, all of them. */
+	ch.apply_git = true;
+	is_int(ws_changes_left_out(&ch), 0, "allowed: none is left out");
+	_cleanup_free_ char *d2 = diff_text(lo, up, &ch, "git-diff2", &dr);
+	like(d2, "ward-hook-ran", "allowed: the diff shows the hook");
+	ok(ws_apply(lo, up, &ch, &e) == 0, "allowed: the changes apply (%s)", e.msg);
+	snprintf(p, sizeof(p), "%s/.git/hooks/pre-commit", lo);
+	ok(access(p, F_OK) == 0, "allowed: the hook is in the tree");
+	if (whiteout) {
+		snprintf(p, sizeof(p), "%s/sub", lo);
+		ok(access(p, F_OK) < 0, "allowed: the directory is deleted");
+	}
+	ws_changes_free(&ch);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -256,6 +370,7 @@ int main(void)
 	test_no_follow();
 	test_setid();
 	test_special_sparse_links();
+	test_git();
 
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

@@ -199,6 +199,42 @@ static void test_bound(void)
 	ws_changes_free(&ch);
 }
 
+/* Changes in a git directory are not put in a patch (git apply refuses
+ * such paths anyway): a note line names each; the rest is the patch, and
+ * git apply of it gives ward apply's tree. Allowed, they are in it. */
+static void test_git_left_out(void)
+{
+	char lo[PATH_MAX], up[PATH_MAX], t1[PATH_MAX], t2[PATH_MAX], pf[PATH_MAX];
+	snprintf(lo, sizeof(lo), "%s/git-lower", root);
+	snprintf(up, sizeof(up), "%s/git-upper", root);
+	snprintf(t1, sizeof(t1), "%s/git-ward", root);
+	snprintf(t2, sizeof(t2), "%s/git-git", root);
+	snprintf(pf, sizeof(pf), "%s/git.patch", root);
+	sh("mkdir -p '%s/.git/hooks' '%s/.git/hooks' '%s/sub/.git' && echo a > '%s/a.txt' && echo cfg > '%s/.git/config' && "
+	   "echo hook > '%s/.git/hooks/pre-commit' && echo c > '%s/sub/.git/config' && echo s > '%s/sub/s.txt' && "
+	   "echo b > '%s/a.txt'", lo, up, up, lo, lo, up, up, up, up);
+	struct ws_changes ch;
+	struct err e = { 0 };
+	ok(ws_changes_read(lo, up, &ch, &e) == 0, "git: the changes are read");
+	is_int(write_patch(lo, up, &ch, pf, &e), 0, "the patch is written (%s)", e.msg);
+	_cleanup_free_ char *pt = get(root, "git.patch");
+	like(pt, "note: not in this patch (under .git): added .git/hooks/pre-commit\n", "a note names the hook");
+	like(pt, "note: not in this patch (under .git): added sub/.git/config\n", "and the new repository's config");
+	unlike(pt, "diff --git a/.git", "no block of the patch is under .git");
+	like(pt, "diff --git a/sub/s.txt b/sub/s.txt", "twin: the other files are in it");
+	sh("cp -a '%s' '%s' && cp -a '%s' '%s'", lo, t1, lo, t2);
+	ok(ws_apply(t1, up, &ch, &e) == 0, "ward apply (%s)", e.msg);
+	ok(sh("cd '%s' && git apply '%s'", t2, pf) == 0, "git apply of it works");
+	_cleanup_free_ char *l1 = tree_list(t1), *l2 = tree_list(t2);
+	is_str(l2, l1, "and gives ward apply's tree");
+	ch.apply_git = true;
+	is_int(write_patch(lo, up, &ch, pf, &e), 0, "allowed: the patch is written");
+	_cleanup_free_ char *pt2 = get(root, "git.patch");
+	like(pt2, "diff --git a/.git/hooks/pre-commit b/.git/hooks/pre-commit", "allowed: the hook is in it");
+	unlike(pt2, "not in this patch", "and no note leaves one out");
+	ws_changes_free(&ch);
+}
+
 int main(void)
 {
 	umask(022);	/* what the notes assume, and the directories both make */
@@ -212,6 +248,7 @@ int main(void)
 	}
 	test_git_apply();
 	test_bound();
+	test_git_left_out();
 	if (sh("rm -rf '%s'", root) != 0)
 		printf("# could not remove %s\n", root);
 	return tap_done();
