@@ -55,3 +55,7 @@ int fdio_accept(int lfd, struct sockaddr *sa, socklen_t *len, int *reserve);
 bool fdio_peer_is(int fd, uid_t uid);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);
+/* A memfd (close-on-exec, at offset 0) holding data, sealed so that
+ * nothing changes it: how a helper program is handed what it must not find
+ * in its command line or environment. The fd, or -errno. */
+int fdio_sealed_memfd(const char *name, const void *data, size_t n);

@@ -9,6 +9,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/image.h"
+#include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -157,8 +158,7 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* As uid 1000 of this namespace, the exec drops every capability. */
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
-	execve(c->argv[0], c->argv, envp);
+	execve(c->argv[0], c->argv, spawn_env_vmm);
 	vm_fail(c, "exec " VM_QEMU);
 }
 
