@@ -6,11 +6,13 @@
 # the egress proxy, the guest (ns) or the VMM (vm), a bash call, an MCP
 # server, the hook guard, the watchdog; nor the keeper and the proxy
 # anywhere in their memory. An MCP server given the key in .mcp.json has
-# it; a hook (the user's program) has the user's environment.
+# it; a hook (the user's program) has the user's environment. A box made
+# after another holds none of the other's mounts, so destroying the first
+# frees its loop device.
 # Argument: the backend, ns (default) or vm.
 . "$(dirname "$0")/lib.sh"
 BACKEND=${1:-ns}
-[ "$(id -u)" = 0 ] || skip_all "needs root (reads every process's memory)"
+[ "$(id -u)" = 0 ] || skip_all "needs root (reads every process's memory; loop-mounted layers)"
 if [ "$BACKEND" = vm ]; then
 	command -v qemu-system-x86_64 >/dev/null && ls /boot/vmlinuz-* >/dev/null 2>&1 ||
 		skip_all "QEMU or a kernel in /boot is missing (see tests/integration/vm.sh)"
@@ -130,5 +132,41 @@ else
 fi
 finish
 is "$RC" 0 "the run ends well"
+
+# ---- one box's VMM or guest does not hold another box's mounts ----
+WSA=$T_TMP/ws-a; mkdir -p "$WSA"; echo a >"$WSA/f"
+A=$("$WARD" box create --persistent --workspace "$WSA")
+echo "$A" >>"$T_TMP/boxes"
+AIMG=$XDG_STATE_HOME/ward/workspaces/$A.img
+AMNT=$XDG_STATE_HOME/ward/workspaces/$A
+if [ -e "$AIMG" ]; then
+	ALOOP=$(losetup -j "$AIMG" | cut -d: -f1)
+	[ -n "$ALOOP" ] && grep -q " $AMNT " /proc/self/mountinfo
+	ok $? "box A's workspace layer is an image on a loop device ($ALOOP), mounted"
+	WSB=$T_TMP/ws-b; mkdir -p "$WSB"; echo b >"$WSB/f"
+	B=$("$WARD" box create --backend "$BACKEND" --persistent --workspace "$WSB" --allow-host example.test)
+	echo "$B" >>"$T_TMP/boxes"
+	BK=$(boxpid "$B" keeper_pid)
+	BQ=$(pgrep -P "$BK" -x "$([ "$BACKEND" = vm ] && echo qemu-system-x86 || echo ward-guest)")
+	BPX=$(pgrep -P "$BK" -x ward-proxy)
+	ADEV=$(awk -v m="$AMNT" '$5 == m { print $3 }' /proc/self/mountinfo)
+	[ -n "$BQ" ] && ! grep -q "$A" "/proc/$BQ/mountinfo" && ! awk -v d="$ADEV" '$3 == d { f = 1 } END { exit !f }' "/proc/$BQ/mountinfo"
+	ok $? "$BACKEND: box B's $([ "$BACKEND" = vm ] && echo VMM || echo guest), made after, holds none of A's mounts (device $ADEV)"
+	is "$(readlink "/proc/$BPX/ns/mnt")" "$(readlink /proc/self/ns/mnt)" "B's proxy is in the host's mount namespace (an unmount there frees a mount)"
+	is "$(readlink "/proc/$BPX/cwd"):$(readlink "/proc/$BK/cwd")" "/:/" "and it and B's keeper work in /, holding no directory busy"
+	# Hibernated, A's keeper lets go of its layer (kept on disk): the
+	# unmount on the host must free the loop device, whoever was made since.
+	"$WARD" box hibernate "$A" >/dev/null
+	for _ in $(seq 50); do [ -z "$(losetup -j "$AIMG")" ] && ! grep -q " $AMNT " /proc/self/mountinfo && break; sleep 0.1; done
+	is "$(losetup -j "$AIMG"; [ -e "$AIMG" ] && echo kept)" "kept" "A hibernated: its layer's loop device is let go (the image is kept)"
+	! grep -q "$A" /proc/self/mountinfo && ! grep -q "$A" "/proc/$BQ/mountinfo"
+	ok $? "and its mount is gone, on the host and in B's $([ "$BACKEND" = vm ] && echo VMM || echo guest)"
+	"$WARD" box destroy "$A" >/dev/null
+	is "$(ls "$AIMG" 2>/dev/null; grep -c "$A" "/proc/$BQ/mountinfo")" 0 "A destroyed: nothing of its layer is left"
+	is "$("$WARD" box exec "$B" -- 'cat /workspace/f; echo two >/workspace/g; cat /workspace/g')" "$(printf 'b\ntwo')" \
+		"twin: box B still works (its workspace read and written)"
+else
+	ok 0 "# SKIP the layers are not loop-mounted images here"
+fi
 
 done_testing
