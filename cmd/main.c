@@ -1,6 +1,7 @@
 #include "cmd/cmd.h"
 #include "config.h"
 #include "sandbox/box.h"
+#include "base/fdio.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -131,6 +132,8 @@ const struct command cmd_version = {
 
 int main(int argc, char **argv)
 {
+	/* Before anything else opens a descriptor (`ward run ... >&-`). */
+	fdio_std_open();
 	/* `ward` alone at a terminal, or `ward --FLAG...`: the interactive session. */
 	if ((argc < 2 && isatty(0) && isatty(1)) ||
 	    (argc >= 2 && argv[1][0] == '-' && argv[1][1] && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))

@@ -55,6 +55,7 @@ static __attribute__((noreturn)) void keeper_start(const char *name)
 
 int main(int argc, char **argv)
 {
+	fdio_std_open();
 	if (argc == 2 && !strcmp(argv[0], EGRESS_ARGV0) && state_name_valid(argv[1]))
 		return egress_main(argv[1]);
 	if (argc == 2 && !strcmp(argv[0], KEEPER_ARGV0) && state_name_valid(argv[1]))

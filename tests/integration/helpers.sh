@@ -8,7 +8,7 @@
 # anywhere in their memory. An MCP server given the key in .mcp.json has
 # it; a hook (the user's program) has the user's environment. A box made
 # after another holds none of the other's mounts, so destroying the first
-# frees its loop device.
+# frees its loop device. ward run with closed standard descriptors works.
 # Argument: the backend, ns (default) or vm.
 . "$(dirname "$0")/lib.sh"
 BACKEND=${1:-ns}
@@ -168,5 +168,31 @@ if [ -e "$AIMG" ]; then
 else
 	ok 0 "# SKIP the layers are not loop-mounted images here"
 fi
+
+# ---- closed standard descriptors (ward's own: the backend does not matter) ----
+[ "$BACKEND" = ns ] || { done_testing; exit; }
+export FAKE_INPUT='{"command": "echo made >/workspace/out.txt; echo done"}'
+closed() { # closed NAME REDIRECTIONS: ward run with those descriptors closed; RC, and GOT: the exit
+	# status, the file the call made, and whether the session's journal is whole JSON lines
+	WS=$T_TMP/ws-fd-$1; rm -rf "$WS"; mkdir -p "$WS"
+	serve mcp-call
+	eval "env ANTHROPIC_API_KEY=k \"\$WARD\" run --provider anthropic --base-url \"\$URL\" --model fake-model \
+		--workspace \"\$WS\" --rw 'make the file' $2"
+	RC=$?
+	local j; j=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
+	GOT="$RC:$(cat "$WS/out.txt" 2>/dev/null):$(python3 -c 'import json,sys
+[json.loads(l) for l in open(sys.argv[1])]; print("journal")' "$j" 2>/dev/null)"
+}
+closed open "</dev/null >$T_TMP/fd.out 2>$T_TMP/fd.err"
+is "$GOT" "0:made:journal" "twin: all descriptors open: exit 0, the call ran, the journal is whole"
+closed stdout ">&- </dev/null 2>$T_TMP/fd.err"
+is "$GOT" "0:made:journal" "stdout closed: exit 0, the call ran (the box unharmed), the journal is whole (the answer did not go into it)"
+closed stderr "2>&- </dev/null >$T_TMP/fd.out"
+is "$GOT" "0:made:journal" "stderr closed: exit 0, the call ran, the journal is whole"
+like "$(cat "$T_TMP/fd.out")" "done" "and the answer is on stdout"
+closed stdin "<&- >$T_TMP/fd.out 2>$T_TMP/fd.err"
+is "$GOT" "0:made:journal" "stdin closed: exit 0, the call ran, the journal is whole"
+closed all "<&- >&- 2>&-"
+is "$GOT" "0:made:journal" "all three closed: exit 0, the call ran, the journal is whole"
 
 done_testing
