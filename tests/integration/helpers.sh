@@ -125,8 +125,8 @@ has_proc "$B" '/workspace\/go/' && ! grep -q '^HIT' <<<"$B"
 ok $? "and a bash call of the same box still has not"
 S=$(python3 "$SCAN" $NEEDLES)
 if [ "$BACKEND" = ns ]; then
-	SRV=$(awk '$1 == "P" && /srv\.py/ { print $2; exit }' <<<"$S")
-	is "$(others "$S" | grep -v "^HIT $SRV [^ ]* environ 0$")" "" "ns: no other process ward started has it"
+	MCP=$(awk '$1 == "P" && /srv\.py/ { print $2; exit }' <<<"$S")
+	is "$(others "$S" | grep -v "^HIT $MCP [^ ]* environ 0$")" "" "ns: no other process ward started has it"
 else
 	is "$(others "$S")" "" "vm: no process on the host but ward has it"
 fi
