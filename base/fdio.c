@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -414,4 +415,35 @@ int fdio_write_atomic(const char *path, const void *data, size_t n, mode_t mode)
 		}
 	}
 	return 0;
+}
+
+int fdio_std_open(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: fd itself, as those below are open. */
+		int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (n < 0)
+			return -errno;
+		if (n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+	return 0;
+}
+
+int fdio_sealed_memfd(const char *name, const void *data, size_t n)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	int r = fdio_write_full(fd, data, n);
+	if (r < 0)
+		return r;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+	    lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return TAKE_FD(fd);
 }

@@ -55,3 +55,13 @@ int fdio_accept(int lfd, struct sockaddr *sa, socklen_t *len, int *reserve);
 bool fdio_peer_is(int fd, uid_t uid);
 /* Close every fd >= lowfd except those in keep[0..n). */
 void fdio_close_all_but(int lowfd, const int *keep, size_t n);
+/* Open /dev/null on each of fds 0, 1 and 2 that is closed, so that the next
+ * descriptor a program opens is not taken for its standard input, output
+ * or error (`ward run >&-` would send what it prints into the first socket
+ * it makes). First thing in every main. 0, or -errno when /dev/null cannot
+ * be opened (a VM's /init before /dev is mounted: call again after). */
+int fdio_std_open(void);
+/* A memfd (close-on-exec, at offset 0) holding data, sealed so that
+ * nothing changes it: how a helper program is handed what it must not find
+ * in its command line or environment. The fd, or -errno. */
+int fdio_sealed_memfd(const char *name, const void *data, size_t n);

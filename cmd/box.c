@@ -31,6 +31,7 @@ static int do_create(struct box_opts *o, char *name, size_t n)
 {
 	struct err e = { 0 };
 	o->guest_path = cmd_guest_path();
+	o->keeper_path = cmd_keeper_path();
 	int r = box_create(o, name, n, &e);
 	if (r < 0) {
 		cmd_error("cannot create the box: %s", e.msg);
@@ -289,6 +290,7 @@ static int sub_pool(int argc, char **argv)
 	if (box_flags_workspace(&o, ws, sizeof(ws)) < 0)
 		return EXIT_NOINPUT;
 	o.guest_path = cmd_guest_path();
+	o.keeper_path = cmd_keeper_path();
 	int sfd = cancel_signalfd();
 	struct err e = { 0 };
 	term_printf(stderr, "ward: pool: keeping %llu box%s ready; `ward box create` with the same flags takes one; "

@@ -47,3 +47,6 @@ void cmd_error_context(const char *where);
 /* The ward-guest binary: $WARD_GUEST, beside this binary's build tree, or
  * the install location. */
 const char *cmd_guest_path(void);
+/* The ward-keeper program (a box's keeper and its egress proxy), found the
+ * same way: $WARD_KEEPER, the build tree, or the install location. */
+const char *cmd_keeper_path(void);

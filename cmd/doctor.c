@@ -127,7 +127,10 @@ static int doctor_run(int argc, char **argv)
 	const char *g = cmd_guest_path();
 	bool gok = access(g, X_OK) == 0;
 	line(gok, "ward-guest", "%s", g);
-	if (!gok)
+	const char *k = cmd_keeper_path();
+	bool kok = access(k, X_OK) == 0;
+	line(kok, "ward-keeper", "%s", k);
+	if (!gok || !kok)
 		doctor_fail = 1;
 	line(getuid() != 0, "running as", getuid() == 0 ?
 	     "root: box processes are host uid 0 without capabilities; an ordinary user is the stronger boundary" :

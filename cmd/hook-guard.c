@@ -5,9 +5,13 @@
  * signalfd) or from the pipe's end of file, whichever comes first; it
  * then takes what ward wrote before it died and kills what is still
  * watched. A fork of ward that only makes system calls: nothing it does
- * allocates, so a fork of a threaded ward is safe. */
+ * allocates, so a fork of a threaded ward is safe. It is not exec'd: it
+ * reads nothing but ward's pipe and dies with ward, whose memory holds the
+ * same key and task for as long; what /proc shows of it (its command line
+ * and environment) is wiped first. */
 #include "cmd/hook-guard.h"
 #include "base/fdio.h"
+#include "base/proctitle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +56,9 @@ static _Noreturn void guard_main(int rd, pid_t ward)
 	 * fork): SIGTERM is read through the signalfd. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	prctl(PR_SET_NAME, "ward-hookguard");
+	/* ward's command line (the task) and environment (the API keys) are
+	 * not for it to show in /proc. */
+	proctitle_wipe("ward-hookguard");
 	/* A group of its own: a terminal's ^C or ^Z is not for it. */
 	setpgid(0, 0);
 	int keep[] = { rd };

@@ -2,6 +2,7 @@
 #include "cmd/term.h"
 #include "config.h"
 #include "sandbox/box.h"
+#include "base/fdio.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -34,27 +35,40 @@ void cmd_error(const char *fmt, ...)
 	free(s);
 }
 
-const char *cmd_guest_path(void)
+/* A program of ward's: $var, else where the build tree has it (build/cmd/ward
+ * beside build/SUBDIR/PROG), else beside this binary, else the install's
+ * libexec directory. */
+static const char *cmd_program(const char *prog, const char *var, const char *subdir, char *path, size_t n)
 {
-	static char path[PATH_MAX];
-	const char *env = getenv("WARD_GUEST");
+	const char *env = getenv(var);
 	if (env && *env)
 		return env;
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
+	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (k > 0) {
+		self[k] = 0;
 		char *dir = dirname(self);
-		/* Build tree: build/cmd/ward and build/guest/ward-guest. */
-		snprintf(path, sizeof(path), "%s/../guest/ward-guest", dir);
+		snprintf(path, n, "%s/../%s/%s", dir, subdir, prog);
 		if (access(path, X_OK) == 0)
 			return path;
-		snprintf(path, sizeof(path), "%s/ward-guest", dir);
+		snprintf(path, n, "%s/%s", dir, prog);
 		if (access(path, X_OK) == 0)
 			return path;
 	}
-	snprintf(path, sizeof(path), "%s/ward-guest", WARD_LIBEXECDIR);
+	snprintf(path, n, "%s/%s", WARD_LIBEXECDIR, prog);
 	return path;
+}
+
+const char *cmd_guest_path(void)
+{
+	static char path[PATH_MAX];
+	return cmd_program("ward-guest", "WARD_GUEST", "guest", path, sizeof(path));
+}
+
+const char *cmd_keeper_path(void)
+{
+	static char path[PATH_MAX];
+	return cmd_program("ward-keeper", "WARD_KEEPER", "sandbox", path, sizeof(path));
 }
 
 int cmd_bad_flag(const char *cmd, int c, char **argv)
@@ -120,6 +134,8 @@ const struct command cmd_version = {
 
 int main(int argc, char **argv)
 {
+	/* Before anything else opens a descriptor (`ward run ... >&-`). */
+	fdio_std_open();
 	/* `ward` alone at a terminal, or `ward --FLAG...`: the interactive session. */
 	if ((argc < 2 && isatty(0) && isatty(1)) ||
 	    (argc >= 2 && argv[1][0] == '-' && argv[1][1] && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))

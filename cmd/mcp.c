@@ -88,6 +88,7 @@ static int mcp_list(int argc, char **argv)
 	struct box_opts bo;
 	box_opts_default(&bo);
 	bo.guest_path = cmd_guest_path();
+	bo.keeper_path = cmd_keeper_path();
 	bo.workspace = ws;
 	bo.rw = f->rw;
 	bo.owner = getpid();

@@ -16,6 +16,7 @@
 #include "base/jsonprint.h"
 #include "base/fdio.h"
 #include "base/parse.h"
+#include "base/proctitle.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "mcp/mcp.h"
@@ -240,6 +241,10 @@ static void watchdog_start(const struct journal *j, int64_t deadline_abs_ms)
 	if (getppid() != ward)
 		_exit(0);
 	prctl(PR_SET_NAME, "ward-watchdog");
+	/* Not exec'd (it needs the journal as ward has it, and reads nothing
+	 * but the clock and ward's pidfd), but what /proc shows of it is
+	 * wiped: ward's command line (the task), its environment (the keys). */
+	proctitle_wipe("ward-watchdog");
 	int keep[] = { j->fd };
 	fdio_close_all_but(3, keep, 1);
 	sigset_t none;

@@ -190,6 +190,7 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	if (f->disk)
 		bo.lim.disk = f->disk;
 	bo.guest_path = cmd_guest_path();
+	bo.keeper_path = cmd_keeper_path();
 	bo.workspace = workspace && *workspace ? workspace : NULL;
 	bo.rw = f->rw;
 	bo.git_rw = f->allow_git;

@@ -652,6 +652,9 @@ static int guest_parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Before anything else opens a descriptor; a VM's /init may have no
+	 * /dev yet (vm_setup calls it again once /dev is mounted). */
+	fdio_std_open();
 	/* Started by a kernel as /init, with no arguments: a microVM. */
 	bool vm = getpid() == 1 && argc == 1;
 	int pr = 0;

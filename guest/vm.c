@@ -179,6 +179,8 @@ int vm_setup(struct guest_cfg *cfg)
 		dup2(con, 2);
 		close(con);
 	}
+	/* With no console before, fd 0 was the console's for a moment. */
+	fdio_std_open();
 	vm_modules();
 	vm_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=50%");
 	vm_mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m");

@@ -74,6 +74,13 @@ void box_pool_key(const struct box_opts *o, char *out, size_t n);
 /* pool.c: a box of o's kind from a pool, into ret_name: 0, or -ENOENT
  * when no pool holds one. */
 int box_pool_take(const struct box_opts *o, char *ret_name, size_t n, struct err *e);
-/* keeper.c: the keeper's entry point after fork (never returns). */
+/* The ward-keeper program (keeper-main.c), as box_create starts it:
+ * `ward-keeper NAME`, the box's options as JSON ({"boxdir","opts"}, the
+ * latter box_opts_to_json's) on KEEPER_OPTS_FD, and the pipe on which it
+ * answers "ok\n" or one line saying why not on KEEPER_READY_FD. */
+#define KEEPER_ARGV0 "ward-keeper"
+#define KEEPER_OPTS_FD 3
+#define KEEPER_READY_FD 4
+/* keeper.c: the keeper, once its options are read (never returns). */
 void keeper_main(const struct box_opts *o, const char *name, const char *boxdir, int ready_fd)
 	__attribute__((noreturn));

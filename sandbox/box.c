@@ -1,9 +1,11 @@
-/* ward's side of a box's life: spawning its keeper, listing boxes and
+/* ward's side of a box's life: starting its keeper, listing boxes and
  * sweeping the dead ones. The connection and its calls are box-conn.c. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
+#include "sandbox/spawn-env.h"
 #include "proto/budget.h"
+#include "base/child.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
@@ -86,9 +88,61 @@ bool box_has_label(const cJSON *info, const char *kv)
 /* After a stop signal: how long the keeper's answer is still waited for. */
 #define BOX_CANCEL_WAIT_MS 2000
 
-int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e)
+/* Exec ward-keeper for the box: detached (a new session; init adopts it,
+ * as the process forked here exits at once), holding nothing of ward's
+ * but what the descriptors carry: its options and the ready pipe. A
+ * journal's lock, a CI step's pipe, a task's files are not the box's to
+ * keep open; ward's memory, environment and command line (the API key,
+ * the task) are not the keeper's to hold. */
+static int box_spawn_keeper(const struct box_opts *o, const char *name, const char *boxdir, int ready_w,
+			    struct err *e)
 {
-	char name[BOX_NAME_MAX + 1], boxdir[PATH_MAX];
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "boxdir", boxdir);
+	cJSON_AddItemToObject(j, "opts", box_opts_to_json(o));
+	_cleanup_free_ char *txt = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	_cleanup_close_ int optfd = txt ? fdio_sealed_memfd("ward-box-opts", txt, strlen(txt)) : -ENOMEM;
+	if (optfd < 0)
+		return err_setc(e, optfd, "cannot hand the box's keeper its options");
+	_cleanup_free_ char **envp = spawn_env_keeper(o);
+	if (!envp)
+		return err_set(e, -ENOMEM, "out of memory");
+	char *argv[] = { KEEPER_ARGV0, (char *)name, NULL };
+	int fds[] = { -1, -1, -1, [KEEPER_OPTS_FD] = optfd, [KEEPER_READY_FD] = ready_w };
+	fflush(NULL);
+	pid_t mid = fork();
+	if (mid < 0)
+		return err_setc(e, -errno, "fork");
+	if (mid == 0) {
+		setsid();
+		pid_t k;
+		int r = child_start_env(o->keeper_path, argv, envp, fds, ARRAY_SIZE(fds), &k);
+		if (r < 0) {
+			char m[PATH_MAX + 128];
+			int mn = snprintf(m, sizeof(m), "cannot start the box's keeper %s: %s", o->keeper_path, strerror(-r));
+			fdio_write_full(ready_w, m, (size_t)MIN(mn, (int)sizeof(m) - 1));
+		}
+		_exit(r < 0);
+	}
+	waitpid(mid, NULL, 0);
+	return 0;
+}
+
+/* One of ward's programs, by its whole path. */
+static int box_program(const char *path, char out[PATH_MAX], const char *what, const char *var, struct err *e)
+{
+	if (path && access(path, X_OK) == 0 && realpath(path, out))
+		return 0;
+	return err_setc(e, path ? -errno : -ENOENT, "%s not found at %s (set %s)", what, path ? path : "(none)", var);
+}
+
+int box_create(const struct box_opts *given, char *ret_name, size_t n, struct err *e)
+{
+	/* The keeper runs in /: what it is given are whole paths. */
+	struct box_opts ko = *given;
+	const struct box_opts *o = &ko;
+	char name[BOX_NAME_MAX + 1], boxdir[PATH_MAX], ws[PATH_MAX], guest[PATH_MAX], keeper[PATH_MAX];
 	if (o->name) {
 		if (!state_name_valid(o->name))
 			return err_set(e, -EINVAL, "invalid box name \"%s\": use 1-%d letters, digits, '-', '_' or '.'",
@@ -101,24 +155,28 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 		return err_set(e, -EINVAL, "unknown backend \"%s\": use ns, vm or auto", o->backend);
 	if (o->workspace) {
 		struct stat st;
-		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(o->workspace, ws))
 			return err_set(e, -ENOENT, "workspace %s is not a directory", o->workspace);
+		ko.workspace = ws;
 		/* The copy-on-write layer cannot live inside the tree it covers. */
-		char ws[PATH_MAX], data[PATH_MAX - 64], dreal[PATH_MAX];
-		if (!o->rw && realpath(o->workspace, ws) && state_data_dir(data, sizeof(data), NULL) == 0 &&
+		char data[PATH_MAX - 64], dreal[PATH_MAX];
+		if (!o->rw && state_data_dir(data, sizeof(data), NULL) == 0 &&
 		    realpath(data, dreal) && !strncmp(dreal, ws, strlen(ws)) &&
 		    (dreal[strlen(ws)] == '/' || !dreal[strlen(ws)] || !strcmp(ws, "/")))
 			return err_set(e, -EINVAL,
 				       "workspace %s holds ward's state directory (%s), where its changes would go; "
 				       "use another workspace, --rw, or set XDG_STATE_HOME elsewhere", o->workspace, dreal);
 	}
-	if (access(o->guest_path, X_OK) < 0)
-		return err_setc(e, -errno, "ward-guest not found at %s (set WARD_GUEST)", o->guest_path);
+	int r = box_program(o->guest_path, guest, "ward-guest", "WARD_GUEST", e);
+	if (r < 0 || (r = box_program(o->keeper_path, keeper, "ward-keeper", "WARD_KEEPER", e)) < 0)
+		return r;
+	ko.guest_path = guest;
+	ko.keeper_path = keeper;
 	/* A warm pool's box of this kind, if one waits: a hand-over. */
 	if (!o->name && !o->pool && !o->no_snapshot && box_backend_find(o->backend) == &box_backend_vm &&
 	    box_pool_take(o, ret_name, n, NULL) == 0)
 		return 0;
-	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
+	r = state_box_dir(name, boxdir, sizeof(boxdir), e);
 	if (r < 0)
 		return r;
 	char parent[PATH_MAX];
@@ -138,30 +196,12 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return err_setc(e, -errno, "pipe");
-	fflush(NULL);
-	pid_t mid = fork();
-	if (mid < 0) {
-		close(ready[0]);
-		close(ready[1]);
-		return err_setc(e, -errno, "fork");
-	}
-	if (mid == 0) {
-		/* Detach: new session, then a grandchild that init adopts,
-		 * holding nothing of its maker's but the ready pipe (a
-		 * journal's lock, a CI step's pipe, a task's files are not the
-		 * box's to keep open). */
-		close(ready[0]);
-		fdio_close_all_but(3, &ready[1], 1);
-		setsid();
-		signal(SIGHUP, SIG_IGN);
-		pid_t k = fork();
-		if (k != 0)
-			_exit(k < 0 ? 1 : 0);
-		struct box_opts ko = *o;
-		keeper_main(&ko, name, boxdir, ready[1]);
-	}
+	r = box_spawn_keeper(o, name, boxdir, ready[1], e);
 	close(ready[1]);
-	waitpid(mid, NULL, 0);
+	if (r < 0) {
+		close(ready[0]);
+		return r;
+	}
 	char msg[600];
 	size_t got = 0;
 	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS + 2000;

@@ -61,6 +61,8 @@ struct box_opts {
 	bool git_rw;		/* its git directories writable (--allow-git-changes); else read-only */
 	int64_t grace_ms;
 	const char *guest_path;
+	/* The ward-keeper program: the box's keeper, exec'd (box_create). */
+	const char *keeper_path;
 	pid_t owner;		/* a non-persistent box dies with this process */
 	const char *const *labels;	/* "key=value" each (box_label_check), BOX_LABELS_MAX at most */
 	size_t nlabels;
@@ -79,13 +81,21 @@ int box_label_check(const char *kv, struct err *e);
 bool box_has_label(const cJSON *info, const char *kv);
 
 void box_opts_default(struct box_opts *o);
+/* The options as the keeper receives them (sandbox/box-opts.c): every
+ * field, as JSON. from_json allocates each string and list of ret, which
+ * box_opts_release frees. */
+cJSON *box_opts_to_json(const struct box_opts *o);
+int box_opts_from_json(const cJSON *j, struct box_opts *ret, struct err *e);
+void box_opts_release(struct box_opts *o);
 
 /* "ns", "vm" or "auto": a backend this build has. */
 bool box_backend_known(const char *name);
 /* Whether vm boxes can run here (0, or why not in e), and with KVM. */
 int box_vm_available(bool *ret_kvm, struct err *e);
 
-/* Spawn a keeper that builds the box; returns when the guest answered. A
+/* Start a keeper that builds the box (the program o->keeper_path, exec'd
+ * with an environment built for it: SECURITY.md, "Helper processes");
+ * returns when the guest answered. A
  * vm box without a name is taken from a warm pool (box_pool) when one
  * holds a box of the same kind: backend, limits, workspace, network, guest
  * (what the VM was started with); its lifetime, owner and labels are this

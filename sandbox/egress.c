@@ -2,6 +2,8 @@
 #include "sandbox/box.h"
 #include "net/proxy.h"
 #include "proto/netmux.h"
+#include "sandbox/spawn-env.h"
+#include "base/child.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/loop.h"
@@ -11,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,84 +104,145 @@ static void egress_on_term(struct loop *l, int fd, uint32_t events, void *data)
 	net_proxy_stop(data);
 }
 
-static __attribute__((noreturn)) void egress_child(const struct box_opts *o, const struct box_inst *inst, int ev_w,
-						   int host_fd, pid_t keeper, uint64_t used_before)
+/* The proxy's descriptors as egress_start hands them over. */
+enum { EGRESS_CFG_FD = 3, EGRESS_NET_FD, EGRESS_EV_FD, EGRESS_HOST_FD };
+/* Its configuration JSON at most: 256 host patterns, with room. */
+#define EGRESS_CFG_MAX (1u << 20)
+
+static __attribute__((noreturn, format(printf, 1, 2))) void egress_die(const char *fmt, ...)
 {
-	prctl(PR_SET_NAME, "ward-proxy");
-	/* The keeper blocks its signals for its signalfd; the proxy reads
-	 * only SIGTERM, through one of its own. */
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("ward-proxy: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	_exit(1);
+}
+
+/* What the keeper said, from EGRESS_CFG_FD: the box's allow-list (into
+ * allow, strings the process keeps), its byte budget, and more. */
+static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *keeper)
+{
+	char *txt = NULL;
+	size_t n = 0;
+	int r = fdio_read_fd(EGRESS_CFG_FD, EGRESS_CFG_MAX, &txt, &n);
+	close(EGRESS_CFG_FD);
+	if (r < 0)
+		egress_die("no configuration from the keeper (%s)", strerror(-r));
+	cJSON *j = cJSON_ParseWithLength(txt, n);
+	free(txt);
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "allow"), *v;
+	const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_bytes");
+	const cJSON *used = cJSON_GetObjectItemCaseSensitive(j, "used_before");
+	const cJSON *kp = cJSON_GetObjectItemCaseSensitive(j, "keeper");
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > BOX_ALLOW_MAX || !cJSON_IsNumber(max) ||
+	    !cJSON_IsNumber(used) || !cJSON_IsNumber(kp) || max->valuedouble < 0 || used->valuedouble < 0)
+		egress_die("the keeper's configuration is not what it should be");
+	char **allow = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(*allow));
+	size_t na = 0;
+	cJSON_ArrayForEach(v, a) {
+		if (!allow || !cJSON_IsString(v) || !(allow[na++] = strdup(v->valuestring)))
+			egress_die("the keeper's allow-list is not what it should be");
+	}
+	cfg->allow = (const char *const *)allow;
+	cfg->nallow = na;
+	cfg->max_bytes = (uint64_t)max->valuedouble;
+	cfg->used_before = (uint64_t)used->valuedouble;
+	*mux = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "mux"));
+	*host = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "host"));
+	*keeper = (pid_t)kp->valuedouble;
+	cJSON_Delete(j);
+}
+
+int egress_main(const char *name)
+{
+	prctl(PR_SET_NAME, EGRESS_ARGV0);
+	/* It dies with its keeper (checked below, once the keeper's pid is
+	 * known: it may have died first). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	struct net_proxy_cfg cfg = { .listen_fd = -1, .event_fd = EGRESS_EV_FD };
+	bool mux = false, has_host = false;
+	pid_t keeper = 0;
+	egress_cfg(&cfg, &mux, &has_host, &keeper);
+	if (getppid() != keeper)
+		_exit(1);
+	/* The proxy reads only SIGTERM, through a signalfd of its own. */
 	sigset_t term;
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_SETMASK, &term, NULL);
-	int keep[] = { inst->net_fd, ev_w, host_fd };
-	fdio_close_all_but(3, keep, 3);
+	int host_fd = has_host ? EGRESS_HOST_FD : -1;
+	int keep[] = { EGRESS_NET_FD, EGRESS_EV_FD, host_fd };
+	fdio_close_all_but(3, keep, has_host ? 3 : 2);
 	struct egress_host host = { .owner = getuid(), .reserve = open("/dev/null", O_RDONLY | O_CLOEXEC) };
 	int sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct err e = { 0 };
-	fdio_set_nonblock(inst->net_fd, true);
-	struct net_proxy_cfg cfg = {
-		.allow = o->allow, .nallow = o->nallow,
-		.listen_fd = inst->net_mux ? -1 : inst->net_fd,
-		.event_fd = ev_w,
-		.max_bytes = o->net_max_bytes ? o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT,
-		.used_before = used_before,
-	};
+	fdio_set_nonblock(EGRESS_NET_FD, true);
+	if (!mux)
+		cfg.listen_fd = EGRESS_NET_FD;
 	struct net_proxy *p;
-	if (net_proxy_new(&cfg, &p, &e) < 0) {
-		fprintf(stderr, "ward-proxy: %s\n", e.msg);
-		_exit(1);
-	}
+	if (net_proxy_new(&cfg, &p, &e) < 0)
+		egress_die("%s", e.msg);
 	struct netmux *m = NULL;
-	if (inst->net_mux && netmux_new(net_proxy_loop(p), inst->net_fd, egress_on_open, p, &m) < 0) {
-		fprintf(stderr, "ward-proxy: cannot serve the VM's port\n");
-		_exit(1);
-	}
+	if (mux && netmux_new(net_proxy_loop(p), EGRESS_NET_FD, egress_on_open, p, &m) < 0)
+		egress_die("cannot serve the VM's port");
 	host.p = p;
-	if (host_fd >= 0 && loop_add(net_proxy_loop(p), host_fd, EPOLLIN, egress_on_host, &host) < 0) {
-		fprintf(stderr, "ward-proxy: cannot serve the box's egress socket\n");
-		_exit(1);
-	}
-	if (sfd < 0 || loop_add(net_proxy_loop(p), sfd, EPOLLIN, egress_on_term, p) < 0) {
-		fprintf(stderr, "ward-proxy: cannot take SIGTERM\n");
-		_exit(1);
-	}
-	if (net_proxy_confine(&e) < 0) {
-		fprintf(stderr, "ward-proxy: %s\n", e.msg);
-		_exit(1);
-	}
+	if (host_fd >= 0 && loop_add(net_proxy_loop(p), host_fd, EPOLLIN, egress_on_host, &host) < 0)
+		egress_die("cannot serve the box's egress socket");
+	if (sfd < 0 || loop_add(net_proxy_loop(p), sfd, EPOLLIN, egress_on_term, p) < 0)
+		egress_die("cannot take SIGTERM");
+	if (net_proxy_confine(&e) < 0)
+		egress_die("%s", e.msg);
 	/* A change of uid clears the parent-death signal: set it after. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != keeper)
 		_exit(1);
 	int r = net_proxy_run(p);
 	if (r < 0)
-		fprintf(stderr, "ward-proxy: %s\n", strerror(-r));
+		fprintf(stderr, "ward-proxy: box %s: %s\n", name, strerror(-r));
 	/* Each connection still open is reported, with its bytes, as it ends. */
 	netmux_free(m);
 	net_proxy_free(p);
 	_exit(r < 0);
 }
 
-int egress_start(struct egress *g, const struct box_opts *o, struct box_inst *inst, struct err *e)
+int egress_start(struct egress *g, const char *name, const struct box_opts *o, struct box_inst *inst, struct err *e)
 {
 	if (inst->net_fd < 0)
 		return err_set(e, -EINVAL, "the box has no way to its egress proxy");
+	/* Its configuration on a descriptor, its environment built: the proxy
+	 * is the process a box might take over, and holds nothing else. */
+	cJSON *j = cJSON_CreateObject();
+	cJSON *a = cJSON_AddArrayToObject(j, "allow");
+	for (size_t i = 0; a && i < o->nallow; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(o->allow[i]));
+	cJSON_AddNumberToObject(j, "max_bytes", (double)(o->net_max_bytes ? o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
+	cJSON_AddNumberToObject(j, "used_before", (double)(g->up + g->down));
+	cJSON_AddBoolToObject(j, "mux", inst->net_mux);
+	cJSON_AddBoolToObject(j, "host", g->host_fd >= 0);
+	cJSON_AddNumberToObject(j, "keeper", (double)getpid());
+	_cleanup_free_ char *txt = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	_cleanup_close_ int cfd = txt ? fdio_sealed_memfd("ward-proxy-cfg", txt, strlen(txt)) : -ENOMEM;
+	if (cfd < 0)
+		return err_setc(e, cfd, "cannot hand the egress proxy its configuration");
+	_cleanup_free_ char **envp = spawn_env_proxy();
+	if (!envp)
+		return err_set(e, -ENOMEM, "out of memory");
 	int ev[2];
 	if (pipe2(ev, O_CLOEXEC) < 0)
 		return err_setc(e, -errno, "pipe");
-	pid_t keeper = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int r = -errno;
-		close(ev[0]);
-		close(ev[1]);
-		return err_setc(e, r, "fork the egress proxy");
-	}
-	if (pid == 0) {
-		close(ev[0]);
-		egress_child(o, inst, ev[1], g->host_fd, keeper, g->up + g->down);
-	}
+	char *argv[] = { EGRESS_ARGV0, (char *)name, NULL };
+	int fds[] = { -1, -1, STDERR_FILENO, [EGRESS_CFG_FD] = cfd, [EGRESS_NET_FD] = inst->net_fd,
+		      [EGRESS_EV_FD] = ev[1], [EGRESS_HOST_FD] = g->host_fd };
+	/* The keeper's own program, whatever became of its file since. */
+	pid_t pid;
+	int r = child_start_env("/proc/self/exe", argv, envp, fds, g->host_fd >= 0 ? 7 : 6, &pid);
 	close(ev[1]);
+	if (r < 0) {
+		close(ev[0]);
+		return err_setc(e, r, "cannot start the egress proxy");
+	}
 	close(inst->net_fd);
 	inst->net_fd = -1;
 	fdio_set_nonblock(ev[0], true);

@@ -36,9 +36,13 @@ void egress_init(struct egress *g);
 int egress_listen(struct egress *g, const char *boxdir, struct err *e);
 /* Stop listening (the proxy stopped first). */
 void egress_free(struct egress *g);
-/* Start the proxy for inst (its net_fd goes to the proxy; inst->net_fd is
- * -1 after). */
-int egress_start(struct egress *g, const struct box_opts *o, struct box_inst *inst, struct err *e);
+/* Start the proxy for inst, box name's: the keeper's program exec'd as
+ * EGRESS_ARGV0 (its net_fd goes to the proxy; inst->net_fd is -1 after). */
+int egress_start(struct egress *g, const char *name, const struct box_opts *o, struct box_inst *inst, struct err *e);
+/* The proxy's main, in the ward-keeper program run as `ward-proxy NAME`
+ * (never returns). */
+#define EGRESS_ARGV0 "ward-proxy"
+int egress_main(const char *name) __attribute__((noreturn));
 /* Kill and reap it (bounded); events not yet read are read first. */
 void egress_stop(struct egress *g, void (*on_event)(void *ud, cJSON *ev), void *ud);
 /* Read what the proxy has said: on_event for each event (the callee's to

@@ -209,7 +209,7 @@ int keeper_guest_attach(struct err *e)
 	proto_send(K.inst.chan_fd, PROTO_HELLO, 0, 0, hello, sizeof(hello));
 	fdio_set_nonblock(K.inst.chan_fd, true);
 	if (K.o->net == BOX_NET_ALLOW) {
-		r = egress_start(&K.eg, K.o, &K.inst, e);
+		r = egress_start(&K.eg, K.name, K.o, &K.inst, e);
 		if (r < 0) {
 			K.be->kill(&K.inst);
 			return r;

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -499,7 +498,6 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	K.created_ms = K.last_activity = now_ms();
 	K.created_wall = time(NULL);
 	K.be = box_backend_find(o->backend);
-	prctl(PR_SET_NAME, "ward-keeper");
 	struct err e = { 0 };
 
 	char log[PATH_MAX + 16];
@@ -511,6 +509,10 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		dup2(nfd, 1);
 		dup2(lfd >= 0 ? lfd : nfd, 2);
 	}
+	/* Not where ward was started: a directory the keeper is in stays busy
+	 * (a mount there cannot be let go) for as long as the box lives. */
+	if (chdir("/") < 0)
+		keeper_log("keeper: chdir /: %s", strerror(errno));
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -201,7 +201,7 @@ int keeper_claim(const struct frame *f, struct err *e)
 		cJSON_Delete(j);
 		return err_set(e, -EINVAL, "a claim without its JSON");
 	}
-	/* K.o is the keeper's own copy (box_create's ko), made for this. */
+	/* K.o is the keeper's own, read from ward at its start (keeper-main.c). */
 	struct box_opts *o = (struct box_opts *)K.o;
 	const cJSON *v;
 #define NUM(key, dst) if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, key)) && v->valuedouble >= 0) dst = (int64_t)v->valuedouble

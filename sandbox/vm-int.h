@@ -2,6 +2,7 @@
  * START; vm-snapshot.c: a snapshot taken and restored through QMP). */
 #pragma once
 #include <limits.h>
+#include <stdbool.h>
 
 #include "base/err.h"
 
@@ -9,11 +10,27 @@
  * up. */
 #define VM_CONNECT_MS 5000
 
-/* Where one VMM's sockets and files are. */
+/* Where one VMM's sockets and files are: its own directory (vmm, beside
+ * the keeper's files in the box's directory, which the VMM does not see),
+ * the workspace it exports, and where its jail's root is built. */
 struct vm_paths {
-	char dir[PATH_MAX], sock[PATH_MAX + 16], qmp[PATH_MAX + 16], con[PATH_MAX + 16], exp[PATH_MAX + 16],
-		mig[PATH_MAX + 16], net[PATH_MAX + 16];
+	char dir[PATH_MAX], vmm[PATH_MAX + 16], sock[PATH_MAX + 32], qmp[PATH_MAX + 32], con[PATH_MAX + 32],
+		exp[PATH_MAX + 16], mig[PATH_MAX + 32], net[PATH_MAX + 32], jail[PATH_MAX + 16];
 };
+
+/* vm-jail.c: what one VMM's root holds beside what every VMM's does (its
+ * table): files read-only (the kernel, the initrd), files and directories
+ * read-write (a RAM file, its own directory, the workspace it exports),
+ * each at its own path; /dev/kvm with kvm. */
+struct vm_jail {
+	const char *root;	/* an empty directory to build it on */
+	const char *ro[3], *rw[4];	/* NULL-terminated when short */
+	bool kvm;
+};
+/* In the VMM's child, in its own user and mount namespaces: build the root,
+ * pivot into it, let go of the host's tree, make it read-only. No
+ * allocation. 0, or -errno with *ret_what the step that failed. */
+int vm_jail_enter(const struct vm_jail *j, const char **ret_what);
 
 /* The booted template waits for START: stop it and write its device state
  * to the file state; its RAM is already in the shared file, and

@@ -9,6 +9,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/image.h"
+#include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -111,6 +112,7 @@ struct vm_child {
 	int sync_fd;
 	char *const *argv;
 	const char *export_dir;
+	const struct vm_jail *jail;
 	uid_t uid;
 	gid_t gid;
 };
@@ -141,6 +143,14 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 		if (mount(o->workspace, c->export_dir, NULL, MS_BIND | MS_REC, NULL) < 0)
 			vm_fail(c, "bind the workspace");
 	}
+	/* Then only what the VMM uses: nothing else of the host's mounts
+	 * stays held by this namespace. */
+	const char *what;
+	int r = vm_jail_enter(c->jail, &what);
+	if (r < 0) {
+		errno = -r;
+		vm_fail(c, what);
+	}
 	/* The go-ahead: the cgroups hold. */
 	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
 		_exit(1);
@@ -157,8 +167,7 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* As uid 1000 of this namespace, the exec drops every capability. */
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
-	execve(c->argv[0], c->argv, envp);
+	execve(c->argv[0], c->argv, spawn_env_vmm);
 	vm_fail(c, "exec " VM_QEMU);
 }
 
@@ -177,12 +186,14 @@ static void vm_paths(const struct box_spec *s, struct vm_paths *p)
 	char *slash = strrchr(p->dir, '/');
 	if (slash)
 		*slash = 0;
-	snprintf(p->sock, sizeof(p->sock), "%s/chan.sock", p->dir);
-	snprintf(p->qmp, sizeof(p->qmp), "%s/qmp.sock", p->dir);
-	snprintf(p->con, sizeof(p->con), "%s/console.log", p->dir);
-	snprintf(p->mig, sizeof(p->mig), "%s/mig.sock", p->dir);
-	snprintf(p->net, sizeof(p->net), "%s/net.sock", p->dir);
+	snprintf(p->vmm, sizeof(p->vmm), "%s/vmm", p->dir);
+	snprintf(p->sock, sizeof(p->sock), "%s/chan.sock", p->vmm);
+	snprintf(p->qmp, sizeof(p->qmp), "%s/qmp.sock", p->vmm);
+	snprintf(p->con, sizeof(p->con), "%s/console.log", p->vmm);
+	snprintf(p->mig, sizeof(p->mig), "%s/mig.sock", p->vmm);
+	snprintf(p->net, sizeof(p->net), "%s/net.sock", p->vmm);
 	snprintf(p->exp, sizeof(p->exp), "%s", s->root_dir);
+	snprintf(p->jail, sizeof(p->jail), "%s/vmm-root", p->dir);
 }
 
 static uint64_t vm_mem_mib(const struct box_opts *o)
@@ -200,6 +211,15 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	if (!vm_qemu_path(qemu, sizeof(qemu)))
 		return err_set(e, -ENOENT, "%s is not installed (apt-get install qemu-system-x86)", VM_QEMU);
 	mkdir(p->exp, 0700);
+	mkdir(p->vmm, 0700);
+	mkdir(p->jail, 0700);
+	/* The RAM file is bound into the VMM's root: it is there first. */
+	if (l->mem_path) {
+		int mfd = open(l->mem_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (mfd < 0)
+			return err_setc(e, -errno, "cannot open the VM's RAM file %s", l->mem_path);
+		close(mfd);
+	}
 	unlink(p->sock);
 	unlink(p->qmp);
 	unlink(p->net);
@@ -257,7 +277,11 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	_cleanup_close_ int cgfd = -1;
 	if (s->cg && s->cg->v2[0])
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .uid = getuid(), .gid = getgid() };
+	/* QEMU under /usr comes with it; one elsewhere is bound by itself. */
+	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, strncmp(qemu, "/usr/", 5) ? qemu : NULL },
+				.rw = { p->vmm, p->exp, l->mem_path }, .kvm = kvm };
+	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .jail = &jail,
+			      .uid = getuid(), .gid = getgid() };
 	int pidfd = -1;
 	pid_t pid = box_clone3(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
 				       CLONE_NEWCGROUP,

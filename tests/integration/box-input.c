@@ -189,8 +189,8 @@ int main(int argc, char **argv)
 	bool vm = !strcmp(backend, "vm");
 	if (geteuid() != 0)
 		tap_skip_all("needs root (the box's workspace is loop-mounted)");
-	if (!getenv("WARD_GUEST"))
-		tap_skip_all("WARD_GUEST is not set");
+	if (!getenv("WARD_GUEST") || !getenv("WARD_KEEPER"))
+		tap_skip_all("WARD_GUEST or WARD_KEEPER is not set");
 	if (vm) {
 		glob_t g;
 		int gr = glob("/boot/vmlinuz-*", 0, NULL, &g);
@@ -211,6 +211,7 @@ int main(int argc, char **argv)
 	box_opts_default(&o);
 	o.backend = backend;
 	o.guest_path = getenv("WARD_GUEST");
+	o.keeper_path = getenv("WARD_KEEPER");
 	o.owner = getpid();
 	char name[BOX_NAME_MAX + 1];
 	struct err e = { 0 };
