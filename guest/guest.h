@@ -35,6 +35,9 @@ struct guest_cfg {
 	/* With egress: the proxy's port on the box's loopback (HTTP_PROXY of
 	 * every command), or 0. */
 	int proxy_port;
+	/* A VM's own disk (its root's changes), synced before every result;
+	 * or -1. */
+	int root_sync_fd;
 };
 
 struct job;
@@ -88,6 +91,15 @@ int vm_setup(struct guest_cfg *cfg);
 int vm_open_port(const char *name);
 int vm_wait_start(struct guest_cfg *cfg);
 void vm_poweroff(const char *why) __attribute__((noreturn));
+void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Load the modules a list in the initramfs names, in its order. */
+void vm_modules(const char *list);
+/* Mount a 9p share (its device appears a moment after its module loads). */
+int vm_share(const char *tag, const char *dst, unsigned long flags, const char *cache);
+/* vm-root.c: the box's root at its first START (image: over the image's
+ * erofs; else the host view), switched to. 0, or -errno with *ret_what
+ * the step that failed. */
+int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what);
 
 /* netfwd.c: in a VM, a listener on 127.0.0.1:port whose connections go
  * over the VM_PORT_NET port to the host's proxy, on a thread of its own. */

@@ -21,11 +21,21 @@ struct box_inst {
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */
 	bool pooled;		/* waiting for START (a pool box): the backend's go starts it */
+	/* The box's /tmp is on its own disk, which the backend keeps between
+	 * starts (a vm's): a hibernate has nothing of it to save. */
+	bool tmp_on_disk;
 };
 struct box_spec {
 	const struct box_opts *opts;
 	const char *root_dir, *upper_dir, *work_dir;
 	const struct cgroup_set *cg;
+	/* The box's own disk (state_disk_path): the vm backend makes it at
+	 * the first start and keeps it between starts; the keeper removes it
+	 * with the box. */
+	const char *disk_path;
+	/* The image's unpacked tree (read-only, shared by every box of it),
+	 * or NULL: the host view. */
+	const char *image_root;
 };
 struct box_backend {
 	const char *name;

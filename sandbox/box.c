@@ -309,6 +309,10 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 				cJSON_Delete(j);
 			}
 			state_rm_rf(boxdir);
+			/* Its own disk, as its keeper would have removed it. */
+			char disk[PATH_MAX];
+			if (state_disk_path(de->d_name, disk, sizeof(disk), NULL) == 0)
+				unlink(disk);
 			/* What it saved when it hibernated goes too: whole or torn,
 			 * nobody can wake it without its keeper. */
 			char hib[PATH_MAX];

@@ -1,7 +1,9 @@
 /* The vm backend's image, made from the host's own Debian kernel: an
  * uncompressed vmlinux (a PVH boot skips decompression) and an initramfs
  * holding ward-guest as /init, its shared libraries, the modules it loads
- * itself (virtio-mmio, virtio-console, 9p over virtio) and a minimal /etc.
+ * itself (virtio-mmio, virtio-console, 9p over virtio, virtio-blk, and
+ * erofs, ext4 and overlayfs for the box's root) and the host view's
+ * skeleton (its directories and a minimal /etc).
  * Both are cached under $XDG_CACHE_HOME/ward/images and rebuilt only when
  * their inputs (the kernel, ward-guest, the host's /etc files) change. */
 #pragma once
@@ -20,6 +22,9 @@ struct vm_image {
 /* The newest /boot/vmlinuz-* and its modules, or an error that says what
  * to install. */
 int image_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e);
+/* The cache those live in (and what the vm backend keeps beside them:
+ * snapshots, the blank disks it copies), made if missing. */
+int image_cache_dir(char *out, size_t n, struct err *e);
 /* Images and snapshots kept in the cache, newest first. */
 #define IMAGE_KEEP 4
 /* Remove all but the newest keep files matching pattern, and beside each

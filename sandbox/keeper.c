@@ -8,6 +8,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/keeper-int.h"
 #include "sandbox/layers.h"
+#include "sandbox/state.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -527,6 +528,12 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	snprintf(K.sock, sizeof(K.sock), "%s/sock", boxdir);
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
+	/* The box's own disk is made for it at its first start: one a box of
+	 * the same name left (its keeper killed before it could remove it) is
+	 * not this box's. */
+	if (state_disk_path(name, K.disk, sizeof(K.disk), &e) < 0)
+		goto fail;
+	unlink(K.disk);
 	K.layers.lock_fd = -1;
 	if (o->workspace && !o->rw) {
 		if (layers_open(name, o->lim.disk, &K.layers, &e) < 0)
@@ -596,6 +603,9 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	layers_release(&K.layers);
 	if (K.upper[0] && !o->keep_layers)
 		layers_drop(name);
+	/* Its root's changes go with it, even where its workspace's are kept
+	 * for an apply: they are never part of one. */
+	unlink(K.disk);
 	state_rm_rf(boxdir);
 	_exit(0);
 
@@ -610,6 +620,8 @@ fail:
 	layers_release(&K.layers);
 	if (K.upper[0] && !o->keep_layers)
 		layers_drop(name);
+	if (K.disk[0])
+		unlink(K.disk);
 	state_rm_rf(boxdir);
 	_exit(1);
 }

@@ -55,5 +55,7 @@ int layers_beside(const char *name, const char *suffix, char *out, size_t n, str
 int layers_base_path(const char *name, char *out, size_t n, struct err *e);
 /* Unmount every image of the user's that nobody holds (ward box reap). */
 void layers_sweep(void);
+/* mkfs.ext4, where it is installed, or NULL. */
+const char *layers_mkfs(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */
 bool layers_disk_capable(char *why, size_t n);
