@@ -5,6 +5,7 @@
  * of the image), and keeps the tree's owners, modes, links and extended
  * attributes as they are; the guest mounts it nosuid and nodev. */
 #include "image/erofs.h"
+#include "image/image.h"
 #include "base/cleanup.h"
 #include "base/child.h"
 
@@ -124,4 +125,9 @@ int image_erofs_tree(const char *root, char *out, size_t n, struct err *e)
 	if (r >= 0)
 		snprintf(out, n, "%s", path);
 	return r;
+}
+
+int image_erofs(const struct image_info *img, char *out, size_t n, struct err *e)
+{
+	return image_erofs_tree(img->root, out, n, e);
 }

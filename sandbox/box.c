@@ -2,6 +2,7 @@
  * sweeping the dead ones. The connection and its calls are box-conn.c. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "image/image.h"
 #include "sandbox/layers.h"
 #include "sandbox/spawn-env.h"
 #include "proto/budget.h"
@@ -153,6 +154,9 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	}
 	if (!box_backend_find(o->backend))
 		return err_set(e, -EINVAL, "unknown backend \"%s\": use ns, vm or auto", o->backend);
+	/* A box is tied to an image's digest, never to a name that can move. */
+	if (o->image && !image_ref_digest_valid(o->image))
+		return err_set(e, -EINVAL, "the box's image \"%.80s\" is not a digest (sha256: and 64 hex digits)", o->image);
 	if (o->workspace) {
 		struct stat st;
 		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(o->workspace, ws))
@@ -170,6 +174,19 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	int r = box_program(o->guest_path, guest, "ward-guest", "WARD_GUEST", e);
 	if (r < 0 || (r = box_program(o->keeper_path, keeper, "ward-keeper", "WARD_KEEPER", e)) < 0)
 		return r;
+	/* A vm box's image reaches the VM as erofs: made here, once for every
+	 * box of the image (a big one takes seconds), rather than within the
+	 * bound the keeper has to bring the box up. */
+	if (o->image && box_backend_find(o->backend) == &box_backend_vm) {
+		struct image_info img = { .hold_fd = -1 };
+		char erofs[PATH_MAX];
+		r = image_find(o->image, &img, e);
+		if (r >= 0)
+			r = image_erofs(&img, erofs, sizeof(erofs), e);
+		image_info_release(&img);
+		if (r < 0)
+			return r;
+	}
 	ko.guest_path = guest;
 	ko.keeper_path = keeper;
 	/* A warm pool's box of this kind, if one waits: a hand-over. */

@@ -6,7 +6,7 @@
  * is attached to the VM as a virtio-blk device and never mounted on the
  * host (what a box wrote is parsed by the box's own kernel only). */
 #include "sandbox/vm-int.h"
-#include "sandbox/image.h"
+#include "sandbox/vmimage.h"
 #include "sandbox/layers.h"
 #include "sandbox/state.h"
 #include "base/cleanup.h"
@@ -27,7 +27,7 @@
 static int vm_disk_cached(const char *leaf, char *out, size_t n, struct err *e)
 {
 	char dir[PATH_MAX - 64];
-	int r = image_cache_dir(dir, sizeof(dir), e);
+	int r = vmimage_cache_dir(dir, sizeof(dir), e);
 	if (r < 0)
 		return r;
 	snprintf(out, n, "%s/%s", dir, leaf);

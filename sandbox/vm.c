@@ -8,7 +8,7 @@
  * files are theirs. Destroying the box is SIGKILL to the VMM. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
-#include "sandbox/image.h"
+#include "sandbox/vmimage.h"
 #include "sandbox/layers.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
@@ -93,7 +93,7 @@ int vm_available(struct err *e)
 		return err_set(e, -ENOENT, "%s is not installed (apt-get install qemu-system-x86)", VM_QEMU);
 	if (!layers_mkfs())
 		return err_set(e, -ENOENT, "mkfs.ext4 is missing (apt-get install e2fsprogs): a vm box's own disk is ext4");
-	return image_kernel(vz, sizeof(vz), kver, sizeof(kver), e);
+	return vmimage_kernel(vz, sizeof(vz), kver, sizeof(kver), e);
 }
 
 /* The guest's TSC runs at the host's rate; telling the kernel skips a
@@ -577,7 +577,7 @@ static void vm_snapshot_make(const struct box_spec *s, const struct vm_image *im
 	const char *sl = strrchr(snap, '/');
 	snprintf(pat, sizeof(pat), "%.*s/snap-*.state", (int)(sl ? sl - snap : 0), snap);
 	static const char *const sfx[] = { ".ram", ".lock", NULL };
-	image_prune(pat, IMAGE_KEEP, sfx);
+	vmimage_prune(pat, VMIMAGE_KEEP, sfx);
 }
 
 static void vm_inst_clear(struct box_inst *b)
@@ -598,7 +598,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	if (!s->disk_path)
 		return err_set(e, -EINVAL, "a vm box needs a disk of its own");
 	struct vm_image img;
-	int r = image_get(o->guest_path, false, &img, e);
+	int r = vmimage_get(o->guest_path, false, &img, e);
 	if (r < 0)
 		return r;
 	/* The box's own disk (made at its first start, kept until it is

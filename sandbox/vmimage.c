@@ -1,4 +1,4 @@
-#include "sandbox/image.h"
+#include "sandbox/vmimage.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/child.h"
@@ -24,22 +24,22 @@
  * two). crc32c_generic first: libcrc32c (erofs) and ext4 ask the crypto
  * API for "crc32c", which only a softdep names, and the guest has no
  * modprobe to load it on demand. */
-static const char *const image_modules[] = {
+static const char *const vmimage_modules[] = {
 	"virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "crc32c_generic", "overlay", "erofs", "ext4",
 };
 /* Loaded at START, not at boot: a block device's driver reads its size
  * when it binds, and a snapshot's template is booted with stand-ins for
  * the box's own disks, which a restored box has in their place. */
-static const char *const image_modules_start[] = {
+static const char *const vmimage_modules_start[] = {
 	"virtio_blk",
 };
 /* What the initramfs holds and where: part of the cache's key, so that a
  * new layout is a new image (and a new snapshot). */
-#define IMAGE_LAYOUT 2
+#define VMIMAGE_LAYOUT 2
 
 /* /etc files a box's tools expect on the host view (the same list the ns
  * backend binds), in its skeleton. */
-static const char *const image_etc[] = {
+static const char *const vmimage_etc[] = {
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
 	"localtime", "nsswitch.conf", "protocols", "services", "mime.types", "bash.bashrc",
 	"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
@@ -51,7 +51,7 @@ static int kver_cmp(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
-int image_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e)
+int vmimage_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e)
 {
 	glob_t g;
 	if (glob("/boot/vmlinuz-*", 0, NULL, &g) != 0 || g.gl_pathc == 0) {
@@ -293,7 +293,7 @@ static uint64_t fnv_stat(uint64_t h, const char *path)
 	return h;
 }
 
-int image_cache_dir(char *out, size_t n, struct err *e)
+int vmimage_cache_dir(char *out, size_t n, struct err *e)
 {
 	const char *x = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
@@ -389,10 +389,10 @@ static int initrd_modules(struct cpio *c, const char *kver, const char *dep, siz
 }
 
 /* The host view's users: root, the uid tool commands run as, nobody. */
-static const char image_passwd[] = "root:x:0:0:root:/root:/bin/bash\n"
+static const char vmimage_passwd[] = "root:x:0:0:root:/root:/bin/bash\n"
 				   "ward:x:1000:1000:ward:/tmp:/bin/bash\n"
 				   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char image_group[] = "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n";
+static const char vmimage_group[] = "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n";
 
 /* The initramfs: ward-guest as /init with what it needs to run (its shared
  * libraries, its modules, the directories it mounts on), and under
@@ -433,8 +433,8 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 	cpio_link(&c, "ward/skel/sbin", "usr/sbin");
 	cpio_link(&c, "ward/skel/lib", "usr/lib");
 	cpio_link(&c, "ward/skel/lib64", "usr/lib64");
-	cpio_entry(&c, "ward/skel/etc/passwd", 0100644, image_passwd, strlen(image_passwd));
-	cpio_entry(&c, "ward/skel/etc/group", 0100644, image_group, strlen(image_group));
+	cpio_entry(&c, "ward/skel/etc/passwd", 0100644, vmimage_passwd, strlen(vmimage_passwd));
+	cpio_entry(&c, "ward/skel/etc/group", 0100644, vmimage_group, strlen(vmimage_group));
 	int r = cpio_file(&c, "init", guest_path, 0755);
 	if (r < 0) {
 		fclose(f);
@@ -475,20 +475,20 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 	}
 	static char order[48][PATH_MAX];
 	size_t norder = 0;
-	r = initrd_modules(&c, kver, dep, deplen, image_modules, ARRAY_SIZE(image_modules), order, &norder,
+	r = initrd_modules(&c, kver, dep, deplen, vmimage_modules, ARRAY_SIZE(vmimage_modules), order, &norder,
 			   ARRAY_SIZE(order), "ward/modules/order", e);
 	if (r >= 0)
-		r = initrd_modules(&c, kver, dep, deplen, image_modules_start, ARRAY_SIZE(image_modules_start), order,
+		r = initrd_modules(&c, kver, dep, deplen, vmimage_modules_start, ARRAY_SIZE(vmimage_modules_start), order,
 				   &norder, ARRAY_SIZE(order), "ward/modules/start", e);
 	if (r < 0) {
 		fclose(f);
 		unlink(tmp);
 		return r;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(image_etc); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
 		char name[PATH_MAX], src[PATH_MAX];
-		snprintf(name, sizeof(name), "ward/skel/etc/%s", image_etc[i]);
-		snprintf(src, sizeof(src), "/etc/%s", image_etc[i]);
+		snprintf(name, sizeof(name), "ward/skel/etc/%s", vmimage_etc[i]);
+		snprintf(src, sizeof(src), "/etc/%s", vmimage_etc[i]);
 		cpio_tree(&c, name, src);
 	}
 	cpio_entry(&c, "TRAILER!!!", 0, NULL, 0);
@@ -513,7 +513,7 @@ static int aged_cmp(const void *a, const void *b)
 	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
 }
 
-void image_prune(const char *pattern, size_t keep, const char *const *suffixes)
+void vmimage_prune(const char *pattern, size_t keep, const char *const *suffixes)
 {
 	glob_t g;
 	if (glob(pattern, 0, NULL, &g) != 0) {
@@ -545,13 +545,13 @@ void image_prune(const char *pattern, size_t keep, const char *const *suffixes)
 	globfree(&g);
 }
 
-int image_get(const char *guest_path, bool force, struct vm_image *out, struct err *e)
+int vmimage_get(const char *guest_path, bool force, struct vm_image *out, struct err *e)
 {
 	char vmlinuz[PATH_MAX], dir[PATH_MAX];
-	int r = image_kernel(vmlinuz, sizeof(vmlinuz), out->kver, sizeof(out->kver), e);
+	int r = vmimage_kernel(vmlinuz, sizeof(vmlinuz), out->kver, sizeof(out->kver), e);
 	if (r < 0)
 		return r;
-	r = image_cache_dir(dir, sizeof(dir), e);
+	r = vmimage_cache_dir(dir, sizeof(dir), e);
 	if (r < 0)
 		return r;
 	uint64_t kh = fnv_stat(1469598103934665603ULL, vmlinuz);
@@ -561,11 +561,11 @@ int image_get(const char *guest_path, bool force, struct vm_image *out, struct e
 		if (r < 0)
 			return r;
 	}
-	uint64_t layout = IMAGE_LAYOUT;
+	uint64_t layout = VMIMAGE_LAYOUT;
 	uint64_t ih = fnv(fnv_stat(kh, guest_path), &layout, sizeof(layout));
-	for (size_t i = 0; i < ARRAY_SIZE(image_etc); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
 		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "/etc/%s", image_etc[i]);
+		snprintf(p, sizeof(p), "/etc/%s", vmimage_etc[i]);
 		ih = fnv_stat(ih, p);
 	}
 	snprintf(out->initrd, sizeof(out->initrd), "%s/initramfs-%016llx.cpio", dir, (unsigned long long)ih);
@@ -576,7 +576,7 @@ int image_get(const char *guest_path, bool force, struct vm_image *out, struct e
 		/* Each new ward-guest makes a new image: keep the newest few. */
 		char pat[PATH_MAX + 32];
 		snprintf(pat, sizeof(pat), "%s/initramfs-*.cpio", dir);
-		image_prune(pat, IMAGE_KEEP, NULL);
+		vmimage_prune(pat, VMIMAGE_KEEP, NULL);
 	}
 	return 0;
 }
