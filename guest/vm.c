@@ -284,6 +284,10 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 	if ((x = cJSON_GetObjectItemCaseSensitive(start, "proxy_port")) && cJSON_IsNumber(x) && x->valuedouble > 0 &&
 	    x->valuedouble < 65536)
 		cfg->proxy_port = (int)x->valuedouble;
+	/* Built once: a START that comes again (the host's channel reopened
+	 * after a pool's first) finds the root in place. */
+	if (cfg->root_sync_fd >= 0)
+		return;
 	const char *what;
 	const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "root"));
 	int r = vm_root_build(root && !strcmp(root, "image"), cfg, &what);
