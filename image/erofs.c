@@ -116,6 +116,9 @@ int image_erofs_tree(const char *root, char *out, size_t n, struct err *e)
 			 * (the lock is ours). */
 			unlink(tmp);
 			r = erofs_make(root, tmp, e);
+			/* The user's alone, as the rest of the store. */
+			if (r >= 0 && chmod(tmp, 0600) < 0)
+				r = err_setc(e, -errno, "cannot write %s", tmp);
 			if (r >= 0 && rename(tmp, path) < 0)
 				r = err_setc(e, -errno, "cannot write %s", path);
 			if (r < 0)

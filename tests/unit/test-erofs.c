@@ -80,6 +80,8 @@ int main(void)
 	   "it is an erofs image (its magic at 1024)");
 	if (fd >= 0)
 		close(fd);
+	struct stat ms;
+	ok(stat(out, &ms) == 0 && (ms.st_mode & 0777) == 0600, "the user's alone (0600)");
 	snprintf(p2, sizeof(p2), "%s/x", dir);
 	is_int(sh("fsck.erofs --extract=%s %s >/dev/null 2>&1", p2, out), 0, "fsck.erofs finds it whole and extracts it");
 	snprintf(p, sizeof(p), "cat %s/x/etc/os-release", dir);
