@@ -6,9 +6,10 @@
  * file systems are moved into it, the workspace share mounted on it, and
  * ward-guest's root switched to it: the initramfs's own files (ward-guest,
  * its modules) stay behind it, out of the box's view. The block devices'
- * driver is loaded here, not at boot, so that a snapshot's template (which
- * has stand-ins for the disks) never reads them: a restored box's driver
- * sees its own. */
+ * driver is bound to them here, not at boot (guest/vm.c loads it with the
+ * bus's autoprobe off), so that a snapshot's template (which has
+ * stand-ins for the disks) never reads them: a restored box's driver sees
+ * its own. */
 #include "guest/guest.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -67,6 +69,28 @@ static int vm_root_dev(const char *serial, char *out, size_t n)
 		usleep(2000);
 	}
 	return 0;
+}
+
+/* The VM's block devices (virtio device id 2), bound to their driver now:
+ * it reads their size and their first blocks as it binds. */
+static void vm_root_bind_disks(void)
+{
+	_cleanup_closedir_ DIR *d = opendir("/sys/bus/virtio/devices");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "/sys/bus/virtio/devices/%s/device", de->d_name);
+		_cleanup_free_ char *id = NULL;
+		if (fdio_read_file(AT_FDCWD, p, 32, &id, NULL) < 0 || strtoul(id, NULL, 16) != 2)
+			continue;
+		snprintf(p, sizeof(p), "/sys/bus/virtio/devices/%s/driver", de->d_name);
+		if (access(p, F_OK) == 0)
+			continue;
+		if (fdio_write_str(AT_FDCWD, "/sys/bus/virtio/drivers/virtio_blk/bind", de->d_name) < 0)
+			vm_log("bind %s to virtio_blk: %s", de->d_name, strerror(errno));
+	}
 }
 
 /* name (one component) below the root as a directory of its own to mount
@@ -139,7 +163,7 @@ int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what)
 	_cleanup_close_ int rootfd = -1;
 #define STEP(what, expr) do { *ret_what = (what); if ((r = (expr)) < 0) return r; } while (0)
 #define SYS(expr) ((expr) < 0 ? -errno : 0)
-	vm_modules("/ward/modules/start");
+	vm_root_bind_disks();
 	STEP("find the box's disk (virtio-blk " VM_SERIAL_DISK ")", vm_root_dev(VM_SERIAL_DISK, dev, sizeof(dev)));
 	/* noinit_itable: the disk's inode tables are never zeroed (its blank
 	 * was made lazily): nothing is written that the box did not write;

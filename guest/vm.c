@@ -176,8 +176,13 @@ int vm_setup(struct guest_cfg *cfg)
 	}
 	/* With no console before, fd 0 was the console's for a moment. */
 	fdio_std_open();
-	/* The modules of boot; the block devices' driver waits for START. */
+	/* The modules of boot, which bind their devices as they load; then
+	 * the block devices' driver, loaded (its cost is the snapshot's) but
+	 * bound to the disks only at START (vm-root.c): a snapshot's template
+	 * has stand-ins for them. */
 	vm_modules("/ward/modules/order");
+	fdio_write_str(AT_FDCWD, "/sys/bus/virtio/drivers_autoprobe", "0");
+	vm_modules("/ward/modules/start");
 	mkdir("/dev/shm", 01777);
 	vm_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%");
 	sethostname("ward", 4);

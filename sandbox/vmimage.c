@@ -27,9 +27,11 @@
 static const char *const vmimage_modules[] = {
 	"virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "crc32c_generic", "overlay", "erofs", "ext4",
 };
-/* Loaded at START, not at boot: a block device's driver reads its size
- * when it binds, and a snapshot's template is booted with stand-ins for
- * the box's own disks, which a restored box has in their place. */
+/* Loaded at boot after the others, with the virtio bus's autoprobe off:
+ * bound to its devices only at START, since a block device's driver reads
+ * its size (and its first blocks) as it binds, and a snapshot's template
+ * is booted with stand-ins for the box's own disks, which a restored box
+ * has in their place. */
 static const char *const vmimage_modules_start[] = {
 	"virtio_blk",
 };
@@ -461,8 +463,9 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 			cpio_link(&c, l, t);
 		}
 	}
-	/* The modules, in load order, and the order itself: those of boot,
-	 * then those of START (their dependencies loaded at boot are not
+	/* The modules, in load order, and the order itself: those that bind
+	 * their devices at boot, then those whose devices are bound at START
+	 * (ward/modules/start; a dependency of theirs listed before is not
 	 * listed again). */
 	char depf[PATH_MAX];
 	snprintf(depf, sizeof(depf), "/lib/modules/%s/modules.dep", kver);
