@@ -23,7 +23,7 @@ int box_image_resolve(struct box_opts *o, bool trusted, bool quiet, struct box_i
 		r = image_find(h->digest, &h->held, &e);
 	if (r < 0) {
 		cmd_error("--image %s: %s", o->image, e.msg);
-		return r == -EINVAL || r == -EACCES ? EXIT_USAGE : EXIT_NOBOX;
+		return r == -EINVAL ? EXIT_USAGE : EXIT_NOBOX;
 	}
 	o->image = h->digest;
 	return 0;

@@ -22,9 +22,11 @@ static void say_line(void *ud, const char *line)
 
 static const struct image_say say_stderr = { .say = say_line };
 
+/* A name or a file that is not there: 66; anything else (an image
+ * refused, a registry's no): 1. */
 static int exit_for(int r)
 {
-	return r == -EINVAL || r == -EACCES ? EXIT_USAGE : r == -ENOENT ? EXIT_NOINPUT : EXIT_FAIL;
+	return r == -ENOENT ? EXIT_NOINPUT : EXIT_FAIL;
 }
 
 static void print_digest(const char *digest, bool json)
@@ -82,7 +84,7 @@ static int sub_pull(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		int k = limit_flag(c, optarg, &lim);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -149,7 +151,7 @@ static int sub_import(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		int k = limit_flag(c, optarg, &lim);
 		if (k < 0)
 			return EXIT_USAGE;

@@ -160,15 +160,20 @@ static int pick(const cJSON *list, struct image_layout *l, const cJSON **ret, st
 			size_t k = strlen(all);
 			snprintf(all + k, sizeof(all) - k, "%s%s", nplat++ ? ", " : "", p);
 		}
-		if (!mine && (platform_ours(p) || (!p[0] && cJSON_GetArraySize(list) == 1)))
+		if (!mine && platform_ours(p))
 			mine = d;
 	}
 	if (!n)
 		return err_set(e, -ENOENT, "the image index lists no image");
-	if (!mine && n == 1 && !nplat)
-		mine = list->child;
+	/* One image: its config says what it is for (read_config). */
+	if (!mine && n == 1)
+		cJSON_ArrayForEach(d, list) {
+			platform_of(d, p, sizeof(p));
+			if (strcmp(p, "unknown/unknown"))
+				mine = d;
+		}
 	if (!mine)
-		return err_set(e, -ENOENT, "the image has no %s variant (it has: %s); ward runs %s images only",
+		return err_set(e, -ENOEXEC, "the image has no %s variant (it has: %s); ward runs %s images only",
 			       image_layout_platform(), nplat ? all : "images that name no platform", image_layout_platform());
 	if (n > 1) {
 		platform_of(mine, p, sizeof(p));

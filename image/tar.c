@@ -328,6 +328,12 @@ out:
 	pax_free(&pax);
 	free(longname);
 	free(longlink);
+	if (r < 0 && t->entries == 0 && r != -ENOMEM && r != -EFBIG) {
+		/* The first header is where a file that is no archive shows. */
+		char m[sizeof(e->msg)];
+		snprintf(m, sizeof(m), "%s", e->msg);
+		return err_set(e, r, "not a tar archive (%s)", m);
+	}
 	if (r == 1)
 		return 0;
 	return r < 0 ? r : 1;
