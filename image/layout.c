@@ -233,9 +233,10 @@ static int read_config(int dirfd, const cJSON *man, struct image_layout *l, stru
 		return err_set(e, -ENOEXEC, "the image is for %s; this machine runs %s", p, image_layout_platform());
 	}
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "rootfs"), "diff_ids");
-	if (!cJSON_IsArray(ids) || (size_t)cJSON_GetArraySize(ids) != l->nlayers) {
+	int nids = cJSON_IsArray(ids) ? cJSON_GetArraySize(ids) : -1;
+	if (nids < 0 || (size_t)nids != l->nlayers) {
 		cJSON_Delete(cfg);
-		return err_set(e, -EINVAL, "the config names %d layers and the manifest %zu", cJSON_GetArraySize(ids), l->nlayers);
+		return err_set(e, -EINVAL, "the config names %d layers and the manifest %zu", nids, l->nlayers);
 	}
 	size_t i = 0;
 	const cJSON *id;

@@ -1,10 +1,12 @@
 /* Defaults are pinned here: changing one is a decision, and this test is
  * where it is made. */
 #include <stdbool.h>
+#include <string.h>
 
 #include "guest/guest.h"
 #include "image/image.h"
 #include "image/layout.h"
+#include "image/skopeo.h"
 #include "image/unpack.h"
 #include "sandbox/box.h"
 #include "proto/budget.h"
@@ -53,5 +55,17 @@ int main(void)
 	struct image_limits il;
 	image_limits_default(&il);
 	ok(il.max_files == IMAGE_MAX_FILES && il.max_bytes == IMAGE_MAX_BYTES, "the limits' defaults are those");
+	/* What skopeo gets of ward's environment: these, and nothing else
+	 * (no API key reaches a registry's tool). */
+	static const char *const skopeo_env[] = { "PATH", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "REGISTRY_AUTH_FILE",
+						  "DOCKER_CONFIG", "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_CONF", "HTTPS_PROXY",
+						  "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+						  "SSL_CERT_FILE", "SSL_CERT_DIR", NULL };
+	bool same = true;
+	size_t k = 0;
+	for (; skopeo_env[k] || image_skopeo_env[k]; k++)
+		if (!skopeo_env[k] || !image_skopeo_env[k] || strcmp(skopeo_env[k], image_skopeo_env[k]))
+			same = false;
+	ok(same, "skopeo is given the auth file's, the proxies', the CAs' and registries.conf's variables, and nothing else");
 	return tap_done();
 }
