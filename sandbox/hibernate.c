@@ -385,8 +385,8 @@ static int hib_wake(cJSON *ret, struct err *e)
 	if (r < 0)
 		return r;
 	keeper_state_file("waking");
-	if (r >= 0 && K.upper[0] && K.layers.lock_fd < 0)
-		r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
+	if (r >= 0)
+		r = keeper_layers_take(e);
 	keeper_guest_cgroup_create();
 	if (r >= 0)
 		r = keeper_guest_up(e);
@@ -465,11 +465,11 @@ uint64_t keeper_disk_bytes(void)
 	char img[sizeof(K.layers.dir) + 8];
 	snprintf(img, sizeof(img), "%s.img", K.layers.dir);
 	struct stat st;
-	if (K.upper[0] && stat(img, &st) == 0)
-		du_sum = (uint64_t)st.st_blocks * 512;	/* the layer's image, sparse */
-	else if (K.upper[0])
-		nftw(K.upper, du_one, 16, FTW_PHYS | FTW_MOUNT);
-	/* The box's own disk, sparse: what its root's changes hold. */
+	if (K.layered && stat(img, &st) == 0)
+		du_sum = (uint64_t)st.st_blocks * 512;	/* the layers' image, sparse */
+	else if (K.layered)
+		nftw(K.layers.dir, du_one, 16, FTW_PHYS | FTW_MOUNT);
+	/* The box's own disk, sparse: what its root's changes hold (a vm's). */
 	if (K.disk[0] && stat(K.disk, &st) == 0)
 		du_sum += (uint64_t)st.st_blocks * 512;
 	layer = du_sum;
