@@ -715,8 +715,9 @@ int main(int argc, char **argv)
 			close(G.cfg.chan_fd);
 			G.cfg.chan_fd = vm_open_port(VM_PORT_BOX);
 		}
-		guest_user(GUEST_TOOL_UID);
-		worker_uid = worker_gid = G.cfg.tool_outer_uid;
+		guest_user(0);
+		worker_uid = (int)G.cfg.tool_uid;
+		worker_gid = (int)G.cfg.tool_gid;
 		if (G.cfg.proxy_port) {
 			int nr = netfwd_start(G.cfg.proxy_port);
 			if (nr < 0)

@@ -1,8 +1,8 @@
 /* A vm box's root, built at the guest's first START. The box's own disk
  * (ext4, found by its serial) holds the root's changes: an overlay whose
- * lower layer is the image's erofs (a read-only block device) or, on the
- * host view, the initramfs's skeleton with the host's /usr (a read-only 9p
- * share) overlaid apart, each with its upper on the disk. The kernel's
+ * lower layer is the image's erofs (a read-only block device) or the host
+ * view (a read-only 9p share: the skeleton of sandbox/hostview.c with the
+ * host's /usr and package database over it), its upper on the disk. The kernel's
  * file systems are moved into it, the workspace share mounted on it, and
  * ward-guest's root switched to it: the initramfs's own files (ward-guest,
  * its modules) stay behind it, out of the box's view. The block devices'
@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* How long the block devices may take to appear once their driver is
@@ -34,8 +35,7 @@
 #define VM_ROOT "/ward/root"
 #define VM_ROOT_DISK "/ward/disk"
 #define VM_ROOT_LOWER "/ward/lower"
-#define VM_ROOT_USR "/ward/usr"
-#define VM_ROOT_SKEL "/ward/skel"
+#define VM_ROOT_HOST "/ward/host"
 
 /* The block device whose serial is serial (sandbox/vm.c names them), as
  * /dev/NAME. */
@@ -142,6 +142,44 @@ static void vm_root_etc(int rootfd)
 	}
 }
 
+/* The box's /dev: a tmpfs of the few nodes a tool expects, a devpts of
+ * its own and a /dev/shm, not the VM's devtmpfs (its disks, its serial
+ * console and the ports to the host stay ward-guest's: vm_dev_fd). */
+static int vm_root_devfs(const char *dev)
+{
+	static const struct {
+		const char *name;
+		unsigned major, minor;
+	} nodes[] = { { "null", 1, 3 }, { "zero", 1, 5 }, { "full", 1, 7 }, { "random", 1, 8 }, { "urandom", 1, 9 },
+		      { "tty", 5, 0 } };
+	static const struct {
+		const char *name, *target;
+	} links[] = { { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+		      { "stderr", "/proc/self/fd/2" }, { "ptmx", "pts/ptmx" } };
+	if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+		return -errno;
+	_cleanup_close_ int d = open(dev, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++)
+		if (mknodat(d, nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0 ||
+		    fchmodat(d, nodes[i].name, 0666, 0) < 0)
+			return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+		if (symlinkat(links[i].target, d, links[i].name) < 0)
+			return -errno;
+	if (mkdirat(d, "pts", 0755) < 0 || mkdirat(d, "shm", 01777) < 0 || fchmodat(d, "shm", 01777, 0) < 0)
+		return -errno;
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/pts", dev);
+	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return -errno;
+	snprintf(p, sizeof(p), "%s/shm", dev);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%") < 0)
+		return -errno;
+	return 0;
+}
+
 static int vm_root_overlay(const char *lower, const char *layer, const char *target)
 {
 	char upper[PATH_MAX], work[PATH_MAX], opts[3 * PATH_MAX];
@@ -176,14 +214,10 @@ int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what)
 		     SYS(mount(dev, VM_ROOT_LOWER, "erofs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL)));
 		STEP("the root's overlay", vm_root_overlay(VM_ROOT_LOWER, "root", VM_ROOT));
 	} else {
-		STEP("the root's overlay", vm_root_overlay(VM_ROOT_SKEL, "root", VM_ROOT));
-		STEP("mount the host's /usr (9p)", vm_share("usr", VM_ROOT_USR, MS_RDONLY | MS_NODEV | MS_NOSUID, "loose"));
-		STEP("/usr in the root", SYS(rootfd = open(VM_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)));
-		STEP("/usr in the root", vm_root_dir(rootfd, "usr", 0755));
-		STEP("the overlay of /usr", vm_root_overlay(VM_ROOT_USR, "usr", VM_ROOT "/usr"));
+		STEP("mount the host view (9p)", vm_share("host", VM_ROOT_HOST, MS_RDONLY | MS_NODEV | MS_NOSUID, "loose"));
+		STEP("the root's overlay", vm_root_overlay(VM_ROOT_HOST, "root", VM_ROOT));
 	}
-	if (rootfd < 0)
-		STEP("open the root", SYS(rootfd = open(VM_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)));
+	STEP("open the root", SYS(rootfd = open(VM_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)));
 	static const struct {
 		const char *name;
 		mode_t mode;
@@ -195,9 +229,22 @@ int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what)
 	struct stat st;
 	if (fstatat(rootfd, "tmp", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 		STEP("/tmp", vm_root_dir(rootfd, "tmp", 01777));
+	/* ward-guest's /proc (where it writes each call's user namespace
+	 * maps; a call mounts its own over it). */
 	STEP("move /proc into the root", SYS(mount("/proc", VM_ROOT "/proc", NULL, MS_MOVE, NULL)));
-	STEP("move /sys into the root", SYS(mount("/sys", VM_ROOT "/sys", NULL, MS_MOVE, NULL)));
-	STEP("move /dev into the root", SYS(mount("/dev", VM_ROOT "/dev", NULL, MS_MOVE, NULL)));
+	/* The box's /sys and cgroups, read-only (its limits are ward-guest's:
+	 * it holds the VM's own cgroup by a descriptor, cfg->cgroup_fd). */
+	STEP("mount /sys", SYS(mount("sysfs", VM_ROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				     NULL)));
+	STEP("mount /sys/fs/cgroup", SYS(mount("cgroup2", VM_ROOT "/sys/fs/cgroup", "cgroup2",
+					       MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)));
+	STEP("the box's /dev", vm_root_devfs(VM_ROOT "/dev"));
+	/* The VM's own /dev and /sys, out of every path (a chroot out of the
+	 * box's root finds nothing of them): what ward-guest still needs of
+	 * them, it holds by descriptors. */
+	STEP("keep the VM's devices", SYS(vm_dev_fd = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC)));
+	STEP("let go of the VM's /dev", SYS(umount2("/dev", MNT_DETACH)));
+	STEP("let go of the VM's /sys", SYS(umount2("/sys", MNT_DETACH)));
 	STEP("mount /run", SYS(mount("tmpfs", VM_ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m")));
 	STEP("mount the workspace (9p)", vm_share("ws", VM_ROOT "/workspace", MS_NODEV | MS_NOSUID, "mmap"));
 	vm_root_etc(rootfd);

@@ -124,6 +124,8 @@ static int vm_cgroup(void)
 }
 
 /* A virtio-serial port by its name ("ward", "ward-net"), from sysfs. */
+int vm_dev_fd = -1;
+
 static int vm_port_path(const char *want, char *out, size_t n)
 {
 	DIR *d = opendir("/sys/class/virtio-ports");
@@ -139,7 +141,7 @@ static int vm_port_path(const char *want, char *out, size_t n)
 			continue;
 		name[strcspn(name, "\n")] = 0;
 		if (!strcmp(name, want)) {
-			snprintf(out, n, "/dev/%s", de->d_name);
+			snprintf(out, n, "%s%s", vm_dev_fd >= 0 ? "" : "/dev/", de->d_name);
 			r = 0;
 			break;
 		}
@@ -154,7 +156,7 @@ int vm_open_port(const char *name)
 	char path[PATH_MAX];
 	for (;;) {
 		if (vm_port_path(name, path, sizeof(path)) == 0) {
-			int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+			int fd = openat(vm_dev_fd >= 0 ? vm_dev_fd : AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOCTTY);
 			if (fd >= 0)
 				return fd;
 			/* ENXIO: the host side is not connected yet. */
@@ -189,14 +191,44 @@ int vm_setup(struct guest_cfg *cfg)
 	vm_loopback_up();
 	cfg->cgroup_fd = vm_cgroup();
 	cfg->workspace = "/workspace";
-	/* Tool commands run as uid 1000 of the VM itself: they cannot write
-	 * the VM's cgroups or ward-guest's files (the root is read-only too). */
-	cfg->tool_outer_uid = GUEST_TOOL_UID;
+	/* Tool commands run as the VM's root (or the image's User), in a user
+	 * namespace of each call's that maps the VM's uids one to one: the
+	 * VM is the boundary. What root could reach of ward-guest's own (the
+	 * VM's cgroups, its disks, the serial console) the box's root does
+	 * not have (vm-root.c). */
+	cfg->uids = GUEST_VM_UIDS;
 	cfg->chan_fd = vm_open_port(VM_PORT_BOX);
 	return 0;
 }
 
 static void vm_start_box(struct guest_cfg *cfg, const cJSON *start);
+
+/* An argument of START's kept for the box's life. */
+static const char *vm_keep(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		vm_poweroff("out of memory");
+	return p;
+}
+
+/* What START says of the image's config (the host checked it and found
+ * the User's ids in the image): the User ("uid:gid"), the Env and where
+ * calls start. */
+static void vm_start_image(struct guest_cfg *cfg, const cJSON *start)
+{
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "user"));
+	if (v && *v)
+		cfg->user = vm_keep(v);
+	v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "cwd"));
+	if (v && v[0] == '/')
+		cfg->workspace = vm_keep(v);
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(start, "env"))
+		if (cJSON_IsString(e) && strchr(e->valuestring, '=') && e->valuestring[0] != '=' &&
+		    cfg->nenv < GUEST_ENV_MAX)
+			cfg->env[cfg->nenv++] = vm_keep(e->valuestring);
+}
 
 /* Booted: say so and wait for the host's START (a snapshot of the VM is
  * taken while it waits, so everything from here on is per box). START
@@ -278,13 +310,15 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 {
 	char v[32];
 	const cJSON *x;
-	if ((x = cJSON_GetObjectItemCaseSensitive(start, "pids")) && cJSON_IsNumber(x)) {
+	/* Through the VM's cgroup held by its descriptor: the box's own
+	 * /sys/fs/cgroup is read-only. */
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "pids")) && cJSON_IsNumber(x) && cfg->cgroup_fd >= 0) {
 		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
-		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/pids.max", v);
+		fdio_write_str(cfg->cgroup_fd, "pids.max", v);
 	}
-	if ((x = cJSON_GetObjectItemCaseSensitive(start, "mem")) && cJSON_IsNumber(x)) {
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "mem")) && cJSON_IsNumber(x) && cfg->cgroup_fd >= 0) {
 		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
-		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
+		fdio_write_str(cfg->cgroup_fd, "memory.max", v);
 	}
 	if ((x = cJSON_GetObjectItemCaseSensitive(start, "proxy_port")) && cJSON_IsNumber(x) && x->valuedouble > 0 &&
 	    x->valuedouble < 65536)
@@ -293,6 +327,7 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 	 * after a pool's first) finds the root in place. */
 	if (cfg->root_sync_fd >= 0)
 		return;
+	vm_start_image(cfg, start);
 	const char *what;
 	const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "root"));
 	int r = vm_root_build(root && !strcmp(root, "image"), cfg, &what);
@@ -301,8 +336,8 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 		vm_poweroff("the box's root could not be built");
 	}
 	/* Every git directory of the workspace read-only (base/gitdir.h),
-	 * before any call: tool commands (uid 1000, no capabilities, no
-	 * mount calls) cannot undo it. */
+	 * before any call: tool commands (never CAP_SYS_ADMIN, and no mount
+	 * of ward-guest's namespace is theirs) cannot undo it. */
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(start, "git_rw"))) {
 		struct gitdir_walk w = { 0 };
 		char bad[PATH_MAX];

@@ -39,6 +39,11 @@ struct vm_jail {
 	const char *root;	/* an empty directory to build it on */
 	const char *ro[4], *rw[5];	/* NULL-terminated when short */
 	bool kvm;
+	/* The host view QEMU exports (NULL: none): at view, the skeleton
+	 * (read-only) with the host's directories host[] over it, each at its
+	 * own path below view (read-only). */
+	const char *view, *skel;
+	const char *host[8];	/* NULL-terminated when short */
 };
 /* In the VMM's child, in its own user and mount namespaces: build the root,
  * pivot into it, let go of the host's tree, make it read-only. No

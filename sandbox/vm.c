@@ -4,14 +4,18 @@
  * PID, network, IPC and UTS namespaces and the box's host cgroup, as PID 1
  * of its PID namespace, so a QEMU bug does not hand over the host and
  * killing QEMU reaps any helper it started. Its view of the host user is
- * uid 1000, the uid tool commands run as in the VM, so the workspace's
- * files are theirs. Destroying the box is SIGKILL to the VMM. */
+ * uid 0 (with no capability), the VM's root, whom tool commands run as,
+ * so the workspace's files are theirs. Destroying the box is SIGKILL to
+ * the VMM. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
 #include "sandbox/layers.h"
+#include "sandbox/hostview.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
+#include "guest/guest.h"
+#include "base/account.h"
 #include "image/erofs.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -31,6 +35,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <linux/securebits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -170,7 +175,11 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* As uid 1000 of this namespace, the exec drops every capability. */
+	/* uid 0 of this namespace, which the exec of root does not give a
+	 * capability (SECBIT_NOROOT, locked): QEMU runs with none. */
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+					     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+		vm_fail(c, "securebits");
 	execve(c->argv[0], c->argv, spawn_env_vmm);
 	vm_fail(c, "exec " VM_QEMU);
 }
@@ -186,12 +195,15 @@ struct vm_launch {
 	 * stand-in on the host view) and the box's own disk (a stand-in in a
 	 * template). The guest finds them by their serials. */
 	const char *root_img, *disk;
-	bool image;		/* the root is an image: no share of the host's /usr */
+	/* The host view's skeleton (hostview.h), which the host share holds
+	 * with the host's /usr and package database over it; NULL (an image's
+	 * box, a template): the share is an empty directory. */
+	const char *skel;
 };
 
 /* The devices a VM has, as far as a snapshot must match them: part of its
  * key, so a change of them is a new snapshot. */
-#define VM_DEVICES "serial,net,9p-usr,9p-ws,blk-root,blk-disk"
+#define VM_DEVICES "serial,net,9p-host,9p-ws,blk-root,blk-disk"
 
 /* A path in a QEMU option's value: commas doubled. */
 static int vm_opt_path(char *out, size_t n, const char *prefix, const char *path, const char *suffix)
@@ -259,16 +271,18 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	bool kvm = vm_kvm_usable();
 	char mem[32], append[256], chardev[PATH_MAX + 64], qmparg[PATH_MAX + 32], serial[PATH_MAX + 16];
 	char netdev[PATH_MAX + 64];
-	char fs_usr[2 * PATH_MAX + 64], fs_ws[2 * PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
-	char drv_root[2 * PATH_MAX + 64], drv_disk[2 * PATH_MAX + 96], empty[PATH_MAX + 16];
-	/* A box with an image sees nothing of the host's files: its usr share
-	 * (which every VM has, for one snapshot to serve them all) is an empty
-	 * directory. */
-	snprintf(empty, sizeof(empty), "%s/empty", p->vmm);
-	if (l->image && mkdir(empty, 0500) < 0 && errno != EEXIST)
-		return err_setc(e, -errno, "cannot make %s", empty);
-	if (vm_opt_path(fs_usr, sizeof(fs_usr), "local,id=usr,path=", l->image ? empty : "/usr",
-			",security_model=none,readonly=on") < 0 ||
+	char fs_host[2 * PATH_MAX + 64], fs_ws[2 * PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
+	char drv_root[2 * PATH_MAX + 64], drv_disk[2 * PATH_MAX + 96], share[PATH_MAX + 16];
+	/* The host share (which every VM has, for one snapshot to serve them
+	 * all): the host view, put together in the VMM's root (vm-jail.c);
+	 * for a box with an image, which sees nothing of the host's files,
+	 * and for a template, an empty directory. It spans several file
+	 * systems: QEMU keeps their inode numbers apart (multidevs=remap). */
+	snprintf(share, sizeof(share), "%s/%s", p->vmm, l->skel ? "host" : "empty");
+	if (mkdir(share, l->skel ? 0755 : 0500) < 0 && errno != EEXIST)
+		return err_setc(e, -errno, "cannot make %s", share);
+	if (vm_opt_path(fs_host, sizeof(fs_host), "local,id=host,path=", share,
+			",security_model=none,readonly=on,multidevs=remap") < 0 ||
 	    vm_opt_path(fs_ws, sizeof(fs_ws), "local,id=ws,path=", p->exp, ",security_model=none") < 0 ||
 	    vm_opt_path(drv_root, sizeof(drv_root), "if=none,id=root,format=raw,readonly=on,file=", l->root_img, "") < 0 ||
 	    /* The box's writes land in the host's page cache and a flush is
@@ -303,7 +317,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		/* The egress proxy's streams (proto/netmux.h); every box has the
 		 * port, so one snapshot serves them all. */
 		"-chardev", netdev, "-device", "virtserialport,chardev=net,name=ward-net",
-		"-fsdev", fs_usr, "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr",
+		"-fsdev", fs_host, "-device", "virtio-9p-device,fsdev=host,mount_tag=host",
 		"-fsdev", fs_ws, "-device", "virtio-9p-device,fsdev=ws,mount_tag=ws",
 		"-drive", drv_root, "-device", "virtio-blk-device,drive=root,serial=" VM_SERIAL_ROOT,
 		"-drive", drv_disk, "-device", "virtio-blk-device,drive=disk,serial=" VM_SERIAL_DISK,
@@ -331,7 +345,10 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	/* QEMU under /usr comes with it; one elsewhere is bound by itself. */
 	const char *own_qemu = strncmp(qemu, "/usr/", 5) ? qemu : NULL;
 	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, l->root_img, own_qemu },
-				.rw = { p->vmm, p->exp, l->disk, l->mem_path }, .kvm = kvm };
+				.rw = { p->vmm, p->exp, l->disk, l->mem_path }, .kvm = kvm,
+				.view = l->skel ? share : NULL, .skel = l->skel };
+	if (l->skel)
+		hostview_host_dirs(jail.host, ARRAY_SIZE(jail.host) - 1);
 	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .jail = &jail,
 			      .uid = getuid(), .gid = getgid() };
 	int pidfd = -1;
@@ -349,9 +366,10 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		vm_child_main(&c);
 	}
 	close(sync[1]);
-	/* The host user is uid 1000 to the VMM: 9p shows the workspace's files
-	 * as uid 1000's, the uid tool commands run as in the VM. */
-	int r = box_userns_map(pid, 1000, c.uid, c.gid);
+	/* The host user is uid 0 to the VMM: 9p shows the workspace's files
+	 * (and the host view's, where ward is root) as root's, the VM's, whom
+	 * tool commands run as. */
+	int r = box_userns_map(pid, 0, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the VMM's user namespace maps");
 	if (r >= 0) {
@@ -435,11 +453,13 @@ static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
 /* What the guest's START says beyond the box's options: whether it is a
  * pool box's first (prepare: the box's limits and its root without the
  * entropy and the clock, which come with the second, at its claim), and
- * what its root is made of (image: the root disk is an image's erofs;
- * else the host view). The root is built at the first START the guest
- * takes; a later one (a claim's) does not say. */
+ * its root: root ("image": the root disk is an image's erofs; "host": the
+ * host view), cwd (where calls start), and an image's user ("uid:gid",
+ * found in the image) and env (vm_root_json). The root is built at the
+ * first START the guest takes; a later one (a claim's) has none of it. */
 struct vm_start_as {
-	bool prepare, image;
+	bool prepare;
+	const cJSON *root;	/* NULL: a claim's */
 };
 
 static int vm_send_start_as(int fd, const struct box_opts *o, const struct vm_start_as *as)
@@ -453,22 +473,80 @@ static int vm_send_start_as(int fd, const struct box_opts *o, const struct vm_st
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t mib = vm_mem_mib(o);
-	char json[400];
+	cJSON *j = cJSON_CreateObject();
+	if (as->prepare) {
+		cJSON_AddBoolToObject(j, "prepare", 1);
+	} else {
+		cJSON_AddStringToObject(j, "entropy", hex);
+		cJSON_AddNumberToObject(j, "time_ns", (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec);
+	}
 	/* With egress, the port the guest listens on for the proxy; git_rw:
 	 * the guest leaves the workspace's git directories writable. */
-	unsigned long long pids = o->lim.pids ? o->lim.pids : 512, mem = (mib - MIN(mib / 4, 96ull)) << 20;
-	int port = o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0, n;
-	const char *git = o->git_rw ? ",\"git_rw\":true" : "", *root = as->image ? "image" : "host";
-	if (as->prepare)
-		n = snprintf(json, sizeof(json),
-			     "{\"prepare\":true,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d,\"root\":\"%s\"%s}", pids,
-			     mem, port, root, git);
-	else
-		n = snprintf(json, sizeof(json),
-			     "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d,"
-			     "\"root\":\"%s\"%s}",
-			     hex, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, pids, mem, port, root, git);
-	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
+	cJSON_AddNumberToObject(j, "pids", (double)(o->lim.pids ? o->lim.pids : 512));
+	cJSON_AddNumberToObject(j, "mem", (double)((mib - MIN(mib / 4, 96ull)) << 20));
+	cJSON_AddNumberToObject(j, "proxy_port", o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0);
+	if (o->git_rw)
+		cJSON_AddBoolToObject(j, "git_rw", 1);
+	const cJSON *x;
+	cJSON_ArrayForEach(x, as->root)
+		cJSON_AddItemToObject(j, x->string, cJSON_Duplicate(x, 1));
+	_cleanup_free_ char *txt = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (!txt)
+		return -ENOMEM;
+	return proto_send(fd, PROTO_START, 0, 0, txt, strlen(txt));
+}
+
+/* The root's part of START for box s (vm_start_as), or NULL with e set: an
+ * image's Env that is not NAME=VALUE, or more than a START holds; a User
+ * the image's /etc/passwd does not have. */
+static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "root", s->image_root ? "image" : "host");
+	cJSON_AddStringToObject(j, "cwd", box_tool_cwd(s));
+	if (s->image_root && s->image_user && *s->image_user) {
+		char why[256];
+		struct account a;
+		_cleanup_close_ int img = open(s->image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int r = img < 0 ? err_setc(e, -errno, "cannot open the image's tree %s", s->image_root)
+				: account_resolve(img, s->image_user, 0, GUEST_VM_UIDS, &a, why, sizeof(why));
+		if (r < 0) {
+			if (img >= 0)
+				err_set(e, r, "%s", why);
+			cJSON_Delete(j);
+			return NULL;
+		}
+		char u[32];
+		snprintf(u, sizeof(u), "%u:%u", (unsigned)a.uid, (unsigned)a.gid);
+		cJSON_AddStringToObject(j, "user", u);
+	}
+	if (s->image_nenv > GUEST_ENV_MAX) {
+		err_set(e, -E2BIG, "the image's config has %zu Env entries; a box takes at most %d", s->image_nenv,
+			GUEST_ENV_MAX);
+		cJSON_Delete(j);
+		return NULL;
+	}
+	cJSON *env = cJSON_AddArrayToObject(j, "env");
+	size_t bytes = 0;
+	for (size_t i = 0; i < s->image_nenv; i++) {
+		const char *kv = s->image_env[i], *eq = strchr(kv, '=');
+		if (!eq || eq == kv || strlen(kv) > GUEST_ENV_ENTRY_MAX) {
+			err_set(e, -EINVAL, "the image's Env entry %zu is not NAME=VALUE of at most %d bytes", i + 1,
+				GUEST_ENV_ENTRY_MAX);
+			cJSON_Delete(j);
+			return NULL;
+		}
+		bytes += strlen(kv);
+		cJSON_AddItemToArray(env, cJSON_CreateString(kv));
+	}
+	/* START is one frame: the rest of it is small. */
+	if (bytes > PROTO_MAX_PAYLOAD / 2) {
+		err_set(e, -E2BIG, "the image's Env holds %zu bytes; a vm box takes at most %u", bytes, PROTO_MAX_PAYLOAD / 2);
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
 }
 
 /* A pool box: the first START, then the guest's {"prepared":true} once
@@ -476,10 +554,10 @@ static int vm_send_start_as(int fd, const struct box_opts *o, const struct vm_st
  * pooled has nothing left to do but take the second START. A READY hello
  * meanwhile says the guest's channel reopened and it waits for a START
  * again: it gets the first one again. */
-static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, bool image, struct err *e)
+static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, const cJSON *root, struct err *e)
 {
 	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS;
-	struct vm_start_as as = { .prepare = true, .image = image };
+	struct vm_start_as as = { .prepare = true, .root = root };
 	for (int tries = 0; tries < 3; tries++) {
 		int r = vm_send_start_as(b->chan_fd, o, &as);
 		if (r < 0)
@@ -501,9 +579,9 @@ static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, bool i
 
 /* START, then the guest's plain HELLO: the box is up. A guest that saw
  * the channel close and reopen says READY again: START again. */
-static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, bool image, struct err *e)
+static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, const cJSON *root, struct err *e)
 {
-	struct vm_start_as as = { .image = image };
+	struct vm_start_as as = { .root = root };
 	int r = vm_send_start_as(b->chan_fd, o, &as);
 	for (int tries = 0; r >= 0 && tries < 3; tries++) {
 		bool ready = false;
@@ -522,7 +600,7 @@ static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, bool 
 /* A pool box's claim: its root was built at its first START. */
 static int vm_go(struct box_inst *b, const struct box_opts *o, struct err *e)
 {
-	return vm_start_guest_as(b, o, false, e);
+	return vm_start_guest_as(b, o, NULL, e);
 }
 
 static int vm_lock(const char *path)
@@ -589,7 +667,7 @@ static void vm_inst_clear(struct box_inst *b)
 	*b = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
 }
 
-static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box_inst *ret, struct err *e)
 {
 	const struct box_opts *o = s->opts;
 	if (o->net == BOX_NET_HOST)
@@ -611,7 +689,11 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 				  : vm_disk_standin(NULL, root_img, sizeof(root_img), e);
 	if (r < 0)
 		return r;
-	bool image = s->image_root != NULL;
+	/* The host view's skeleton, for a box without an image. */
+	char skel[PATH_MAX];
+	if (!s->image_root && (r = hostview_get(skel, sizeof(skel), e)) < 0)
+		return r;
+	const char *sk = s->image_root ? NULL : skel;
 	struct vm_paths p;
 	vm_paths(s, &p);
 	/* The snapshot: tied to the image, the QEMU binary, the RAM size and
@@ -639,12 +721,12 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		vm_snapshot_make(s, &img, &p, snap, ram, state, lock);
 	if (!o->no_snapshot && access(state, R_OK) == 0 && access(ram, R_OK) == 0) {
 		struct vm_launch l = { .mem_path = ram, .mem_share = false, .incoming = true, .root_img = root_img,
-				       .disk = s->disk_path, .image = image };
+				       .disk = s->disk_path, .skel = sk };
 		r = vm_launch(s, &img, &p, &l, ret, e);
 		if (r >= 0)
 			r = vm_snapshot_restore(&p, state, e);
 		if (r >= 0)
-			r = o->pool ? vm_prepare_guest(ret, o, image, e) : vm_start_guest_as(ret, o, image, e);
+			r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, e);
 		if (r >= 0) {
 			ret->restored = true;
 			ret->pooled = o->pool;
@@ -656,14 +738,14 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		unlink(state);
 		e->code = 0;
 	}
-	struct vm_launch l = { .root_img = root_img, .disk = s->disk_path, .image = image };
+	struct vm_launch l = { .root_img = root_img, .disk = s->disk_path, .skel = sk };
 	r = vm_launch(s, &img, &p, &l, ret, e);
 	if (r < 0)
 		return r;
 	bool ready = false;
 	r = vm_hello(ret->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
 	if (r >= 0)
-		r = o->pool ? vm_prepare_guest(ret, o, image, e) : vm_start_guest_as(ret, o, image, e);
+		r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, e);
 	ret->pooled = o->pool;
 	ret->tmp_on_disk = true;
 	if (r < 0) {
@@ -671,6 +753,16 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		return r;
 	}
 	return 0;
+}
+
+static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+{
+	cJSON *root = vm_root_json(s, e);
+	if (!root)
+		return e->code ? e->code : -ENOMEM;
+	int r = vm_start_with(s, root, ret, e);
+	cJSON_Delete(root);
+	return r;
 }
 
 static void vm_kill(struct box_inst *b)

@@ -37,16 +37,7 @@ static const char *const vmimage_modules_start[] = {
 };
 /* What the initramfs holds and where: part of the cache's key, so that a
  * new layout is a new image (and a new snapshot). */
-#define VMIMAGE_LAYOUT 2
-
-/* /etc files a box's tools expect on the host view (the same list the ns
- * backend binds), in its skeleton. */
-static const char *const vmimage_etc[] = {
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
-	"localtime", "nsswitch.conf", "protocols", "services", "mime.types", "bash.bashrc",
-	"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
-	"os-release", "magic", "magic.mime", "terminfo", "environment", "login.defs",
-};
+#define VMIMAGE_LAYOUT 3
 
 static int kver_cmp(const void *a, const void *b)
 {
@@ -173,39 +164,6 @@ static void cpio_dir(struct cpio *c, const char *name)
 static void cpio_link(struct cpio *c, const char *name, const char *target)
 {
 	cpio_entry(c, name, 0120777, target, strlen(target));
-}
-
-/* A host /etc entry, recursively; unreadable parts are left out. */
-static void cpio_tree(struct cpio *c, const char *name, const char *src)
-{
-	struct stat st;
-	if (lstat(src, &st) < 0)
-		return;
-	if (S_ISLNK(st.st_mode)) {
-		char t[PATH_MAX];
-		ssize_t n = readlink(src, t, sizeof(t) - 1);
-		if (n > 0) {
-			t[n] = 0;
-			cpio_link(c, name, t);
-		}
-	} else if (S_ISREG(st.st_mode)) {
-		if (access(src, R_OK) == 0 && (st.st_mode & 0004))
-			cpio_file(c, name, src, st.st_mode & 0755);
-	} else if (S_ISDIR(st.st_mode) && (st.st_mode & 0005) == 0005) {
-		cpio_dir(c, name);
-		DIR *d = opendir(src);
-		struct dirent *de;
-		while (d && (de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			char n2[PATH_MAX], s2[PATH_MAX];
-			snprintf(n2, sizeof(n2), "%s/%s", name, de->d_name);
-			snprintf(s2, sizeof(s2), "%s/%s", src, de->d_name);
-			cpio_tree(c, n2, s2);
-		}
-		if (d)
-			closedir(d);
-	}
 }
 
 /* modules.dep: "kernel/a.ko: kernel/b.ko kernel/c.ko". Loads go
@@ -390,18 +348,10 @@ static int initrd_modules(struct cpio *c, const char *kver, const char *dep, siz
 	return 0;
 }
 
-/* The host view's users: root, the uid tool commands run as, nobody. */
-static const char vmimage_passwd[] = "root:x:0:0:root:/root:/bin/bash\n"
-				   "ward:x:1000:1000:ward:/tmp:/bin/bash\n"
-				   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char vmimage_group[] = "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n";
-
 /* The initramfs: ward-guest as /init with what it needs to run (its shared
- * libraries, its modules, the directories it mounts on), and under
- * ward/skel the host view's skeleton: the root a box without an image
- * sees below its copy-on-write layer, with the host's /usr mounted over
- * its usr and the /etc files tools expect. A box with an image has the
- * image's tree there instead: nothing of the skeleton. */
+ * libraries, its modules, the directories it mounts on). The box's root
+ * is not in it: the host view (sandbox/hostview.c) or an image reaches the
+ * VM from outside. */
 static int build_initrd(const char *guest_path, const char *kver, const char *out, struct err *e)
 {
 	char tmp[PATH_MAX + 8];
@@ -411,32 +361,16 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 		return err_setc(e, -errno, "cannot write %s", tmp);
 	struct cpio c = { .f = f };
 	/* ward-guest's own: where it mounts the box's disks and builds its
-	 * root (vm.c), and its libraries (Debian's merged /usr: /lib and
-	 * /lib64 are links into it). */
+	 * root (guest/vm-root.c), and its libraries (Debian's merged /usr:
+	 * /lib and /lib64 are links into it). */
 	static const char *const dirs[] = {
 		"dev", "proc", "sys", "usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "ward",
-		"ward/modules", "ward/disk", "ward/lower", "ward/usr", "ward/root",
+		"ward/modules", "ward/disk", "ward/lower", "ward/host", "ward/root",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
 		cpio_dir(&c, dirs[i]);
 	cpio_link(&c, "lib", "usr/lib");
 	cpio_link(&c, "lib64", "usr/lib64");
-	/* The host view's skeleton: the same shape, with /tmp and /var/tmp
-	 * everyone's (sticky). */
-	static const char *const skel[] = {
-		"ward/skel", "ward/skel/dev", "ward/skel/proc", "ward/skel/sys", "ward/skel/run", "ward/skel/etc",
-		"ward/skel/usr", "ward/skel/workspace", "ward/skel/home", "ward/skel/root", "ward/skel/var",
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(skel); i++)
-		cpio_dir(&c, skel[i]);
-	cpio_entry(&c, "ward/skel/tmp", 041777, NULL, 0);
-	cpio_entry(&c, "ward/skel/var/tmp", 041777, NULL, 0);
-	cpio_link(&c, "ward/skel/bin", "usr/bin");
-	cpio_link(&c, "ward/skel/sbin", "usr/sbin");
-	cpio_link(&c, "ward/skel/lib", "usr/lib");
-	cpio_link(&c, "ward/skel/lib64", "usr/lib64");
-	cpio_entry(&c, "ward/skel/etc/passwd", 0100644, vmimage_passwd, strlen(vmimage_passwd));
-	cpio_entry(&c, "ward/skel/etc/group", 0100644, vmimage_group, strlen(vmimage_group));
 	int r = cpio_file(&c, "init", guest_path, 0755);
 	if (r < 0) {
 		fclose(f);
@@ -487,12 +421,6 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 		fclose(f);
 		unlink(tmp);
 		return r;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
-		char name[PATH_MAX], src[PATH_MAX];
-		snprintf(name, sizeof(name), "ward/skel/etc/%s", vmimage_etc[i]);
-		snprintf(src, sizeof(src), "/etc/%s", vmimage_etc[i]);
-		cpio_tree(&c, name, src);
 	}
 	cpio_entry(&c, "TRAILER!!!", 0, NULL, 0);
 	bool bad = ferror(f);
@@ -566,11 +494,6 @@ int vmimage_get(const char *guest_path, bool force, struct vm_image *out, struct
 	}
 	uint64_t layout = VMIMAGE_LAYOUT;
 	uint64_t ih = fnv(fnv_stat(kh, guest_path), &layout, sizeof(layout));
-	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "/etc/%s", vmimage_etc[i]);
-		ih = fnv_stat(ih, p);
-	}
 	snprintf(out->initrd, sizeof(out->initrd), "%s/initramfs-%016llx.cpio", dir, (unsigned long long)ih);
 	if (force || access(out->initrd, R_OK) < 0) {
 		r = build_initrd(guest_path, out->kver, out->initrd, e);

@@ -2,10 +2,10 @@
  * uncompressed vmlinux (a PVH boot skips decompression) and an initramfs
  * holding ward-guest as /init, its shared libraries, the modules it loads
  * itself (virtio-mmio, virtio-console, 9p over virtio, virtio-blk, and
- * erofs, ext4 and overlayfs for the box's root) and the host view's
- * skeleton (its directories and a minimal /etc).
- * Both are cached under $XDG_CACHE_HOME/ward/images and rebuilt only when
- * their inputs (the kernel, ward-guest, the host's /etc files) change. */
+ * erofs, ext4 and overlayfs for the box's root) and the directories it
+ * builds the box's root on. Both are cached under
+ * $XDG_CACHE_HOME/ward/images and rebuilt only when their inputs (the
+ * kernel, ward-guest, the image's layout) change. */
 #pragma once
 #include <limits.h>
 #include <stdbool.h>

@@ -34,7 +34,10 @@ if image_have debian; then
 	like "$("$WARD" box exec "$B" -- 'cat /etc/os-release')" 'ID=debian' "--image: the box's /etc/os-release is the image's"
 	U=$("$WARD" box exec "$B" -- 'cut -d" " -f1 /proc/uptime')
 	lt "$MS" "$(awk -v u="$U" 'BEGIN { printf "%d", u * 1000 }')" "its uptime ($U s) counts the template's boot: longer than the create took"
-	"$WARD" box exec "$B" -- 'echo kept >/tmp/mark' >/dev/null
+	R=$("$WARD" box exec "$B" -- 'id -u; dpkg -i /workspace/hello.deb && ward-hello && dpkg -s ward-hello | grep Status' 2>&1)
+	like "$R" "^0" "tool commands run as the VM's root"
+	like "$R" "hello from ward-hello" "dpkg -i of a local .deb works in the box"
+	like "$R" "install ok installed" "and dpkg knows it"
 	[ ! -e /usr/bin/ward-hello ] && [ ! -e "$TREE/root/usr/bin/ward-hello" ] && [ "$(md5sum <"$EROFS")" = "$SUM" ]
 	ok $? "the host, the unpacked tree and the erofs are unchanged"
 	like "$(cat "/proc/$(qemu_of "$B")/cmdline" | tr '\0' ' ')" "path=[^ ,]*/vmm/empty,.*readonly=on" \
@@ -46,7 +49,7 @@ if image_have debian; then
 	ok $? "two boxes of one image share one erofs file"
 	like "$("$WARD" box info "$B2")" '"restored":.*true' "and the second is restored from the snapshot too"
 	"$WARD" box hibernate "$B" >/dev/null
-	is "$("$WARD" box exec "$B" -- cat /tmp/mark 2>&1)" kept "hibernated and woken, the box's root has its changes"
+	like "$("$WARD" box exec "$B" -- ward-hello 2>&1)" "hello from ward-hello" "hibernated and woken, the installed package is there"
 	DISK=$XDG_STATE_HOME/ward/disks/$B.img
 	"$WARD" box destroy "$B"
 	[ ! -e "$DISK" ] && [ -f "$EROFS" ]; ok $? "destroy removes the box's disk, not the image's erofs"
@@ -66,6 +69,8 @@ if image_have busybox; then
 	like "$(txt "$(T grep '{"pattern":"BEE","path":"/tmp","mode":"content"}')")" "w.txt:1:BEE" "busybox image: grep"
 	like "$(txt "$(T find '{"pattern":"*.txt","path":"/tmp"}')")" "w.txt" "busybox image: find"
 	like "$(txt "$(T ls '{"path":"/bin"}')")" "busybox" "busybox image: ls"
+	like "$("$WARD" box exec "$BB" -- 'cat /tmp/w.txt; echo $0; busybox | head -1' 2>&1 | tr '\n' ' ')" "BEE sh BusyBox" \
+		"busybox image: bash runs busybox sh"
 	"$WARD" box destroy "$BB"
 	# A warm pool of the image's boxes: a create of the image takes one, a
 	# create of the host view does not.

@@ -64,11 +64,15 @@ like "$(txt "$(T grep '{"pattern":"BEE","mode":"content"}')")" "b.txt:1:BEE" "gr
 like "$(txt "$(T find '{"pattern":"*.txt"}')")" "a.txt" "find"
 like "$(txt "$(T ls '{"path":"."}')")" "b.txt" "ls"
 R=$("$WARD" box exec "$B" -- 'id -u; uname -r; cat /workspace/b.txt' 2>&1)
-like "$R" "^1000" "bash: tool commands run as uid 1000 of the VM"
+like "$R" "^0" "bash: tool commands run as the VM's root (uid 0)"
 like "$R" "BEE" "bash sees the edits"
 [ ! -e "$WS/b.txt" ]; ok $? "the host's tree is untouched (copy-on-write)"
-R=$("$WARD" box exec "$B" -- 'echo x > /sys/fs/cgroup/box/pids.max; test -e /init || test -e /ward || echo no-initramfs' 2>&1)
-like "$R" "Permission denied" "a tool command cannot write the VM's cgroups"
+R=$("$WARD" box exec "$B" -- 'echo x > /sys/fs/cgroup/box/pids.max; cat /sys/fs/cgroup/box/pids.max; test -e /init || test -e /ward || echo no-initramfs
+ls /dev/vda /dev/vdb /dev/ttyS0 /dev/console /dev/kmsg 2>&1 | grep -c "No such file"; echo x > /sys/kernel/uevent_helper' 2>&1)
+like "$R" "pids.max: Read-only file system" "a tool command (the VM's root) cannot write the VM's cgroups"
+like "$R" "^512$" "vm twin: it reads them (pids.max, the box's 512)"
+like "$R" "uevent_helper: Read-only file system" "nor the VM's /sys"
+like "$R" "(^|[^0-9])5($|[^0-9])" "the box's /dev has none of the VM's disks, serial console or kernel log"
 like "$R" "no-initramfs" "ward-guest's own files (/init, its modules) are not in the box's root"
 
 # The root: copy-on-write over the host view, its changes on the box's
@@ -81,6 +85,16 @@ is "$R" mine "vm: the host view's /usr is writable in the box (copy-on-write)"
 ok $? "vm: the changes are on the box's own disk, sparse ($(du -k "$DISK" | cut -f1) KiB of a 10 GiB file)"
 ! grep -qF "$DISK" /proc/mounts && [ -z "$(losetup -j "$DISK" 2>/dev/null)" ]
 ok $? "vm: the host does not mount the box's disk (no mount, no loop device)"
+# A .deb of its own, installed over the host view's package database.
+P=$T_TMP/deb
+mkdir -p "$P/DEBIAN" "$P/usr/bin"
+printf 'Package: ward-vm-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: ward tests <t@ward.invalid>\nDescription: a test\n' >"$P/DEBIAN/control"
+printf '#!/bin/sh\necho hello from the vm box\n' >"$P/usr/bin/ward-vm-hello"
+chmod 755 "$P/usr/bin/ward-vm-hello"
+dpkg-deb --root-owner-group --build "$P" "$WS/hello.deb" >/dev/null
+R=$("$WARD" box exec "$B" -- 'dpkg -i /workspace/hello.deb >/dev/null && ward-vm-hello && dpkg -s ward-vm-hello | grep Status' 2>&1)
+like "$R" "hello from the vm box" "vm: dpkg -i of a local .deb works over the host view"
+! dpkg -s ward-vm-hello >/dev/null 2>&1 && [ ! -e /usr/bin/ward-vm-hello ]; ok $? "vm: and the host's package database is unchanged"
 "$WARD" box hibernate "$B" >/dev/null
 [ -f "$DISK" ]; ok $? "vm: hibernated, the box keeps its disk"
 is "$("$WARD" box exec "$B" -- "cat /usr/local/bin/ward-root-$$")" mine "vm: woken, the root's changes are there"
