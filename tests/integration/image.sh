@@ -118,6 +118,29 @@ like "$PR" "removed sha256:${BB#sha256:}" "once its boxes are gone, prune remove
 is "$RC" 4 "a box of an image that is not here, from a registry that does not answer: no box, exit 4"
 like "$(cat "$T_TMP/err")" "--image 127.0.0.1:9/ward-test/busybox: skopeo could not copy docker://127.0.0.1:9/ward-test/busybox:latest" "with the pull's own words"
 
+# ---- the Debian minimal image (mmdebstrap), both archive kinds
+if image_have debian; then
+	imp "$FIX/debian.oci.tar"
+	is "$RC" 0 "import the Debian minimal image's OCI archive: exit 0"
+	T=$(image_tree "$OUT")
+	like "$(cat "$T/etc/os-release")" 'PRETTY_NAME="Debian GNU/Linux 12 \(bookworm\)"' "its /etc/os-release is Debian 12's"
+	like "$ERR" "device nodes and 0 FIFOs not made \(a box has its own /dev\): dev/console" "its /dev's nodes are not made, and one line says so"
+	is "$(stat -c %a "$T/usr/bin/su")" 755 "su's setuid bit is cleared in the store"
+	if [ "$(id -u)" -eq 0 ]; then
+		is "$(stat -c '%u:%g %a' "$T/etc/shadow")" "0:42 640" "run as root, the layers' owners are kept (/etc/shadow root:shadow 0640)"
+	else
+		skip "owners are kept only where ward runs as root (nonroot.sh tests the ordinary user's)"
+	fi
+	imp "$FIX/debian.docker.tar"
+	is "$RC" 0 "import its docker archive: exit 0"
+	diff -r --no-dereference "$T" "$(image_tree "$OUT")" >"$T_TMP/diff" 2>&1
+	is $? 0 "its tree is the OCI archive's, file for file"
+	[ -s "$FIX/hello.deb" ]; is $? 0 "hello.deb lies beside it, for dpkg -i in a box"
+	images_clear
+else
+	skip "$(grep '^debian:' "$FIX/missing")"
+fi
+
 # ---- hostile images, each beside its twin; nothing half-unpacked is ever left
 refused() { # refused FILE WHAT REGEX [FLAGS]: an import refused with one line
 	local f=$1 what=$2 re=$3; shift 3
