@@ -294,6 +294,7 @@ like "$ERR" "tasks.jsonl:3: \"image\": --image: " "naming the line and the field
 # ---- a fleet: four tasks over two images, run at once, each image pulled and unpacked once
 images_clear
 is "$(ntrees)" 0 "(the store is empty again)"
+is "$(ls "$IMG/locks" | tr '\n' ' ')" "names " "and a prune leaves no lock that nothing needs (pulls' and removed images')"
 cat >"$TR/fleet.jsonl" <<EOF
 $(tline a1 "$R/abs:fleet")
 $(tline b1 "$R/busybox:fleet")
