@@ -283,6 +283,9 @@ is "$RC" 4 "a task line naming an image a loopback registry would have to send: 
 like "$ERR" "--image $R/busybox:fleet: $R/busybox:fleet is not here, and a pull is refused: the registry 127.0.0.1:$PORT is a loopback address" \
 	"one line: the registry is not public, and a task line's pull reaches only public ones"
 unlike "$ERR" "pulling" "and nothing was pulled"
+SJ=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null | head -1)
+is "$(head -1 "$SJ" | json image) $(head -1 "$SJ" | json image_untrusted)" "$R/busybox:fleet true" \
+	"the session's journal keeps the image a line named, and that a line named it (a resume's new box has the same root)"
 rm -rf "$TR/out/far"
 task 1 --trust-task-file
 is "$RC" 0 "the twin: with --trust-task-file the line is the user's, and the image is pulled"
