@@ -43,6 +43,18 @@ LSJ=$("$WARD" image ls --json)
 is "$(printf '%s' "$LSJ" | python3 -c 'import json,sys; i=json.load(sys.stdin)[0]; print(i["names"], i["size"] > 1000000, i["files"] > 200, i["used"], i["in_use"])')" \
 	"['docker.io/ward-test/busybox:latest'] True True None False" "ward image ls --json: names, size, files, last use, in use"
 
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir -p "$T_TMP/other/ward/images"
+	chown 65534:65534 "$T_TMP/other/ward/images"
+	XDG_DATA_HOME=$T_TMP/other "$WARD" image ls >/dev/null 2>"$T_TMP/err"; RC=$?
+	is "$RC" 1 "a store another user owns: refused"
+	like "$(cat "$T_TMP/err")" "the image store .* is not yours; remove it or set XDG_DATA_HOME" "with one line saying what to do"
+else
+	skip "a store another user owns is made only as root"
+fi
+"$WARD" image import "$FIX/busybox.oci.tar" --name 'Not A Name' >/dev/null 2>"$T_TMP/err"; RC=$?
+is "$RC" 64 "import --name that is no reference: exit 64"
+
 # ---- the same again: found, not unpacked twice
 imp "$FIX/busybox.oci.tar"
 is "$OUT" "$BB" "imported again: the same digest"
