@@ -13,8 +13,9 @@ static int vmimage_run(int argc, char **argv)
 {
 	bool force = false;
 	if (argc < 2 || strcmp(argv[1], "build")) {
-		fprintf(stderr, "usage: ward vm-image build [--force]\n");
-		return argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : EXIT_USAGE;
+		bool help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+		fprintf(help ? stdout : stderr, "usage: ward vm-image build [--force]\n");
+		return help ? 0 : EXIT_USAGE;
 	}
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--force")) {

@@ -109,6 +109,8 @@ int image_resolve(const char *ref, bool trusted, const struct image_pull_opts *o
  * 0, or -ENOENT. */
 int image_lookup(const char *ref, char *ret_digest, struct err *e);
 
+/* Where the store is (nothing made): its path into out. 0, or <0. */
+int image_store_where(char *out, size_t n, struct err *e);
 /* The images here: [{digest, names:[...], size, files, platform,
  * unpacked, used (seconds since the epoch, or null), in_use}]. */
 int image_list(cJSON **ret, struct err *e);

@@ -33,7 +33,7 @@ const char *const image_skopeo_env[] = {
 	NULL,
 };
 
-static int skopeo_path(char *out, size_t n)
+int image_skopeo_find(char *out, size_t n)
 {
 	const char *path = getenv("PATH");
 	if (!path || !*path)
@@ -65,9 +65,13 @@ static void last_words(char *buf, size_t len, char *out, size_t n)
 		if (q)
 			*q = 0;
 	}
+	/* Go's logger quotes within msg="...": \" and \\. */
 	size_t o = 0;
-	for (const char *s = line; *s && o + 1 < n; s++)
+	for (const char *s = line; *s && o + 1 < n; s++) {
+		if (m && s[0] == '\\' && (s[1] == '"' || s[1] == '\\'))
+			s++;
 		out[o++] = (unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f ? *s : '?';
+	}
 	out[o] = 0;
 }
 
@@ -75,7 +79,7 @@ int image_skopeo_copy(const char *src, const char *dir, const char *tmpdir, cons
 		      struct err *e)
 {
 	char prog[4096];
-	if (skopeo_path(prog, sizeof(prog)) < 0)
+	if (image_skopeo_find(prog, sizeof(prog)) < 0)
 		return err_set(e, -ENOENT, "skopeo is not installed (apt-get install skopeo): ward pulls and reads docker "
 				       "archives through it");
 	char dst[4200], authfile[4200], tls[32];

@@ -14,6 +14,8 @@
  * own words in e. */
 int image_skopeo_copy(const char *src, const char *dir, const char *tmpdir, const struct image_pull_opts *o,
 		      struct err *e);
+/* Where skopeo is in PATH (out, n bytes): 0, or -ENOENT. */
+int image_skopeo_find(char *out, size_t n);
 /* The variables skopeo is given from ward's environment, NULL-ended, for
  * tests/unit/test-defaults.c's pin. */
 extern const char *const image_skopeo_env[];

@@ -33,22 +33,30 @@ static int store_mkdir_p(const char *path)
 	return mkdir(p, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-int image_store_open(struct image_store *s, struct err *e)
+int image_store_where(char *out, size_t n, struct err *e)
 {
 	const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	s->fd = -1;
 	if (x && x[0] == '/') {
-		snprintf(s->dir, sizeof(s->dir), "%s/ward/images", x);
-	} else {
-		if (!home || home[0] != '/') {
-			struct passwd *pw = getpwuid(getuid());
-			home = pw ? pw->pw_dir : NULL;
-		}
-		if (!home)
-			return err_set(e, -ENOENT, "no home directory for the image store: set HOME or XDG_DATA_HOME");
-		snprintf(s->dir, sizeof(s->dir), "%s/.local/share/ward/images", home);
+		snprintf(out, n, "%s/ward/images", x);
+		return 0;
 	}
-	int r = store_mkdir_p(s->dir);
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw ? pw->pw_dir : NULL;
+	}
+	if (!home)
+		return err_set(e, -ENOENT, "no home directory for the image store: set HOME or XDG_DATA_HOME");
+	snprintf(out, n, "%s/.local/share/ward/images", home);
+	return 0;
+}
+
+int image_store_open(struct image_store *s, struct err *e)
+{
+	s->fd = -1;
+	int r = image_store_where(s->dir, sizeof(s->dir), e);
+	if (r < 0)
+		return r;
+	r = store_mkdir_p(s->dir);
 	if (r < 0)
 		return err_setc(e, r, "cannot create the image store %s", s->dir);
 	s->fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -10,7 +10,8 @@
 #       beside it (package ward-hello: /usr/bin/ward-hello prints "hello
 #       from ward-hello")
 #   hostile-*.oci.tar and their twins     what tests/integration/image.sh
-#       refuses or makes harmless (oci.py's made())
+#       refuses or makes harmless (oci.py's made()); readonly.oci.tar:
+#       directories of mode 0555 and 0000 (a tree an ordinary user removes)
 # A piece that cannot be made here (no busybox-static, no mmdebstrap or
 # no network) is left out, and OUT/missing says why; the tests that need
 # it skip with that reason.
@@ -24,7 +25,7 @@ mkdir -p "$OUT"
 exec 9>"$OUT/.lock"
 flock 9
 # Bump when what is made changes: everything is made again.
-V=4
+V=5
 [ -e "$OUT/.v$V" ] && exit 0
 rm -rf "$OUT"/*.tar "$OUT"/*.deb "$OUT"/missing "$OUT"/.v* "$OUT"/work
 W=$OUT/work
@@ -67,6 +68,7 @@ if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
 		--layer "tree:$T:gzip" --layer made:links --layer made:through
 	$OCI image "$OUT/twin-usrmerge.oci.tar" --name ward-test/twin-usrmerge:latest \
 		--layer made:usrmerge1 --layer made:usrmerge2
+	$OCI image "$OUT/readonly.oci.tar" --name ward-test/readonly:latest --layer made:readonly
 	$OCI index "$OUT/multiarch.oci.tar" --name ward-test/multiarch:latest \
 		--image arm64=made:arch-arm64 --image amd64=made:arch-amd64
 	$OCI image "$OUT/foreign.oci.tar" --name ward-test/foreign:latest --arch arm64 --layer made:arch-arm64

@@ -74,6 +74,12 @@ def made(what, out):
             tf.addfile(info("bin", tarfile.SYMTYPE, link="usr/bin", mode=0o777))
         elif what == "usrmerge2":
             add_file(tf, "bin/ward-through", b"through usr-merge\n")
+        elif what == "readonly":
+            # Directories the image makes unwritable, one unreadable.
+            tf.addfile(info("ro", tarfile.DIRTYPE, mode=0o555))
+            add_file(tf, "ro/f", b"x", mode=0o444)
+            tf.addfile(info("ro/locked", tarfile.DIRTYPE, mode=0o000))
+            add_file(tf, "ro/locked/f", b"y", mode=0o400)
         elif what.startswith("arch-"):
             add_file(tf, "etc/arch", what[5:].encode() + b"\n")
         elif what == "suid":
