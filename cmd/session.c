@@ -1,4 +1,5 @@
 #include "cmd/session.h"
+#include "cmd/box-image.h"
 #include "cmd/term.h"
 #include "cmd/instructions.h"
 #include "turn/schema.h"
@@ -205,7 +206,19 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	if (interactive)
 		bo.on_idle = BOX_IDLE_HIBERNATE;
 	bo.keep_layers = true;
-	int r = box_create(&bo, name, n, &e);
+	bo.image = f->image;
+	struct box_image img;
+	int r = box_image_resolve(&bo, !f->image_untrusted, f->quiet, &img);
+	if (r) {
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "reason", "box_error");
+		cJSON_AddStringToObject(rec, "why", "the box's image could not be had");
+		journal_write(&s->j, "stop", rec);
+		cJSON_Delete(rec);
+		return r;
+	}
+	r = box_create(&bo, name, n, &e);
+	box_image_release(&img);
 	if (r >= 0) {
 		r = box_connect(name, &s->box, &e);
 		if (r < 0) {

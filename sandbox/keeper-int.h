@@ -15,6 +15,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/egress.h"
 #include "sandbox/layers.h"
+#include "image/image.h"
 
 /* Refusals of the egress proxy a call's result reports, at most. */
 #define KCALL_NET_MAX 8
@@ -64,6 +65,9 @@ struct keeper {
 	bool root_layer;	/* its backend keeps the root's changes in layers.root */
 	uid_t root_uid;		/* who owns them on the host: the box's root */
 	char root_by[160];	/* who the box's root is, and why */
+	/* The box's root image (o->image), held for the box's life: a
+	 * hibernated box wakes over the same tree, and no prune removes it. */
+	struct image_info img;
 	const struct box_backend *be;
 	struct cgroup_set cg;
 	char cgname[96];
