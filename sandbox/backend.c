@@ -1,4 +1,5 @@
 #include "sandbox/backend.h"
+#include "image/image.h"
 #include "sandbox/box.h"
 #include "sandbox/hostview.h"
 #include "sandbox/ns.h"
@@ -75,7 +76,7 @@ int box_userns_map_range(pid_t pid, unsigned base, unsigned count)
 
 const char *box_tool_cwd(const struct box_spec *s)
 {
-	const char *w = s->image_workdir;
+	const char *w = s->image ? s->image->workdir : NULL;
 	if (!s->opts->workspace && w && w[0] == '/' && strlen(w) < 1024)
 		return w;
 	return "/workspace";
@@ -142,9 +143,9 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.root_layer = s->root_layer,
 		.image_root = s->image_root,
 		.hostview = s->image_root ? NULL : hostview,
-		.env = s->image_env,
-		.nenv = s->image_nenv,
-		.user = s->image_user,
+		.env = s->image ? (const char *const *)s->image->env : NULL,
+		.nenv = s->image ? s->image->nenv : 0,
+		.user = s->image ? s->image->user : NULL,
 		.cwd = box_tool_cwd(s),
 		.workspace_rw = o->rw,
 		.git_rw = o->git_rw,

@@ -26,20 +26,20 @@ struct box_inst {
 	bool tmp_on_disk;
 	char uid_why[160];	/* who the box's root is (ns) */
 };
+struct image_info;
 struct box_spec {
 	const struct box_opts *opts;
 	const char *root_dir, *upper_dir, *work_dir;
 	/* The root's changes (layers.h's root/, made by the keeper and owned
-	 * by box_root_owner's uid), or NULL: the backend keeps none. */
+	 * by the backend's root_owner uid), or NULL: the backend keeps none. */
 	const char *root_layer;
-	/* The image (image/image.h) the box's root is made over: its unpacked
-	 * tree (read-only, shared), and its OCI config's Env, WorkingDir and
-	 * User; image_root NULL: the host view. */
-	const char *image_root;
-	const char *const *image_env;
-	size_t image_nenv;
-	const char *image_workdir, *image_user;
 	const struct cgroup_set *cg;
+	/* The image's unpacked tree (read-only, shared by every box of it),
+	 * or NULL: the host's view. image: the rest of what image_find found
+	 * (its digest, and the OCI config's Env, WorkingDir and User), held
+	 * by the keeper for the box's life. */
+	const char *image_root;
+	const struct image_info *image;
 	/* The box's own disk (state_disk_path): the vm backend makes it at
 	 * the first start and keeps it between starts; the keeper removes it
 	 * with the box. */

@@ -229,15 +229,9 @@ int keeper_guest_attach(struct err *e)
 int keeper_guest_up(struct err *e)
 {
 	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
-				 .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg, .disk_path = K.disk };
-	/* The image the keeper holds: its tree, and its config for the guest. */
-	if (K.o->image) {
-		spec.image_root = K.img.root;
-		spec.image_env = (const char *const *)K.img.env;
-		spec.image_nenv = K.img.nenv;
-		spec.image_workdir = K.img.workdir;
-		spec.image_user = K.img.user;
-	}
+				 .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
+				 .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
+				 .disk_path = K.disk };
 	int r = K.be->start(&spec, &K.inst, e);
 	if (r < 0)
 		return r;

@@ -62,13 +62,13 @@ struct keeper {
 	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
 	char disk[PATH_MAX];	/* the box's own disk (state_disk_path), if its backend makes one */
 	struct layers layers;	/* held for the box's life (its image stays mounted) */
-	/* The box's root image (o->image), held for the box's life: a
-	 * hibernated box wakes over the same tree, and no prune removes it. */
-	struct image_info img;
 	bool layered;		/* the box has layers: a workspace's, or its root's */
 	bool root_layer;	/* its backend keeps the root's changes in layers.root */
 	uid_t root_uid;		/* who owns them on the host: the box's root */
 	char root_by[160];	/* who the box's root is, and why */
+	/* The box's root image (o->image), held for the box's life: a
+	 * hibernated box wakes over the same tree, and no prune removes it. */
+	struct image_info img;
 	const struct box_backend *be;
 	struct cgroup_set cg;
 	char cgname[96];

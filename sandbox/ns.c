@@ -417,8 +417,9 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	 * such account is not made). */
 	if (s->user && *s->user) {
 		char msg[256];
-		_cleanup_close_ int img = open(c.lower[0].host, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		r = img < 0 ? err_setc(e, -errno, "cannot open the image's tree %s", c.lower[0].host)
+		const char *tree = s->image_root ? s->image_root : s->hostview;
+		_cleanup_close_ int img = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r = img < 0 ? err_setc(e, -errno, "cannot open the image's tree %s", tree)
 			    : account_resolve(img, s->user, 0, range ? NS_UIDS : 0, &c.user, msg, sizeof(msg));
 		if (r < 0 && img >= 0)
 			err_set(e, r, "%s", msg);

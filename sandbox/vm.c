@@ -16,6 +16,7 @@
 #include "sandbox/vm-int.h"
 #include "guest/guest.h"
 #include "base/account.h"
+#include "image/image.h"
 #include "image/erofs.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -505,12 +506,13 @@ static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "root", s->image_root ? "image" : "host");
 	cJSON_AddStringToObject(j, "cwd", box_tool_cwd(s));
-	if (s->image_root && s->image_user && *s->image_user) {
+	const char *user = s->image ? s->image->user : NULL;
+	if (s->image_root && user && *user) {
 		char why[256];
 		struct account a;
 		_cleanup_close_ int img = open(s->image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		int r = img < 0 ? err_setc(e, -errno, "cannot open the image's tree %s", s->image_root)
-				: account_resolve(img, s->image_user, 0, GUEST_VM_UIDS, &a, why, sizeof(why));
+				: account_resolve(img, user, 0, GUEST_VM_UIDS, &a, why, sizeof(why));
 		if (r < 0) {
 			if (img >= 0)
 				err_set(e, r, "%s", why);
@@ -521,16 +523,16 @@ static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 		snprintf(u, sizeof(u), "%u:%u", (unsigned)a.uid, (unsigned)a.gid);
 		cJSON_AddStringToObject(j, "user", u);
 	}
-	if (s->image_nenv > GUEST_ENV_MAX) {
-		err_set(e, -E2BIG, "the image's config has %zu Env entries; a box takes at most %d", s->image_nenv,
-			GUEST_ENV_MAX);
+	size_t nenv = s->image ? s->image->nenv : 0;
+	if (nenv > GUEST_ENV_MAX) {
+		err_set(e, -E2BIG, "the image's config has %zu Env entries; a box takes at most %d", nenv, GUEST_ENV_MAX);
 		cJSON_Delete(j);
 		return NULL;
 	}
 	cJSON *env = cJSON_AddArrayToObject(j, "env");
 	size_t bytes = 0;
-	for (size_t i = 0; i < s->image_nenv; i++) {
-		const char *kv = s->image_env[i], *eq = strchr(kv, '=');
+	for (size_t i = 0; i < nenv; i++) {
+		const char *kv = s->image->env[i], *eq = strchr(kv, '=');
 		if (!eq || eq == kv || strlen(kv) > GUEST_ENV_ENTRY_MAX) {
 			err_set(e, -EINVAL, "the image's Env entry %zu is not NAME=VALUE of at most %d bytes", i + 1,
 				GUEST_ENV_ENTRY_MAX);

@@ -30,6 +30,10 @@ PY
 sums() { find /usr/bin /usr/local /var/lib/dpkg -xdev -maxdepth 3 -type f -newer "$T_TMP/pkg/DEBIAN/control" 2>/dev/null | sort; md5sum /var/lib/dpkg/status; }
 BEFORE=$(sums)
 
+if [ "$(id -u)" = 0 ]; then
+	like "$("$WARD" doctor)" "box root +copy-on-write over the image or the host view \(ns\); its users: (65536 uids|one uid)" "ward doctor says who a box's root is"
+fi
+
 # --- The host view ---
 B=$(box_new --workspace "$WS")
 like "$("$WARD" box info "$B" | json root)" "copy-on-write" "box info: the box's root is copy-on-write"
