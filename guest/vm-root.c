@@ -2,10 +2,12 @@
  * (ext4, found by its serial) holds the root's changes: an overlay whose
  * lower layer is the image's erofs (a read-only block device) or the host
  * view (a read-only 9p share: the skeleton of sandbox/hostview.c with the
- * host's /usr and package database over it), its upper on the disk. The kernel's
- * file systems are moved into it, the workspace share mounted on it, and
- * ward-guest's root switched to it: the initramfs's own files (ward-guest,
- * its modules) stay behind it, out of the box's view. The block devices'
+ * host's /usr and package database over it), its upper on the disk. It
+ * gets ward-guest's /proc, a read-only /sys and cgroup tree, a /dev of its
+ * own and the workspace share; the VM's own /dev and /sys are detached
+ * (ward-guest keeps descriptors of what it needs), and ward-guest's root
+ * is switched to it: the initramfs's own files (ward-guest, its modules)
+ * stay behind it, read-only, out of the box's view. The block devices'
  * driver is bound to them here, not at boot (guest/vm.c loads it with the
  * bus's autoprobe off), so that a snapshot's template (which has
  * stand-ins for the disks) never reads them: a restored box's driver sees
