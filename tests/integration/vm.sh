@@ -107,6 +107,15 @@ like "$R" "No space left on device" "vm: 100 MB into the root runs out of space 
 like "$R" "rc=1" "vm: and fails"
 ok "$([ "$(du -k "$XDG_STATE_HOME/ward/disks/$DB.img" | cut -f1)" -le 65536 ]; echo $?)" "vm: the box's disk holds no more than --disk on the host"
 "$WARD" box destroy "$DB"
+# A box whose keeper is killed: reap removes its disk as its keeper would.
+KB=$(box_new --backend vm)
+RT=$(ls -d /run/ward/boxes 2>/dev/null || echo "${XDG_RUNTIME_DIR:-/tmp/ward-$(id -u)}/ward/boxes")
+KP=$(cat "$RT/$KB/keeper.pid")
+[ -f "$XDG_STATE_HOME/ward/disks/$KB.img" ]; ok $? "vm: a box has its disk"
+kill -9 "$KP"
+for _ in $(seq 100); do gone "$KP" && break; sleep 0.05; done
+"$WARD" box reap >/dev/null
+[ ! -e "$XDG_STATE_HOME/ward/disks/$KB.img" ]; ok $? "vm: its keeper killed, ward box reap removes its disk"
 
 # The same walls as the ns backend, inside the VM.
 SECRET=$T_TMP/vm-secret.txt
