@@ -42,6 +42,17 @@ like "$("$WARD" box exec "$B" -- 'dpkg -i ward-hello.deb 2>&1 | tail -1; ward-he
 	"hello-from-deb.*Status: install ok installed" "host view: dpkg -i of a local .deb works in the box"
 like "$("$WARD" box exec "$B" -- 'pip install --no-index --break-system-packages ward_probe-1.0-py3-none-any.whl >/dev/null 2>&1; cd /; python3 -c "import ward_probe; print(ward_probe.VALUE, ward_probe.__file__)"' 2>&1)" \
 	"probe-ok /usr/(local/)?lib/python3" "host view: pip install into the system site-packages works in the box"
+if command -v npm >/dev/null; then
+	mkdir -p "$T_TMP/npm-probe"
+	printf '{"name": "ward-npm-probe", "version": "1.0.0", "bin": {"ward-npm-probe": "cli.js"}}\n' >"$T_TMP/npm-probe/package.json"
+	printf '#!/usr/bin/env node\nconsole.log("npm-probe-ok")\n' >"$T_TMP/npm-probe/cli.js"
+	(cd "$T_TMP/npm-probe" && npm pack --silent >/dev/null 2>&1 && mv ward-npm-probe-1.0.0.tgz "$WS/")
+	like "$("$WARD" box exec "$B" -- 'npm i -g --offline --no-audit --no-fund ./ward-npm-probe-1.0.0.tgz >/dev/null 2>&1; ward-npm-probe' 2>&1)" \
+		"npm-probe-ok" "host view: npm i -g works in the box"
+	check "and the host's global node_modules do not have it" test ! -e "$(npm root -g)/ward-npm-probe"
+else
+	skip "no npm here"
+fi
 is "$(sums)" "$BEFORE" "the host's /usr, /usr/local and dpkg database are unchanged (checksums, no new file)"
 check "and the host has neither the package nor the module" sh -c "! command -v ward-hello && ! python3 -c 'import ward_probe' 2>/dev/null"
 like "$("$WARD" box run -- 'command -v ward-hello || echo no-hello; dpkg -s ward-hello 2>&1 | head -1; cd /; python3 -c "import ward_probe" 2>&1 | tail -1' | tr '\n' ' ')" \
