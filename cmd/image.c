@@ -6,6 +6,7 @@
 #include "base/jsonprint.h"
 #include "base/parse.h"
 #include "image/image.h"
+#include "image/ref.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -128,6 +129,11 @@ static int sub_pull(int argc, char **argv)
 	}
 	char digest[IMAGE_DIGEST_MAX];
 	struct err e = { 0 };
+	struct image_ref ref;
+	if (image_ref_parse(argv[optind], &ref, &e) < 0) {
+		cmd_error("image pull: %s", e.msg);
+		return EXIT_USAGE;
+	}
 	int r = image_pull(argv[optind], &o, json ? NULL : &say_stderr, digest, &e);
 	if (r < 0) {
 		cmd_error("cannot pull %s: %s", argv[optind], e.msg);
@@ -182,6 +188,11 @@ static int sub_import(int argc, char **argv)
 	}
 	char digest[IMAGE_DIGEST_MAX];
 	struct err e = { 0 };
+	struct image_ref ref;
+	if (name && image_ref_parse(name, &ref, &e) < 0) {
+		cmd_error("image import: --name: %s", e.msg);
+		return EXIT_USAGE;
+	}
 	int r = image_import(argv[optind], name, &lim, json ? NULL : &say_stderr, digest, &e);
 	if (r < 0) {
 		cmd_error("cannot import %s: %s", argv[optind], e.msg);

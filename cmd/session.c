@@ -121,6 +121,11 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");
 		f->rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
+		/* A new box for it (its own is gone) has the root the session
+		 * began with, unless --image gives another. */
+		const char *img = json_str(st.header, "image");
+		if (img && !f->image && (f->image = strdup(img)))
+			f->image_untrusted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "image_untrusted"));
 		journal_state_free(&st);
 		if (journal_open(&s->j, f->resume, &e) < 0) {
 			cJSON_Delete(cut);
@@ -156,6 +161,10 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 			cJSON_AddItemToObject(h, "box_labels", labels);
 		if (f->rw)
 			cJSON_AddBoolToObject(h, "rw", 1);
+		if (f->image)
+			cJSON_AddStringToObject(h, "image", f->image);
+		if (f->image && f->image_untrusted)
+			cJSON_AddBoolToObject(h, "image_untrusted", 1);
 		int r = journal_create(&s->j, h, &e);
 		cJSON_Delete(h);
 		if (r < 0) {

@@ -396,6 +396,31 @@ int image_prune(cJSON **ret, uint64_t *ret_bytes, struct err *e)
 		closedir(d);
 	else if (fd >= 0)
 		close(fd);
+	/* Locks nothing needs: a pull's that no pull holds, a digest's whose
+	 * image is gone (taken exclusively first: image_store_lock sees a lock
+	 * removed under it and takes the new one). */
+	fd = openat(s.fd, "locks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	while (d && (de = readdir(d))) {
+		const char *l = de->d_name;
+		bool ref = !strncmp(l, "ref-", 4), digest = strlen(l) == 64 && !image_store_has(&s, l);
+		char p[128];
+		snprintf(p, sizeof(p), "trees/%s", l);
+		struct stat st;
+		if (digest && fstatat(s.fd, p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			digest = false;	/* an unpack's part, or a tree being removed */
+		if (!ref && !digest)
+			continue;
+		int lfd = image_store_lock(&s, l, LOCK_EX | LOCK_NB, NULL);
+		if (lfd >= 0) {
+			image_store_lock_drop(&s, l);
+			close(lfd);
+		}
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
 	/* Downloads and removals a ward left behind when it died. */
 	fd = openat(s.fd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = fd >= 0 ? fdopendir(fd) : NULL;

@@ -65,9 +65,13 @@ static void last_words(char *buf, size_t len, char *out, size_t n)
 		if (q)
 			*q = 0;
 	}
+	/* Go's logger quotes within msg="...": \" and \\. */
 	size_t o = 0;
-	for (const char *s = line; *s && o + 1 < n; s++)
+	for (const char *s = line; *s && o + 1 < n; s++) {
+		if (m && s[0] == '\\' && (s[1] == '"' || s[1] == '\\'))
+			s++;
 		out[o++] = (unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f ? *s : '?';
+	}
 	out[o] = 0;
 }
 

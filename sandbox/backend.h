@@ -91,7 +91,7 @@ void box_cold_drop(const char *hibdir);
  * create may have taken it a moment ago). */
 int box_destroy_if_pooled(const char *name);
 /* pool.c: the kind of box o asks for, what a pool box must match: its
- * backend, limits, workspace, network and guest, hashed, in hex. */
+ * backend, limits, workspace, network, guest and image, hashed, in hex. */
 void box_pool_key(const struct box_opts *o, char *out, size_t n);
 /* pool.c: a box of o's kind from a pool, into ret_name: 0, or -ENOENT
  * when no pool holds one. */

@@ -43,6 +43,18 @@ LSJ=$("$WARD" image ls --json)
 is "$(printf '%s' "$LSJ" | python3 -c 'import json,sys; i=json.load(sys.stdin)[0]; print(i["names"], i["size"] > 1000000, i["files"] > 200, i["used"], i["in_use"])')" \
 	"['docker.io/ward-test/busybox:latest'] True True None False" "ward image ls --json: names, size, files, last use, in use"
 
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir -p "$T_TMP/other/ward/images"
+	chown 65534:65534 "$T_TMP/other/ward/images"
+	XDG_DATA_HOME=$T_TMP/other "$WARD" image ls >/dev/null 2>"$T_TMP/err"; RC=$?
+	is "$RC" 1 "a store another user owns: refused"
+	like "$(cat "$T_TMP/err")" "the image store .* is not yours; remove it or set XDG_DATA_HOME" "with one line saying what to do"
+else
+	skip "a store another user owns is made only as root"
+fi
+"$WARD" image import "$FIX/busybox.oci.tar" --name 'Not A Name' >/dev/null 2>"$T_TMP/err"; RC=$?
+is "$RC" 64 "import --name that is no reference: exit 64"
+
 # ---- the same again: found, not unpacked twice
 imp "$FIX/busybox.oci.tar"
 is "$OUT" "$BB" "imported again: the same digest"
@@ -99,11 +111,11 @@ is "$("$WARD" box info "$B2" | json image)" "$BB" "and so is the second"
 DU1=$(du -sk "$IMG" | cut -f1)
 lt $((DU1 - DU0)) 64 "two boxes of the image cost the store nothing more (du: $DU0 KiB, then $DU1 KiB)"
 is "$(ntrees)" "$NT0" "no tree more for them"
-if grep -q image_root "$ROOT/sandbox/ns.c"; then
+if grep -qs image_root "$ROOT"/sandbox/ns*.c; then
 	OS=$("$WARD" box exec "$B1" -- cat /etc/os-release 2>&1)
 	like "$OS" "^PRETTY_NAME=\"ward busybox\"" "a box of the image sees the image's /etc/os-release"
 else
-	skip "a box's root is the image only once the ns backend mounts it (issue 24's ns part: sandbox/ns.c names no image_root yet)"
+	skip "a box's root is the image only once the ns backend mounts it (issue 24's ns part: no sandbox/ns*.c names image_root yet)"
 fi
 like "$("$WARD" image ls)" "busybox:latest .*\\(in use\\)" "ward image ls says the image is in use"
 "$WARD" image rm ward-test/busybox 2>"$T_TMP/err"
@@ -283,6 +295,9 @@ is "$RC" 4 "a task line naming an image a loopback registry would have to send: 
 like "$ERR" "--image $R/busybox:fleet: $R/busybox:fleet is not here, and a pull is refused: the registry 127.0.0.1:$PORT is a loopback address" \
 	"one line: the registry is not public, and a task line's pull reaches only public ones"
 unlike "$ERR" "pulling" "and nothing was pulled"
+SJ=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null | head -1)
+is "$(head -1 "$SJ" | json image) $(head -1 "$SJ" | json image_untrusted)" "$R/busybox:fleet true" \
+	"the session's journal keeps the image a line named, and that a line named it (a resume's new box has the same root)"
 rm -rf "$TR/out/far"
 task 1 --trust-task-file
 is "$RC" 0 "the twin: with --trust-task-file the line is the user's, and the image is pulled"
@@ -294,6 +309,7 @@ like "$ERR" "tasks.jsonl:3: \"image\": --image: " "naming the line and the field
 # ---- a fleet: four tasks over two images, run at once, each image pulled and unpacked once
 images_clear
 is "$(ntrees)" 0 "(the store is empty again)"
+is "$(ls "$IMG/locks" | tr '\n' ' ')" "names " "and a prune leaves no lock that nothing needs (pulls' and removed images')"
 cat >"$TR/fleet.jsonl" <<EOF
 $(tline a1 "$R/abs:fleet")
 $(tline b1 "$R/busybox:fleet")
@@ -313,7 +329,7 @@ is "$(printf '%s\n' "$ALL" | grep -c "pulling $R/abs:fleet") $(printf '%s\n' "$A
 is "$(nunpacked "$ALL")" 2 "and unpacked once"
 DONE=$(for id in a1 b1 a2 b2; do python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stop"])' "$TR/fout/$id/result.json"; done | tr '\n' ' ')
 is "$DONE" "done done done done " "every task's result says done"
-if grep -q image_root "$ROOT/sandbox/ns.c"; then
+if grep -qs image_root "$ROOT"/sandbox/ns*.c; then
 	grep -q 'WARD_IMAGE=busybox' "$TR/fout/b1/events.jsonl"; is $? 0 "a task's commands run in its image, with its Env"
 else
 	skip "a task's commands run in its image once the ns backend mounts it (issue 24's ns part)"
