@@ -6,6 +6,7 @@
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
 #include "base/parse.h"
+#include "image/ref.h"
 #include "sandbox/box.h"
 #include "turn/compact.h"
 #include "turn/window.h"
@@ -131,6 +132,15 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 	case 'b':
 		f->box_name = arg;
 		return 1;
+	case 'i': {
+		struct image_ref r;
+		if (!image_ref_is_digest(arg) && image_ref_parse(arg, &r, &e) < 0) {
+			cmd_error("--image: %s", e.msg);
+			return -1;
+		}
+		f->image = arg;
+		return 1;
+	}
 	case 'w':
 		f->workspace = arg;
 		return 1;
@@ -251,6 +261,11 @@ int run_flags_finish(struct run_flags *f)
 	box_opts_default(&probe);
 	if (netflag_finish(&f->net, &probe) < 0)
 		return EXIT_USAGE;
+	if (f->box_name && f->image) {
+		cmd_error("--image is for the box a run makes; box %s has its own root (see ward box info %s)", f->box_name,
+			  f->box_name);
+		return EXIT_USAGE;
+	}
 	if (f->box_name && netflag_given(&f->net)) {
 		cmd_error("--net and --allow-host are for the box a run makes; box %s has its own network (see ward "
 			  "box info %s)", f->box_name, f->box_name);

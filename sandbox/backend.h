@@ -22,10 +22,17 @@ struct box_inst {
 	bool restored;		/* from a snapshot */
 	bool pooled;		/* waiting for START (a pool box): the backend's go starts it */
 };
+struct image_info;
 struct box_spec {
 	const struct box_opts *opts;
 	const char *root_dir, *upper_dir, *work_dir;
 	const struct cgroup_set *cg;
+	/* The image's unpacked tree (read-only, shared by every box of it),
+	 * or NULL: the host's view. image: the rest of what image_find found
+	 * (its digest, and the OCI config's Env, WorkingDir and User), held
+	 * by the keeper for the box's life. */
+	const char *image_root;
+	const struct image_info *image;
 };
 struct box_backend {
 	const char *name;
@@ -69,7 +76,7 @@ void box_cold_drop(const char *hibdir);
  * create may have taken it a moment ago). */
 int box_destroy_if_pooled(const char *name);
 /* pool.c: the kind of box o asks for, what a pool box must match: its
- * backend, limits, workspace, network and guest, hashed, in hex. */
+ * backend, limits, workspace, network, guest and image, hashed, in hex. */
 void box_pool_key(const struct box_opts *o, char *out, size_t n);
 /* pool.c: a box of o's kind from a pool, into ret_name: 0, or -ENOENT
  * when no pool holds one. */

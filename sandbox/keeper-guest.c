@@ -227,7 +227,8 @@ int keeper_guest_attach(struct err *e)
 
 int keeper_guest_up(struct err *e)
 {
-	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
+	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg,
+				 .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL };
 	int r = K.be->start(&spec, &K.inst, e);
 	if (r < 0)
 		return r;

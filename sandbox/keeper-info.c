@@ -102,6 +102,8 @@ void keeper_info(struct kclient *c, uint32_t id)
 		cJSON_AddNumberToObject(eg, "max_bytes",
 					(double)(K.o->net_max_bytes ? K.o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
 	}
+	if (K.o->image)
+		cJSON_AddStringToObject(j, "image", K.o->image);
 	if (K.o->workspace) {
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
 		cJSON_AddStringToObject(j, "workspace_mode", K.o->rw ? "read-write" : "copy-on-write");
@@ -150,6 +152,8 @@ void keeper_write_files(void)
 	cJSON_AddBoolToObject(j, "keep_layers", K.o->keep_layers);
 	if (K.o->workspace)
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
+	if (K.o->image)
+		cJSON_AddStringToObject(j, "image", K.o->image);
 	cJSON_AddStringToObject(j, "layers", K.upper[0] ? K.upper : "");
 	cJSON_AddStringToObject(j, "cgroup_v2", K.cg.v2);
 	cJSON_AddStringToObject(j, "cgroup_memory", K.cg.mem1);

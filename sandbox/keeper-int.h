@@ -15,6 +15,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/egress.h"
 #include "sandbox/layers.h"
+#include "image/image.h"
 
 /* Refusals of the egress proxy a call's result reports, at most. */
 #define KCALL_NET_MAX 8
@@ -60,6 +61,9 @@ struct keeper {
 	const char *name, *boxdir;
 	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
 	struct layers layers;	/* held for the box's life (its image stays mounted) */
+	/* The box's root image (o->image), held for the box's life: a
+	 * hibernated box wakes over the same tree, and no prune removes it. */
+	struct image_info img;
 	const struct box_backend *be;
 	struct cgroup_set cg;
 	char cgname[96];

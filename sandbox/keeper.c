@@ -528,6 +528,11 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
 	K.layers.lock_fd = -1;
+	K.img.hold_fd = -1;
+	/* The image, found and held: unpacked already (ward resolved and
+	 * pulled it before the create), here only taken. */
+	if (o->image && image_find(o->image, &K.img, &e) < 0)
+		goto fail;
 	if (o->workspace && !o->rw) {
 		if (layers_open(name, o->lim.disk, &K.layers, &e) < 0)
 			goto fail;

@@ -152,6 +152,15 @@ ok $((! $?)) "ward run does not accept --max-cos (a prefix of a flag is not the 
 like "$(ward_flags "$EX/gitlab-ci.yml")" "^run --task-index$" "a flag after \$((...)) on a GitLab line is still read"
 unlike "$(ward_flags "$EX/parallel.sh")" "^run --joblog$" "parallel's own flags, before ward run, are not ward's"
 
+# --- images.jsonl: every line's image is a reference ward reads ---
+BADIMG=""
+for img in $(python3 -c 'import json,sys; [print(json.loads(l)["image"]) for l in open(sys.argv[1]) if l.strip()]' "$EX/images.jsonl"); do
+	"$WARD" config --image "$img" >/dev/null 2>&1 || BADIMG="$BADIMG $img"
+done
+is "$BADIMG" "" "every image images.jsonl names is a reference ward reads"
+"$WARD" config --image "Not/An:image:" >/dev/null 2>&1
+is $? 64 "the twin: one that is not is refused (exit 64)"
+
 # --- Slurm: a real slurmctld reads slurm.sbatch's #SBATCH lines ---
 # (the command line's --cpus-per-task and --mem override the script's, so a
 # small machine can place the job too).

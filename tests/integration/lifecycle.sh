@@ -179,13 +179,15 @@ like "$out" 'timeout.*must be an integer' "mistyped field: says which and why"
 # Every command's --help is help (exit 0, nothing done); an unknown flag is
 # one line that points to --help (exit 64), never the whole usage.
 for c in "run" "chat" "sessions" "diff" "apply" "box" "box create" "box run" "box exec" "box ls" "box info" \
-	"box tool" "box destroy" "box reap" "image" "doctor" "version"; do
+	"box tool" "box destroy" "box reap" "image" "image pull" "image import" "image ls" "image rm" "image prune" \
+	"vm-image" "doctor" "version"; do
 	out=$("$WARD" $c --help 2>&1); rc=$?
 	[ "$rc" -eq 0 ] && printf '%s' "$out" | grep -qi "usage\|flags"
 	ok $? "ward $c --help: help, exit 0"
 done
 unlike "$("$WARD" box reap --help)" "reaped" "box reap --help reaps nothing"
-for c in "run" "sessions" "diff" "box create" "box ls" "box info" "box reap" "doctor" "version"; do
+for c in "run" "sessions" "diff" "box create" "box ls" "box info" "box reap" "image pull" "image import" "image ls" \
+	"image prune" "doctor" "version"; do
 	out=$("$WARD" $c --bogus x 2>&1); rc=$?
 	[ "$rc" -eq 64 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q -- "--bogus"
 	ok $? "ward $c --bogus: one line naming the flag, exit 64 ($rc)"

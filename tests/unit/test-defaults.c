@@ -1,8 +1,13 @@
 /* Defaults are pinned here: changing one is a decision, and this test is
  * where it is made. */
 #include <stdbool.h>
+#include <string.h>
 
 #include "guest/guest.h"
+#include "image/image.h"
+#include "image/layout.h"
+#include "image/skopeo.h"
+#include "image/unpack.h"
 #include "sandbox/box.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -37,5 +42,30 @@ int main(void)
 	box_opts_default(&o);
 	ok(!o.net && !o.rw && !o.persistent, "no network, copy-on-write, dies with its owner by default");
 	is_int(o.grace_ms, 2000, "box grace 2 s");
+	ok(!o.image, "a box's root is the host's view unless an image is given");
+
+	/* What an image may hold. */
+	is_int(IMAGE_MAX_FILES, 1000000, "an image: at most 1,000,000 entries");
+	is_int(IMAGE_MAX_BYTES, 64ULL << 30, "an image: files of at most 64 GiB together");
+	is_int(IMAGE_MAX_LAYERS, 128, "an image: at most 128 layers");
+	is_int(IMAGE_MAX_RATIO, 1000, "a layer expands at most 1000 times its compressed size");
+	is_int(IMAGE_RATIO_FREE, 64ULL << 20, "past its first 64 MiB");
+	is_int(IMAGE_JSON_MAX, 4u << 20, "an index, manifest or config: at most 4 MiB");
+	is_int(IMAGE_UNPACK_RESERVE, 256ULL << 20, "an unpack leaves 256 MiB of the disk free");
+	struct image_limits il;
+	image_limits_default(&il);
+	ok(il.max_files == IMAGE_MAX_FILES && il.max_bytes == IMAGE_MAX_BYTES, "the limits' defaults are those");
+	/* What skopeo gets of ward's environment: these, and nothing else
+	 * (no API key reaches a registry's tool). */
+	static const char *const skopeo_env[] = { "PATH", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "REGISTRY_AUTH_FILE",
+						  "DOCKER_CONFIG", "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_CONF", "HTTPS_PROXY",
+						  "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+						  "SSL_CERT_FILE", "SSL_CERT_DIR", NULL };
+	bool same = true;
+	size_t k = 0;
+	for (; skopeo_env[k] || image_skopeo_env[k]; k++)
+		if (!skopeo_env[k] || !image_skopeo_env[k] || strcmp(skopeo_env[k], image_skopeo_env[k]))
+			same = false;
+	ok(same, "skopeo is given the auth file's, the proxies', the CAs' and registries.conf's variables, and nothing else");
 	return tap_done();
 }
