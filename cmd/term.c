@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wchar.h>
 
 bool term_is(FILE *f)
 {
@@ -119,4 +120,68 @@ FILE *term_stream(FILE *f)
 	if (!s)
 		free(k);
 	return s;
+}
+
+/* An escape sequence at s: its length (ESC [ params final), or 0. */
+static size_t esc_len(const char *s, size_t n)
+{
+	if (n < 2 || s[0] != 033 || s[1] != '[')
+		return 0;
+	for (size_t i = 2; i < n && i < 64; i++)
+		if ((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e)
+			return i + 1;
+	return 0;
+}
+
+int term_char_cols(const char *s, size_t avail, size_t *len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t k = utf8_seq_len(p, avail);
+	if (!k) {
+		*len = 1;
+		return 1;
+	}
+	*len = k;
+	if (k == 1)
+		return p[0] >= 0x20 && p[0] != 0x7f ? 1 : 0;
+	unsigned cp = p[0] & (0xff >> (k + 1));
+	for (size_t i = 1; i < k; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	int w = wcwidth((wchar_t)cp);
+	return w < 0 ? 1 : w;
+}
+
+size_t term_cols(const char *s, size_t n)
+{
+	size_t cols = 0;
+	for (size_t i = 0; i < n;) {
+		size_t e = esc_len(s + i, n - i);
+		if (e) {
+			i += e;
+			continue;
+		}
+		size_t k;
+		cols += (size_t)term_char_cols(s + i, n - i, &k);
+		i += k;
+	}
+	return cols;
+}
+
+size_t term_fit_bytes(const char *s, size_t n, size_t cols)
+{
+	size_t used = 0, i = 0;
+	while (i < n) {
+		size_t e = esc_len(s + i, n - i);
+		if (e) {
+			i += e;
+			continue;
+		}
+		size_t k;
+		int w = term_char_cols(s + i, n - i, &k);
+		if (used + (size_t)w > cols)
+			break;
+		used += (size_t)w;
+		i += k;
+	}
+	return i;
 }

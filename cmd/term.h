@@ -25,3 +25,13 @@ char *term_line(const char *s, size_t n, size_t max);
  * split between two writes included; fclose it (f stays open). NULL when
  * out of memory. */
 FILE *term_stream(FILE *f);
+/* The columns n bytes of s take on a terminal: a character's width by
+ * wcwidth(3) in the locale (1 where it does not know), an escape sequence
+ * (ward's own colours: ESC [ ... m) none. */
+size_t term_cols(const char *s, size_t n);
+/* How many bytes of s (n of them) fit in cols columns: a character and an
+ * escape sequence are never cut. */
+size_t term_fit_bytes(const char *s, size_t n, size_t cols);
+/* The columns of the one code point at s (avail bytes; its length in
+ * *len), 0..2. */
+int term_char_cols(const char *s, size_t avail, size_t *len);
