@@ -596,7 +596,7 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *p, MD_SIZE n, void *ud)
 		atom_add(m, A_BREAK, "", 0, m->style);
 		break;
 	case MD_TEXT_NULLCHAR:
-		atom_add(m, A_WORD, "\xef\xbf\xbd", 3, m->style);
+		atom_add(m, A_WORD, "^@", 2, m->style);	/* as the rule shows NUL */
 		break;
 	case MD_TEXT_ENTITY:
 		entity(m, p, n);
@@ -891,8 +891,22 @@ void mdterm_render(const char *src, size_t n, int width, unsigned base, struct b
 		.leave_span = on_leave_span,
 		.text = on_text,
 	};
-	if (md_parse(src, (MD_SIZE)MIN(n, (size_t)UINT32_MAX), &p, &m) != 0)
+	/* CR is a line end to markdown, and a control to the terminal rule:
+	 * one of CR LF is the line end, a lone one is shown as the rule shows
+	 * it (^M), so it can start no line that looks like ward's. */
+	struct buf in;
+	buf_init(&in, n * 2 + 1);
+	for (size_t i = 0, from = 0; i <= n; i++) {
+		if (i < n && src[i] != '\r')
+			continue;
+		buf_append(&in, src + from, i - from);
+		if (i < n && !(i + 1 < n && src[i + 1] == '\n'))
+			buf_append(&in, "^M", 2);
+		from = i + 1;
+	}
+	if (md_parse(in.data ? in.data : "", (MD_SIZE)MIN(in.len, (size_t)UINT32_MAX), &p, &m) != 0)
 		flush(&m);
+	buf_free(&in);
 	free(m.a);
 	free(m.cells);
 	buf_free(&m.text);

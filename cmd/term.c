@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <wchar.h>
 
@@ -55,6 +56,60 @@ void term_printf(FILE *f, const char *fmt, ...)
 	if (n >= 0)
 		term_write(f, s, (size_t)n);
 	free(s);
+}
+
+void term_sayf(FILE *f, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	struct winsize w;
+	char *safe = term_is(f) && ioctl(fileno(f), TIOCGWINSZ, &w) == 0 && w.ws_col >= 20 ? utf8_term_safe(s, (size_t)n) : NULL;
+	if (!safe) {
+		term_write(f, s, (size_t)n);
+		free(s);
+		return;
+	}
+	free(s);
+	/* Rows of at most cols - 1 columns, broken between words. */
+	size_t cols = (size_t)w.ws_col - 1, used = 0;
+	for (char *p = safe; *p;) {
+		if (*p == '\n') {
+			fputc('\n', f);
+			used = 0;
+			p++;
+			continue;
+		}
+		size_t k = strcspn(p, " \n");
+		size_t wc = term_cols(p, k);
+		if (used && used + 1 + wc > cols) {
+			fputs("\n  ", f);
+			used = 2;
+		} else if (used) {
+			fputc(' ', f);
+			used++;
+		}
+		while (k && used + term_cols(p, k) > cols) {
+			size_t fit = term_fit_bytes(p, k, cols > used ? cols - used : 1);
+			if (!fit)
+				fit = 1;
+			fwrite(p, 1, fit, f);
+			fputs("\n  ", f);
+			used = 2;
+			p += fit;
+			k -= fit;
+		}
+		fwrite(p, 1, k, f);
+		used += term_cols(p, k);
+		p += k;
+		while (*p == ' ')
+			p++;
+	}
+	free(safe);
 }
 
 char *term_line(const char *s, size_t n, size_t max)

@@ -16,6 +16,10 @@ void term_write(FILE *f, const char *s, size_t n);
  * formatted, then all of it shown by the rule (ward's own text passes
  * unchanged). */
 void term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* term_printf for a message of ward's (an error, a warning): at a
+ * terminal it wraps at words to the terminal's width, the rows after the
+ * first indented two columns; elsewhere it is term_printf. */
+void term_sayf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A malloc'd one-line form of n bytes of s: at most max of them, cut at a
  * character's start and "…" where cut, each newline shown as "⏎", then
  * the rule. For a name or an argument in a line of ward's own, where a
