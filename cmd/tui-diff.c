@@ -225,11 +225,9 @@ static int diff_rows(const char *a, size_t al, const char *b, size_t bl, bool nu
 {
 	struct lines A = { 0 }, B = { 0 };
 	int rows = 0, add = 0, del = 0;
-	if (lines_split(a, al, &A) < 0 || lines_split(b, bl, &B) < 0)
-		goto out;
-	size_t n;
-	_cleanup_free_ char *s = script(&A, &B, &n);
-	if (!s)
+	size_t n = 0;
+	char *s = NULL;
+	if (lines_split(a, al, &A) < 0 || lines_split(b, bl, &B) < 0 || !(s = script(&A, &B, &n)))
 		goto out;
 	for (size_t k = 0; k < n; k++) {
 		add += s[k] == '+';
@@ -271,6 +269,7 @@ static int diff_rows(const char *a, size_t al, const char *b, size_t bl, bool nu
 		rows++;
 	}
 out:
+	free(s);
 	lines_free(&A);
 	lines_free(&B);
 	*ret_add = add;

@@ -879,6 +879,48 @@ wait_for mcp3 'No MCP servers' 5000; ok $? "and no server was started"
 say mcp3 /quit
 wait_for mcp3 'EXIT=' 10000
 
+# Screenshots of a session, as a test's artifacts (PNG, drawn from what
+# tmux captured with its colours): a markdown answer; an edit's diff and a
+# long output cut at its head and tail; an approval with its diff.
+ART=${WARD_ARTIFACTS:-$T_TMP/artifacts}
+mkdir -p "$ART"
+# Debian's python3 has python3-pil; another python3 on the PATH may not.
+PIL_PY=$(for p in python3 /usr/bin/python3; do $p -c 'import PIL' 2>/dev/null && { echo "$p"; break; }; done)
+if [ -n "$PIL_PY" ]; then
+	shot() { # shot NAME FILE: the pane as it is now, to ART/FILE.png
+		$TM capture-pane -e -p -t "$1" >"$T_TMP/$2.ansi"
+		"$PIL_PY" "$(dirname "$0")/../screenshot.py" "$T_TMP/$2.ansi" "$ART/$2.png" 100
+	}
+	COLS=100 start shots --approve auto
+	$TM resize-window -t shots -x 100 -y 38 2>/dev/null
+	key shots C-l
+	say shots "markdown"
+	wait_for shots 'All tests pass now' 10000
+	shot shots tui-markdown
+	$TM clear-history -t shots
+	key shots C-l
+	say shots "editcalc"
+	wait_for shots 'Tool said: edited' 10000
+	say shots "longout"
+	wait_for shots 'Tool said: 1 2 3' 10000
+	shot shots tui-edit-long
+	$TM kill-session -t shots
+	COLS=100 start shotask --approve ask
+	$TM resize-window -t shotask -x 100 -y 24 2>/dev/null
+	key shotask C-l
+	say shotask "editcalc"
+	wait_for shotask 'esc stops the turn' 10000
+	shot shotask tui-approval
+	key shotask Escape
+	$TM kill-session -t shotask
+	for f in tui-markdown tui-edit-long tui-approval; do
+		[ "$(head -c 8 "$ART/$f.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+		ok $? "screenshot $f.png is made (in $ART)"
+	done
+else
+	echo "# skip: python3-pil is not installed; no screenshots"
+fi
+
 $TM kill-server 2>/dev/null
 kill "$SRV" 2>/dev/null
 done_testing
