@@ -14,6 +14,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,11 +188,20 @@ static int cand_cmp(const void *a, const void *b)
 static void list_into(const char *root, const char *dir, const char *pre, const char *lead, char ***v, size_t *n,
 		      size_t *cap)
 {
-	char path[PATH_MAX * 2];
-	snprintf(path, sizeof(path), "%s/%s", root, dir);
-	DIR *d = opendir(path);
-	if (!d)
+	/* Beneath root, no symlink followed (as @path reads the file). */
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
 		return;
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int dfd = (int)syscall(SYS_openat2, rfd, *dir ? dir : ".", &how, sizeof(how));
+	close(rfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
 	struct dirent *de;
 	size_t pl = strlen(pre);
 	while ((de = readdir(d)) && *n < 500) {
@@ -197,9 +210,7 @@ static void list_into(const char *root, const char *dir, const char *pre, const 
 		if (de->d_name[0] == '.' && pre[0] != '.')
 			continue;
 		struct stat st;
-		char full[PATH_MAX * 3];
-		snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
-		if (lstat(full, &st) < 0 || (S_ISCHR(st.st_mode) && st.st_rdev == 0))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (S_ISCHR(st.st_mode) && st.st_rdev == 0))
 			continue;	/* a whiteout: deleted in the box */
 		char c[PATH_MAX * 2];
 		snprintf(c, sizeof(c), "%s%s%s%s", lead, dir, de->d_name, S_ISDIR(st.st_mode) ? "/" : "");

@@ -52,6 +52,13 @@ void tui_tty_turn(struct tui *u)
 	tcsetattr(u->in, TCSANOW, &t);
 }
 
+void tui_tty_quiet(struct tui *u)
+{
+	struct termios t = u->saved;
+	t.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+	tcsetattr(u->in, TCSANOW, &t);
+}
+
 void tui_tty_save(struct tui *u)
 {
 	if (tcgetattr(u->in, &u->saved) < 0)
@@ -378,7 +385,9 @@ void tui_on_keys(void *ud, struct turn *t)
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		bool lone_esc = buf[i] == 033 && i == n - 1;
+		/* Esc, unless it starts a key's sequence (an arrow): a key typed
+		 * right after it is typeahead, never Meta with the Esc. */
+		bool lone_esc = buf[i] == 033 && (i == n - 1 || (buf[i + 1] != '[' && buf[i + 1] != 'O'));
 		if (buf[i] == 3 || lone_esc) {
 			bool now = u->interrupts++ > 0 && turn_stopping(t);
 			tui_live_clear(u);

@@ -110,7 +110,10 @@ static const char tui_commands[] =
 /* The MCP servers, in the box just made or connected. */
 static int mcp_up(struct tui *u)
 {
-	tui_tty_restore();
+	if (!u->mc.cfg.n)
+		return 0;
+	/* Keys typed meanwhile wait for the prompt, unechoed. */
+	tui_tty_quiet(u);
 	int r = mcpconf_start(&u->mc, u->s.box, &u->s.j, &u->mcp);
 	tui_tty_turn(u);
 	return r ? -1 : 0;

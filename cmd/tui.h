@@ -134,6 +134,7 @@ struct tui {
 void tui_tty_save(struct tui *u);	/* remember its mode; restore it on every way out */
 void tui_tty_restore(void);
 void tui_tty_turn(struct tui *u);	/* no echo, no line discipline, keys as bytes */
+void tui_tty_quiet(struct tui *u);	/* no echo, but Ctrl-C is SIGINT (while MCP servers start) */
 void tui_feed(struct tui *u, const char *p, size_t n);
 int tui_byte(void *ud, unsigned char *c);	/* the prompt's byte source (edit_byte_fn) */
 void tui_on_keys(void *ud, struct turn *t);	/* keys while a turn runs */

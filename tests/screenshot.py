@@ -22,6 +22,9 @@ BRIGHT = [(120, 120, 120), (255, 130, 140), (180, 225, 150), (250, 215, 150), (1
           (120, 210, 220), (255, 255, 255)]
 
 
+SUBST = {"⎿": "└", "⎘": "+", "⏎": "↵", "⏻": "o"}
+
+
 def xterm256(n):
     if n < 8:
         return PALETTE[n]
@@ -128,6 +131,8 @@ def main():
         fallback = ImageFont.truetype(FONT_DIR + "DejaVuSans.ttf", size)
     except OSError:
         fallback = fonts["r"]
+    notdef = bytes(fonts["r"].getmask("\uffff"))
+    notdef_fb = bytes(fallback.getmask("\uffff"))
     cw = int(fonts["r"].getlength("M") + 0.5)
     ch = size + 5
     pad = 14
@@ -145,9 +150,11 @@ def main():
             if dim:
                 fg = tuple(int(v * 0.6 + b * 0.4) for v, b in zip(fg, BG))
             font = fonts["b"] if bold else fonts["i"] if ital else fonts["r"]
-            # Box drawing and the session's marks that the monospace face lacks.
-            if not font.getmask(c).getbbox() and c.strip():
-                font = fallback
+            # The session's marks that the monospace face lacks: another
+            # face's, or the nearest of its own.
+            if c.strip() and bytes(font.getmask(c)) == notdef:
+                font = fallback if bytes(fallback.getmask(c)) != notdef_fb else font
+                c = SUBST.get(c, c) if font is not fallback else c
             d.text((px, py + 2), c, font=font, fill=fg)
             if under:
                 d.line([px, py + ch - 3, px + cw * w - 1, py + ch - 3], fill=fg)
