@@ -825,6 +825,12 @@ static void stop_hints(struct tui *u, const struct turn_stop *st)
 	}
 	if (u->retries)
 		tui_putf(u, DIM "  (after %d retr%s)" UNDIM "\n", u->retries, u->retries == 1 ? "y" : "ies");
+	/* A stream cut by the error: whether what it showed is in the
+	 * conversation, as the journal has it. */
+	const cJSON *last = cJSON_GetArrayItem(u->s.messages, cJSON_GetArraySize(u->s.messages) - 1);
+	const char *role = json_str(last, "role");
+	if (u->streamed && !(role && !strcmp(role, "assistant")))
+		tui_put(u, DIM "  The partial answer above is not in the conversation." UNDIM "\n");
 	tui_put(u, DIM "  /retry sends your message again." UNDIM "\n");
 }
 

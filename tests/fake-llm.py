@@ -418,6 +418,10 @@ def sc_chat(n, msgs):
             return Turn([], status=529, error_body={"type": "error", "error": {"type": "overloaded_error",
                                                                              "message": "Overloaded"}})
         return text("Answered after the overload.")
+    if said.startswith("longcmd"):
+        return tool("bash", {"command": "echo " + "x" * 3000})
+    if said.startswith("cutmid"):
+        return Turn([("text", "The beginning of an answer that the server cuts")], cut_after=5)
     if said.startswith("autherr"):
         return Turn([], status=401, error_body={"type": "error", "error": {"type": "authentication_error",
                                                                          "message": "invalid x-api-key"}})

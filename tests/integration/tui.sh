@@ -242,10 +242,17 @@ like "$(screen gate)" "\+400 −0" "the question shows the write as a diff: +400
 like "$(screen gate)" "     1 \+ row 0000 of a long file" "with line numbers"
 like "$(screen gate)" "… [0-9]+ more changed lines" "cut, with a count, so the question stays on the screen"
 unlike "$(screen gate)" "  content:" "not the raw content field"
+key gate 3
+wait_count gate 'why \(Enter to skip\)' 3 5000
+key gate Enter
+wait_count gate 'Tool said: refused by the user' 3 10000
+say gate "longcmd"
+wait_count gate 'needs your approval' 7 10000
+like "$(screen gate)" "… cut here: [0-9]+ more bytes not shown" "a long command is cut in the question, and the cut marked"
 key gate Escape
 wait_for gate '■ refused: the user stopped the turn' 5000
 ok $? "esc at a question stops the turn"
-like "$(journal gate)" '"tool":"write","decision":"abort"' "journal: the abort"
+like "$(journal gate)" '"tool":"bash","decision":"abort"' "journal: the abort"
 say gate "/approve auto"
 wait_for gate 'Approvals: auto' 5000
 ok $? "/approve changes the mode"
@@ -660,6 +667,16 @@ is "$(tail -1 "$LOG" | python3 -c 'import json,sys; m=json.load(sys.stdin)["body
 say esc2 "overload"
 wait_for esc2 'Answered after the overload' 15000
 like "$(screen esc2)" "↻ .*retry 1 in" "a retry says which it is"
+say esc2 "cutmid"
+wait_for esc2 'The beginning of an answer' 15000
+wait_for esc2 '/retry sends your message again' 15000
+ok $? "a stream cut mid-answer stops the turn, and says /retry"
+# Whether what it showed is in the conversation is said as the journal has it.
+if journal esc2 | tail -4 | grep -q '"text":"The beginning of an answer[^"]*"}\],"partial":true'; then
+	unlike "$(screen esc2)" 'not in the conversation' "the cut answer is kept, and nothing says otherwise"
+else
+	like "$(screen esc2)" 'The partial answer above is not in the conversation' "the cut answer is not kept, and that is said"
+fi
 key esc2 C-d
 wait_for esc2 'EXIT=0|d show the diff' 5000
 key esc2 k
