@@ -75,37 +75,59 @@ static const char tui_help[] =
 	MCPCONF_HELP
 	"Settings also come from config files and the environment: see `ward config --help`.\n";
 
-static const char tui_commands[] =
-	"  /help             this list\n"
-	"  /box              the box: state and limits; /box recreate destroys it and makes a new one\n"
-	"                    (the workspace changes are kept); /box destroy destroys it now\n"
-	"  /diff             the workspace changes so far\n"
-	"  /apply            apply them to the workspace directory (not over files changed there\n"
-	"                    since the box took its copy; /apply --force does)\n"
-	"  /cost             tokens and cost so far\n"
-	"  /status           the model, the box, the session and the project instructions loaded\n"
-	"  /config           the settings in force\n"
-	"  /model [NAME]     show the model, or switch to another (the conversation goes on)\n"
-	"  /mcp              the MCP servers: their state and tools\n"
-	"  /init             ask the model to write AGENTS.md from a look at the project\n"
-	"  /clear            start the conversation again (the box and its changes stay)\n"
-	"  /compact          replace the middle of the conversation with a summary the model\n"
-	"                    writes (the first message and the recent rounds stay)\n"
-	"  /retry            send the conversation again (after an error: the message that failed)\n"
-	"  /resume [N|ID]    list recent sessions, or continue one\n"
-	"  /rewind [N]       list your messages (numbered from 1), or go back to before message N:\n"
-	"                    the workspace changes and the conversation as they were then (the box is\n"
-	"                    made again: processes running in it are lost)\n"
-	"  /approve [MODE]   show or change the approval mode: ask, edits or auto\n"
-	"  /quit             end the session (Ctrl-D does too)\n"
-	"  !COMMAND          run a command in the box yourself (the model is told what it printed)\n"
-	"  @PATH             in a message: attach that file of the workspace (Tab completes it)\n"
-	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box); at the prompt\n"
-	"Esc twice clears the line, Ctrl-C clears it and twice on an empty line exits. Ctrl-J,\n"
-	"Shift-Enter, Alt-Enter or a line ending in \\ go on to a new line; Backspace on an empty\n"
-	"one goes back to the line before. Tab completes a command or an @path; Ctrl-T shows the last\n"
-	"call's whole output; Ctrl-R searches the history; Ctrl-Z suspends. A paste of several lines\n"
-	"is taken as one piece.\n";
+static const struct {
+	const char *cmd, *what;
+} tui_commands[] = {
+	{ "/help", "this list" },
+	{ "/box", "the box: state and limits; /box recreate destroys it and makes a new one (the workspace changes "
+		  "are kept); /box destroy destroys it now" },
+	{ "/diff", "the workspace changes so far" },
+	{ "/apply", "apply them to the workspace directory (not over files changed there since the box took its "
+		    "copy; /apply --force does)" },
+	{ "/cost", "tokens and cost so far" },
+	{ "/status", "the model, the box, the session and the project instructions loaded" },
+	{ "/config", "the settings in force" },
+	{ "/model [NAME]", "show the model, or switch to another (the conversation goes on)" },
+	{ "/mcp", "the MCP servers: their state and tools" },
+	{ "/init", "ask the model to write AGENTS.md from a look at the project" },
+	{ "/clear", "start the conversation again (the box and its changes stay)" },
+	{ "/compact", "replace the middle of the conversation with a summary the model writes (the first message "
+		      "and the recent rounds stay)" },
+	{ "/retry", "send the conversation again (after an error: the message that failed)" },
+	{ "/resume [N|ID]", "list recent sessions, or continue one" },
+	{ "/rewind [N]", "list your messages (numbered from 1), or go back to before message N: the workspace "
+			 "changes and the conversation as they were then (the box is made again: processes running "
+			 "in it are lost)" },
+	{ "/approve [MODE]", "show or change the approval mode: ask, edits or auto" },
+	{ "/quit", "end the session (Ctrl-D does too)" },
+	{ "!COMMAND", "run a command in the box yourself (the model is told what it printed)" },
+	{ "@PATH", "in a message: attach that file of the workspace (Tab completes it)" },
+};
+
+static const char tui_keys[] =
+	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box); at the prompt Esc twice "
+	"clears the line, Ctrl-C clears it and twice on an empty line exits. Ctrl-J, Shift-Enter, Alt-Enter or a "
+	"line ending in \\ go on to a new line; Backspace on an empty one goes back to the line before. Tab "
+	"completes a command or an @path; Ctrl-T shows the last call's whole output; Ctrl-R searches the history; "
+	"Ctrl-Z suspends. A paste of several lines is taken as one piece.";
+
+/* The commands as a table where the width holds one, else each name on a
+ * line of its own. */
+static void show_help(struct tui *u)
+{
+	bool table = tui_cols() >= 60;
+	for (size_t i = 0; i < ARRAY_SIZE(tui_commands); i++) {
+		char pre[40];
+		if (table) {
+			snprintf(pre, sizeof(pre), "  %-18s", tui_commands[i].cmd);
+			tui_say(u, pre, tui_commands[i].what, 20);
+		} else {
+			tui_putf(u, "  %s\n", tui_commands[i].cmd);
+			tui_say(u, "    ", tui_commands[i].what, 4);
+		}
+	}
+	tui_say(u, NULL, tui_keys, 2);
+}
 
 /* The MCP servers, in the box just made or connected. */
 static int mcp_up(struct tui *u)
@@ -383,7 +405,7 @@ static bool slash(struct tui *u, char *line)
 	arg += strspn(arg, " \t");
 	arg[strcspn(arg, " \t")] = 0;
 	if (!strcmp(line, "/help")) {
-		tui_put(u, tui_commands);
+		show_help(u);
 	} else if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) {
 		return false;
 	} else if (!strcmp(line, "/box")) {
@@ -455,9 +477,10 @@ static bool slash(struct tui *u, char *line)
 		} else {
 			if (*arg)
 				tui_journal_mode(u);
-			tui_putf(u, "Approvals: %s (ask: every write and command is asked; edits: file changes run, commands "
-				"are asked; auto: everything in the box runs).\n",
-			     gate_mode_name(u->f.gate.mode));
+			char line[400];
+			snprintf(line, sizeof(line), "Approvals: %s (ask: every write and command is asked; edits: file changes "
+				 "run, commands are asked; auto: everything in the box runs).", gate_mode_name(u->f.gate.mode));
+			tui_say(u, NULL, line, 2);
 		}
 	} else if (!strcmp(line, "/model")) {
 		tui_cmd_model(u, arg);

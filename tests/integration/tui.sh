@@ -711,6 +711,10 @@ is "$(count sp40 'esc to')" 1 "40 columns, 3 s of a running call: one live line"
 lt "$(widest sp40)" 41 "and nothing wrapped"
 key sp40 Escape
 wait_for sp40 '⎿ cancelled' 5000
+say sp40 "/help"
+wait_for sp40 'Ctrl-Z suspends' 5000
+lt "$(widest sp40)" 41 "/help at 40 columns: wrapped at words, nothing wider"
+like "$(screen sp40)" "^  /retry$" "each command on a line of its own there"
 $TM kill-session -t sp40
 
 # 12. A refused call says why once.
