@@ -118,6 +118,18 @@ int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MA
 	/* The first word, when it is a plain name (no quoting, expansion or
 	 * redirection that would make it something else). */
 	bool plain = w > 0 && strcspn(cmd, "'\"\\$`()<>{}=") >= w;
+	/* And its subcommand, when the next word is a plain one (git status,
+	 * npm test): approving git status is not approving git push. */
+	if (plain && (cmd[w] == ' ' || cmd[w] == '\t')) {
+		const char *next = cmd + w + strspn(cmd + w, " \t");
+		size_t w2 = strcspn(next, " \t\n;&|");
+		bool word = w2 > 0 && ((next[0] >= 'a' && next[0] <= 'z') || (next[0] >= 'A' && next[0] <= 'Z'));
+		for (size_t i = 0; word && i < w2; i++)
+			word = (next[i] >= 'a' && next[i] <= 'z') || (next[i] >= 'A' && next[i] <= 'Z') ||
+			       (next[i] >= '0' && next[i] <= '9') || next[i] == '-' || next[i] == '_' || next[i] == ':';
+		if (word && next == cmd + w + 1)
+			w += 1 + w2;
+	}
 	if (plain && glob_escape(cmd, w, pat, sizeof(pat) - 2) == 0) {
 		snprintf(rules[0], GATE_SPEC_MAX, "bash:%s", pat);
 		snprintf(rules[1], GATE_SPEC_MAX, "bash:%s *", pat);

@@ -49,7 +49,9 @@ const char *gate_mode_name(enum gate_mode m);
 /* The allow rules 'a' (always) adds for a call, and a line for a person
  * saying what they allow. bash: the command's first word, alone or followed
  * by a space, taken literally ("make" is not "makeover"); when that word is
- * not a plain name, this exact command. Other tools: every call of the
+ * not a plain name, this exact command. A plain second word goes with the
+ * first (a subcommand: "git status", "npm test", after one space), so
+ * approving git status does not approve git push. Other tools: every call of the
  * tool. Returns how many rules (0: none fits; 'a' then allows once). */
 int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap);
 /* e.g. "bash:git status*", "write", "edit:src/x*" */

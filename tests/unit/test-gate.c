@@ -92,16 +92,37 @@ int main(void)
 	answers[1] = 'n';
 	answers[2] = 'a';
 	answers[3] = 'y';
-	answers[4] = 'q';
+	answers[4] = 'y';
+	answers[5] = 'q';
 	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_ALLOW, "a person says yes once");
 	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_DENY, "then no");
-	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "then always (for make)");
-	is_int(check(&p, "bash", "{\"command\":\"make all\"}"), GATE_ALLOW, "always: the next make runs unasked");
-	is_int(check(&p, "bash", "{\"command\":\"make\"}"), GATE_ALLOW, "always: the word alone too");
+	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "then always (for make lint)");
+	is_int(check(&p, "bash", "{\"command\":\"make lint --fix src\"}"), GATE_ALLOW,
+	       "always: make lint with more arguments runs unasked");
+	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "always: the prefix alone too");
 	is_int(asked, 3, "without asking");
-	is_int(check(&p, "bash", "{\"command\":\"makeover --all\"}"), GATE_ALLOW, "a longer word is not the same command");
+	is_int(check(&p, "bash", "{\"command\":\"make all\"}"), GATE_ALLOW, "another subcommand of make is not the same command");
 	is_int(asked, 4, "so it is asked");
+	is_int(check(&p, "bash", "{\"command\":\"make linter\"}"), GATE_ALLOW, "nor a longer word");
+	is_int(asked, 5, "asked too");
 	is_int(check(&p, "bash", "{\"command\":\"cargo build\"}"), GATE_ABORT, "another command is asked: stop the turn");
+	/* Approving git status is not approving git push. */
+	struct gate gs = { .mode = GATE_ASK, .ask = ask };
+	asked = 0;
+	answers[0] = 'a';
+	answers[1] = 'n';
+	is_int(check(&gs, "bash", "{\"command\":\"git status\"}"), GATE_ALLOW, "always for git status");
+	is_int(check(&gs, "bash", "{\"command\":\"git status --short\"}"), GATE_ALLOW, "twin: git status --short runs unasked");
+	is_int(asked, 1, "without asking");
+	is_int(check(&gs, "bash", "{\"command\":\"git push origin main\"}"), GATE_DENY, "git push is asked (and refused)");
+	is_int(asked, 2, "it was asked");
+	/* A first word with options after it: the word alone. */
+	struct gate lo = { .mode = GATE_ASK, .ask = ask };
+	asked = 0;
+	answers[0] = 'a';
+	is_int(check(&lo, "bash", "{\"command\":\"ls -la src\"}"), GATE_ALLOW, "always for ls -la");
+	is_int(check(&lo, "bash", "{\"command\":\"ls docs\"}"), GATE_ALLOW, "covers ls (its options are not a subcommand)");
+	is_int(asked, 1, "unasked");
 	struct gate p2 = { .mode = GATE_ASK, .ask = ask };
 	asked = 0;
 	answers[0] = 'a';
@@ -120,10 +141,10 @@ int main(void)
 	is_int(asked, 2, "asked twice");
 	char rules[2][GATE_SPEC_MAX], desc[200];
 	cJSON *in = cJSON_Parse("{\"command\":\"git push --force\"}");
-	is_int(gate_always("bash", in, rules, desc, sizeof(desc)), 2, "always for git: two rules");
-	is_str(rules[0], "bash:git", "the word alone");
-	is_str(rules[1], "bash:git *", "or followed by a space");
-	is_str(desc, "commands starting with \"git\"", "and a person is told so");
+	is_int(gate_always("bash", in, rules, desc, sizeof(desc)), 2, "always for git push: two rules");
+	is_str(rules[0], "bash:git push", "the command and its subcommand alone");
+	is_str(rules[1], "bash:git push *", "or followed by a space");
+	is_str(desc, "commands starting with \"git push\"", "and a person is told so");
 	cJSON_Delete(in);
 	in = cJSON_Parse("{\"path\":\"a.txt\"}");
 	is_int(gate_always("write", in, rules, desc, sizeof(desc)), 1, "always for a write: one rule");
