@@ -72,7 +72,7 @@ int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t
 		}
 	}
 	/* What "always" would allow: the gate's own words. */
-	char rules[2][GATE_SPEC_MAX], scope[200];
+	char rules[GATE_ALWAYS_MAX][GATE_SPEC_MAX], scope[200];
 	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
 	_cleanup_free_ char *sc = tui_short(scope, 120);
 	int sel = 0;

@@ -88,6 +88,8 @@ ok $? "the session starts at a prompt"
 say conv "run one"
 wait_for conv 'Tool said: ran-one' 10000
 ok $? "turn 1: the answer after the tool's result"
+# The footer is drawn once the turn has ended: wait for it, not the answer.
+wait_for conv 'context left · [0-9]+ tokens' 5000
 S=$(screen conv)
 like "$S" "Running one\." "turn 1: the model's text"
 like "$S" "● bash echo ran-one > one.txt" "turn 1: the call's card: tool and command"
@@ -211,8 +213,8 @@ ok $? "1 at the question: yes"
 J=$(journal gate)
 like "$J" '"decision":"allow","why":"approved once by the user"' "journal: y"
 like "$J" '"decision":"deny","why":"refused by the user: not now"' "journal: n, with the reason"
-like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo ran-gamma' and 'bash:echo ran-gamma \*'\"" "journal: a, with the rules"
-like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo ran-gamma \*'\"" "journal: the rule allowed the next call"
+like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo ran-gamma', 'bash:echo ran-gamma \*' and 'bash:echo ran-gamma > gamma.txt; echo ran-gamma'\"" "journal: a, with the rules (the prefix, and this whole command: it writes a file)"
+like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo ran-gamma > gamma.txt; echo ran-gamma'\"" "journal: the rule allowed the next call"
 
 # Typeahead answers no question: a y typed early is kept as the draft.
 say gate "slowrun"

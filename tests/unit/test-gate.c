@@ -11,6 +11,23 @@ static int ask(void *ud, const char *tool, const cJSON *input, char *reason, siz
 	return answers[asked++];
 }
 
+/* A command as a test's description shows it: a newline as \n. */
+static const char *shown(const char *cmd)
+{
+	static char buf[256];
+	size_t o = 0;
+	for (const char *c = cmd; *c && o + 3 < sizeof(buf); c++) {
+		if (*c == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else {
+			buf[o++] = *c;
+		}
+	}
+	buf[o] = 0;
+	return buf;
+}
+
 static enum gate_decision check(struct gate *g, const char *tool, const char *input_json)
 {
 	cJSON *in = cJSON_Parse(input_json);
@@ -46,6 +63,62 @@ int main(void)
 	is_int(check(&g2, "bash", "{\"command\":\"git push\"}"), GATE_NEEDS_PERSON, "and only what it matches");
 	is_int(check(&g2, "bash", "{\"command\":\"git status src/a/b\"}"), GATE_ALLOW,
 	       "a command is one string: * runs over /");
+	/* bash's command as the shell runs it: an allow pattern covers one
+	 * simple command; a chain needs each part allowed; a substitution, a
+	 * subshell or a redirection to a file is never allowed by a pattern. */
+	static const char *const not_allowed[] = {
+		"git status; rm -rf x", "git status && rm -rf x", "git status || rm -rf x", "git status | sh",
+		"git status & rm -rf x", "git status\nrm -rf x", "git status $(rm -rf x)", "git status `rm -rf x`",
+		"git status \"$(rm -rf x)\"", "git status <(rm -rf x)", "(rm -rf x)", "{ rm -rf x; }",
+		"git status > .git/hooks/pre-commit", "git status >>~/.bashrc", "git status 2>out",
+	};
+	for (size_t i = 0; i < sizeof(not_allowed) / sizeof(not_allowed[0]); i++) {
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "command", not_allowed[i]);
+		char why[600];
+		is_int(gate_check(&g2, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_NEEDS_PERSON,
+		       "bash:git status* does not allow %s", shown(not_allowed[i]));
+		cJSON_Delete(in);
+	}
+	static const char *const allowed[] = {
+		"git status && git status --short", "git status; git status -s", "git status 2>&1", "git status >/dev/null",
+		"git status 'a;b' \"c && d\" e\\;f", "git status 2>/dev/null && git status",
+	};
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "command", allowed[i]);
+		char why[600];
+		is_int(gate_check(&g2, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW,
+		       "twin: bash:git status* allows %s", allowed[i]);
+		cJSON_Delete(in);
+	}
+	is_int(check(&g2, "bash", "{\"command\":\"git status | head -5\"}"), GATE_NEEDS_PERSON,
+	       "a pipeline needs each command allowed");
+	ok(gate_add_rule(&g2, true, "bash:head *", &e) == 0, "another allow rule");
+	is_int(check(&g2, "bash", "{\"command\":\"git status | head -5\"}"), GATE_ALLOW,
+	       "twin: each command allowed by a rule of its own: the pipeline runs");
+	ok(gate_add_rule(&g2, true, "bash:cd x && make", &e) == 0, "a rule naming one whole command (an always)");
+	is_int(check(&g2, "bash", "{\"command\":\"cd x && make\"}"), GATE_ALLOW, "allows that command");
+	is_int(check(&g2, "bash", "{\"command\":\"cd x && make; rm -rf y\"}"), GATE_NEEDS_PERSON,
+	       "and not that command with more after it");
+	struct gate g3 = { .mode = GATE_AUTO };
+	ok(gate_add_rule(&g3, false, "bash:rm *", &e) == 0, "a deny rule over rm");
+	static const char *const denied[] = { "ls; rm -rf x", "ls && rm -rf x", "ls | rm -rf x", "echo $(rm -rf x)",
+					      "echo `rm -rf x`", "(rm -rf x)", "ls\nrm -rf x" };
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "command", denied[i]);
+		char why[600];
+		is_int(gate_check(&g3, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_DENY,
+		       "bash:rm * denies %s", shown(denied[i]));
+		cJSON_Delete(in);
+	}
+	is_int(check(&g3, "bash", "{\"command\":\"echo 'rm -rf x; ok'\"}"), GATE_ALLOW,
+	       "twin: rm inside quotes is an argument, not a command: auto runs it");
+	struct gate g4 = { .mode = GATE_ASK };
+	ok(gate_add_rule(&g4, true, "bash:*", &e) == 0, "bash:* allows every command");
+	is_int(check(&g4, "bash", "{\"command\":\"a; b $(c) > d\"}"), GATE_ALLOW, "a complex one too");
+
 	/* Paths are matched as find and .gitignore match them (tools/glob.h). */
 	ok(gate_add_rule(&g2, true, "write:src/*", &e) == 0, "a path rule");
 	is_int(check(&g2, "write", "{\"path\":\"src/b.c\"}"), GATE_ALLOW, "a path rule matches the path");
@@ -139,7 +212,7 @@ int main(void)
 	is_int(check(&p3, "bash", "{\"command\":\"$(touch y) && ls\"}"), GATE_DENY, "is that exact command only");
 	is_int(check(&p3, "bash", "{\"command\":\"$(rm -rf x) && ls\"}"), GATE_ALLOW, "which then runs unasked");
 	is_int(asked, 2, "asked twice");
-	char rules[2][GATE_SPEC_MAX], desc[200];
+	char rules[GATE_ALWAYS_MAX][GATE_SPEC_MAX], desc[200];
 	cJSON *in = cJSON_Parse("{\"command\":\"git push --force\"}");
 	is_int(gate_always("bash", in, rules, desc, sizeof(desc)), 2, "always for git push: two rules");
 	is_str(rules[0], "bash:git push", "the command and its subcommand alone");
