@@ -57,7 +57,7 @@ const char box_flags_help[] =
 	"  --memory SIZE      memory ceiling (default 1G)\n"
 	"  --pids N           process ceiling (default 512)\n"
 	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
-	"  --disk SIZE        disk ceiling of the copy-on-write workspace's changes (default 10G;\n"
+	"  --disk SIZE        disk ceiling of the workspace's and the root's changes (default 10G;\n"
 	"                     enforced where ward runs as root with loop devices; see ward doctor)\n"
 	NETFLAG_HELP
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"

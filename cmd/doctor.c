@@ -5,6 +5,7 @@
 #include "cmd/term.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
+#include "sandbox/ns.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "sandbox/cgroup.h"
@@ -94,6 +95,10 @@ static int doctor_run(int argc, char **argv)
 	char dwhy[160];
 	bool disk = layers_disk_capable(dwhy, sizeof(dwhy));
 	line(disk, "disk ceiling", "%s", dwhy);
+	char uwhy[160];
+	uid_t owner;
+	bool range = ns_uid_range(&owner, uwhy, sizeof(uwhy));
+	line(range, "box root", "copy-on-write over the image or the host view (ns); its users: %s", uwhy);
 	line(c.v2_writable && c.v2_kill, "kill a whole box",
 	     c.v2_writable && c.v2_kill ? "cgroup.kill plus SIGKILL to the box's PID 1" :
 	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it)");

@@ -310,6 +310,8 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 				 * changes, kept until applied or dropped. */
 				if (!cJSON_IsTrue(cJSON_GetObjectItem(j, "keep_layers")))
 					layers_drop(de->d_name);
+				else
+					layers_root_drop(de->d_name);	/* the root's changes are the box's */
 				cJSON_Delete(j);
 			}
 			state_rm_rf(boxdir);

@@ -111,6 +111,10 @@ void keeper_info(struct kclient *c, uint32_t id)
 		if (!K.o->rw)
 			cJSON_AddStringToObject(j, "workspace_changes", K.upper);
 	}
+	if (K.root_layer) {
+		cJSON_AddStringToObject(j, "root", "copy-on-write");
+		cJSON_AddStringToObject(j, "root_user", K.inst.pid > 0 && K.inst.uid_why[0] ? K.inst.uid_why : K.root_by);
+	}
 	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
 	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
 	cJSON_AddStringToObject(lim, "memory_by", cgroup_memory_enforced(&K.cg) ? "cgroup" :

@@ -117,7 +117,8 @@ is "$(ls "$WS" | grep -c canary)" 0 "no survivor of a cancelled call wrote a can
 "$WARD" box run --workspace "$WS" --rw -- '(sleep 3; touch /workspace/canary-kill9) & while :; do :; done' >/dev/null 2>&1 &
 P=$!
 for i in $(seq 1 50); do
-	name=$("$WARD" box ls --json | python3 -c 'import json,sys; b=[x["name"] for x in json.load(sys.stdin) if x.get("workspace","").endswith("/ws") and x.get("persistent") is False]; print(b[0] if b else "")' 2>/dev/null)
+	# This test's own workspace: other boxes of the machine's may end in /ws.
+	name=$("$WARD" box ls --json | python3 -c 'import json,sys; b=[x["name"] for x in json.load(sys.stdin) if x.get("workspace","") == sys.argv[1] and x.get("persistent") is False]; print(b[0] if b else "")' "$WS" 2>/dev/null)
 	[ -n "$name" ] && break
 	sleep 0.1
 done
@@ -130,6 +131,9 @@ t0=$(now_ms)
 while kill -0 "$GPID" 2>/dev/null && [ $(( $(now_ms) - t0 )) -lt 3000 ]; do sleep 0.02; done
 MS=$(( $(now_ms) - t0 ))
 lt "$MS" 1000 "the box is destroyed after ward is SIGKILLed"
+# The keeper removes the box's layers (its root's) after the guest is gone.
+t0=$(now_ms)
+while ! gone "$KPID" && [ $(( $(now_ms) - t0 )) -lt 2000 ]; do sleep 0.02; done
 check "its keeper is gone" bash -c "! kill -0 $KPID 2>/dev/null || grep -q Z /proc/$KPID/stat"
 sleep 3
 is "$(ls "$WS" | grep -c canary-kill9)" 0 "nothing in the box survived (canary)"

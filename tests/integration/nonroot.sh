@@ -10,7 +10,7 @@ WS=$(runuser -u wardtest -- mktemp -d /tmp/ward-nonroot.XXXXXX)
 echo original >"$WS/f.txt"; chown wardtest: "$WS/f.txt"
 
 like "$(U "$WARD" doctor 2>&1)" "running as +uid" "doctor runs as the user"
-like "$(U "$WARD" box run --workspace "$WS" -- 'id -u; cat f.txt; echo changed > f.txt; cat f.txt' 2>&1 | tr '\n' ' ')" "1000.*original.*changed" "a box runs as an ordinary user, copy-on-write workspace"
+like "$(U "$WARD" box run --workspace "$WS" -- 'id -u; cat f.txt; echo changed > f.txt; cat f.txt' 2>&1 | tr '\n' ' ')" "^0 original.*changed" "a box runs as an ordinary user (its root is the user), copy-on-write workspace"
 is "$(cat "$WS/f.txt")" "original" "the user's tree is untouched"
 t0=$(now_ms)
 OUT=$(U "$WARD" box run --workspace "$WS" --rw --timeout 2s -- 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary" &); while :; do :; done' 2>&1); rc=$?
@@ -32,6 +32,11 @@ like "$OUT" "stopped at [0-9]+ .*Resource temporarily unavailable" "the pids cei
 like "$(U "$WARD" box run -- 'echo twin-ok' 2>&1)" "twin-ok" "twin: the same box runs commands"
 B=$(U "$WARD" box create --persistent)
 like "$(U "$WARD" box info "$B")" '"pids_by":.*"(cgroup|rlimit)' "box info says what enforces the pids ceiling"
+like "$(U "$WARD" box info "$B" | json root_user)" "one uid" "box info: an ordinary user's box has one uid, the user's"
+GP0=$(U "$WARD" box info "$B" | json guest_pid)
+is "$(stat -c %u "/proc/$GP0")" "$(id -u wardtest)" "its processes are the user on the host"
+like "$(U "$WARD" box exec "$B" -- 'touch /tmp/o; chown 42 /tmp/o 2>&1; echo rc=$?' | tr '\n' ' ')" "Invalid argument.*rc=1" "chown to another uid fails: the box has no other"
+like "$(U "$WARD" box exec "$B" -- 'touch /usr/bin/x 2>&1; echo rc=$?; touch /etc/x /opt/x && echo own-ok' | tr '\n' ' ')" "Permission denied.*rc=1.*own-ok" "the host's /usr stays the host root's (not writable); twin: the root's own parts are"
 # Another user cannot talk to a box: its socket is in a 0700 directory, and
 # the keeper checks the peer's uid (shown with the directories opened up).
 RB=$(box_new)

@@ -3,12 +3,14 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "base/account.h"
 #include "guest/guest.h"
 #include "image/image.h"
 #include "image/layout.h"
 #include "image/skopeo.h"
 #include "image/unpack.h"
 #include "sandbox/box.h"
+#include "sandbox/ns.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "tools/bash.h"
@@ -26,10 +28,15 @@ int main(void)
 	is_int(BUDGET_MARGIN_MS, 1000, "each outer layer waits 1 s longer");
 	is_int(TOOL_FILE_TIMEOUT_MS, 30000, "file tools 30 s");
 	is_int(BOX_CONNECT_TIMEOUT_MS, 2000, "a keeper answers a connect within 2 s");
-	is_int(GUEST_TOOL_UID, 1000, "tool commands run as uid 1000 in their namespace");
+	is_int(GUEST_TOOL_UID, 1000, "a vm box's tool commands run as uid 1000 in their namespace");
+	is_int(NS_UID_BASE, 1879048192u, "an ns box's uids start at 0x70000000 on the host (root, idmapped mounts)");
+	is_int(NS_UIDS, 65536, "and are 65536");
+	is_int(GUEST_ENV_MAX, 256, "a box takes an image with at most 256 Env entries");
+	is_int(GUEST_ENV_ENTRY_MAX, 32768, "each at most 32 KiB");
+	is_int(ACCOUNT_FILE_MAX, 4u << 20, "an image's /etc/passwd and /etc/group are read up to 4 MiB");
 	is_int(BOX_DEFAULT_MEMORY, 1ULL << 30, "box memory 1 GiB");
 	is_int(BOX_DEFAULT_PIDS, 512, "box pids 512");
-	is_int(BOX_DEFAULT_DISK, 10ULL << 30, "box disk (workspace layer) 10 GiB");
+	is_int(BOX_DEFAULT_DISK, 10ULL << 30, "box disk (the workspace and root layers) 10 GiB");
 	is_int(BOX_DEFAULT_TTL_MS, 8LL * 3600 * 1000, "box TTL 8 h");
 	is_int(BOX_DEFAULT_IDLE_MS, 30LL * 60 * 1000, "box idle 30 min");
 	is_int(PROTO_MAX_PAYLOAD, 1u << 20, "frame payload maximum 1 MiB");
