@@ -31,7 +31,7 @@ void cmd_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
-	term_printf(stderr, "ward: %s%s\n", error_context ? error_context : "", n >= 0 ? s : "?");
+	term_sayf(stderr, "ward: %s%s\n", error_context ? error_context : "", n >= 0 ? s : "?");
 	free(s);
 }
 

@@ -279,7 +279,7 @@ int run_flags_finish(struct run_flags *f)
 	/* The context window: the flag's, the model's, or a guess said once. */
 	if (!cfg->replay_path && !cfg->context_window && !window_for(cfg->pcfg.model, &cfg->context_window)) {
 		cfg->context_window = WINDOW_DEFAULT;
-		term_printf(stderr, "ward: warning: ward does not know the context window of %s; assuming %d tokens (set "
+		term_sayf(stderr, "ward: warning: ward does not know the context window of %s; assuming %d tokens (set "
 			"--context-window)\n", cfg->pcfg.model, WINDOW_DEFAULT);
 	}
 	if (!cfg->compact_at)

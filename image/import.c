@@ -247,6 +247,8 @@ int image_import(const char *file, const char *name, const struct image_limits *
 	char tmp[PATH_MAX];
 	tmp[0] = 0;
 	struct image_archive a = { 0 };
+	/* Before the first goto: its cleanup runs at out. */
+	_cleanup_close_ int tfd = -1;
 	if (S_ISDIR(st.st_mode)) {
 		if (name)
 			names[nnames++] = nref.key;
@@ -257,7 +259,6 @@ int image_import(const char *file, const char *name, const struct image_limits *
 		goto out;
 	char lay[PATH_MAX + 16];
 	snprintf(lay, sizeof(lay), "%s/layout", tmp);
-	_cleanup_close_ int tfd = -1;
 	if (mkdir(lay, 0700) < 0 || (tfd = open(lay, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		r = err_setc(e, -errno, "cannot make %s", lay);
 		goto out;

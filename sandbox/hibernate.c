@@ -31,7 +31,12 @@
 /* What of a tar's stderr a failure reports. */
 #define HIB_ERR_MAX 400
 
+/* The box's own tar (GNU's: sparse files, NUL-separated names), run as a
+ * call: a root without one (an image of busybox alone) cannot be
+ * hibernated, and says so. */
 static const char hib_save_cmd[] =
+	"case \"$(tar --version 2>/dev/null)\" in *'GNU tar'*) ;; *) echo \"this box's root has no GNU tar (an image "
+	"without it): its /tmp cannot be saved, so it cannot be hibernated\" >&2; exit 3;; esac; "
 	"cd /tmp && find . -mindepth 1 -maxdepth 1 -print0 | "
 	"tar --create --file=- --sparse --null --files-from=- --ignore-failed-read --warning=no-file-ignored";
 /* The archive goes into the box in pieces, each a call whose `cat` has

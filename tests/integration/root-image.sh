@@ -53,6 +53,10 @@ like "$("$WARD" box exec "$B" -- 'cp /bin/busybox /tmp/s; chmod 4755 /tmp/s; ech
 	"Operation not permitted.*rc=1" "on an image, a setuid bit is refused"
 like "$("$WARD" box exec "$B" -- 'grep -E "^CapEff" /proc/self/status; id -u' 2>&1 | tr '\n' ' ')" "00000000200425fb 0" \
 	"on an image, tool commands are the box's root with the default capabilities"
+"$WARD" box hibernate "$B" >/dev/null 2>"$T_TMP/err"
+is "$?" 1 "a box of an image without GNU tar cannot be hibernated"
+like "$(cat "$T_TMP/err")" "its /tmp cannot be saved, so it cannot be hibernated.*the box still runs" "with one line saying why"
+like "$("$WARD" box exec "$B" -- 'cat /workspace/new.txt' 2>&1)" "from the edit tool" "twin: and it runs on, as it was"
 "$WARD" box destroy "$B"
 
 # ---- Debian minimal: dpkg -i, the root's changes through a hibernate

@@ -42,6 +42,17 @@ like "$("$WARD" box exec "$B" -- 'dpkg -i ward-hello.deb 2>&1 | tail -1; ward-he
 	"hello-from-deb.*Status: install ok installed" "host view: dpkg -i of a local .deb works in the box"
 like "$("$WARD" box exec "$B" -- 'pip install --no-index --break-system-packages ward_probe-1.0-py3-none-any.whl >/dev/null 2>&1; cd /; python3 -c "import ward_probe; print(ward_probe.VALUE, ward_probe.__file__)"' 2>&1)" \
 	"probe-ok /usr/(local/)?lib/python3" "host view: pip install into the system site-packages works in the box"
+if command -v npm >/dev/null; then
+	mkdir -p "$T_TMP/npm-probe"
+	printf '{"name": "ward-npm-probe", "version": "1.0.0", "bin": {"ward-npm-probe": "cli.js"}}\n' >"$T_TMP/npm-probe/package.json"
+	printf '#!/usr/bin/env node\nconsole.log("npm-probe-ok")\n' >"$T_TMP/npm-probe/cli.js"
+	(cd "$T_TMP/npm-probe" && npm pack --silent >/dev/null 2>&1 && mv ward-npm-probe-1.0.0.tgz "$WS/")
+	like "$("$WARD" box exec "$B" -- 'npm i -g --offline --no-audit --no-fund ./ward-npm-probe-1.0.0.tgz >/dev/null 2>&1; ward-npm-probe' 2>&1)" \
+		"npm-probe-ok" "host view: npm i -g works in the box"
+	check "and the host's global node_modules do not have it" test ! -e "$(npm root -g)/ward-npm-probe"
+else
+	skip "no npm here"
+fi
 is "$(sums)" "$BEFORE" "the host's /usr, /usr/local and dpkg database are unchanged (checksums, no new file)"
 check "and the host has neither the package nor the module" sh -c "! command -v ward-hello && ! python3 -c 'import ward_probe' 2>/dev/null"
 like "$("$WARD" box run -- 'command -v ward-hello || echo no-hello; dpkg -s ward-hello 2>&1 | head -1; cd /; python3 -c "import ward_probe" 2>&1 | tail -1' | tr '\n' ' ')" \
@@ -106,9 +117,15 @@ else
 fi
 
 # --- A root of an image's kind: trees made here (ns-root) ---
+BUSYBOX=$(command -v busybox || true)
+if [ -z "$BUSYBOX" ] || ldd "$BUSYBOX" >/dev/null 2>&1; then
+	skip "the trees need a static busybox (apt-get install busybox-static)"
+	done_testing
+	exit
+fi
 BB=$T_TMP/busybox
 mkdir -p "$BB/bin" "$BB/etc"
-cp "$(command -v busybox)" "$BB/bin/busybox"
+cp "$BUSYBOX" "$BB/bin/busybox"
 for a in sh ls cat echo id mkdir touch rm env pwd; do ln -s busybox "$BB/bin/$a"; done
 printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1001:1002:app:/home/app:/bin/sh\n' >"$BB/etc/passwd"
 printf 'root:x:0:\napp:x:1002:\nstaff:x:50:\n' >"$BB/etc/group"
@@ -145,7 +162,7 @@ like "$O" 'no-shell-image' "twin: the file tools work there"
 if command -v gcc >/dev/null; then
 	HOST=$T_TMP/hostile
 	mkdir -p "$HOST/etc" "$HOST/lib" "$HOST/lib64" "$HOST/bin"
-	cp "$(command -v busybox)" "$HOST/bin/sh"
+	cp "$BUSYBOX" "$HOST/bin/sh"
 	printf '#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void c(void) { int f = open("/tmp/preload-canary", O_CREAT | O_WRONLY, 0644); if (f >= 0) close(f); f = open("/workspace/preload-canary", O_CREAT | O_WRONLY, 0644); if (f >= 0) close(f); }\n' >"$T_TMP/evil.c"
 	gcc -shared -fPIC -o "$HOST/lib/evil.so" "$T_TMP/evil.c"
 	echo /lib/evil.so >"$HOST/etc/ld.so.preload"
