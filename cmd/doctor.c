@@ -5,6 +5,7 @@
 #include "cmd/term.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
+#include "image/erofs.h"
 #include "sandbox/ns.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -129,6 +130,9 @@ static int doctor_run(int argc, char **argv)
 					   : "no /dev/kvm");
 	line(vm, "vm backend", vm ? (kvm ? "QEMU microvm with KVM" : "QEMU microvm under TCG emulation (boots in seconds)")
 			      : "%s", ve.msg);
+	char ewhy[160];
+	bool erofs = image_erofs_capable(ewhy, sizeof(ewhy));
+	line(erofs, "vm image root", "%s", ewhy);
 	line(false, "firecracker", "not supported by this build (QEMU only)");
 	line(true, "backend auto", "%s", kvm && vm ? "vm" : "ns");
 	const char *g = cmd_guest_path();

@@ -12,7 +12,10 @@
 
 /* Defaults, pinned in tests/unit/test-defaults.c. A call's time limits come
  * with it (proto/budget.h). */
-#define GUEST_TOOL_UID 1000		/* tool commands' uid in a VM (ns: the box's root, or the image's User) */
+/* A VM's uids a call's user namespace maps one to one: its tool commands
+ * run as the VM's root (or the image's User) with a container's
+ * capabilities, which reach nothing outside the VM. */
+#define GUEST_VM_UIDS 65536
 /* The image's Env entries the guest takes, at most, and their size. */
 #define GUEST_ENV_MAX 256
 #define GUEST_ENV_ENTRY_MAX 32768
@@ -33,23 +36,23 @@ struct guest_cfg {
 	uint64_t rlimit_as;	/* per-command address-space cap, 0 = none */
 	/* The box's uid a call's user namespace maps its one uid to (the tool
 	 * user's): 0 in the ns backend with one uid (the box's root is an
-	 * unprivileged host user), 1000 in a VM (where the box's root is
-	 * real). Unused with uids. */
+	 * unprivileged host user). Unused with uids. */
 	int tool_outer_uid;
-	/* ns with a range of uids: how many, from 0; a call's user namespace
-	 * maps them all, one to one. 0: one uid. */
+	/* A range of uids (an ns box with one, and every VM: GUEST_VM_UIDS):
+	 * how many, from 0; a call's user namespace maps them all, one to
+	 * one. 0: one uid. */
 	unsigned uids;
 	/* ns: the box's root, to change to at once (the guest is exec'd
 	 * elsewhere: sandbox/nsroot.c); -1: it is there. */
 	int root_fd;
-	/* The image's User (NULL: the default, root in ns, 1000 in a VM) and
-	 * Env ("K=V" each). */
+	/* The image's User (NULL: the default, the box's root) and Env ("K=V"
+	 * each). */
 	const char *user;
 	const char *env[GUEST_ENV_MAX];
 	size_t nenv;
 	/* Who tool commands (and the in-process tools) are, in the call's user
 	 * namespace: cfg->user found in the box's /etc/passwd at start
-	 * (base/account.h; the ns backend has found it already and passes
+	 * (base/account.h; the backends have found it already and pass
 	 * numbers); user_err, when it cannot be, is every call's result. */
 	uid_t tool_uid;
 	gid_t tool_gid;
@@ -58,6 +61,9 @@ struct guest_cfg {
 	/* With egress: the proxy's port on the box's loopback (HTTP_PROXY of
 	 * every command), or 0. */
 	int proxy_port;
+	/* A VM's own disk (its root's changes), synced before every result;
+	 * or -1. */
+	int root_sync_fd;
 };
 
 struct job;
@@ -109,8 +115,20 @@ int vm_setup(struct guest_cfg *cfg);
 #define VM_PORT_NET "ward-net"
 /* Open a port once the host has connected to it (waits). */
 int vm_open_port(const char *name);
+/* The VM's own devtmpfs, held once the box's root (with a /dev of its own)
+ * is built: where ports are opened from then on; -1 before. */
+extern int vm_dev_fd;
 int vm_wait_start(struct guest_cfg *cfg);
 void vm_poweroff(const char *why) __attribute__((noreturn));
+void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Load the modules a list in the initramfs names, in its order. */
+void vm_modules(const char *list);
+/* Mount a 9p share (its device appears a moment after its module loads). */
+int vm_share(const char *tag, const char *dst, unsigned long flags, const char *cache);
+/* vm-root.c: the box's root at its first START (image: over the image's
+ * erofs; else the host view), switched to. 0, or -errno with *ret_what
+ * the step that failed. */
+int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what);
 
 /* netfwd.c: in a VM, a listener on 127.0.0.1:port whose connections go
  * over the VM_PORT_NET port to the host's proxy, on a thread of its own. */

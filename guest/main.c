@@ -140,6 +140,10 @@ static void guest_result(struct call *c, enum outcome o, const struct buf *text,
 	utf8_sanitize(text ? text->data : "", text ? text->len : 0, &clean);
 	cJSON_AddStringToObject(j, "text", clean.data ? clean.data : "");
 	buf_free(&clean);
+	/* A VM's root changes reach the host's file before the host hears the
+	 * call ended: a hibernate, or a VMM killed, keeps what it was told. */
+	if (G.cfg.root_sync_fd >= 0)
+		syncfs(G.cfg.root_sync_fd);
 	cJSON_AddNumberToObject(j, "elapsed_ms", (double)(now_ms() - c->start_ms));
 	if (c->evidence) {
 		cJSON_AddItemToObject(j, "evidence", c->evidence);
@@ -163,7 +167,7 @@ static void guest_result_simple(struct call *c, enum outcome o, const char *msg)
 /* A file system of the box with no room left, after a command failed. */
 static const char *guest_disk_full(void)
 {
-	static const char *const where[] = { "/workspace", "/tmp" };
+	static const char *const where[] = { "/workspace", "/tmp", "/" };
 	for (size_t i = 0; i < ARRAY_SIZE(where); i++) {
 		struct statvfs sv;
 		/* Under 1 % or 2 MiB free: a failed write's last block does not fit. */
@@ -662,7 +666,7 @@ static const char *guest_keep(const char *arg)
 
 static int guest_parse_args(int argc, char **argv)
 {
-	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1, .workspace = "/workspace" };
+	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1, .root_sync_fd = -1, .workspace = "/workspace" };
 	for (int i = 1; i < argc; i++) {
 		uint64_t v;
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -700,7 +704,7 @@ int main(int argc, char **argv)
 	bool vm = getpid() == 1 && argc == 1;
 	int pr = 0;
 	if (vm) {
-		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1 };
+		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1, .root_sync_fd = -1 };
 		vm_setup(&G.cfg);
 		/* The seccomp filter is the same for every box: built before
 		 * START, it is in the snapshot, and a restored or pooled box
@@ -711,8 +715,9 @@ int main(int argc, char **argv)
 			close(G.cfg.chan_fd);
 			G.cfg.chan_fd = vm_open_port(VM_PORT_BOX);
 		}
-		guest_user(GUEST_TOOL_UID);
-		worker_uid = worker_gid = G.cfg.tool_outer_uid;
+		guest_user(0);
+		worker_uid = (int)G.cfg.tool_uid;
+		worker_gid = (int)G.cfg.tool_gid;
 		if (G.cfg.proxy_port) {
 			int nr = netfwd_start(G.cfg.proxy_port);
 			if (nr < 0)

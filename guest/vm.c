@@ -1,9 +1,10 @@
 /* ward-guest as /init of a microVM: mount the kernel's file systems, load
- * the modules the image carries (in the order it lists), mount the host's
- * /usr (read-only) and the workspace over virtio-9p, set the box's limits
- * in the VM's own cgroup, and serve the box protocol on the virtio-serial
- * port named "ward". The port answers ENXIO until the host connects; the
- * host may also go away and come back. */
+ * the modules the image carries (in the order it lists), and wait for the
+ * host's START; then set the box's limits in the VM's own cgroup, build the
+ * box's root (vm-root.c: its own disk, the image or the host's /usr, the
+ * workspace over virtio-9p), and serve the box protocol on the
+ * virtio-serial port named "ward". The port answers ENXIO until the host
+ * connects; the host may also go away and come back. */
 #include "guest/guest.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -31,8 +32,7 @@
 
 #define VM_SHARE_WAIT_MS 5000
 
-static void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void vm_log(const char *fmt, ...)
+void vm_log(const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -66,13 +66,15 @@ static int vm_mount(const char *src, const char *dst, const char *type, unsigned
 	return 0;
 }
 
-static void vm_modules(void)
+/* The modules a list of the image's names (in load order). */
+void vm_modules(const char *list)
 {
 	_cleanup_free_ char *order = NULL;
 	size_t len;
-	if (fdio_read_file(AT_FDCWD, "/ward/modules/order", 1 << 16, &order, &len) < 0)
+	if (fdio_read_file(AT_FDCWD, list, 1 << 16, &order, &len) < 0)
 		return;
-	for (char *name = strtok(order, "\n"); name; name = strtok(NULL, "\n")) {
+	char *save = NULL;
+	for (char *name = strtok_r(order, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "/ward/modules/%s", name);
 		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -82,7 +84,7 @@ static void vm_modules(void)
 }
 
 /* A 9p share: its virtio device appears a moment after the module loads. */
-static int vm_share(const char *tag, const char *dst, unsigned long flags, const char *cache)
+int vm_share(const char *tag, const char *dst, unsigned long flags, const char *cache)
 {
 	char opts[128];
 	snprintf(opts, sizeof(opts), "trans=virtio,version=9p2000.L,msize=524288,cache=%s", cache);
@@ -97,13 +99,6 @@ static int vm_share(const char *tag, const char *dst, unsigned long flags, const
 	}
 	vm_log("mount the %s share on %s: %s", tag, dst, strerror(errno));
 	return -errno;
-}
-
-static void vm_write(const char *path, const char *s)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		fdio_write_full(fd, s, strlen(s));
 }
 
 static void vm_loopback_up(void)
@@ -129,6 +124,8 @@ static int vm_cgroup(void)
 }
 
 /* A virtio-serial port by its name ("ward", "ward-net"), from sysfs. */
+int vm_dev_fd = -1;
+
 static int vm_port_path(const char *want, char *out, size_t n)
 {
 	DIR *d = opendir("/sys/class/virtio-ports");
@@ -144,7 +141,7 @@ static int vm_port_path(const char *want, char *out, size_t n)
 			continue;
 		name[strcspn(name, "\n")] = 0;
 		if (!strcmp(name, want)) {
-			snprintf(out, n, "/dev/%s", de->d_name);
+			snprintf(out, n, "%s%s", vm_dev_fd >= 0 ? "" : "/dev/", de->d_name);
 			r = 0;
 			break;
 		}
@@ -159,7 +156,7 @@ int vm_open_port(const char *name)
 	char path[PATH_MAX];
 	for (;;) {
 		if (vm_port_path(name, path, sizeof(path)) == 0) {
-			int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+			int fd = openat(vm_dev_fd >= 0 ? vm_dev_fd : AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOCTTY);
 			if (fd >= 0)
 				return fd;
 			/* ENXIO: the host side is not connected yet. */
@@ -181,37 +178,63 @@ int vm_setup(struct guest_cfg *cfg)
 	}
 	/* With no console before, fd 0 was the console's for a moment. */
 	fdio_std_open();
-	vm_modules();
-	vm_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=50%");
-	vm_mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m");
-	vm_mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%");
+	/* The modules of boot, which bind their devices as they load; then
+	 * the block devices' driver, loaded (its cost is the snapshot's) but
+	 * bound to the disks only at START (vm-root.c): a snapshot's template
+	 * has stand-ins for them. */
+	vm_modules("/ward/modules/order");
+	fdio_write_str(AT_FDCWD, "/sys/bus/virtio/drivers_autoprobe", "0");
+	vm_modules("/ward/modules/start");
 	mkdir("/dev/shm", 01777);
 	vm_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=10%");
-	vm_write("/etc/passwd", "root:x:0:0:root:/tmp:/bin/bash\n"
-				"ward:x:1000:1000:ward:/tmp:/bin/bash\n"
-				"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-	vm_write("/etc/group", "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n");
-	vm_write("/etc/hostname", "ward\n");
-	vm_write("/etc/hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n");
-	vm_write("/etc/resolv.conf", "");
 	sethostname("ward", 4);
 	vm_loopback_up();
 	cfg->cgroup_fd = vm_cgroup();
 	cfg->workspace = "/workspace";
-	/* Tool commands run as uid 1000 of the VM itself: they cannot write
-	 * the VM's cgroups or ward-guest's files (the root is read-only too). */
-	cfg->tool_outer_uid = GUEST_TOOL_UID;
+	/* Tool commands run as the VM's root (or the image's User), in a user
+	 * namespace of each call's that maps the VM's uids one to one: the
+	 * VM is the boundary. What root could reach of ward-guest's own (the
+	 * VM's cgroups, its disks, the serial console) the box's root does
+	 * not have (vm-root.c). */
+	cfg->uids = GUEST_VM_UIDS;
 	cfg->chan_fd = vm_open_port(VM_PORT_BOX);
 	return 0;
 }
 
 static void vm_start_box(struct guest_cfg *cfg, const cJSON *start);
 
+/* An argument of START's kept for the box's life. */
+static const char *vm_keep(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		vm_poweroff("out of memory");
+	return p;
+}
+
+/* What START says of the image's config (the host checked it and found
+ * the User's ids in the image): the User ("uid:gid"), the Env and where
+ * calls start. */
+static void vm_start_image(struct guest_cfg *cfg, const cJSON *start)
+{
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "user"));
+	if (v && *v)
+		cfg->user = vm_keep(v);
+	v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "cwd"));
+	if (v && v[0] == '/')
+		cfg->workspace = vm_keep(v);
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(start, "env"))
+		if (cJSON_IsString(e) && strchr(e->valuestring, '=') && e->valuestring[0] != '=' &&
+		    cfg->nenv < GUEST_ENV_MAX)
+			cfg->env[cfg->nenv++] = vm_keep(e->valuestring);
+}
+
 /* Booted: say so and wait for the host's START (a snapshot of the VM is
  * taken while it waits, so everything from here on is per box). START
  * brings fresh entropy (two boxes restored from one snapshot must not
  * share RNG state), the wall-clock time, and the box's limits; then the
- * shares are mounted and the root made read-only. */
+ * box's root is built. */
 int vm_wait_start(struct guest_cfg *cfg)
 {
 	uint8_t hello[8];
@@ -281,34 +304,44 @@ again:
 	return 0;
 }
 
-/* What START says of the box: its limits and proxy port; then the shares
- * are mounted and the root made read-only. */
+/* What START says of the box: its limits, proxy port and root; then the
+ * root is built and switched to. */
 static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 {
 	char v[32];
 	const cJSON *x;
-	if ((x = cJSON_GetObjectItemCaseSensitive(start, "pids")) && cJSON_IsNumber(x)) {
+	/* Through the VM's cgroup held by its descriptor: the box's own
+	 * /sys/fs/cgroup is read-only. */
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "pids")) && cJSON_IsNumber(x) && cfg->cgroup_fd >= 0) {
 		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
-		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/pids.max", v);
+		fdio_write_str(cfg->cgroup_fd, "pids.max", v);
 	}
-	if ((x = cJSON_GetObjectItemCaseSensitive(start, "mem")) && cJSON_IsNumber(x)) {
+	if ((x = cJSON_GetObjectItemCaseSensitive(start, "mem")) && cJSON_IsNumber(x) && cfg->cgroup_fd >= 0) {
 		snprintf(v, sizeof(v), "%.0f", x->valuedouble);
-		fdio_write_str(AT_FDCWD, "/sys/fs/cgroup/box/memory.max", v);
+		fdio_write_str(cfg->cgroup_fd, "memory.max", v);
 	}
 	if ((x = cJSON_GetObjectItemCaseSensitive(start, "proxy_port")) && cJSON_IsNumber(x) && x->valuedouble > 0 &&
 	    x->valuedouble < 65536)
 		cfg->proxy_port = (int)x->valuedouble;
-	if (vm_share("usr", "/usr", MS_RDONLY | MS_NODEV | MS_NOSUID, "loose") < 0)
-		vm_poweroff("no /usr from the host");
-	if (vm_share("ws", "/workspace", MS_NODEV | MS_NOSUID, "mmap") < 0)
-		vm_poweroff("no /workspace from the host");
+	/* Built once: a START that comes again (the host's channel reopened
+	 * after a pool's first) finds the root in place. */
+	if (cfg->root_sync_fd >= 0)
+		return;
+	vm_start_image(cfg, start);
+	const char *what;
+	const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "root"));
+	int r = vm_root_build(root && !strcmp(root, "image"), cfg, &what);
+	if (r < 0) {
+		vm_log("the box's root: %s: %s", what, strerror(-r));
+		vm_poweroff("the box's root could not be built");
+	}
 	/* Every git directory of the workspace read-only (base/gitdir.h),
-	 * before any call: tool commands (uid 1000, no capabilities, no
-	 * mount calls) cannot undo it. */
+	 * before any call: tool commands (never CAP_SYS_ADMIN, and no mount
+	 * of ward-guest's namespace is theirs) cannot undo it. */
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(start, "git_rw"))) {
 		struct gitdir_walk w = { 0 };
 		char bad[PATH_MAX];
-		int r = gitdir_ro("/workspace", &w, bad, sizeof(bad));
+		r = gitdir_ro("/workspace", &w, bad, sizeof(bad));
 		if (r < 0) {
 			vm_log("make %s read-only: %s", bad, strerror(-r));
 			vm_poweroff("the workspace's git directories could not be made read-only");
@@ -317,6 +350,4 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 			vm_log("the walk for git directories stopped at its bound (%d entries, %d levels)",
 			       GITDIR_WALK_ENTRIES, GITDIR_WALK_DEPTH);
 	}
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
-		vm_log("remount / read-only: %s", strerror(errno));
 }

@@ -38,7 +38,8 @@ enum proto_type {
 	PROTO_DESTROY = 11,	/* client -> keeper */
 	PROTO_INFO = 12,	/* client -> keeper: empty; reply JSON */
 	PROTO_START = 13,	/* host -> a VM's guest waiting after boot: JSON
-				 * {entropy (hex), time_ns, pids, mem} */
+				 * {entropy (hex), time_ns, pids, mem, proxy_port,
+				 * root: "image" | "host", git_rw, prepare} */
 	PROTO_INPUT = 14,	/* client -> keeper -> guest, for a call made with
 				 * "stdin": true: bytes for its command's stdin;
 				 * PROTO_F_EOF closes it after what came before */
@@ -56,6 +57,10 @@ enum proto_type {
 /* On a guest's HELLO: booted and waiting for PROTO_START (a VM; a
  * snapshot is taken at this point). */
 #define PROTO_F_READY 0x2
+/* A VM's block devices, by their serials: the root's read-only image (an
+ * image's erofs; a stand-in on the host view) and the box's own disk. */
+#define VM_SERIAL_ROOT "ward-root"
+#define VM_SERIAL_DISK "ward-disk"
 /* A VM guest's EVENT after a pool's first START ({"prepare":true}): its
  * shares are mounted and its limits set; it waits for the second START. */
 #define PROTO_PREPARED_EVENT "{\"prepared\":true}"

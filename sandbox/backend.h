@@ -21,6 +21,9 @@ struct box_inst {
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */
 	bool pooled;		/* waiting for START (a pool box): the backend's go starts it */
+	/* The box's /tmp is on its own disk, which the backend keeps between
+	 * starts (a vm's): a hibernate has nothing of it to save. */
+	bool tmp_on_disk;
 	char uid_why[160];	/* who the box's root is (ns) */
 };
 struct image_info;
@@ -37,6 +40,10 @@ struct box_spec {
 	 * by the keeper for the box's life. */
 	const char *image_root;
 	const struct image_info *image;
+	/* The box's own disk (state_disk_path): the vm backend makes it at
+	 * the first start and keeps it between starts; the keeper removes it
+	 * with the box. */
+	const char *disk_path;
 };
 struct box_backend {
 	const char *name;

@@ -174,6 +174,19 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	int r = box_program(o->guest_path, guest, "ward-guest", "WARD_GUEST", e);
 	if (r < 0 || (r = box_program(o->keeper_path, keeper, "ward-keeper", "WARD_KEEPER", e)) < 0)
 		return r;
+	/* A vm box's image reaches the VM as erofs: made here, once for every
+	 * box of the image (a big one takes seconds), rather than within the
+	 * bound the keeper has to bring the box up. */
+	if (o->image && box_backend_find(o->backend) == &box_backend_vm) {
+		struct image_info img = { .hold_fd = -1 };
+		char erofs[PATH_MAX];
+		r = image_find(o->image, &img, e);
+		if (r >= 0)
+			r = image_erofs(&img, erofs, sizeof(erofs), e);
+		image_info_release(&img);
+		if (r < 0)
+			return r;
+	}
 	ko.guest_path = guest;
 	ko.keeper_path = keeper;
 	/* A warm pool's box of this kind, if one waits: a hand-over. */
@@ -315,6 +328,10 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 				cJSON_Delete(j);
 			}
 			state_rm_rf(boxdir);
+			/* Its own disk, as its keeper would have removed it. */
+			char disk[PATH_MAX];
+			if (state_disk_path(de->d_name, disk, sizeof(disk), NULL) == 0)
+				unlink(disk);
 			/* What it saved when it hibernated goes too: whole or torn,
 			 * nobody can wake it without its keeper. */
 			char hib[PATH_MAX];

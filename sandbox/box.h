@@ -100,8 +100,8 @@ int box_vm_available(bool *ret_kvm, struct err *e);
  * with an environment built for it: SECURITY.md, "Helper processes");
  * returns when the guest answered. A
  * vm box without a name is taken from a warm pool (box_pool) when one
- * holds a box of the same kind: backend, limits, workspace, network, guest
- * (what the VM was started with); its lifetime, owner and labels are this
+ * holds a box of the same kind: backend, limits, workspace, network, guest,
+ * image (what the VM was started with); its lifetime, owner and labels are this
  * create's. */
 int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e);
 /* A warm pool: keep size boxes of o's kind restored and waiting for START

@@ -320,7 +320,8 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	if (state_mkdir_p(K.hib.dir, 0700) < 0)
 		return err_setc(e, -errno, "cannot make %s", K.hib.dir);
 	keeper_state_file("hibernating");
-	if (K.up) {
+	/* A box whose /tmp is on its own disk (a vm's) keeps it there. */
+	if (K.up && !K.inst.tmp_on_disk) {
 		char p[PATH_MAX + 32];
 		hib_paths("tmp.tar", p, sizeof(p));
 		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -473,6 +474,9 @@ uint64_t keeper_disk_bytes(void)
 		du_sum = (uint64_t)st.st_blocks * 512;	/* the layers' image, sparse */
 	else if (K.layered)
 		nftw(K.layers.dir, du_one, 16, FTW_PHYS | FTW_MOUNT);
+	/* The box's own disk, sparse: what its root's changes hold (a vm's). */
+	if (K.disk[0] && stat(K.disk, &st) == 0)
+		du_sum += (uint64_t)st.st_blocks * 512;
 	layer = du_sum;
 	return layer + K.hib.bytes;
 }

@@ -329,3 +329,19 @@ int hostview_get(char *out, size_t n, struct err *e)
 	snprintf(out, n, "%s", path);
 	return 0;
 }
+
+size_t hostview_host_dirs(const char **out, size_t max)
+{
+	static const char *const always[] = { "/usr", "/var/lib/dpkg" };
+	static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+	_Static_assert(ARRAY_SIZE(tops) == ARRAY_SIZE(hostview_tops), "the same tops as the skeleton's");
+	size_t n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(always) && n < max; i++)
+		out[n++] = always[i];
+	for (size_t i = 0; i < ARRAY_SIZE(tops) && n < max; i++) {
+		struct stat st;
+		if (lstat(tops[i], &st) == 0 && S_ISDIR(st.st_mode))
+			out[n++] = tops[i];
+	}
+	return n;
+}

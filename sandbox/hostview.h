@@ -15,3 +15,8 @@
 
 /* The skeleton for the host as it is now, made if it is not there. */
 int hostview_get(char *out, size_t n, struct err *e);
+/* What of the host's own a host view has over the skeleton, each at its
+ * own path below it (read-only, and each box's changes in its own layer):
+ * /usr, the package database, and the top directories the host does not
+ * link into /usr. Into out (at most max); how many. */
+size_t hostview_host_dirs(const char **out, size_t max);

@@ -60,6 +60,7 @@ struct keeper {
 	const struct box_opts *o;
 	const char *name, *boxdir;
 	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
+	char disk[PATH_MAX];	/* the box's own disk (state_disk_path), if its backend makes one */
 	struct layers layers;	/* held for the box's life (its image stays mounted) */
 	bool layered;		/* the box has layers: a workspace's, or its root's */
 	bool root_layer;	/* its backend keeps the root's changes in layers.root */

@@ -8,6 +8,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/keeper-int.h"
 #include "sandbox/layers.h"
+#include "sandbox/state.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
@@ -540,6 +541,12 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	snprintf(K.sock, sizeof(K.sock), "%s/sock", boxdir);
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
+	/* The box's own disk is made for it at its first start: one a box of
+	 * the same name left (its keeper killed before it could remove it) is
+	 * not this box's. */
+	if (state_disk_path(name, K.disk, sizeof(K.disk), &e) < 0)
+		goto fail;
+	unlink(K.disk);
 	K.layers.lock_fd = -1;
 	K.img.hold_fd = -1;
 	/* The image, found and held: unpacked already (ward resolved and
@@ -624,6 +631,8 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	 * workspace changes are kept until they are applied or dropped, its
 	 * root's never. */
 	keeper_layers_end();
+	/* Its own disk (its root's changes, a vm's) goes with it too. */
+	unlink(K.disk);
 	state_rm_rf(boxdir);
 	_exit(0);
 
@@ -636,6 +645,8 @@ fail:
 	egress_free(&K.eg);
 	cgroup_remove(&K.cg);
 	keeper_layers_end();
+	if (K.disk[0])
+		unlink(K.disk);
 	state_rm_rf(boxdir);
 	_exit(1);
 }

@@ -20,7 +20,7 @@
 
 static const char *const layers_mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
 
-static const char *layers_mkfs(void)
+const char *layers_mkfs(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(layers_mkfs_paths); i++)
 		if (access(layers_mkfs_paths[i], X_OK) == 0)

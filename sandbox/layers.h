@@ -69,5 +69,7 @@ void layers_root_clear(struct layers *l);
 void layers_root_drop(const char *name);
 /* Unmount every image of the user's that nobody holds (ward box reap). */
 void layers_sweep(void);
+/* mkfs.ext4, where it is installed, or NULL. */
+const char *layers_mkfs(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */
 bool layers_disk_capable(char *why, size_t n);

@@ -119,6 +119,13 @@ int state_hib_dir(const char *name, char *out, size_t n, struct err *e)
 	return state_data_sub("hibernated", name, out, n, e);
 }
 
+int state_disk_path(const char *name, char *out, size_t n, struct err *e)
+{
+	char leaf[BOX_NAME_MAX + 8];
+	snprintf(leaf, sizeof(leaf), "%s.img", name);
+	return state_data_sub("disks", leaf, out, n, e);
+}
+
 /* Remove name below dfd and everything under it, by descriptors: no path
  * grows past PATH_MAX however deep the box made its tree, a directory the
  * box made unreadable (chmod 000) is opened up first, and nothing on

@@ -20,6 +20,10 @@ int state_layers_dir(const char *name, char *out, size_t n, struct err *e);
 /* A hibernated box's saved state, on disk (not in the runtime dir, which
  * is often memory): $XDG_STATE_HOME/ward/hibernated/NAME. */
 int state_hib_dir(const char *name, char *out, size_t n, struct err *e);
+/* A box's own disk, which the box's guest alone reads and writes (a vm's
+ * root changes and its /tmp: sandbox/vm-disk.c), on disk:
+ * $XDG_STATE_HOME/ward/disks/NAME.img. It lives as long as the box. */
+int state_disk_path(const char *name, char *out, size_t n, struct err *e);
 /* mkdir -p: every directory it makes, the ones on the way included, gets
  * mode (with u+rwx on the way): the state it holds is the user's alone.
  * One that is there already keeps its own. */

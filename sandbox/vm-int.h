@@ -3,6 +3,8 @@
 #pragma once
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 
@@ -18,14 +20,30 @@ struct vm_paths {
 		exp[PATH_MAX + 16], mig[PATH_MAX + 32], net[PATH_MAX + 32], jail[PATH_MAX + 16];
 };
 
+/* vm-disk.c: a box's own disk at path, of size bytes (sparse), made if it
+ * is not there (one that is keeps its size and what it holds). 0 or
+ * -errno, e set. */
+int vm_disk_make(const char *path, uint64_t size, struct err *e);
+/* A stand-in for a disk the guest does not read: where a box has no
+ * image, and in a snapshot's template. path NULL: the one in the cache
+ * every box shares (read-only); else that file (a template's writable
+ * one). Its path into out. */
+#define VM_DISK_STANDIN 4096
+int vm_disk_standin(const char *path, char *out, size_t n, struct err *e);
+
 /* vm-jail.c: what one VMM's root holds beside what every VMM's does (its
  * table): files read-only (the kernel, the initrd), files and directories
  * read-write (a RAM file, its own directory, the workspace it exports),
  * each at its own path; /dev/kvm with kvm. */
 struct vm_jail {
 	const char *root;	/* an empty directory to build it on */
-	const char *ro[3], *rw[4];	/* NULL-terminated when short */
+	const char *ro[4], *rw[5];	/* NULL-terminated when short */
 	bool kvm;
+	/* The host view QEMU exports (NULL: none): at view, the skeleton
+	 * (read-only) with the host's directories host[] over it, each at its
+	 * own path below view (read-only). */
+	const char *view, *skel;
+	const char *host[8];	/* NULL-terminated when short */
 };
 /* In the VMM's child, in its own user and mount namespaces: build the root,
  * pivot into it, let go of the host's tree, make it read-only. No

@@ -141,6 +141,22 @@ int vm_jail_enter(const struct vm_jail *j, const char **ret_what)
 		if ((r = vm_jail_bind(root, j->rw[i], VJ_RW)) < 0)
 			return r;
 	}
+	/* The host view: its skeleton, then the host's own directories over
+	 * their mount points in it. */
+	if (j->view) {
+		char at[2 * PATH_MAX];
+		snprintf(at, sizeof(at), "%s%s", root, j->view);
+		*ret_what = j->skel;
+		if ((r = mnt_bind_ro(j->skel, at)) < 0)
+			return r;
+		for (size_t i = 0; i < ARRAY_SIZE(j->host) && j->host[i]; i++) {
+			char dst[3 * PATH_MAX];
+			snprintf(dst, sizeof(dst), "%s%s", at, j->host[i]);
+			*ret_what = j->host[i];
+			if ((r = mnt_bind_ro(j->host[i], dst)) < 0)
+				return r;
+		}
+	}
 	/* QEMU's 9p server changes modes through /proc/self/fd/N; this /proc
 	 * is its PID namespace's, where it is alone. */
 	char proc[PATH_MAX + 8];

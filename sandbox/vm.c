@@ -4,13 +4,20 @@
  * PID, network, IPC and UTS namespaces and the box's host cgroup, as PID 1
  * of its PID namespace, so a QEMU bug does not hand over the host and
  * killing QEMU reaps any helper it started. Its view of the host user is
- * uid 1000, the uid tool commands run as in the VM, so the workspace's
- * files are theirs. Destroying the box is SIGKILL to the VMM. */
+ * uid 0 (with no capability), the VM's root, whom tool commands run as,
+ * so the workspace's files are theirs. Destroying the box is SIGKILL to
+ * the VMM. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
+#include "sandbox/layers.h"
+#include "sandbox/hostview.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
+#include "guest/guest.h"
+#include "base/account.h"
+#include "image/image.h"
+#include "image/erofs.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -29,6 +36,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <linux/securebits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,6 +97,8 @@ int vm_available(struct err *e)
 	char q[PATH_MAX], vz[PATH_MAX], kver[128];
 	if (!vm_qemu_path(q, sizeof(q)))
 		return err_set(e, -ENOENT, "%s is not installed (apt-get install qemu-system-x86)", VM_QEMU);
+	if (!layers_mkfs())
+		return err_set(e, -ENOENT, "mkfs.ext4 is missing (apt-get install e2fsprogs): a vm box's own disk is ext4");
 	return vmimage_kernel(vz, sizeof(vz), kver, sizeof(kver), e);
 }
 
@@ -166,7 +176,11 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* As uid 1000 of this namespace, the exec drops every capability. */
+	/* uid 0 of this namespace, which the exec of root does not give a
+	 * capability (SECBIT_NOROOT, locked): QEMU runs with none. */
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+					     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+		vm_fail(c, "securebits");
 	execve(c->argv[0], c->argv, spawn_env_vmm);
 	vm_fail(c, "exec " VM_QEMU);
 }
@@ -177,7 +191,39 @@ struct vm_launch {
 	bool mem_share;		/* MAP_SHARED (a snapshot's template) or private */
 	bool incoming;		/* -incoming defer: a restore */
 	bool template;		/* a snapshot's template: no box of its own */
+	/* The two disks every VM has, in this order (a snapshot's devices are
+	 * its restores'): the root's read-only image (an image's erofs, or a
+	 * stand-in on the host view) and the box's own disk (a stand-in in a
+	 * template). The guest finds them by their serials. */
+	const char *root_img, *disk;
+	/* The host view's skeleton (hostview.h), which the host share holds
+	 * with the host's /usr and package database over it; NULL (an image's
+	 * box, a template): the share is an empty directory. */
+	const char *skel;
 };
+
+/* The devices a VM has, as far as a snapshot must match them: part of its
+ * key, so a change of them is a new snapshot. */
+#define VM_DEVICES "serial,net,9p-host,9p-ws,blk-root,blk-disk"
+
+/* A path in a QEMU option's value: commas doubled. */
+static int vm_opt_path(char *out, size_t n, const char *prefix, const char *path, const char *suffix)
+{
+	size_t k = (size_t)snprintf(out, n, "%s", prefix);
+	for (const char *c = path; *c && k + 2 < n; c++) {
+		if (*c == ',')
+			out[k++] = ',';
+		out[k++] = *c;
+	}
+	if (k >= n)
+		return -ENAMETOOLONG;
+	out[k] = 0;
+	size_t l = strlen(suffix);
+	if (k + l + 1 > n)
+		return -ENAMETOOLONG;
+	memcpy(out + k, suffix, l + 1);
+	return 0;
+}
 
 
 static void vm_paths(const struct box_spec *s, struct vm_paths *p)
@@ -226,8 +272,27 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	bool kvm = vm_kvm_usable();
 	char mem[32], append[256], chardev[PATH_MAX + 64], qmparg[PATH_MAX + 32], serial[PATH_MAX + 16];
 	char netdev[PATH_MAX + 64];
-	char fs_usr[] = "local,id=usr,path=/usr,security_model=none,readonly=on";
-	char fs_ws[PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
+	char fs_host[2 * PATH_MAX + 64], fs_ws[2 * PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
+	char drv_root[2 * PATH_MAX + 64], drv_disk[2 * PATH_MAX + 96], share[PATH_MAX + 16];
+	/* The host share (which every VM has, for one snapshot to serve them
+	 * all): the host view, put together in the VMM's root (vm-jail.c);
+	 * for a box with an image, which sees nothing of the host's files,
+	 * and for a template, an empty directory. It spans several file
+	 * systems: QEMU keeps their inode numbers apart (multidevs=remap). */
+	snprintf(share, sizeof(share), "%s/%s", p->vmm, l->skel ? "host" : "empty");
+	if (mkdir(share, l->skel ? 0755 : 0500) < 0 && errno != EEXIST)
+		return err_setc(e, -errno, "cannot make %s", share);
+	if (vm_opt_path(fs_host, sizeof(fs_host), "local,id=host,path=", share,
+			",security_model=none,readonly=on,multidevs=remap") < 0 ||
+	    vm_opt_path(fs_ws, sizeof(fs_ws), "local,id=ws,path=", p->exp, ",security_model=none") < 0 ||
+	    vm_opt_path(drv_root, sizeof(drv_root), "if=none,id=root,format=raw,readonly=on,file=", l->root_img, "") < 0 ||
+	    /* The box's writes land in the host's page cache and a flush is
+	     * not waited for (unsafe): a box is gone with the host anyway, and
+	     * what the guest synced is in the file even if the VMM is killed.
+	     * Blocks the guest frees, or writes as zeros, become holes. */
+	    vm_opt_path(drv_disk, sizeof(drv_disk), "if=none,id=disk,format=raw,cache=unsafe,discard=unmap,"
+			"detect-zeroes=unmap,file=", l->disk, "") < 0)
+		return err_set(e, -ENAMETOOLONG, "a path of the VM's is too long");
 	snprintf(mem, sizeof(mem), "%lluM", (unsigned long long)vm_mem_mib(s->opts));
 	unsigned long khz = vm_tsc_khz();
 	char tsc[48] = "";
@@ -238,7 +303,6 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	snprintf(netdev, sizeof(netdev), "socket,id=net,path=%s,server=on,wait=off", p->net);
 	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", p->qmp);
 	snprintf(serial, sizeof(serial), "file:%s", p->con);
-	snprintf(fs_ws, sizeof(fs_ws), "local,id=ws,path=%s,security_model=none", p->exp);
 	if (l->mem_path) {
 		snprintf(machine, sizeof(machine), "microvm,rtc=on,memory-backend=ram");
 		snprintf(memobj, sizeof(memobj), "memory-backend-file,id=ram,size=%s,mem-path=%s,share=%s", mem, l->mem_path,
@@ -254,8 +318,10 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		/* The egress proxy's streams (proto/netmux.h); every box has the
 		 * port, so one snapshot serves them all. */
 		"-chardev", netdev, "-device", "virtserialport,chardev=net,name=ward-net",
-		"-fsdev", fs_usr, "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr",
+		"-fsdev", fs_host, "-device", "virtio-9p-device,fsdev=host,mount_tag=host",
 		"-fsdev", fs_ws, "-device", "virtio-9p-device,fsdev=ws,mount_tag=ws",
+		"-drive", drv_root, "-device", "virtio-blk-device,drive=root,serial=" VM_SERIAL_ROOT,
+		"-drive", drv_disk, "-device", "virtio-blk-device,drive=disk,serial=" VM_SERIAL_DISK,
 		"-qmp", qmparg,
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	};
@@ -278,8 +344,12 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	if (s->cg && s->cg->v2[0])
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	/* QEMU under /usr comes with it; one elsewhere is bound by itself. */
-	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, strncmp(qemu, "/usr/", 5) ? qemu : NULL },
-				.rw = { p->vmm, p->exp, l->mem_path }, .kvm = kvm };
+	const char *own_qemu = strncmp(qemu, "/usr/", 5) ? qemu : NULL;
+	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, l->root_img, own_qemu },
+				.rw = { p->vmm, p->exp, l->disk, l->mem_path }, .kvm = kvm,
+				.view = l->skel ? share : NULL, .skel = l->skel };
+	if (l->skel)
+		hostview_host_dirs(jail.host, ARRAY_SIZE(jail.host) - 1);
 	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .jail = &jail,
 			      .uid = getuid(), .gid = getgid() };
 	int pidfd = -1;
@@ -297,9 +367,10 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		vm_child_main(&c);
 	}
 	close(sync[1]);
-	/* The host user is uid 1000 to the VMM: 9p shows the workspace's files
-	 * as uid 1000's, the uid tool commands run as in the VM. */
-	int r = box_userns_map(pid, 1000, c.uid, c.gid);
+	/* The host user is uid 0 to the VMM: 9p shows the workspace's files
+	 * (and the host view's, where ward is root) as root's, the VM's, whom
+	 * tool commands run as. */
+	int r = box_userns_map(pid, 0, c.uid, c.gid);
 	if (r < 0)
 		err_setc(e, r, "cannot write the VMM's user namespace maps");
 	if (r >= 0) {
@@ -380,9 +451,19 @@ static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
 	return 0;
 }
 
-/* prepare: a pool box's first START, the box's limits and shares without
- * the entropy and the clock, which come with the second (at its claim). */
-static int vm_send_start_as(int fd, const struct box_opts *o, bool prepare)
+/* What the guest's START says beyond the box's options: whether it is a
+ * pool box's first (prepare: the box's limits and its root without the
+ * entropy and the clock, which come with the second, at its claim), and
+ * its root: root ("image": the root disk is an image's erofs; "host": the
+ * host view), cwd (where calls start), and an image's user ("uid:gid",
+ * found in the image) and env (vm_root_json). The root is built at the
+ * first START the guest takes; a later one (a claim's) has none of it. */
+struct vm_start_as {
+	bool prepare;
+	const cJSON *root;	/* NULL: a claim's */
+};
+
+static int vm_send_start_as(int fd, const struct box_opts *o, const struct vm_start_as *as)
 {
 	uint8_t rnd[32];
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -393,25 +474,81 @@ static int vm_send_start_as(int fd, const struct box_opts *o, bool prepare)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t mib = vm_mem_mib(o);
-	char json[400];
+	cJSON *j = cJSON_CreateObject();
+	if (as->prepare) {
+		cJSON_AddBoolToObject(j, "prepare", 1);
+	} else {
+		cJSON_AddStringToObject(j, "entropy", hex);
+		cJSON_AddNumberToObject(j, "time_ns", (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec);
+	}
 	/* With egress, the port the guest listens on for the proxy; git_rw:
 	 * the guest leaves the workspace's git directories writable. */
-	unsigned long long pids = o->lim.pids ? o->lim.pids : 512, mem = (mib - MIN(mib / 4, 96ull)) << 20;
-	int port = o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0, n;
-	const char *git = o->git_rw ? ",\"git_rw\":true" : "";
-	if (prepare)
-		n = snprintf(json, sizeof(json), "{\"prepare\":true,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d%s}",
-			     pids, mem, port, git);
-	else
-		n = snprintf(json, sizeof(json),
-			     "{\"entropy\":\"%s\",\"time_ns\":%lld,\"pids\":%llu,\"mem\":%llu,\"proxy_port\":%d%s}",
-			     hex, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, pids, mem, port, git);
-	return proto_send(fd, PROTO_START, 0, 0, json, (size_t)n);
+	cJSON_AddNumberToObject(j, "pids", (double)(o->lim.pids ? o->lim.pids : 512));
+	cJSON_AddNumberToObject(j, "mem", (double)((mib - MIN(mib / 4, 96ull)) << 20));
+	cJSON_AddNumberToObject(j, "proxy_port", o->net == BOX_NET_ALLOW ? NET_PROXY_PORT : 0);
+	if (o->git_rw)
+		cJSON_AddBoolToObject(j, "git_rw", 1);
+	const cJSON *x;
+	cJSON_ArrayForEach(x, as->root)
+		cJSON_AddItemToObject(j, x->string, cJSON_Duplicate(x, 1));
+	_cleanup_free_ char *txt = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (!txt)
+		return -ENOMEM;
+	return proto_send(fd, PROTO_START, 0, 0, txt, strlen(txt));
 }
 
-static int vm_send_start(int fd, const struct box_opts *o)
+/* The root's part of START for box s (vm_start_as), or NULL with e set: an
+ * image's Env that is not NAME=VALUE, or more than a START holds; a User
+ * the image's /etc/passwd does not have. */
+static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 {
-	return vm_send_start_as(fd, o, false);
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "root", s->image_root ? "image" : "host");
+	cJSON_AddStringToObject(j, "cwd", box_tool_cwd(s));
+	const char *user = s->image ? s->image->user : NULL;
+	if (s->image_root && user && *user) {
+		char why[256];
+		struct account a;
+		_cleanup_close_ int img = open(s->image_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int r = img < 0 ? err_setc(e, -errno, "cannot open the image's tree %s", s->image_root)
+				: account_resolve(img, user, 0, GUEST_VM_UIDS, &a, why, sizeof(why));
+		if (r < 0) {
+			if (img >= 0)
+				err_set(e, r, "%s", why);
+			cJSON_Delete(j);
+			return NULL;
+		}
+		char u[32];
+		snprintf(u, sizeof(u), "%u:%u", (unsigned)a.uid, (unsigned)a.gid);
+		cJSON_AddStringToObject(j, "user", u);
+	}
+	size_t nenv = s->image ? s->image->nenv : 0;
+	if (nenv > GUEST_ENV_MAX) {
+		err_set(e, -E2BIG, "the image's config has %zu Env entries; a box takes at most %d", nenv, GUEST_ENV_MAX);
+		cJSON_Delete(j);
+		return NULL;
+	}
+	cJSON *env = cJSON_AddArrayToObject(j, "env");
+	size_t bytes = 0;
+	for (size_t i = 0; i < nenv; i++) {
+		const char *kv = s->image->env[i], *eq = strchr(kv, '=');
+		if (!eq || eq == kv || strlen(kv) > GUEST_ENV_ENTRY_MAX) {
+			err_set(e, -EINVAL, "the image's Env entry %zu is not NAME=VALUE of at most %d bytes", i + 1,
+				GUEST_ENV_ENTRY_MAX);
+			cJSON_Delete(j);
+			return NULL;
+		}
+		bytes += strlen(kv);
+		cJSON_AddItemToArray(env, cJSON_CreateString(kv));
+	}
+	/* START is one frame: the rest of it is small. */
+	if (bytes > PROTO_MAX_PAYLOAD / 2) {
+		err_set(e, -E2BIG, "the image's Env holds %zu bytes; a vm box takes at most %u", bytes, PROTO_MAX_PAYLOAD / 2);
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
 }
 
 /* A pool box: the first START, then the guest's {"prepared":true} once
@@ -419,11 +556,12 @@ static int vm_send_start(int fd, const struct box_opts *o)
  * pooled has nothing left to do but take the second START. A READY hello
  * meanwhile says the guest's channel reopened and it waits for a START
  * again: it gets the first one again. */
-static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, struct err *e)
+static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, const cJSON *root, struct err *e)
 {
 	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS;
+	struct vm_start_as as = { .prepare = true, .root = root };
 	for (int tries = 0; tries < 3; tries++) {
-		int r = vm_send_start_as(b->chan_fd, o, true);
+		int r = vm_send_start_as(b->chan_fd, o, &as);
 		if (r < 0)
 			return err_set(e, r, "cannot send the pool's START to the VM's guest (%s)", strerror(-r));
 		struct frame f;
@@ -443,9 +581,10 @@ static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, struct
 
 /* START, then the guest's plain HELLO: the box is up. A guest that saw
  * the channel close and reopen says READY again: START again. */
-static int vm_start_guest(struct box_inst *b, const struct box_opts *o, struct err *e)
+static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, const cJSON *root, struct err *e)
 {
-	int r = vm_send_start(b->chan_fd, o);
+	struct vm_start_as as = { .root = root };
+	int r = vm_send_start_as(b->chan_fd, o, &as);
 	for (int tries = 0; r >= 0 && tries < 3; tries++) {
 		bool ready = false;
 		r = vm_hello(b->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
@@ -455,9 +594,15 @@ static int vm_start_guest(struct box_inst *b, const struct box_opts *o, struct e
 			b->hello_done = true;
 			return 0;
 		}
-		r = vm_send_start(b->chan_fd, o);
+		r = vm_send_start_as(b->chan_fd, o, &as);
 	}
 	return err_set(e, -EPROTO, "the VM's guest did not start");
+}
+
+/* A pool box's claim: its root was built at its first START. */
+static int vm_go(struct box_inst *b, const struct box_opts *o, struct err *e)
+{
+	return vm_start_guest_as(b, o, NULL, e);
 }
 
 static int vm_lock(const char *path)
@@ -468,27 +613,102 @@ static int vm_lock(const char *path)
 	return fd;
 }
 
-static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+/* Make the snapshot at state (and its RAM file ram): boot a template into
+ * a shared RAM file, snapshot it when it waits for START, and throw it
+ * away; one at a time (lock). The template's disks are stand-ins it never
+ * reads: the guest binds its block devices' driver only at START. */
+static void vm_snapshot_make(const struct box_spec *s, const struct vm_image *img, const struct vm_paths *p,
+			     const char *snap, const char *ram, const char *state, const char *lock)
+{
+	_cleanup_close_ int lk = vm_lock(lock);
+	if (access(state, R_OK) == 0)
+		return;
+	char tram[PATH_MAX + 96], tdisk[PATH_MAX + 96], standin[PATH_MAX];
+	snprintf(tram, sizeof(tram), "%s.tmp", ram);
+	snprintf(tdisk, sizeof(tdisk), "%s.disk", snap);
+	unlink(tram);
+	unlink(tdisk);
+	struct err te = { 0 };
+	int tr = vm_disk_standin(NULL, standin, sizeof(standin), &te);
+	if (tr >= 0)
+		tr = vm_disk_standin(tdisk, tdisk, sizeof(tdisk), &te);
+	struct vm_launch l = { .mem_path = tram, .mem_share = true, .template = true, .root_img = standin, .disk = tdisk };
+	struct box_inst t = { .pid = 0 };
+	if (tr >= 0)
+		tr = vm_launch(s, img, p, &l, &t, &te);
+	bool ready = false;
+	if (tr >= 0)
+		tr = vm_hello(t.chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, &te);
+	if (tr >= 0 && ready)
+		tr = vm_snapshot_take(p, state, &te);
+	if (t.pid > 0)
+		box_kill_reap(t.pid, t.pidfd, t.chan_fd);
+	unlink(tdisk);
+	if (tr >= 0 && rename(tram, ram) < 0)
+		tr = -errno;
+	if (tr < 0) {
+		unlink(tram);
+		unlink(state);
+		return;
+	}
+	/* A snapshot's RAM file is the size of the guest's RAM (sparse): keep
+	 * the newest few. */
+	char pat[PATH_MAX + 16];
+	const char *sl = strrchr(snap, '/');
+	snprintf(pat, sizeof(pat), "%.*s/snap-*.state", (int)(sl ? sl - snap : 0), snap);
+	static const char *const sfx[] = { ".ram", ".lock", NULL };
+	vmimage_prune(pat, VMIMAGE_KEEP, sfx);
+}
+
+static void vm_inst_clear(struct box_inst *b)
+{
+	if (b->pid > 0)
+		box_kill_reap(b->pid, b->pidfd, b->chan_fd);
+	if (b->net_fd >= 0)
+		close(b->net_fd);
+	*b = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
+}
+
+static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box_inst *ret, struct err *e)
 {
 	const struct box_opts *o = s->opts;
 	if (o->net == BOX_NET_HOST)
 		return err_set(e, -ENOTSUP, "a vm box has no network device: --net host is for --backend ns; "
 			       "--allow-host gives a vm box egress through the proxy");
+	if (!s->disk_path)
+		return err_set(e, -EINVAL, "a vm box needs a disk of its own");
 	struct vm_image img;
 	int r = vmimage_get(o->guest_path, false, &img, e);
 	if (r < 0)
 		return r;
+	/* The box's own disk (made at its first start, kept until it is
+	 * destroyed) and its root's image: the image's erofs (made once for
+	 * every box of it), or a stand-in on the host view. */
+	r = vm_disk_make(s->disk_path, o->lim.disk ? o->lim.disk : BOX_DEFAULT_DISK, e);
+	char root_img[PATH_MAX];
+	if (r >= 0)
+		r = s->image_root ? image_erofs_tree(s->image_root, root_img, sizeof(root_img), e)
+				  : vm_disk_standin(NULL, root_img, sizeof(root_img), e);
+	if (r < 0)
+		return r;
+	/* The host view's skeleton, for a box without an image. */
+	char skel[PATH_MAX];
+	if (!s->image_root && (r = hostview_get(skel, sizeof(skel), e)) < 0)
+		return r;
+	const char *sk = s->image_root ? NULL : skel;
 	struct vm_paths p;
 	vm_paths(s, &p);
-	/* The snapshot: tied to the image, the QEMU binary and the RAM size
-	 * (the command line is otherwise the same for every box). */
+	/* The snapshot: tied to the image, the QEMU binary, the RAM size and
+	 * the devices (the command line is otherwise the same for every box,
+	 * and every box has the same devices: what differs is the files behind
+	 * them). */
 	char qemu[PATH_MAX], snap[PATH_MAX + 64], ram[PATH_MAX + 80], state[PATH_MAX + 80], lock[PATH_MAX + 80];
 	char key[PATH_MAX * 3];
 	struct stat qs = { 0 };
 	if (vm_qemu_path(qemu, sizeof(qemu)))
 		stat(qemu, &qs);
-	snprintf(key, sizeof(key), "%s|%s|%s|%lld|%lld|%llu|%d", img.kernel, img.initrd, qemu, (long long)qs.st_size,
-		 (long long)qs.st_mtime, (unsigned long long)vm_mem_mib(o), vm_kvm_usable());
+	snprintf(key, sizeof(key), "%s|%s|%s|%lld|%lld|%llu|%d|%s", img.kernel, img.initrd, qemu, (long long)qs.st_size,
+		 (long long)qs.st_mtime, (unsigned long long)vm_mem_mib(o), vm_kvm_usable(), VM_DEVICES);
 	uint64_t h = 1469598103934665603ULL;
 	for (const char *k = key; *k; k++)
 		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
@@ -499,78 +719,52 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	snprintf(ram, sizeof(ram), "%s.ram", snap);
 	snprintf(state, sizeof(state), "%s.state", snap);
 	snprintf(lock, sizeof(lock), "%s.lock", snap);
-	if (!o->no_snapshot && access(state, R_OK) != 0) {
-		/* Make it: boot a template into the shared RAM file, snapshot it
-		 * when it waits for START, and throw it away. One at a time. */
-		_cleanup_close_ int lk = vm_lock(lock);
-		if (access(state, R_OK) != 0) {
-			char tram[PATH_MAX + 96];
-			snprintf(tram, sizeof(tram), "%s.tmp", ram);
-			unlink(tram);
-			struct vm_launch l = { .mem_path = tram, .mem_share = true, .template = true };
-			struct box_inst t;
-			struct err te = { 0 };
-			int tr = vm_launch(s, &img, &p, &l, &t, &te);
-			bool ready = false;
-			if (tr >= 0)
-				tr = vm_hello(t.chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, &te);
-			if (tr >= 0 && ready)
-				tr = vm_snapshot_take(&p, state, &te);
-			if (tr >= 0)
-				box_kill_reap(t.pid, t.pidfd, t.chan_fd);
-			if (tr >= 0 && rename(tram, ram) < 0)
-				tr = -errno;
-			if (tr < 0) {
-				unlink(tram);
-				unlink(state);
-			} else {
-				/* A snapshot's RAM file is the size of the guest's RAM
-				 * (sparse): keep the newest few. */
-				char pat[PATH_MAX + 16];
-				snprintf(pat, sizeof(pat), "%.*s/snap-*.state", (int)(sl ? sl - snap : 0), snap);
-				static const char *const sfx[] = { ".ram", ".lock", NULL };
-				vmimage_prune(pat, VMIMAGE_KEEP, sfx);
-			}
-		}
-	}
+	if (!o->no_snapshot && access(state, R_OK) != 0)
+		vm_snapshot_make(s, &img, &p, snap, ram, state, lock);
 	if (!o->no_snapshot && access(state, R_OK) == 0 && access(ram, R_OK) == 0) {
-		struct vm_launch l = { .mem_path = ram, .mem_share = false, .incoming = true };
+		struct vm_launch l = { .mem_path = ram, .mem_share = false, .incoming = true, .root_img = root_img,
+				       .disk = s->disk_path, .skel = sk };
 		r = vm_launch(s, &img, &p, &l, ret, e);
 		if (r >= 0)
 			r = vm_snapshot_restore(&p, state, e);
 		if (r >= 0)
-			r = o->pool ? vm_prepare_guest(ret, o, e) : vm_start_guest(ret, o, e);
+			r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, e);
 		if (r >= 0) {
 			ret->restored = true;
 			ret->pooled = o->pool;
+			ret->tmp_on_disk = true;
 			return 0;
 		}
-		if (ret->pid > 0)
-			box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
-		if (ret->net_fd >= 0)
-			close(ret->net_fd);
-		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
+		vm_inst_clear(ret);
 		/* A snapshot that does not restore is stale: cold boot. */
 		unlink(state);
 		e->code = 0;
 	}
-	struct vm_launch l = { 0 };
+	struct vm_launch l = { .root_img = root_img, .disk = s->disk_path, .skel = sk };
 	r = vm_launch(s, &img, &p, &l, ret, e);
 	if (r < 0)
 		return r;
 	bool ready = false;
 	r = vm_hello(ret->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
 	if (r >= 0)
-		r = o->pool ? vm_prepare_guest(ret, o, e) : vm_start_guest(ret, o, e);
+		r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, e);
 	ret->pooled = o->pool;
+	ret->tmp_on_disk = true;
 	if (r < 0) {
-		box_kill_reap(ret->pid, ret->pidfd, ret->chan_fd);
-		if (ret->net_fd >= 0)
-			close(ret->net_fd);
-		*ret = (struct box_inst){ .pidfd = -1, .chan_fd = -1, .log_fd = -1, .net_fd = -1 };
+		vm_inst_clear(ret);
 		return r;
 	}
 	return 0;
+}
+
+static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+{
+	cJSON *root = vm_root_json(s, e);
+	if (!root)
+		return e->code ? e->code : -ENOMEM;
+	int r = vm_start_with(s, root, ret, e);
+	cJSON_Delete(root);
+	return r;
 }
 
 static void vm_kill(struct box_inst *b)
@@ -599,6 +793,6 @@ const struct box_backend box_backend_vm = {
 	.name = "vm",
 	.start = vm_start,
 	.kill = vm_kill,
-	.go = vm_start_guest,
+	.go = vm_go,
 	.host_limits = vm_host_limits,
 };

@@ -5,6 +5,7 @@
 #include "sandbox/state.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -17,18 +18,26 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The modules ward-guest loads, with their dependencies from modules.dep. */
+/* The modules ward-guest loads at boot, with their dependencies from
+ * modules.dep: the channel, the 9p shares, and the file systems of the
+ * box's root (its image's erofs, its own disk's ext4, the overlay of the
+ * two). crc32c_generic first: libcrc32c (erofs) and ext4 ask the crypto
+ * API for "crc32c", which only a softdep names, and the guest has no
+ * modprobe to load it on demand. */
 static const char *const vmimage_modules[] = {
-	"virtio_mmio", "virtio_console", "9pnet_virtio", "9p",
+	"virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "crc32c_generic", "overlay", "erofs", "ext4",
 };
-
-/* /etc files a box's tools expect (the same list the ns backend binds). */
-static const char *const vmimage_etc[] = {
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
-	"localtime", "nsswitch.conf", "protocols", "services", "mime.types", "bash.bashrc",
-	"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
-	"os-release", "magic", "magic.mime", "terminfo", "environment", "login.defs",
+/* Loaded at boot after the others, with the virtio bus's autoprobe off:
+ * bound to its devices only at START, since a block device's driver reads
+ * its size (and its first blocks) as it binds, and a snapshot's template
+ * is booted with stand-ins for the box's own disks, which a restored box
+ * has in their place. */
+static const char *const vmimage_modules_start[] = {
+	"virtio_blk",
 };
+/* What the initramfs holds and where: part of the cache's key, so that a
+ * new layout is a new image (and a new snapshot). */
+#define VMIMAGE_LAYOUT 3
 
 static int kver_cmp(const void *a, const void *b)
 {
@@ -157,39 +166,6 @@ static void cpio_link(struct cpio *c, const char *name, const char *target)
 	cpio_entry(c, name, 0120777, target, strlen(target));
 }
 
-/* A host /etc entry, recursively; unreadable parts are left out. */
-static void cpio_tree(struct cpio *c, const char *name, const char *src)
-{
-	struct stat st;
-	if (lstat(src, &st) < 0)
-		return;
-	if (S_ISLNK(st.st_mode)) {
-		char t[PATH_MAX];
-		ssize_t n = readlink(src, t, sizeof(t) - 1);
-		if (n > 0) {
-			t[n] = 0;
-			cpio_link(c, name, t);
-		}
-	} else if (S_ISREG(st.st_mode)) {
-		if (access(src, R_OK) == 0 && (st.st_mode & 0004))
-			cpio_file(c, name, src, st.st_mode & 0755);
-	} else if (S_ISDIR(st.st_mode) && (st.st_mode & 0005) == 0005) {
-		cpio_dir(c, name);
-		DIR *d = opendir(src);
-		struct dirent *de;
-		while (d && (de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			char n2[PATH_MAX], s2[PATH_MAX];
-			snprintf(n2, sizeof(n2), "%s/%s", name, de->d_name);
-			snprintf(s2, sizeof(s2), "%s/%s", src, de->d_name);
-			cpio_tree(c, n2, s2);
-		}
-		if (d)
-			closedir(d);
-	}
-}
-
 /* modules.dep: "kernel/a.ko: kernel/b.ko kernel/c.ko". Loads go
  * dependencies first; each module once. */
 static int mod_add(const char *dep, size_t deplen, const char *name, char order[][PATH_MAX], size_t *n, size_t max,
@@ -277,7 +253,7 @@ static uint64_t fnv_stat(uint64_t h, const char *path)
 	return h;
 }
 
-static int cache_dir(char *out, size_t n, struct err *e)
+int vmimage_cache_dir(char *out, size_t n, struct err *e)
 {
 	const char *x = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
@@ -292,9 +268,31 @@ static int cache_dir(char *out, size_t n, struct err *e)
 	return 0;
 }
 
-/* The shared libraries a binary needs, from ldd. */
+/* Whether an ELF binary names an interpreter (it is dynamically linked). */
+static bool elf_dynamic(const char *bin)
+{
+	_cleanup_close_ int fd = open(bin, O_RDONLY | O_CLOEXEC);
+	Elf64_Ehdr h;
+	if (fd < 0 || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.e_ident, ELFMAG, SELFMAG) ||
+	    h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_phentsize != sizeof(Elf64_Phdr))
+		return true;	/* not what it seems: ldd says */
+	for (unsigned i = 0; i < h.e_phnum && i < 256; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(h.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			return true;
+		if (ph.p_type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
+/* The shared libraries a binary needs, from ldd (none when it is linked
+ * statically). */
 static int ldd_libs(const char *bin, char libs[][PATH_MAX], size_t *n, size_t max)
 {
+	*n = 0;
+	if (!elf_dynamic(bin))
+		return 0;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
@@ -324,6 +322,36 @@ static int ldd_libs(const char *bin, char libs[][PATH_MAX], size_t *n, size_t ma
 	return *n ? 0 : -ENOEXEC;
 }
 
+/* The modules of names (and their dependencies not in order yet), in load
+ * order, into the cpio under ward/modules, and their list as file list. */
+static int initrd_modules(struct cpio *c, const char *kver, const char *dep, size_t deplen,
+			  const char *const *names, size_t nnames, char order[][PATH_MAX], size_t *norder,
+			  size_t max, const char *list_name, struct err *e)
+{
+	size_t from = *norder;
+	for (size_t i = 0; i < nnames; i++)
+		mod_add(dep, deplen, names[i], order, norder, max, 0);
+	char list[8192] = "";
+	for (size_t i = from; i < *norder; i++) {
+		const char *base = strrchr(order[i], '/') + 1;
+		char src[PATH_MAX], name[PATH_MAX];
+		snprintf(src, sizeof(src), "/lib/modules/%s/%s", kver, order[i]);
+		snprintf(name, sizeof(name), "ward/modules/%s", base);
+		if (strstr(base, ".ko."))
+			return err_set(e, -ENOTSUP, "%s is compressed; ward needs uncompressed modules", src);
+		if (cpio_file(c, name, src, 0644) < 0)
+			return err_setc(e, -errno, "cannot read %s", src);
+		strncat(list, base, sizeof(list) - strlen(list) - 2);
+		strncat(list, "\n", sizeof(list) - strlen(list) - 1);
+	}
+	cpio_entry(c, list_name, 0100644, list, strlen(list));
+	return 0;
+}
+
+/* The initramfs: ward-guest as /init with what it needs to run (its shared
+ * libraries, its modules, the directories it mounts on). The box's root
+ * is not in it: the host view (sandbox/hostview.c) or an image reaches the
+ * VM from outside. */
 static int build_initrd(const char *guest_path, const char *kver, const char *out, struct err *e)
 {
 	char tmp[PATH_MAX + 8];
@@ -332,16 +360,15 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 	if (!f)
 		return err_setc(e, -errno, "cannot write %s", tmp);
 	struct cpio c = { .f = f };
-	/* Debian's merged /usr: the top-level directories are links into it,
-	 * and the host's /usr is mounted over /usr once ward-guest runs. */
+	/* ward-guest's own: where it mounts the box's disks and builds its
+	 * root (guest/vm-root.c), and its libraries (Debian's merged /usr:
+	 * /lib and /lib64 are links into it). */
 	static const char *const dirs[] = {
-		"dev", "proc", "sys", "tmp", "run", "etc", "usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64",
-		"workspace", "home", "root", "var", "var/tmp", "ward", "ward/modules",
+		"dev", "proc", "sys", "usr", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib64", "ward",
+		"ward/modules", "ward/disk", "ward/lower", "ward/host", "ward/root",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
 		cpio_dir(&c, dirs[i]);
-	cpio_link(&c, "bin", "usr/bin");
-	cpio_link(&c, "sbin", "usr/sbin");
 	cpio_link(&c, "lib", "usr/lib");
 	cpio_link(&c, "lib64", "usr/lib64");
 	int r = cpio_file(&c, "init", guest_path, 0755);
@@ -370,7 +397,10 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 			cpio_link(&c, l, t);
 		}
 	}
-	/* The modules, in load order, and the order itself. */
+	/* The modules, in load order, and the order itself: those that bind
+	 * their devices at boot, then those whose devices are bound at START
+	 * (ward/modules/start; a dependency of theirs listed before is not
+	 * listed again). */
 	char depf[PATH_MAX];
 	snprintf(depf, sizeof(depf), "/lib/modules/%s/modules.dep", kver);
 	_cleanup_free_ char *dep = NULL;
@@ -380,35 +410,17 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 		fclose(f);
 		return err_setc(e, r, "cannot read %s", depf);
 	}
-	static char order[32][PATH_MAX];
+	static char order[48][PATH_MAX];
 	size_t norder = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(vmimage_modules); i++)
-		mod_add(dep, deplen, vmimage_modules[i], order, &norder, ARRAY_SIZE(order), 0);
-	char list[8192] = "";
-	for (size_t i = 0; i < norder; i++) {
-		const char *base = strrchr(order[i], '/') + 1;
-		char src[PATH_MAX], name[PATH_MAX];
-		snprintf(src, sizeof(src), "/lib/modules/%s/%s", kver, order[i]);
-		snprintf(name, sizeof(name), "ward/modules/%s", base);
-		if (strstr(base, ".ko.")) {
-			fclose(f);
-			unlink(tmp);
-			return err_set(e, -ENOTSUP, "%s is compressed; ward needs uncompressed modules", src);
-		}
-		if (cpio_file(&c, name, src, 0644) < 0) {
-			fclose(f);
-			unlink(tmp);
-			return err_setc(e, -errno, "cannot read %s", src);
-		}
-		strncat(list, base, sizeof(list) - strlen(list) - 2);
-		strncat(list, "\n", sizeof(list) - strlen(list) - 1);
-	}
-	cpio_entry(&c, "ward/modules/order", 0100644, list, strlen(list));
-	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
-		char name[PATH_MAX], src[PATH_MAX];
-		snprintf(name, sizeof(name), "etc/%s", vmimage_etc[i]);
-		snprintf(src, sizeof(src), "/etc/%s", vmimage_etc[i]);
-		cpio_tree(&c, name, src);
+	r = initrd_modules(&c, kver, dep, deplen, vmimage_modules, ARRAY_SIZE(vmimage_modules), order, &norder,
+			   ARRAY_SIZE(order), "ward/modules/order", e);
+	if (r >= 0)
+		r = initrd_modules(&c, kver, dep, deplen, vmimage_modules_start, ARRAY_SIZE(vmimage_modules_start), order,
+				   &norder, ARRAY_SIZE(order), "ward/modules/start", e);
+	if (r < 0) {
+		fclose(f);
+		unlink(tmp);
+		return r;
 	}
 	cpio_entry(&c, "TRAILER!!!", 0, NULL, 0);
 	bool bad = ferror(f);
@@ -470,7 +482,7 @@ int vmimage_get(const char *guest_path, bool force, struct vm_image *out, struct
 	int r = vmimage_kernel(vmlinuz, sizeof(vmlinuz), out->kver, sizeof(out->kver), e);
 	if (r < 0)
 		return r;
-	r = cache_dir(dir, sizeof(dir), e);
+	r = vmimage_cache_dir(dir, sizeof(dir), e);
 	if (r < 0)
 		return r;
 	uint64_t kh = fnv_stat(1469598103934665603ULL, vmlinuz);
@@ -480,12 +492,8 @@ int vmimage_get(const char *guest_path, bool force, struct vm_image *out, struct
 		if (r < 0)
 			return r;
 	}
-	uint64_t ih = fnv_stat(kh, guest_path);
-	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "/etc/%s", vmimage_etc[i]);
-		ih = fnv_stat(ih, p);
-	}
+	uint64_t layout = VMIMAGE_LAYOUT;
+	uint64_t ih = fnv(fnv_stat(kh, guest_path), &layout, sizeof(layout));
 	snprintf(out->initrd, sizeof(out->initrd), "%s/initramfs-%016llx.cpio", dir, (unsigned long long)ih);
 	if (force || access(out->initrd, R_OK) < 0) {
 		r = build_initrd(guest_path, out->kver, out->initrd, e);

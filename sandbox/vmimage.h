@@ -1,9 +1,11 @@
 /* The vm backend's image, made from the host's own Debian kernel: an
  * uncompressed vmlinux (a PVH boot skips decompression) and an initramfs
  * holding ward-guest as /init, its shared libraries, the modules it loads
- * itself (virtio-mmio, virtio-console, 9p over virtio) and a minimal /etc.
- * Both are cached under $XDG_CACHE_HOME/ward/images and rebuilt only when
- * their inputs (the kernel, ward-guest, the host's /etc files) change. */
+ * itself (virtio-mmio, virtio-console, 9p over virtio, virtio-blk, and
+ * erofs, ext4 and overlayfs for the box's root) and the directories it
+ * builds the box's root on. Both are cached under
+ * $XDG_CACHE_HOME/ward/images and rebuilt only when their inputs (the
+ * kernel, ward-guest, the image's layout) change. */
 #pragma once
 #include <limits.h>
 #include <stdbool.h>
@@ -20,6 +22,9 @@ struct vm_image {
 /* The newest /boot/vmlinuz-* and its modules, or an error that says what
  * to install. */
 int vmimage_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e);
+/* The cache those live in (and what the vm backend keeps beside them:
+ * snapshots, the blank disks it copies), made if missing. */
+int vmimage_cache_dir(char *out, size_t n, struct err *e);
 /* Images and snapshots kept in the cache, newest first. */
 #define VMIMAGE_KEEP 4
 /* Remove all but the newest keep files matching pattern, and beside each

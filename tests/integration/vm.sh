@@ -64,12 +64,58 @@ like "$(txt "$(T grep '{"pattern":"BEE","mode":"content"}')")" "b.txt:1:BEE" "gr
 like "$(txt "$(T find '{"pattern":"*.txt"}')")" "a.txt" "find"
 like "$(txt "$(T ls '{"path":"."}')")" "b.txt" "ls"
 R=$("$WARD" box exec "$B" -- 'id -u; uname -r; cat /workspace/b.txt' 2>&1)
-like "$R" "^1000" "bash: tool commands run as uid 1000 of the VM"
+like "$R" "^0" "bash: tool commands run as the VM's root (uid 0)"
 like "$R" "BEE" "bash sees the edits"
 [ ! -e "$WS/b.txt" ]; ok $? "the host's tree is untouched (copy-on-write)"
-R=$("$WARD" box exec "$B" -- 'echo x > /sys/fs/cgroup/box/pids.max; touch /init; echo done' 2>&1)
-like "$R" "Permission denied" "a tool command cannot write the VM's cgroups"
-like "$R" "Read-only file system" "nor ward-guest's files"
+R=$("$WARD" box exec "$B" -- 'echo x > /sys/fs/cgroup/box/pids.max; cat /sys/fs/cgroup/box/pids.max; test -e /init || test -e /ward || echo no-initramfs
+ls /dev/vda /dev/vdb /dev/ttyS0 /dev/console /dev/kmsg 2>&1 | grep -c "No such file"; echo x > /sys/kernel/uevent_helper' 2>&1)
+like "$R" "pids.max: Read-only file system" "a tool command (the VM's root) cannot write the VM's cgroups"
+like "$R" "^512$" "vm twin: it reads them (pids.max, the box's 512)"
+like "$R" "uevent_helper: Read-only file system" "nor the VM's /sys"
+like "$R" "(^|[^0-9])5($|[^0-9])" "the box's /dev has none of the VM's disks, serial console or kernel log"
+like "$R" "no-initramfs" "ward-guest's own files (/init, its modules) are not in the box's root"
+
+# The root: copy-on-write over the host view, its changes on the box's
+# own disk, which the host never mounts.
+DISK=$XDG_STATE_HOME/ward/disks/$B.img
+R=$("$WARD" box exec "$B" -- "echo mine >/usr/local/bin/ward-root-$$ && cat /usr/local/bin/ward-root-$$" 2>&1)
+is "$R" mine "vm: the host view's /usr is writable in the box (copy-on-write)"
+[ ! -e "/usr/local/bin/ward-root-$$" ]; ok $? "vm: and the host's /usr is unchanged"
+[ -f "$DISK" ] && [ "$(stat -c %s "$DISK")" = $((10 << 30)) ] && [ "$(du -k "$DISK" | cut -f1)" -lt 65536 ]
+ok $? "vm: the changes are on the box's own disk, sparse ($(du -k "$DISK" | cut -f1) KiB of a 10 GiB file)"
+! grep -qF "$DISK" /proc/mounts && [ -z "$(losetup -j "$DISK" 2>/dev/null)" ]
+ok $? "vm: the host does not mount the box's disk (no mount, no loop device)"
+# A .deb of its own, installed over the host view's package database.
+P=$T_TMP/deb
+mkdir -p "$P/DEBIAN" "$P/usr/bin"
+printf 'Package: ward-vm-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: ward tests <t@ward.invalid>\nDescription: a test\n' >"$P/DEBIAN/control"
+printf '#!/bin/sh\necho hello from the vm box\n' >"$P/usr/bin/ward-vm-hello"
+chmod 755 "$P/usr/bin/ward-vm-hello"
+dpkg-deb --root-owner-group --build "$P" "$WS/hello.deb" >/dev/null
+R=$("$WARD" box exec "$B" -- 'dpkg -i /workspace/hello.deb >/dev/null && ward-vm-hello && dpkg -s ward-vm-hello | grep Status' 2>&1)
+like "$R" "hello from the vm box" "vm: dpkg -i of a local .deb works over the host view"
+! dpkg -s ward-vm-hello >/dev/null 2>&1 && [ ! -e /usr/bin/ward-vm-hello ]; ok $? "vm: and the host's package database is unchanged"
+"$WARD" box hibernate "$B" >/dev/null
+[ -f "$DISK" ]; ok $? "vm: hibernated, the box keeps its disk"
+is "$("$WARD" box exec "$B" -- "cat /usr/local/bin/ward-root-$$")" mine "vm: woken, the root's changes are there"
+DB=$(box_new --backend vm --disk 64M)
+like "$("$WARD" box exec "$DB" -- "cat /usr/local/bin/ward-root-$$ 2>&1")" "No such file" \
+	"vm: the next box's root does not have them"
+R=$("$WARD" box exec "$DB" -- 'echo small >/usr/local/small && echo small-ok; head -c 100000000 /dev/urandom >/tmp/fill; echo rc=$?' 2>&1)
+like "$R" "small-ok" "vm twin: a small change to the root fits under --disk 64M"
+like "$R" "No space left on device" "vm: 100 MB into the root runs out of space at --disk"
+like "$R" "rc=1" "vm: and fails"
+ok "$([ "$(du -k "$XDG_STATE_HOME/ward/disks/$DB.img" | cut -f1)" -le 65536 ]; echo $?)" "vm: the box's disk holds no more than --disk on the host"
+"$WARD" box destroy "$DB"
+# A box whose keeper is killed: reap removes its disk as its keeper would.
+KB=$(box_new --backend vm)
+RT=$(ls -d /run/ward/boxes 2>/dev/null || echo "${XDG_RUNTIME_DIR:-/tmp/ward-$(id -u)}/ward/boxes")
+KP=$(cat "$RT/$KB/keeper.pid")
+[ -f "$XDG_STATE_HOME/ward/disks/$KB.img" ]; ok $? "vm: a box has its disk"
+kill -9 "$KP"
+for _ in $(seq 100); do gone "$KP" && break; sleep 0.05; done
+"$WARD" box reap >/dev/null
+[ ! -e "$XDG_STATE_HOME/ward/disks/$KB.img" ]; ok $? "vm: its keeper killed, ward box reap removes its disk"
 
 # The same walls as the ns backend, inside the VM.
 SECRET=$T_TMP/vm-secret.txt
@@ -179,6 +225,7 @@ like "$("$WARD" box exec "$B" -- 'echo back')" "back" "and a new VM answers"
 # ward run --box on a vm box: the changes in the box's layer (the tool
 # commands' b.txt and the model's out.txt) are reported, patched and found
 # by ward diff; the tree is untouched until --apply.
+"$WARD" box exec "$B" -- 'echo root-only >/usr/local/ward-root-change' >/dev/null
 serve tool
 "$WARD" run --provider anthropic --base-url "$URL" --model fake-model --box "$B" --json \
 	--patch "$T_TMP/vm.patch" "write a file" >"$T_TMP/vmrun.out" 2>"$T_TMP/vmrun.err" </dev/null
@@ -186,8 +233,11 @@ is "$?" 0 "vm --box run: exit 0"
 like "$(cat "$T_TMP/vmrun.out")" '"changed_files":.*"path":"out.txt"' "vm --box run: the result lists the box's change"
 like "$(cat "$T_TMP/vm.patch" 2>/dev/null)" "^\+\+\+ b/out.txt" "vm --box run: the patch has it"
 like "$(cat "$T_TMP/vm.patch" 2>/dev/null)" "^\+BEE" "and the earlier change to b.txt"
+unlike "$(cat "$T_TMP/vmrun.out" "$T_TMP/vm.patch" 2>/dev/null)" "ward-root-change" "vm --box run: the root's changes are in neither"
 SID=$(tail -1 "$T_TMP/vmrun.out" | json session)
-like "$("$WARD" diff "$SID" 2>&1)" "\+made-by-tool" "vm --box run: ward diff SESSION shows it"
+D=$("$WARD" diff "$SID" 2>&1)
+like "$D" "\+made-by-tool" "vm --box run: ward diff SESSION shows it"
+unlike "$D" "ward-root-change" "and not the root's changes (only /workspace is diffed)"
 [ ! -e "$WS/out.txt" ]; ok $? "vm --box run: the tree is untouched"
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=""
 
@@ -231,5 +281,6 @@ t0=$(now_ms)
 MS=$(( $(now_ms) - t0 ))
 lt "$MS" 1000 "destroy returns in under 1 s"
 ! kill -0 "$Q" 2>/dev/null; ok $? "the VMM is gone"
+[ ! -e "$DISK" ]; ok $? "the box's disk (its root's changes) is gone with it"
 is "$(pgrep -fc "qemu-system-x86_64.*/$B/")" 0 "no process of the box is left"
 done_testing

@@ -28,7 +28,7 @@ int main(void)
 	is_int(BUDGET_MARGIN_MS, 1000, "each outer layer waits 1 s longer");
 	is_int(TOOL_FILE_TIMEOUT_MS, 30000, "file tools 30 s");
 	is_int(BOX_CONNECT_TIMEOUT_MS, 2000, "a keeper answers a connect within 2 s");
-	is_int(GUEST_TOOL_UID, 1000, "a vm box's tool commands run as uid 1000 in their namespace");
+	is_int(GUEST_VM_UIDS, 65536, "a vm box's calls map the VM's 65536 uids one to one (tool commands: its root)");
 	is_int(NS_UID_BASE, 1879048192u, "an ns box's uids start at 0x70000000 on the host (root, idmapped mounts)");
 	is_int(NS_UIDS, 65536, "and are 65536");
 	is_int(GUEST_ENV_MAX, 256, "a box takes an image with at most 256 Env entries");

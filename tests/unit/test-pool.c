@@ -61,7 +61,13 @@ int main(void)
 	DIFFERS(rw, true, "--rw");
 	DIFFERS(net, BOX_NET_ALLOW, "the network");
 	DIFFERS(guest_path, "/other", "another guest");
-	DIFFERS(image, "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "an image (the box's root)");
+	DIFFERS(image, "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "an image");
+	b = a;
+	b.image = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	key(&b, ka);
+	b.image = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+	key(&b, kb);
+	ok(strcmp(kb, ka) != 0, "another image changes the key");
 	static const char *const al[] = { "example.org" };
 	b = a;
 	b.net = BOX_NET_ALLOW;
