@@ -12,6 +12,7 @@
 #include "base/jsonstrict.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
+#include "tools/ccshape.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -223,6 +224,24 @@ static int bad(struct hooks *h, const char *from, const char *what)
 	return -1;
 }
 
+/* A matcher that matches no tool's name in either spelling (tools/ccshape.h)
+ * is one line, once, when the hooks are read: a hook that can never run is
+ * more likely a typo (or one of Claude Code's tools ward has not) than a
+ * wish. An MCP tool's name is known only once its server runs, so a
+ * matcher that begins with mcp__ is taken as it is. */
+static void warn_no_tool(const struct hook *k, const char *event, const char *ms)
+{
+	if (!strncmp(ms, "mcp__", 5))
+		return;
+	for (const char *const *n = ccshape_names; *n; n++)
+		if (!regexec(&k->re, *n, 0, NULL, 0))
+			return;
+	_cleanup_free_ char *s = utf8_term_safe(ms, strnlen(ms, 60));
+	cmd_error("warning: %s hook matcher \"%s\" matches no tool (ward's: bash, read, write, edit, grep, find, ls; "
+		  "as Claude Code names them: Bash, Read, Write, Edit, Grep, Glob, LS; MCP tools: mcp__SERVER__TOOL); "
+		  "its hook will not run", event, s ? s : "?");
+}
+
 int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 {
 	struct hooks *h = calloc(1, sizeof(*h));
@@ -287,6 +306,7 @@ int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 						k->any = true;
 						return bad(h, from, what);
 					}
+					warn_no_tool(k, name, ms);
 				}
 				k->command = strdup(command);
 				k->timeout_ms = to ? (int64_t)(to->valuedouble * 1000) : HOOK_TIMEOUT_MS_DEFAULT;
@@ -320,7 +340,10 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 	size_t clen = 0;
 	for (size_t i = 0; i < h->n && !blocked; i++) {
 		struct hook *k = &h->h[i];
-		if (strcmp(k->event, event) || (!k->any && (!tool || regexec(&k->re, tool, 0, NULL, 0))))
+		/* Claude Code's name of the tool or ward's own: either matches. */
+		if (strcmp(k->event, event) ||
+		    (!k->any && (!tool || (regexec(&k->re, tool, 0, NULL, 0) &&
+					   regexec(&k->re, ccshape_name(tool), 0, NULL, 0)))))
 			continue;
 		_cleanup_free_ struct hook_run *r = calloc(1, sizeof(*r));
 		if (!r)
@@ -401,6 +424,18 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 					decision = "approve";
 					if (pr || reason)
 						snprintf(line, sizeof(line), "%s", pr ? pr : reason);
+				}
+				/* Claude Code's updatedInput: the call's new input, in
+				 * Claude Code's names, checked again as the model's
+				 * input is (turn/turn-calls.c). */
+				const cJSON *ui = cJSON_GetObjectItemCaseSensitive(hso, "updatedInput");
+				if (ui && !strcmp(event, "PreToolUse") && strcmp(decision, "block")) {
+					if (cJSON_IsObject(ui)) {
+						cJSON_AddItemToObject(rec, "updated_input", cJSON_Duplicate(ui, 1));
+					} else {
+						decision = "block";
+						snprintf(line, sizeof(line), "the hook's updatedInput is not a JSON object");
+					}
 				}
 				if (ac && clen + 2 < ctx_cap) {
 					int n = snprintf(ctx + clen, ctx_cap - clen, "%s%s", clen ? "\n" : "", ac);

@@ -32,6 +32,9 @@ struct tcall {
 	enum tc_state state;
 	uint32_t box_id;	/* or the MCP client's call id */
 	cJSON *result;
+	/* The input a PreToolUse hook gave instead of the model's (owned);
+	 * NULL: the block's. The model's message keeps what it sent. */
+	cJSON *input;
 	char key[128];
 };
 
@@ -151,6 +154,11 @@ bool turn_hooks_fire(struct turn *t, const char *event, const char *tool, cJSON 
 		     char *ctx, size_t ctx_cap);
 /* The PreToolUse hooks of a call, as turn_hooks_fire runs them; *ret_hook
  * gets what they said for the gate (ask over allow, as Claude Code orders
- * them), GATE_HOOK_NONE when they blocked or said neither. */
+ * them), GATE_HOOK_NONE when they blocked or said neither; *ret_input the
+ * call's new input when one gave updatedInput (in Claude Code's names;
+ * the caller's to free), else NULL. */
 bool turn_hooks_pre_tool(struct turn *t, const char *tool, cJSON *ev, char *why, size_t why_cap, char *ctx,
-			 size_t ctx_cap, enum gate_hook *ret_hook);
+			 size_t ctx_cap, enum gate_hook *ret_hook, cJSON **ret_input);
+/* A tool event's own fields as a hook reads them (tool_name, tool_input,
+ * tool_use_id), in Claude Code's names. */
+cJSON *turn_hooks_tool_event(const char *tool, const cJSON *input, const char *id);
