@@ -54,6 +54,7 @@ static const struct option run_opts[] = {
 	{ "apply", no_argument, NULL, 'X' },
 	{ "approve-cmd", required_argument, NULL, 'G' },
 	{ "output-schema", required_argument, NULL, 'O' },
+	{ "output-last-message", required_argument, NULL, 'o' },
 	{ "task-file", required_argument, NULL, OPT_TASK_FILE },
 	{ "task-index", required_argument, NULL, OPT_TASK_INDEX },
 	{ "out", required_argument, NULL, OPT_OUT },
@@ -89,7 +90,9 @@ static const char run_help[] =
 	"                     its changes are listed apart, never applied)\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
 	NETFLAG_HELP
-	"  --json             one JSON event per line on stdout\n"
+	"  --json             one JSON event per line on stdout (else stdout is the final answer alone,\n"
+	"                     and progress goes to stderr)\n"
+	"  -o, --output-last-message FILE  write the final answer to FILE too (0600)\n"
 	"  --task-file FILE   run one task of FILE (JSON Lines: {\"id\", \"task\", \"workspace\", and any of\n"
 	"                     these flags' long names with _ for -}) instead of TASK\n"
 	"  --task-index I     which one (0 first; default SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX)\n"
@@ -359,6 +362,7 @@ struct run_ctx {
 	struct run_flags *f;
 	struct run_out *out;
 	const char *patch;
+	const char *last_msg;	/* -o FILE */
 	bool apply;
 	struct schema **schema;
 	struct approver *approver;
@@ -385,6 +389,13 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 		return 0;
 	case 'O':
 		return output_schema_load(arg, x->schema) < 0 ? -1 : 0;
+	case 'o':
+		if (!*arg) {
+			cmd_error("--output-last-message: give a file name");
+			return -1;
+		}
+		x->last_msg = arg;
+		return 0;
 	case 'G':
 		x->approver->cmd = arg;
 		return 0;
@@ -512,7 +523,7 @@ static int run_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:ho:", run_opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("run", c, argv);
 		int k = run_opt(&x, c, optarg);
@@ -697,7 +708,9 @@ static int run_run(int argc, char **argv)
 		}
 	} else {
 		r = exit_for(stop.kind);
-		if (!out.json) {
+		/* One line on stderr in every mode, --json and a task's too: a CI
+		 * log shows why the run ended without reading the events. */
+		{
 			term_printf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
 				turn_stop_name(stop.kind), stop.why, stop.rounds, stop.rounds == 1 ? "" : "s", stop.calls,
 				stop.calls == 1 ? "" : "s", (long long)usage_prompt(&stop.usage), (long long)stop.usage.output);
@@ -721,6 +734,16 @@ static int run_run(int argc, char **argv)
 		}
 		if (kept)
 			session_box_settle(box_name);
+		/* The final answer: stdout's only bytes in plain mode, and the
+		 * -o file's. With --output-schema only a checked answer is. */
+		_cleanup_free_ char *answer = schema ? (stop.output ? jsonprint_text(stop.output) : NULL)
+						     : turn_final_text(s.messages);
+		int k = run_out_answer(answer && *answer ? answer : NULL, x.last_msg, !out.json);
+		if (k < 0) {
+			cmd_error("--output-last-message %s: %s", x.last_msg, strerror(-k));
+			if (w == EXIT_OKAY)
+				w = EXIT_FAIL;
+		}
 		if (out.json || fl.file) {
 			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
 					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL);

@@ -164,6 +164,43 @@ like "$(printf '%s\n' "$OUT" | tail -1)" '"final_text":"Hello from the fake mode
 unlike "$(printf '%s\n' "$OUT" | tail -1)" '"output"' "and there is no output"
 V=$(validate_events "$T_TMP/out" 2>&1)
 like "$V" "^valid [0-9]+" "every --json line validates against the schema"
+# Plain mode: stdout is the final answer alone (as claude -p and codex
+# exec), progress and interim text on stderr; with --output-schema, the
+# checked JSON alone; -o FILE holds it too.
+serve answer-json
+run --output-schema "$T_TMP/schema.json" "count the files"
+is "$OUT" '{"ok":true,"files":2}' "plain --output-schema: stdout is the checked JSON alone"
+like "$ERR" 'Counting\.' "the interim text is on stderr"
+serve answer-json
+run "count the files"
+is "$OUT" "$(printf '```json\n{"ok": true, "files": 2}\n```')" "plain: stdout is the last message alone"
+unlike "$OUT" 'Counting' "and not the message before it"
+serve answer-bad
+run --output-schema "$T_TMP/schema.json" "count the files"
+is "$RC" 1 "plain, an answer that does not match: exit 1"
+is "$OUT" "" "and nothing on stdout"
+rm -f "$T_TMP/last.txt"
+serve answer-json
+run --json -o "$T_TMP/last.txt" --output-schema "$T_TMP/schema.json" "count the files"
+is "$(cat "$T_TMP/last.txt" 2>/dev/null)" '{"ok":true,"files":2}' "-o FILE: the checked answer"
+is "$(stat -c %a "$T_TMP/last.txt" 2>/dev/null)" 600 "-o FILE is 0600"
+like "$(printf '%s\n' "$OUT" | tail -1)" '"type":"result"' "with --json, stdout is still the events"
+serve answer-json
+UM=$(umask); umask 000; run --output-last-message "$T_TMP/last2.txt" "count the files"; umask "$UM"
+like "$(cat "$T_TMP/last2.txt" 2>/dev/null)" '"ok": true' "--output-last-message FILE: the last message"
+is "$(stat -c %a "$T_TMP/last2.txt" 2>/dev/null)" 600 "0600 whatever the umask"
+run -o "" "x"
+is "$RC" 64 "-o with no file name: usage error"
+
+# --json: the stop's one line is on stderr too, for the CI log.
+serve answer-bad
+run --json --output-schema "$T_TMP/schema.json" "count the files"
+like "$ERR" '^ward: output_invalid: the final answer does not match --output-schema' "--json: a failed run's stop is one line on stderr"
+serve text
+run --json "hello"
+like "$ERR" '^ward: done: ' "--json: a finished run's too"
+is "$(printf '%s\n' "$ERR" | grep -c '^ward: done')" 1 "once"
+
 printf '{"type": "object", "patternProperties": {}}' >"$T_TMP/bad-schema.json"
 run --output-schema "$T_TMP/bad-schema.json" "x"
 is "$RC" 64 "a schema with a keyword ward does not check: usage error"
