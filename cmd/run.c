@@ -105,7 +105,7 @@ static const char run_help[] =
 	"                     allow_hosts of public hosts, a workspace under the task root)\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
-	"  --retries N        provider retries (default 2)\n"
+	"  --retries N        provider retries (default 10, or with --deadline as many as it leaves room for)\n"
 	"  --context-window N the model's context window in tokens (default: ward's table, else 128000)\n"
 	"  --compact-at PCT   compact the conversation when a prompt reaches PCT% of it (default 80)\n"
 	"  --apply            apply the workspace changes to DIR at the end\n"
@@ -116,10 +116,11 @@ static const char run_help[] =
 	"  --no-project-instructions  do not read AGENTS.md / CLAUDE.md into the system prompt\n"
 	"Settings also come from ~/.config/ward/config.json, the project's .ward/config.json and the\n"
 	"environment, under the flags: see `ward config --help`, and `ward config` for what is in force.\n"
-	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined, 64 usage,\n"
-	"130 cancelled\n";
+	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined,\n"
+	"6 the API refused the key, 64 usage, 66 no such workspace, 69 no such box, 75 the task or session\n"
+	"is held by another ward (try later), 130 cancelled\n";
 
-enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5 };
+enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5, EXIT_AUTH = 6 };
 
 static int exit_for(enum turn_stop_kind k)
 {
@@ -140,6 +141,8 @@ static int exit_for(enum turn_stop_kind k)
 		return EXIT_MODEL_REFUSED;
 	case TURN_BOX_ERROR:
 		return EXIT_NOBOX;
+	case TURN_AUTH_ERROR:
+		return EXIT_AUTH;
 	case TURN_PROVIDER_ERROR:
 	case TURN_OUTPUT_INVALID:
 		return EXIT_FAIL;

@@ -53,7 +53,7 @@ static const struct settings_key keys[] = {
 	KEY("max_tokens", 'T', NUM, RANK, RANK, .dflt = "none", .eg = "1000000"),
 	KEY("max_cost", '$', NUM, RANK, RANK, .dflt = "none", .eg = "2.5"),
 	KEY("idle_timeout", 'I', STR, RANK, RANK, .dflt = "2m", .eg = "\"2m\""),
-	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "2", .eg = "2"),
+	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "10", .eg = "10"),
 	KEY("disk", 'K', STR, RANK, RANK, .dflt = "10G", .eg = "\"10G\""),
 	KEY("network.mode", 'N', STR, RANK, RANK, .why = "host would open the host's whole network to the box",
 	    .dflt = "none", .eg = "\"none\""),

@@ -60,7 +60,7 @@ struct turn {
 	struct sse sse;
 	struct stream *stream;
 	const struct provider *prov;
-	bool sse_on, output_shown, bad_status, bad_type;
+	bool sse_on, bad_status, bad_type;
 	struct buf errbody;
 	struct err perr;
 	unsigned attempt;
@@ -68,7 +68,13 @@ struct turn {
 	cJSON *replay_script;	/* read once a turn, at its first round */
 	char *replay;
 	size_t replay_len, replay_off;
-	struct buf partial;	/* text shown this round */
+	struct buf partial;	/* the text of this attempt's stream */
+	/* What the front ends were shown this round, over its attempts: a
+	 * retried stream's text is shown only past it (its bytes up to
+	 * shown_n, compared where shown holds them, counted past its cap),
+	 * so nothing is shown twice. att_*: this attempt's so far. */
+	struct buf shown;
+	size_t shown_n, att_n, think_n, att_think;
 
 	struct tcall *calls;
 	size_t ncalls, next;

@@ -17,7 +17,7 @@ const char *turn_stop_name(enum turn_stop_kind k)
 		[TURN_DONE] = "done", [TURN_ROUND_CAP] = "round_cap", [TURN_DEADLINE] = "deadline",
 		[TURN_TOKENS] = "token_budget", [TURN_COST] = "cost_budget", [TURN_CALL_CAP] = "call_cap",
 		[TURN_CANCELLED] = "cancelled", [TURN_REFUSED] = "refused", [TURN_MODEL_REFUSED] = "model_refused",
-		[TURN_PROVIDER_ERROR] = "provider_error", [TURN_BOX_ERROR] = "box_error",
+		[TURN_PROVIDER_ERROR] = "provider_error", [TURN_BOX_ERROR] = "box_error", [TURN_AUTH_ERROR] = "auth_error",
 		[TURN_OUTPUT_INVALID] = "output_invalid",
 	};
 	return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";

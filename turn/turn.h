@@ -33,6 +33,7 @@ enum turn_stop_kind {
 	TURN_PROVIDER_ERROR,
 	TURN_BOX_ERROR,
 	TURN_OUTPUT_INVALID,	/* --output-schema: the final answer did not match, after one retry */
+	TURN_AUTH_ERROR,	/* the API refused the key (401, 403) */
 };
 const char *turn_stop_name(enum turn_stop_kind k);
 

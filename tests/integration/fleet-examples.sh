@@ -31,8 +31,8 @@ def k8s_job(d):
         oc = r.get("onExitCodes") or {}
         if r.get("action") == "FailIndex" and oc.get("operator") == "In":
             failed |= set(oc.get("values", []))
-    if not {2, 3, 4, 5, 64} <= failed:
-        return "podFailurePolicy does not FailIndex on 2, 3, 4, 5, 64 (has %s)" % sorted(failed)
+    if not {2, 3, 4, 5, 6, 64} <= failed:
+        return "podFailurePolicy does not FailIndex on 2, 3, 4, 5, 6, 64 (has %s)" % sorted(failed)
     if 1 in failed or 130 in failed:
         return "podFailurePolicy fails an index on 1 or 130, which are worth a retry"
     cmds = [" ".join(map(str, c.get("command", []) + c.get("args", []))) for c in pod.get("containers", [])]
@@ -118,8 +118,8 @@ done
 
 # Positive twins: a policy that retries a bound, a workflow without ward,
 # and a file that does not parse are caught.
-sed 's/values: \[2, 3, 4, 5, 64\]/values: [3, 4, 5, 64]/' "$EX/k8s-indexed-job.yaml" >"$T_TMP/job.yaml"
-like "$(yaml_check "$T_TMP/job.yaml")" "^bad .*FailIndex on 2, 3, 4, 5, 64" "a Job that does not FailIndex on exit 2 is caught"
+sed 's/values: \[2, 3, 4, 5, 6, 64\]/values: [3, 4, 5, 6, 64]/' "$EX/k8s-indexed-job.yaml" >"$T_TMP/job.yaml"
+like "$(yaml_check "$T_TMP/job.yaml")" "^bad .*FailIndex on 2, 3, 4, 5, 6, 64" "a Job that does not FailIndex on exit 2 is caught"
 sed 's/ward run /echo /; s/ward report /echo /' "$EX/github-actions.yml" >"$T_TMP/wf.yml"
 like "$(yaml_check "$T_TMP/wf.yml")" "^bad .*no step runs ward" "a workflow with no ward step is caught"
 printf 'jobs:\n  a: [unclosed\n' >"$T_TMP/broken.yml"

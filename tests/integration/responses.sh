@@ -89,11 +89,14 @@ like "$(field 2 '[i["output"] for i in b["input"] if i["type"] == "function_call
 is "$(nreq)" 2 "the model is asked again after the cut"
 
 serve error-event; ws error
-run "error mid-stream"
-is "$RC" 1 "an error event mid-stream: exit 1"
+run --retries 0 "error mid-stream"
+is "$RC" 1 "an error event mid-stream, --retries 0: exit 1"
 like "$ERR" "provider" "a provider error"
 like "$ERR" "server_error: Overloaded" "with the API's code and message"
-is "$(nreq)" 1 "not retried after output was shown"
+serve error-event; ws error-twin
+run "error mid-stream"
+is "$RC" 0 "twin: by default it is retried"
+is "$(nreq)" 2 "once"
 
 serve resp-failed; ws failed
 run "fail"

@@ -60,18 +60,30 @@ for P in anthropic openai; do
 	is "$RC" 0 "$P: tool input split at every byte: exit 0"
 	is "$(cat "$WS/split.txt" 2>/dev/null)" 'ünïcode ✓ and "quotes"' "$P: the input arrived whole (--apply wrote it)"
 
+	# A stream stalled or cut after its first words is retried (no call
+	# of its message has run), and what was shown is not shown again.
+	shown() { # the text events of --json output, joined
+		grep '"type":"text"' "$T_TMP/out" | python3 -c 'import json,sys; print("".join(json.loads(l)["text"] for l in sys.stdin), end="")'
+	}
 	serve stall; ws stall
-	run $P --idle-timeout 1s "stall"
-	is "$RC" 0 "$P: a stalled stream is cut at the idle limit and retried"
+	run $P --json --idle-timeout 1s "stall"
+	is "$RC" 0 "$P: a stream stalled after its first words is cut at the idle limit and retried"
 	is "$(nreq)" 2 "$P: one retry"
-	like "$ERR" "idle" "$P: the retry says why"
+	like "$(grep '"type":"retry"' "$T_TMP/out")" "idle.*what it showed is not shown again" "$P: the retry says why, and that nothing is shown twice"
 	lt "$MS" 5000 "$P: without waiting for the stall to end"
+	is "$(shown | sed 's/ *$//')" "Answer after a stalled stream was retried." "$P: the text was shown once, whole"
 
 	serve cut; ws cut
 	run $P "cut"
-	is "$RC" 1 "$P: a connection cut mid-event (after output) is an error, not done"
+	is "$RC" 0 "$P: a connection cut mid-event after its first words is retried"
+	is "$(nreq)" 2 "$P: once"
+	is "$(printf '%s' "$OUT" | sed 's/ *$//')" "The beginning of an answer that was cut and then ended well." "$P: stdout is the whole answer"
+	is "$(printf '%s\n' "$ERR" | grep -o 'The beginning' | wc -l)" 1 "$P: the words shown before the cut are not shown again"
+	serve cut; ws cut-twin
+	run $P --retries 0 "cut"
+	is "$RC" 1 "$P: twin, --retries 0: the cut stream is an error"
 	like "$ERR" "incomplete" "$P: it says the stream was incomplete"
-	is "$(nreq)" 1 "$P: not retried once output was shown"
+	is "$(nreq)" 1 "$P: one request"
 
 	serve 429; ws 429
 	run $P "rate limited"
@@ -90,10 +102,44 @@ for P in anthropic openai; do
 	like "$ERR" "HTTP 400: invalid_request_error: bad request body" "$P: the API's message, in one line"
 
 	serve error-event; ws error-event
-	run $P "error mid-stream"
-	is "$RC" 1 "$P: an error event mid-stream: provider error"
+	run $P --json "error mid-stream"
+	is "$RC" 0 "$P: an overload error mid-stream after its first words is retried"
+	like "$(grep '"type":"retry"' "$T_TMP/out")" "Overloaded" "$P: the retry has the API's message"
+	is "$(shown | sed 's/ *$//')" "Some words shown before the error and the rest after it." "$P: each word shown once"
+	serve error-event; ws error-event-twin
+	run $P --retries 0 "error mid-stream"
+	is "$RC" 1 "$P: twin, --retries 0: a provider error"
 	like "$ERR" "Overloaded" "$P: with the API's message"
-	is "$(nreq)" 1 "$P: not retried silently after output was shown"
+
+	# A 429 storm longer than two retries; twin: --retries 2 gives up.
+	serve 429-storm; ws storm
+	run $P "storm"
+	is "$RC" 0 "$P: five 429s, then an answer: the default retries (10) carry it"
+	is "$(nreq)" 6 "$P: six requests"
+	serve 429-storm; ws storm-twin
+	run $P --retries 2 "storm"
+	is "$RC" 1 "$P: twin, --retries 2: the storm wins (exit 1)"
+	like "$ERR" "HTTP 429.*after 2 retries" "$P: saying how often it tried"
+	# With a deadline and no --retries, retries go on as long as it allows.
+	serve 429-always; ws storm-deadline
+	run $P --deadline 3s "storm"
+	is "$RC" 2 "$P: always 429, --deadline 3s: the deadline ends it (exit 2)"
+	lt 11 "$(nreq)" "$P: after more tries than the default's 10"
+	like "$ERR" "deadline came before the retry" "$P: it says so"
+
+	# A refused key: its own exit (6), not retried; twin: a 400 is exit 1 (above).
+	for S in 401 403; do
+		serve $S; ws auth-$S
+		run $P "bad key"
+		is "$RC" 6 "$P: HTTP $S: exit 6, a refused key"
+		is "$(nreq)" 1 "$P: HTTP $S: not retried"
+		like "$ERR" "^ward: auth_error: the API answered HTTP $S.*refused the key" "$P: HTTP $S: one line says so"
+	done
+	# A 404 names the URL that was not found.
+	serve 404; ws notfound
+	run $P "where"
+	like "$ERR" "HTTP 404.* at http://127\.0\.0\.1:[0-9]+/v1/(messages|chat/completions) \(is --base-url right\?\)" "$P: a 404 names the URL"
+	like "$(req 1)" '"user_agent": "ward/[0-9]' "$P: requests carry a User-Agent"
 
 	serve maxtokens; ws maxtokens
 	run $P --json "cut call"
