@@ -1,4 +1,5 @@
 #include "cmd/settings.h"
+#include "cmd/prices.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
@@ -83,6 +84,7 @@ static const struct {
 	{ "WARD_MODEL", 'm', NULL },
 	{ "ANTHROPIC_BASE_URL", 'u', "anthropic" },
 	{ "OPENAI_BASE_URL", 'u', "openai" },
+	{ "OPENAI_BASE_URL", 'u', "openai-responses" },
 };
 
 static const struct option flag_opts[] = { RUN_FLAG_OPTIONS, { 0 } };
@@ -501,6 +503,16 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 		snprintf(settings_hooks_path, sizeof(settings_hooks_path), "%s", L->from ? L->from : "config");
 		settings_hooks_from = settings_hooks_path;
 		return 0;
+	}
+	if (!section && !strcmp(item->string, "prices")) {
+		/* A repository that could price a model at nothing would lift
+		 * --max-cost and the no-dearer rule of its own file. */
+		if (L->src == SETTINGS_PROJECT) {
+			cmd_error("warning: %s\"prices\" ignored: only your own file may give prices",
+				  where(ctx, sizeof(ctx), L, kpos));
+			return 0;
+		}
+		return prices_load(item, where(ctx, sizeof(ctx), L, kpos)) < 0 ? EXIT_USAGE : 0;
 	}
 	if (!section && !strcmp(item->string, "mcpServers")) {
 		if (L->src == SETTINGS_PROJECT) {
