@@ -43,11 +43,13 @@ static struct {
 } user[PRICE_USER_MAX];
 static size_t nuser;
 
-/* The length of family when it names model's family, else 0. */
+/* The length of family when it names model's family, else 0: the name
+ * goes on with a version or date after '-', or a tag after ':'
+ * (replay:FILE, an Ollama model's llama3:8b). */
 static size_t fits(const char *family, const char *model)
 {
 	size_t n = strlen(family);
-	return !strncmp(model, family, n) && (model[n] == 0 || model[n] == '-') ? n : 0;
+	return !strncmp(model, family, n) && (model[n] == 0 || model[n] == '-' || model[n] == ':') ? n : 0;
 }
 
 int price_add(const char *family, const struct price *p)

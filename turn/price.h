@@ -10,7 +10,7 @@ struct price {
 	double in, out, cache_read, cache_write, cache_write_1h;
 };
 /* A model's prices: the family whose name is the longest prefix of model
- * that ends where the name does or at a '-' ("claude-opus-4-5" covers
+ * that ends where the name does, at a '-' or at a ':' ("claude-opus-4-5" covers
  * claude-opus-4-5-20251101; "gpt-5" covers gpt-5-2025-08-07, not gpt-5.4,
  * which is unknown). The user's prices first. */
 bool price_for(const char *model, struct price *ret);

@@ -39,6 +39,7 @@ int main(void)
 	struct price p;
 	ok(!price_for("gpt-5.4", &p), "gpt-5.4 is not gpt-5's family: unknown");
 	ok(!price_for("o30", &p), "o30 is not o3's");
+	ok(price_for("replay:examples/fix-test/replay.json", &p) && p.in == 0, "a replay: script costs nothing");
 	ok(!price_for("my-local-model", &p), "a model ward does not know: no prices");
 	struct usage u = { .input = 1000000, .output = 1000000, .cache_read = 1000000 };
 	price_for("claude-opus-4-5", &p);
