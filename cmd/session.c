@@ -116,6 +116,13 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		}
 		s->messages = TAKE_PTR(st.messages);
 		s->asked = cJSON_GetArraySize(st.checkpoints);
+		/* The task's totals, its earlier runs' too: budgets are the
+		 * session's, and so is what the result reports. */
+		s->usage = s->usage_before = st.usage;
+		s->cost_before = st.cost;
+		s->rounds = st.rounds;
+		s->calls = st.calls;
+		s->refused = st.refused;
 		cJSON *cut = resume_results(s->messages, st.results);
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");

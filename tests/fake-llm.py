@@ -155,6 +155,15 @@ def sc_429_random(n, msgs):
     return text("Done: out.txt holds the line.", usage={"input_tokens": 1000})
 
 
+def sc_preempt(n, msgs):
+    """A long call at each of the first FAKE_LONG requests (default 2: what
+    a preemption cuts), then done; each request reports 1000 input tokens."""
+    if n <= int(os.environ.get("FAKE_LONG") or 2):
+        return tool("bash", {"command": "sleep 60", "timeout": 120}, say="Running the long job.",
+                    usage={"input_tokens": 1000})
+    return text("It finished.", usage={"input_tokens": 1000})
+
+
 def sc_401(n, msgs):
     return Turn([], status=401,
                 error_body={"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})

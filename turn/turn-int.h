@@ -134,6 +134,8 @@ void turn_stop_request(struct turn *t, enum turn_stop_kind kind, const char *why
 bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_kind, char *why, size_t n);
 /* End the turn: the stop is filled, journaled and emitted (once). */
 void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The session's cost so far, its earlier runs' included; <0: unknown. */
+double turn_cost(const struct turn *t);
 /* Begin winding down: no new rounds, no new calls; what runs is cancelled;
  * the turn ends when the calls' results are in. */
 void turn_wind_down(struct turn *t, enum turn_stop_kind kind, const char *why);

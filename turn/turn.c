@@ -111,6 +111,21 @@ void turn_add_usage(struct turn *t, const struct usage *u)
 {
 	struct session *s = t->s;
 	usage_add(&s->usage, u);
+	/* Each request's usage and cost in the journal, as it comes: a
+	 * resumed session's totals are the sum of these (journal_load), a
+	 * run killed before its stop included. */
+	cJSON *rec = cJSON_CreateObject();
+	cJSON_AddNumberToObject(rec, "input_tokens", (double)u->input);
+	cJSON_AddNumberToObject(rec, "output_tokens", (double)u->output);
+	cJSON_AddNumberToObject(rec, "cache_read_tokens", (double)u->cache_read);
+	cJSON_AddNumberToObject(rec, "cache_write_tokens", (double)u->cache_write);
+	cJSON_AddNumberToObject(rec, "cache_write_1h_tokens", (double)u->cache_write_1h);
+	if (t->priced)
+		cJSON_AddNumberToObject(rec, "cost_usd", price_cost(&t->price, u));
+	else
+		cJSON_AddNullToObject(rec, "cost_usd");
+	journal_write(&s->j, "usage", rec);
+	cJSON_Delete(rec);
 	struct turn_event ue = { .type = EV_USAGE, .usage = &s->usage };
 	turn_emit(t, &ue);
 }
