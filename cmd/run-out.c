@@ -132,6 +132,10 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		if (outcome && strcmp(outcome, "ok")) {
 			/* The first line of what the model was told. */
 			const char *t = json_str(ev->result, "text");
+			/* "refused: refused: ..." says it once. */
+			size_t ol = strlen(outcome);
+			if (t && !strncmp(t, outcome, ol) && t[ol] == ':' && t[ol + 1] == ' ')
+				t += ol + 2;
 			if (t && *t) {
 				size_t l = strcspn(t, "\n");
 				_cleanup_free_ char *s = utf8_term_safe(t, MIN(l, (size_t)300));

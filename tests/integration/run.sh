@@ -633,6 +633,25 @@ is "$(ls "$T_TMP/state-bad/ward/sessions" 2>/dev/null | wc -l)" 0 "and nothing w
 "$WARD" run --base-url "$URL" --workspace /etc/hostname "x" >/dev/null 2>"$T_TMP/err"; is $? 4 "no box can be made (the workspace is a file): exit 4"
 like "$(cat "$T_TMP/err")" "cannot make a box" "and it says so"
 "$WARD" run --box no-such-box --base-url "$URL" "x" >/dev/null 2>"$T_TMP/err"; is $? 69 "unknown --box: exit 69"
+"$WARD" run --base-url "$URL" --workspace /nonexistent "x" >/dev/null 2>"$T_TMP/err"; is $? 66 "no such workspace: exit 66"
+like "$("$WARD" run --help)" "66 no such workspace.*75 the task or session" "ward run --help lists exits 66 and 75 (and 6)"
+"$WARD" run --model "" --base-url "$URL" "x" >/dev/null 2>"$T_TMP/err"; is $? 64 "--model \"\": exit 64"
+like "$(cat "$T_TMP/err")" "^ward: --model: give a model's name" "with one line saying so"
+serve text; ws model-twin
+"$WARD" run --model fake-model --base-url "$URL" --workspace "$WS" "x" >/dev/null 2>&1; is $? 0 "twin: --model with a name runs"
+is "$("$WARD" --version)" "$("$WARD" version)" "ward --version is ward version"
+like "$("$WARD" --version)" "^ward [0-9]" "and prints it"
+"$WARD" --no-such-flag >/dev/null 2>&1 </dev/null; is $? 64 "twin: another flag without a command is still the session's (a usage error here)"
+
+# A refusal is said once in the progress ("refused: ...", not "refused: refused: ...").
+serve bash3; ws refused-once
+run anthropic --approve ask "three"
+like "$ERR" "⎿ refused: this bash call needs a person's approval" "a refused call's line"
+unlike "$ERR" "refused: refused" "says refused once"
+
+# ward box ls: times as durations (8h0m), not seconds.
+B=$(box_new --ttl 8h)
+like "$("$WARD" box ls | grep "^$B ")" " (7h59m|8h0m) " "box ls: ENDS-IN of an 8h TTL is 7h59m or 8h0m"
 
 kill "$SRV" 2>/dev/null
 done_testing
