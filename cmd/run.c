@@ -45,7 +45,7 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
-enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS, OPT_TASK_ROOT };
+enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS, OPT_TASK_ROOT, OPT_KEEP_CHANGES };
 
 static const struct option run_opts[] = {
 	RUN_FLAG_OPTIONS,
@@ -60,6 +60,7 @@ static const struct option run_opts[] = {
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "trust-task-file", no_argument, NULL, OPT_TRUST_TASKS },
 	{ "task-root", required_argument, NULL, OPT_TASK_ROOT },
+	{ "keep-changes", no_argument, NULL, OPT_KEEP_CHANGES },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -100,6 +101,8 @@ static const char run_help[] =
 	"                     journal.jsonl); a task already finished there is skipped, one cut off resumes\n"
 	"  --task-root DIR    with --task-file: the directory a line's workspace (and replay script)\n"
 	"                     must lie under (default: the task file's)\n"
+	"  --keep-changes     with --task-file: keep a finished task's workspace changes (ward diff, ward\n"
+	"                     apply) after its patch.diff is written (else they go: the patch holds them)\n"
 	"  --trust-task-file  a task's line may set any of these flags and name any path (else it only\n"
 	"                     narrows: a model no dearer, tighter bounds, approve, deny rules, net none,\n"
 	"                     allow_hosts of public hosts, a workspace under the task root)\n"
@@ -366,6 +369,7 @@ struct run_ctx {
 	struct run_out *out;
 	const char *patch;
 	const char *last_msg;	/* -o FILE */
+	bool keep_changes;	/* a task's layers stay after its patch is written */
 	bool apply;
 	struct schema **schema;
 	struct approver *approver;
@@ -416,6 +420,9 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 		return 0;
 	case OPT_TASK_ROOT:
 		x->fl->root_arg = arg;
+		return 0;
+	case OPT_KEEP_CHANGES:
+		x->keep_changes = true;
 		return 0;
 	case 'h':
 		return 1;
@@ -753,8 +760,14 @@ static int run_run(int argc, char **argv)
 			run_out_json_line(out.to, j);
 			/* The journal on the disk first: a result names a whole one. */
 			journal_sync(&s.j);
-			if (fl.file && fleet_finish(&fl, j, s.j.path) < 0 && r == EXIT_OKAY)
+			bool written = !fl.file || fleet_finish(&fl, j, s.j.path) == 0;
+			if (!written && r == EXIT_OKAY)
 				r = EXIT_FAIL;
+			/* A finished task's change is its patch.diff: its layers
+			 * (an image of --disk's size each) need not outlive it. A
+			 * task that resumes keeps them. */
+			if (fl.file && written && patched && !x.keep_changes && fleet_stop_final(turn_stop_name(stop.kind)))
+				session_changes_drop(&sw);
 			cJSON_Delete(j);
 		}
 		cJSON_Delete(files);

@@ -344,6 +344,12 @@ static void session_checkpoints_drop(const struct session_ws *w)
 		checkpoint_drop_after(dir, 0);
 }
 
+void session_changes_drop(const struct session_ws *w)
+{
+	session_layers_drop(w);
+	session_checkpoints_drop(w);
+}
+
 void session_changes_begin(const struct session_ws *w, int64_t since_ns)
 {
 	struct err e = { 0 };
@@ -603,6 +609,12 @@ int session_list(cJSON **ret, struct err *e)
 						json_str(st.header, "workspace") ? json_str(st.header, "workspace") : "");
 			cJSON_AddStringToObject(x, "first", first);
 			cJSON_AddNumberToObject(x, "compactions", st.compactions);
+			/* When it was last written to: what a prune by age goes by. */
+			struct stat jst;
+			char jp[PATH_MAX + 300];
+			snprintf(jp, sizeof(jp), "%s/%s.jsonl", dir, names[i]->d_name);
+			if (stat(jp, &jst) == 0)
+				cJSON_AddNumberToObject(x, "mtime", (double)jst.st_mtim.tv_sec);
 			cJSON_AddItemToArray(list, x);
 			journal_state_free(&st);
 		}

@@ -210,6 +210,24 @@ is "$?" 0 "the rerun: skipped (exit 0), not run again"
 is "$(field "$F/stuck/stuck/result.json" stop)" deadline "its result.json says deadline, from the journal"
 is "$(grep -c '"type":"message","role":"user"' "$F/stuck/stuck/journal.jsonl")" 1 "and the model was not asked again"
 
+# ---- a finished task's layers go once its patch is written ----
+# (each is an ext4 image of --disk's size as root: kept, 400 tasks held
+# 1.7 GB); twin: --keep-changes keeps them for ward diff.
+mkdir -p "$F/ws/lay"
+cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$F/ws/lay/"
+echo '{"id": "lay", "task": "make the tests pass", "workspace": "ws/lay", "model": "replay:'"$F/fix.json"'"}' >"$F/lay.jsonl"
+"$WARD" run --task-file "$F/lay.jsonl" --task-index 0 --out "$F/lay" >/dev/null 2>&1
+is "$?" 0 "a task that finishes"
+LS=$(awk '{print $1}' "$F/lay/lay/session")
+like "$(cat "$F/lay/lay/patch.diff")" '^\+    return a \+ b' "its patch.diff holds the change"
+ls -d "$XDG_STATE_HOME"/ward/workspaces/s-"$LS"* >/dev/null 2>&1; ok $((! $?)) "and its layers (and image) are gone"
+rm -rf "$F/lay"
+"$WARD" run --task-file "$F/lay.jsonl" --task-index 0 --out "$F/lay" --keep-changes >/dev/null 2>&1
+LS=$(awk '{print $1}' "$F/lay/lay/session")
+ls -d "$XDG_STATE_HOME"/ward/workspaces/s-"$LS" >/dev/null 2>&1; ok $? "twin, --keep-changes: its layers are kept"
+like "$("$WARD" diff "$LS" 2>&1)" 'return a \+ b' "and ward diff shows them"
+"$WARD" sessions prune --all >/dev/null 2>&1
+
 # ---- costs and budgets are the task's, over its runs ----
 # A task preempted twice (SIGTERM during its long call, as scancel sends
 # it) and then finished: its result.json and ward report count all three

@@ -471,7 +471,7 @@ is "$RC" 0 "resume after SIGKILL: exit 0"
 like "$(req 1)" "outcome unknown" "the dangling call is reported to the model as unknown"
 like "$(req 1)" "go on" "with the next instruction"
 is "$(grep -c '"type":"result"' "$XDG_STATE_HOME/ward/sessions/$S.jsonl")" 0 "the dangling call was never re-run"
-like "$("$WARD" sessions)" "^$S +done +fake-model" "ward sessions lists it, with how it ended"
+like "$("$WARD" sessions)" "^$S +[0-9-]+ [0-9:]+ +done +fake-model" "ward sessions lists it, with how it ended"
 
 # A ward SIGSTOPped mid-run with --deadline 5s: its watchdog kills it at
 # about 5 s + 5 s grace, the journal says so, and the box is gone.
@@ -648,6 +648,39 @@ serve bash3; ws refused-once
 run anthropic --approve ask "three"
 like "$ERR" "⎿ refused: this bash call needs a person's approval" "a refused call's line"
 unlike "$ERR" "refused: refused" "says refused once"
+
+# ward sessions: a time column and --json; ward sessions prune by state and
+# age, --dry-run removing nothing; twins: what the filters leave stays.
+export XDG_STATE_HOME=$T_TMP/state-prune
+serve tool; ws prune-done
+run anthropic "write a file"
+SD=$(grep -o 'session [0-9a-f-]*' "$T_TMP/err" | head -1 | cut -d' ' -f2)
+serve cut; ws prune-fail
+run anthropic --retries 0 "cut"
+SF=$(grep -o 'session [0-9a-f-]*' "$T_TMP/err" | head -1 | cut -d' ' -f2)
+L=$("$WARD" sessions)
+like "$(printf '%s\n' "$L" | head -1)" '^SESSION +TIME +STOP' "ward sessions has a TIME column"
+like "$(printf '%s\n' "$L" | grep "^$SD")" "^$SD +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} +done" "with the time it was last written to"
+is "$("$WARD" sessions --json | python3 -c 'import json,sys; print(sorted(x["stop"] for x in json.load(sys.stdin)))')" "['done', 'provider_error']" "ward sessions --json"
+ls -d "$XDG_STATE_HOME/ward/workspaces/s-$SD" >/dev/null 2>&1; ok $? "the finished session keeps its changes (layers) until applied"
+"$WARD" sessions prune >/dev/null 2>"$T_TMP/err"; is $? 64 "sessions prune with no filter: usage error"
+like "$(cat "$T_TMP/err")" "say which sessions" "saying what to give"
+P=$("$WARD" sessions prune --state done --dry-run 2>&1)
+like "$P" "would prune $SD \(done, [0-9.]+[BKM]\)" "--dry-run --state done: names the done session and its size"
+unlike "$P" "$SF" "not the failed one"
+[ -e "$XDG_STATE_HOME/ward/sessions/$SD.jsonl" ]; ok $? "and removes nothing"
+P=$("$WARD" sessions prune --older-than 1h 2>&1)
+like "$P" "pruned 0 sessions" "twin, --older-than 1h: nothing that new is pruned"
+P=$("$WARD" sessions prune --state done 2>&1)
+like "$P" "pruned $SD" "--state done: pruned"
+[ ! -e "$XDG_STATE_HOME/ward/sessions/$SD.jsonl" ]; ok $? "its journal is gone"
+ls -d "$XDG_STATE_HOME/ward/workspaces/s-$SD"* >/dev/null 2>&1; ok $((! $?)) "and its layers"
+[ -e "$XDG_STATE_HOME/ward/sessions/$SF.jsonl" ]; ok $? "twin: the provider_error session stays"
+sleep 1.1
+P=$("$WARD" sessions prune --older-than 1s --state provider_error 2>&1)
+like "$P" "pruned $SF" "--older-than 1s --state provider_error: pruned"
+is "$("$WARD" sessions --json)" "[]" "no session is left"
+export XDG_STATE_HOME=$T_TMP/state
 
 # ward box ls: times as durations (8h0m), not seconds.
 B=$(box_new --ttl 8h)

@@ -436,7 +436,7 @@ ok $((!$?)) "the running call's process is gone"
 like "$(tail -1 "$SESS/$HID.jsonl")" '"type":"stop","reason":"cancelled"' "the journal ends with the stop"
 "$WARD" box ls 2>/dev/null | grep -q "s-$HID"
 ok $((!$?)) "the box is gone"
-like "$("$WARD" sessions)" "$HID +cancelled" "ward sessions reads the journal"
+like "$("$WARD" sessions)" "$HID +[0-9-]+ [0-9:]+ +cancelled" "ward sessions reads the journal"
 
 # --- A crash restores the terminal too.
 start crash
