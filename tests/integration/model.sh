@@ -98,6 +98,40 @@ like "$ERR" "cut at 32 KiB" "and so does stderr"
 [ "$(system_of 8 | wc -c)" -lt $(( 32768 + 4096 )) ]; ok $? "the prompt's instructions stay within the cap"
 rm "$WS/AGENTS.md" "$T_TMP/config/ward/AGENTS.md"
 
+# A package of a monorepo: the repository's root (a .git above the
+# workspace) and each directory down to the workspace are read first,
+# whatever the workspace is; twin: without a .git above, only the
+# workspace's. A link out of the repository is not followed.
+M=$T_TMP/mono
+mkdir -p "$M/.git" "$M/packages/api/src"
+printf 'MONO-ROOT: use pnpm.\n' >"$M/AGENTS.md"
+printf 'MONO-PKGS: packages are ESM.\n' >"$M/packages/CLAUDE.md"
+printf 'MONO-API: the API is REST.\n' >"$M/packages/api/AGENTS.md"
+printf 'MONO-SRC: no default exports.\n' >"$M/packages/api/src/AGENTS.md"
+WS=$M/packages/api
+serve text
+CWD=$WS/src run --json "hello"
+SYS=$(system_of 1)
+is "$(printf '%s' "$SYS" | grep -o 'MONO-[A-Z]*' | tr '\n' ' ')" "MONO-ROOT MONO-PKGS MONO-API MONO-SRC " \
+	"a monorepo's package: the repository root's, then down to the working directory, in order"
+J=$(journal "$(session_of)")
+like "$J" '"path":"\.\./\.\./AGENTS\.md","sha256":"[0-9a-f]{64}","bytes":[0-9]+,"from":"repository"' "the journal says where each came from: the repository's root"
+like "$J" '"path":"\.\./CLAUDE\.md",.*"from":"repository"' "the directory between"
+like "$J" '"path":"AGENTS\.md",.*"from":"workspace"' "and the workspace's own"
+rm -rf "$M/.git"
+serve text
+CWD=$WS/src run "hello"
+is "$(system_of 1 | grep -o 'MONO-[A-Z]*' | tr '\n' ' ')" "MONO-API MONO-SRC " "twin: no .git above the workspace: only the workspace's"
+mkdir -p "$M/.git"
+rm "$M/packages/CLAUDE.md"
+ln -s "$T_TMP/secret.txt" "$M/packages/AGENTS.md"
+serve text
+run "hello"
+unlike "$(system_of 1)" "HOST-SECRET-FILE" "a repository's AGENTS.md that links out of it is not read"
+like "$ERR" "\.\./AGENTS\.md: .*link out of the repository" "and ward says so"
+like "$(system_of 1)" "MONO-ROOT" "twin: the root's plain file is"
+rm -rf "$M"
+
 # --- Prompt caching ---
 WS=$T_TMP/cache; mkdir -p "$WS"
 serve tool --cache-sim

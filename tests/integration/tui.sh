@@ -349,7 +349,7 @@ say slash "/cost"
 wait_for slash '^[0-9]+ tokens in, [0-9]+ out' 3000
 ok $? "/cost gives the tokens"
 say slash "/status"
-wait_for slash 'project instructions: AGENTS.md \(22 bytes, sha256 [0-9a-f]{12}' 3000
+wait_for slash 'project instructions: AGENTS.md \(22 bytes, sha256 [0-9a-f]{12}…, from the workspace\)' 3000
 ok $? "/status names the project instruction files loaded, with their size and hash"
 like "$(grep -c 'SLASH-RULE' "$LOG")" '^[1-9]' "and the session's requests carry them"
 say slash "/clear"
