@@ -3,6 +3,7 @@
  * Code's are. */
 #include "cmd/hook.h"
 #include "cmd/hook-guard.h"
+#include "cmd/hook-cgroup.h"
 #include "cmd/settings.h"
 #include "cmd/cmd.h"
 #include "base/child.h"
@@ -76,15 +77,23 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 	int fds[] = { in[0], out[1], er[1] };
 	pid_t pid;
-	int r = child_start_group(argv, fds, 3, &pid);
+	/* A cgroup of its own where one can be made: then what it starts
+	 * outside its group (setsid) goes with it too. */
+	struct hook_cgroup cg;
+	int r = hook_cgroup_new(&cg) == 0 ? hook_cgroup_spawn(&cg, argv, fds, &pid) : -ENOTSUP;
+	if (r < 0) {
+		hook_cgroup_end(&cg);
+		r = child_start_group(argv, fds, 3, &pid);
+	}
 	if (tool)
 		unsetenv("WARD_TOOL");
 	close(in[0]);
 	close(out[1]);
 	close(er[1]);
 	/* If ward dies now, even by SIGKILL, the guard kills the group. */
-	if (r == 0 && (r = hook_guard_watch(pid)) < 0) {
+	if (r == 0 && (r = hook_guard_watch(pid, cg.fd >= 0 ? cg.seq : 0)) < 0) {
 		kill(-pid, SIGKILL);
+		hook_cgroup_end(&cg);
 		child_reap(pid);
 	}
 	if (r < 0) {
@@ -166,6 +175,7 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	/* Done or out of time: the whole group goes now, whatever it started
 	 * in the background with it. */
 	kill(-pid, SIGKILL);
+	hook_cgroup_end(&cg);
 	hook_guard_forget(pid);
 	ret->status = child_reap(pid);
 	drain(out[0], ret->out, sizeof(ret->out), &got);

@@ -251,6 +251,28 @@ pgrep -f "^sleep 100\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is
 sleep 3.5
 [ ! -e "$T_TMP/canary" ]; ok $? "the canary never touched its file"
 
+# A hook's setsid child left its process group: the hook runs in a
+# cgroup of its own (where ward can make one, as here), and cgroup.kill
+# ends that child with it. Twin: while the hook ran, the child was running.
+script setsid-hook "cat >/dev/null; cat /proc/self/cgroup >\"$T_TMP/hook-cg\"; setsid sh -c 'echo \$\$ >\"$T_TMP/sid-pid\"; sleep 2.$MARK; touch \"$T_TMP/canary3\"' & for i in 1 2 3 4 5 6 7 8 9 10; do [ -s \"$T_TMP/sid-pid\" ] && break; sleep 0.1; done; kill -0 \$(cat \"$T_TMP/sid-pid\") && echo alive >\"$T_TMP/sid-alive\"; exit 0"
+hooks PreToolUse "" "$T_TMP/setsid-hook"
+serve tool; ws setsid; rm -f "$T_TMP"/sid-* "$T_TMP/canary3"
+run "make a file"
+V2=/sys/fs/cgroup; [ -e $V2/cgroup.controllers ] || V2=/sys/fs/cgroup/unified
+V2=$V2$(sed -n 's/^0::\/*/\//p' /proc/self/cgroup)
+if [ -e "$V2/cgroup.procs" ] && [ -w "$V2" ]; then
+	like "$(cat "$T_TMP/hook-cg" 2>/dev/null)" '^0::.*/ward-hook-[0-9]+-[0-9]+$' "the hook ran in a cgroup of its own"
+	is "$(cat "$T_TMP/sid-alive" 2>/dev/null)" alive "twin: while the hook ran, its setsid child was running"
+	SP=$(cat "$T_TMP/sid-pid" 2>/dev/null)
+	for _ in $(seq 20); do gone "${SP:-0}" && break; sleep 0.05; done
+	gone "${SP:-0}"; ok $? "once the hook answered, its setsid child is gone (the hook's cgroup was killed)"
+	sleep 2.5
+	[ ! -e "$T_TMP/canary3" ]; ok $? "and the setsid child's canary never appeared"
+	ls -d "$V2"/ward-hook-* >/dev/null 2>&1; ok $((! $?)) "and no hook cgroup is left"
+else
+	ok 0 "a hook's setsid child # SKIP ward cannot make a cgroup here (no writable cgroup v2)"
+fi
+
 # SIGTERM to ward while a hook runs: the hook's group is killed at once
 # (not at its 60 s timeout), the call it was checking does not run, and
 # the run ends cancelled.
