@@ -242,7 +242,11 @@ prerun() { # prerun OUT [FLAGS]: one run of the task, SIGTERM at its Nth tool_ca
 		--task-index 0 --out "$1" "${@:2}" >/dev/null 2>>"$T_TMP/pre.err" &
 	local wp=$!
 	if [ -n "${PRE_AT:-}" ]; then
-		for _ in $(seq 200); do [ "$(grep -c '"tool_call"' "$1/pre/events.jsonl" 2>/dev/null)" -ge "$PRE_AT" ] && break; sleep 0.05; done
+		for _ in $(seq 200); do
+			local n; n=$(grep -c '"tool_call"' "$1/pre/events.jsonl" 2>/dev/null)
+			[ "${n:-0}" -ge "$PRE_AT" ] && break
+			sleep 0.05
+		done
 		sleep 0.3
 		kill -TERM $wp
 	fi
