@@ -183,6 +183,95 @@ char *utf8_term_safe(const char *in, size_t len)
 	return b.data;
 }
 
+/* The SGR parameters at p (n bytes, between "ESC [" and "m") that are
+ * kept, written as a sequence to out; false when the sequence is not one
+ * of SGR's (a byte that is not a digit, ';' or ':'). */
+static bool sgr_keep(const char *p, size_t n, struct buf *out)
+{
+	unsigned v[32];
+	size_t nv = 0;
+	unsigned cur = 0;
+	bool digits = false;
+	for (size_t i = 0; i <= n; i++) {
+		if (i == n || p[i] == ';' || p[i] == ':') {
+			if (nv < ARRAY_SIZE(v))
+				v[nv++] = digits ? cur : 0;
+			cur = 0;
+			digits = false;
+			continue;
+		}
+		if (p[i] < '0' || p[i] > '9' || cur > 100000)
+			return false;
+		cur = cur * 10 + (unsigned)(p[i] - '0');
+		digits = true;
+	}
+	char seq[160] = "\033[";
+	size_t k = 2;
+	bool any = false;
+	for (size_t i = 0; i < nv && k < sizeof(seq) - 24; i++) {
+		unsigned c = v[i];
+		char one[40] = "";
+		if (c == 38 && i + 2 < nv && v[i + 1] == 5) {
+			snprintf(one, sizeof(one), "38;5;%u", v[i + 2] & 0xff);
+			i += 2;
+		} else if (c == 38 && i + 4 < nv && v[i + 1] == 2) {
+			snprintf(one, sizeof(one), "38;2;%u;%u;%u", v[i + 2] & 0xff, v[i + 3] & 0xff, v[i + 4] & 0xff);
+			i += 4;
+		} else if (c == 48 && i + 1 < nv) {
+			i += v[i + 1] == 5 ? 2 : v[i + 1] == 2 ? 4 : 1;	/* a background: dropped */
+		} else if (c <= 4 || c == 9 || (c >= 21 && c <= 24) || c == 29 || (c >= 30 && c <= 37) || c == 39 ||
+			   (c >= 90 && c <= 97)) {
+			snprintf(one, sizeof(one), "%u", c);
+		}
+		if (one[0]) {
+			k += (size_t)snprintf(seq + k, sizeof(seq) - k, "%s%s", any ? ";" : "", one);
+			any = true;
+		}
+	}
+	if (any) {
+		snprintf(seq + k, sizeof(seq) - k, "m");
+		buf_append(out, seq, strlen(seq));
+	}
+	return true;
+}
+
+char *utf8_term_safe_sgr(const char *in, size_t len)
+{
+	struct buf b;
+	buf_init(&b, len * 4 + 16);
+	if (buf_append(&b, "", 0) < 0)
+		return NULL;
+	size_t from = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (in[i] != 033 || i + 1 >= len || in[i + 1] != '[')
+			continue;
+		size_t e = i + 2;
+		while (e < len && e - i < 64 && ((in[e] >= '0' && in[e] <= '9') || in[e] == ';' || in[e] == ':'))
+			e++;
+		if (e >= len || in[e] != 'm')
+			continue;
+		struct buf keep;
+		buf_init(&keep, 256);
+		if (!sgr_keep(in + i + 2, e - i - 2, &keep)) {
+			buf_free(&keep);
+			continue;
+		}
+		/* The text before it by the rule, then what of it is kept. */
+		struct utf8_term t = { 0 };
+		utf8_term_feed(&t, in + from, i - from, &b);
+		utf8_term_end(&t, &b);
+		if (keep.len)
+			buf_append(&b, keep.data, keep.len);
+		buf_free(&keep);
+		from = i = e;
+		from++;
+	}
+	struct utf8_term t = { 0 };
+	utf8_term_feed(&t, in + from, len - from, &b);
+	utf8_term_end(&t, &b);
+	return b.data;
+}
+
 char *utf8_json_line(const char *json)
 {
 	struct buf b;

@@ -42,6 +42,15 @@ void utf8_term_end(struct utf8_term *t, struct buf *out);
 /* A malloc'd copy of in as the terminal rule shows it (NULL on allocation
  * failure). */
 char *utf8_term_safe(const char *in, size_t len);
+/* The same rule for a command's output, but for its colours: an SGR
+ * sequence (ESC [ params m) is kept when what it sets is the text's
+ * colour (30-37, 39, 90-97, 38;5;N, 38;2;R;G;B) or its weight, slant,
+ * underline or strike-through (0-4, 9, 21-24, 29), and only those of its
+ * parameters are kept; a background, reverse video, concealed or
+ * blinking text and every other escape are shown as the rule shows them
+ * (so output cannot hide its words in the background's colour, or move
+ * the cursor). */
+char *utf8_term_safe_sgr(const char *in, size_t len);
 /* A malloc'd copy of JSON text with U+2028, U+2029 and U+0085 written as
  * \u escapes: the same JSON, but a reader that splits lines on Unicode
  * line breaks (Python's str.splitlines, JavaScript before ES2019) still

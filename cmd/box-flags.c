@@ -24,6 +24,7 @@ static const struct option create_opts[] = {
 	{ "disk", required_argument, NULL, 'K' },
 	NETFLAG_OPTIONS,
 	{ "workspace", required_argument, NULL, 'w' },
+	{ "image", required_argument, NULL, 'M' },
 	{ "rw", no_argument, NULL, 'r' },
 	{ "allow-git-changes", no_argument, NULL, 'G' },
 	{ "grace", required_argument, NULL, 'g' },
@@ -56,10 +57,12 @@ const char box_flags_help[] =
 	"  --memory SIZE      memory ceiling (default 1G)\n"
 	"  --pids N           process ceiling (default 512)\n"
 	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
-	"  --disk SIZE        disk ceiling of the copy-on-write workspace's changes (default 10G;\n"
+	"  --disk SIZE        disk ceiling of the workspace's and the root's changes (default 10G;\n"
 	"                     enforced where ward runs as root with loop devices; see ward doctor)\n"
 	NETFLAG_HELP
 	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
+	"  --image REF        the box's root: an image (ward image ls; pulled when not here) instead of\n"
+	"                     the host's own /usr; the box is tied to its digest\n"
 	"  --rw               make /workspace a live read-write view of DIR instead\n"
 	"  --allow-git-changes  leave DIR's git directories (.git) writable in the box (else read-only)\n"
 	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
@@ -196,6 +199,9 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 		}
 		case 'w':
 			o->workspace = optarg;
+			break;
+		case 'M':
+			o->image = optarg;	/* a reference: box_image_resolve makes it a digest */
 			break;
 		case 'r':
 			o->rw = true;

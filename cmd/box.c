@@ -2,6 +2,7 @@
 #include "cmd/cmd.h"
 #include "cmd/term.h"
 #include "cmd/box-flags.h"
+#include "cmd/box-image.h"
 #include "cmd/box-ls.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -32,7 +33,12 @@ static int do_create(struct box_opts *o, char *name, size_t n)
 	struct err e = { 0 };
 	o->guest_path = cmd_guest_path();
 	o->keeper_path = cmd_keeper_path();
-	int r = box_create(o, name, n, &e);
+	struct box_image img;
+	int r = box_image_resolve(o, true, false, &img);
+	if (r)
+		return r;
+	r = box_create(o, name, n, &e);
+	box_image_release(&img);
 	if (r < 0) {
 		cmd_error("cannot create the box: %s", e.msg);
 		return r == -EINVAL ? EXIT_USAGE : r == -ENOENT && o->workspace ? EXIT_NOINPUT : EXIT_NOBOX;
@@ -291,12 +297,19 @@ static int sub_pool(int argc, char **argv)
 		return EXIT_NOINPUT;
 	o.guest_path = cmd_guest_path();
 	o.keeper_path = cmd_keeper_path();
+	/* The pool's boxes hold the image themselves; this resolution is
+	 * held for as long as the pool runs. */
+	struct box_image img;
+	int ir = box_image_resolve(&o, true, false, &img);
+	if (ir)
+		return ir;
 	int sfd = cancel_signalfd();
 	struct err e = { 0 };
 	term_printf(stderr, "ward: pool: keeping %llu box%s ready; `ward box create` with the same flags takes one; "
 		"Ctrl-C or SIGTERM ends the pool and its boxes\n", (unsigned long long)size, size == 1 ? "" : "es");
 	int r = box_pool(&o, (unsigned)size, sfd, pool_say, &e);
 	close(sfd);
+	box_image_release(&img);
 	if (r < 0) {
 		cmd_error("box pool: %s", e.msg);
 		return EXIT_NOBOX;

@@ -1,9 +1,12 @@
 /* ward doctor: what this machine can enforce, checked, never assumed. */
 #include "cmd/cmd.h"
 #include "cmd/hook-cgroup.h"
+#include "image/image.h"
+#include "image/skopeo.h"
 #include "cmd/term.h"
 #include "sandbox/box.h"
 #include "sandbox/layers.h"
+#include "sandbox/ns.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "sandbox/cgroup.h"
@@ -93,6 +96,10 @@ static int doctor_run(int argc, char **argv)
 	char dwhy[160];
 	bool disk = layers_disk_capable(dwhy, sizeof(dwhy));
 	line(disk, "disk ceiling", "%s", dwhy);
+	char uwhy[160];
+	uid_t owner;
+	bool range = ns_uid_range(&owner, uwhy, sizeof(uwhy));
+	line(range, "box root", "copy-on-write over the image or the host view (ns); its users: %s", uwhy);
 	line(c.v2_writable && c.v2_kill, "kill a whole box",
 	     c.v2_writable && c.v2_kill ? "cgroup.kill plus SIGKILL to the box's PID 1" :
 	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it)");
@@ -140,6 +147,15 @@ static int doctor_run(int argc, char **argv)
 	line(kok, "ward-keeper", "%s", k);
 	if (!gok || !kok)
 		doctor_fail = 1;
+	/* Images: where they live, and what pulls them. */
+	char store[PATH_MAX], sk[PATH_MAX];
+	struct err ie = { 0 };
+	bool sok = image_skopeo_find(sk, sizeof(sk)) == 0;
+	if (image_store_where(store, sizeof(store), &ie) < 0)
+		snprintf(store, sizeof(store), "(%s)", ie.msg);
+	line(sok, "images", "%s; store %s (0700)%s", sok ? "skopeo pulls them and reads docker archives" :
+	     "no skopeo: ward image pull and docker archives need it (apt-get install skopeo); OCI archives import without it",
+	     store, getuid() == 0 ? ", the layers' owners kept" : ", every file yours (no other owner without root)");
 	line(getuid() != 0, "running as", getuid() == 0 ?
 	     "root: box processes are host uid 0 without capabilities; an ordinary user is the stronger boundary" :
 	     "uid %u", getuid());

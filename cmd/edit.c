@@ -23,6 +23,7 @@ static struct {
 	__typeof__(history_init) *history_init;
 	__typeof__(history_end) *history_end;
 	__typeof__(history) *history;
+	__typeof__(el_line) *el_line;
 } ed_lib;
 
 static int edit_load(struct err *e)
@@ -40,7 +41,7 @@ static int edit_load(struct err *e)
 	} syms[] = {
 #define SYM(f) { #f, offsetof(__typeof__(ed_lib), f) }
 		SYM(el_init), SYM(el_end), SYM(el_gets), SYM(el_set), SYM(el_resize),
-		SYM(history_init), SYM(history_end), SYM(history),
+		SYM(history_init), SYM(history_end), SYM(history), SYM(el_line),
 #undef SYM
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(syms); i++) {
@@ -92,6 +93,26 @@ static int ed_getc(EditLine *el, wchar_t *wc)
 	}
 }
 
+const char *editor_buffer(struct editor *ed, size_t *cursor, size_t *len)
+{
+	const LineInfo *li = ed_lib.el_line(ed->el);
+	if (!li) {
+		*cursor = *len = 0;
+		return "";
+	}
+	*cursor = (size_t)(li->cursor - li->buffer);
+	*len = (size_t)(li->lastchar - li->buffer);
+	return li->buffer;
+}
+
+void editor_history_add(struct editor *ed, const char *s)
+{
+	if (!s || !s[strspn(s, " \t\n")])
+		return;
+	HistEvent ev;
+	ed_lib.history(ed->hist, &ev, H_ENTER, s);
+}
+
 int editor_open(struct editor **ret, const char *history_path, edit_byte_fn *byte, void *ud, struct err *e)
 {
 	int r = edit_load(e);
@@ -122,8 +143,13 @@ int editor_open(struct editor **ret, const char *history_path, edit_byte_fn *byt
 	ed_lib.el_set(ed->el, EL_HIST, ed_lib.history, ed->hist);
 	ed_lib.el_set(ed->el, EL_PROMPT, ed_prompt_fn);
 	ed_lib.el_set(ed->el, EL_GETCFN, ed_getc);
-	/* Ctrl-C reaches the byte source as a byte, not as SIGINT. */
-	ed_lib.el_set(ed->el, EL_SETTY, "-d", "-isig", NULL);
+	/* Ctrl-C reaches the byte source as a byte, not as SIGINT; Enter (CR)
+	 * is not Ctrl-J (LF). */
+	ed_lib.el_set(ed->el, EL_SETTY, "-d", "-isig", "-icrnl", "-inlcr", NULL);
+	/* The byte source's own keys (Ctrl-T, Ctrl-Z, Tab) end with this one,
+	 * which draws the line again after what they printed. (Not functions
+	 * of ward's own through EL_ADDFN: libedit 3.1 never frees their names.) */
+	ed_lib.el_set(ed->el, EL_BIND, EDITOR_REDRAW_KEY, "ed-redisplay", NULL);
 	ed_cur = ed;
 	*ret = ed;
 	return 0;

@@ -206,7 +206,12 @@ static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, vo
 		}
 		if (arg && !(arg = keep(fl, arg)))
 			return EXIT_FAIL;
+		/* A value the flag refuses is said with where it came from. */
+		char ctx[PATH_MAX + 100];
+		snprintf(ctx, sizeof(ctx), "%s: \"%s\": ", fl->where, f->string);
+		cmd_error_context(ctx);
 		int r = flag(ud, name, arg, field);
+		cmd_error_context(NULL);
 		if (r == -ENOENT) {
 			cmd_error("%s: unknown field \"%s\" (a task's fields are id, task, workspace and ward run's long "
 				  "flags with _ for -: model, max_rounds, allow_hosts, ...)",

@@ -6,6 +6,7 @@
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
 #include "base/parse.h"
+#include "image/ref.h"
 #include "sandbox/box.h"
 #include "turn/compact.h"
 #include "turn/window.h"
@@ -135,6 +136,15 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 	case 'b':
 		f->box_name = arg;
 		return 1;
+	case 'i': {
+		struct image_ref r;
+		if (!image_ref_is_digest(arg) && image_ref_parse(arg, &r, &e) < 0) {
+			cmd_error("--image: %s", e.msg);
+			return -1;
+		}
+		f->image = arg;
+		return 1;
+	}
 	case 'w':
 		f->workspace = arg;
 		return 1;
@@ -255,6 +265,11 @@ int run_flags_finish(struct run_flags *f)
 	box_opts_default(&probe);
 	if (netflag_finish(&f->net, &probe) < 0)
 		return EXIT_USAGE;
+	if (f->box_name && f->image) {
+		cmd_error("--image is for the box a run makes; box %s has its own root (see ward box info %s)", f->box_name,
+			  f->box_name);
+		return EXIT_USAGE;
+	}
 	if (f->box_name && netflag_given(&f->net)) {
 		cmd_error("--net and --allow-host are for the box a run makes; box %s has its own network (see ward "
 			  "box info %s)", f->box_name, f->box_name);
@@ -268,7 +283,7 @@ int run_flags_finish(struct run_flags *f)
 	/* The context window: the flag's, the model's, or a guess said once. */
 	if (!cfg->replay_path && !cfg->context_window && !window_for(cfg->pcfg.model, &cfg->context_window)) {
 		cfg->context_window = WINDOW_DEFAULT;
-		term_printf(stderr, "ward: warning: ward does not know the context window of %s; assuming %d tokens (set "
+		term_sayf(stderr, "ward: warning: ward does not know the context window of %s; assuming %d tokens (set "
 			"--context-window)\n", cfg->pcfg.model, WINDOW_DEFAULT);
 	}
 	if (!cfg->compact_at)

@@ -29,6 +29,7 @@
 	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
 	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
 	{ "context-window", required_argument, NULL, 'W' }, { "compact-at", required_argument, NULL, '%' },    \
+	{ "image", required_argument, NULL, 'i' },                                                          \
 	NETFLAG_OPTIONS
 
 #define RUN_GIVEN_MAX 512
@@ -43,6 +44,11 @@ struct run_flags {
 	bool allow_git;		/* --allow-git-changes: .git writable in the box, and applied */
 	bool no_instructions;	/* --no-project-instructions */
 	uint64_t disk;		/* the box's --disk; 0: the default */
+	const char *image;	/* the box's --image REF; NULL: the host's view */
+	/* It came from a project's file or a task line, not from the user:
+	 * a pull for it reaches only a public registry (image_resolve). */
+	bool image_untrusted;
+	bool quiet;		/* --json: nothing on stderr but errors (an image's pull says nothing) */
 	struct netflag net;	/* the box's --net and --allow-host */
 	int64_t deadline_ms;	/* from now; 0: none */
 	enum gate_mode mode_default;	/* the command's approval mode */

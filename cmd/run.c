@@ -85,6 +85,8 @@ static const char run_help[] =
 	"  --max-cost USD     at most this much, for models whose prices ward knows\n"
 	"  --box NAME         use this existing box (default: a new one for the run)\n"
 	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
+	"  --image REF        the box's root: an image (pulled when not here; see ward image) instead of\n"
+	"                     the host's own /usr\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --allow-git-changes  let the box change DIR's git directories (.git: hooks, config), and\n"
 	"                     apply or patch those changes too (else .git is read-only in the box and\n"
@@ -592,6 +594,9 @@ static int run_run(int argc, char **argv)
 	}
 	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
 		return EXIT_USAGE;
+	/* --json: an image's pull says nothing on stderr. (A task's own events
+	 * file is not the person's --json.) */
+	f.quiet = out.json;
 	/* A task: what an earlier run of it left decides (skip, resume). */
 	char fl_patch[PATH_MAX + 32];
 	if (fl.file) {

@@ -1,4 +1,5 @@
 #include "cmd/session.h"
+#include "cmd/box-image.h"
 #include "cmd/term.h"
 #include "cmd/instructions.h"
 #include "turn/schema.h"
@@ -127,6 +128,11 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");
 		f->rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
+		/* A new box for it (its own is gone) has the root the session
+		 * began with, unless --image gives another. */
+		const char *img = json_str(st.header, "image");
+		if (img && !f->image && (f->image = strdup(img)))
+			f->image_untrusted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "image_untrusted"));
 		journal_state_free(&st);
 		if (journal_open(&s->j, f->resume, &e) < 0) {
 			cJSON_Delete(cut);
@@ -162,6 +168,10 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 			cJSON_AddItemToObject(h, "box_labels", labels);
 		if (f->rw)
 			cJSON_AddBoolToObject(h, "rw", 1);
+		if (f->image)
+			cJSON_AddStringToObject(h, "image", f->image);
+		if (f->image && f->image_untrusted)
+			cJSON_AddBoolToObject(h, "image_untrusted", 1);
 		int r = journal_create(&s->j, h, &e);
 		cJSON_Delete(h);
 		if (r < 0) {
@@ -212,7 +222,19 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	if (interactive)
 		bo.on_idle = BOX_IDLE_HIBERNATE;
 	bo.keep_layers = true;
-	int r = box_create(&bo, name, n, &e);
+	bo.image = f->image;
+	struct box_image img;
+	int r = box_image_resolve(&bo, !f->image_untrusted, f->quiet, &img);
+	if (r) {
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "reason", "box_error");
+		cJSON_AddStringToObject(rec, "why", "the box's image could not be had");
+		journal_write(&s->j, "stop", rec);
+		cJSON_Delete(rec);
+		return r;
+	}
+	r = box_create(&bo, name, n, &e);
+	box_image_release(&img);
 	if (r >= 0) {
 		r = box_connect(name, &s->box, &e);
 		if (r < 0) {

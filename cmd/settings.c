@@ -56,6 +56,10 @@ static const struct settings_key keys[] = {
 	KEY("idle_timeout", 'I', STR, RANK, RANK, .dflt = "2m", .eg = "\"2m\""),
 	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "10", .eg = "10"),
 	KEY("disk", 'K', STR, RANK, RANK, .dflt = "10G", .eg = "\"10G\""),
+	/* The box's root: nothing of the host, so any source may name one;
+	 * the host connects to a registry only for an image that is not here,
+	 * and for a project's file or a task line only to a public one. */
+	KEY("image", 'i', STR, ROOT, ROOT, .dflt = "(none)", .eg = "\"debian:bookworm\""),
 	KEY("network.mode", 'N', STR, RANK, RANK, .why = "host would open the host's whole network to the box",
 	    .dflt = "none", .eg = "\"none\""),
 	KEY("network.allow_hosts", 'H', LIST, NEVER, PUBLIC,
@@ -408,6 +412,8 @@ static int apply(struct run_flags *g, const struct settings_key *k, const char *
 	cmd_error_context(NULL);
 	if (r < 0)
 		return EXIT_USAGE;
+	if (k->c == 'i')
+		t->image_untrusted = rule == NARROW_ROOT;
 	if (ranked) {
 		int loose = looser(g, t, k->c);
 		if (loose == 2 && k->c == 'm') {

@@ -20,6 +20,8 @@ enum settings_narrow {
 	NARROW_RANK,	/* only to a value no looser than the one in force */
 	NARROW_PUBLIC,	/* a task line's allow_hosts: hosts added, none that a rule names at an address that is
 			 * not public (net/addr.h), and none where a network mode is in force */
+	NARROW_ROOT,	/* the box's image: any value (a root for the box, nothing of the host), but one that
+			 * must be pulled is pulled only from a public registry (image_resolve) */
 };
 
 /* A config key: the flag it is read as, and how a project's file and a

@@ -16,6 +16,10 @@ void term_write(FILE *f, const char *s, size_t n);
  * formatted, then all of it shown by the rule (ward's own text passes
  * unchanged). */
 void term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* term_printf for a message of ward's (an error, a warning): at a
+ * terminal it wraps at words to the terminal's width, the rows after the
+ * first indented two columns; elsewhere it is term_printf. */
+void term_sayf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A malloc'd one-line form of n bytes of s: at most max of them, cut at a
  * character's start and "…" where cut, each newline shown as "⏎", then
  * the rule. For a name or an argument in a line of ward's own, where a
@@ -25,3 +29,13 @@ char *term_line(const char *s, size_t n, size_t max);
  * split between two writes included; fclose it (f stays open). NULL when
  * out of memory. */
 FILE *term_stream(FILE *f);
+/* The columns n bytes of s take on a terminal: a character's width by
+ * wcwidth(3) in the locale (1 where it does not know), an escape sequence
+ * (ward's own colours: ESC [ ... m) none. */
+size_t term_cols(const char *s, size_t n);
+/* How many bytes of s (n of them) fit in cols columns: a character and an
+ * escape sequence are never cut. */
+size_t term_fit_bytes(const char *s, size_t n, size_t cols);
+/* The columns of the one code point at s (avail bytes; its length in
+ * *len), 0..2. */
+int term_char_cols(const char *s, size_t avail, size_t *len);

@@ -52,6 +52,13 @@ void tui_tty_turn(struct tui *u)
 	tcsetattr(u->in, TCSANOW, &t);
 }
 
+void tui_tty_quiet(struct tui *u)
+{
+	struct termios t = u->saved;
+	t.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+	tcsetattr(u->in, TCSANOW, &t);
+}
+
 void tui_tty_save(struct tui *u)
 {
 	if (tcgetattr(u->in, &u->saved) < 0)
@@ -72,23 +79,42 @@ static void q_push(struct tui *u, const char *p, size_t n)
 		u->q[u->qt++ % TUI_QUEUE] = (unsigned char)p[i];
 }
 
+/* Bytes that go before what is queued. */
+static void q_push_front(struct tui *u, const char *p, size_t n)
+{
+	for (size_t i = n; i-- > 0 && u->qt - u->qh < TUI_QUEUE;)
+		u->q[--u->qh % TUI_QUEUE] = (unsigned char)p[i];
+}
+
 static void paste_end(struct tui *u)
 {
 	u->pasting = false;
 	const char *p = u->paste.data ? u->paste.data : "";
 	size_t n = u->paste.len;
+	/* Line ends; a paste that ends with one has no empty line after it. */
 	size_t lines = 0;
 	for (size_t i = 0; i < n; i++)
 		lines += p[i] == '\n' || (p[i] == '\r' && (i + 1 == n || p[i + 1] != '\n'));
+	size_t shown = lines + !(n && (p[n - 1] == '\n' || p[n - 1] == '\r'));
 	if (lines == 0 || u->npastes >= TUI_PASTES) {
 		/* One line: typed in as it is (without controls). */
 		for (size_t i = 0; i < n; i++)
 			if ((unsigned char)p[i] >= 0x20 || p[i] == '\t')
 				q_push(u, &p[i], 1);
 	} else {
-		u->pastes[u->npastes] = strndup(p, n);
+		/* A terminal sends a pasted line end as CR (or CR LF): LF. */
+		char *t = malloc(n + 1);
+		size_t tk = 0;
+		for (size_t i = 0; t && i < n; i++) {
+			if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+				continue;
+			t[tk++] = p[i] == '\r' ? '\n' : p[i];
+		}
+		if (t)
+			t[tk] = 0;
+		u->pastes[u->npastes] = t;
 		char tag[64];
-		int k = snprintf(tag, sizeof(tag), "[pasted text #%d, %zu lines]", u->npastes + 1, lines + 1);
+		int k = snprintf(tag, sizeof(tag), "[pasted text #%d, %zu line%s]", u->npastes + 1, shown, shown == 1 ? "" : "s");
 		u->npastes++;
 		q_push(u, tag, (size_t)k);
 	}
@@ -154,8 +180,146 @@ static ssize_t tty_wait(struct tui *u, char *buf, size_t cap, int64_t until)
 	return -1;
 }
 
+/* Tab: the word before the cursor completed (typed in), or the choices
+ * listed. false: nothing to complete. */
+static bool complete(struct tui *u)
+{
+	size_t cur, len;
+	const char *line = editor_buffer(u->ed, &cur, &len);
+	const char *w = line + cur;
+	while (w > line && w[-1] != ' ')
+		w--;
+	char word[1024];
+	size_t wl = (size_t)(line + cur - w);
+	if (wl >= sizeof(word))
+		return false;
+	memcpy(word, w, wl);
+	word[wl] = 0;
+	char **c = tui_complete(u, word, w == line);
+	if (!c || !c[0]) {
+		free(c);
+		return false;
+	}
+	size_t common = strlen(c[0]), n;
+	for (n = 1; c[n]; n++) {
+		size_t k = 0;
+		while (k < common && c[n][k] == c[0][k])
+			k++;
+		common = k;
+	}
+	if (common > wl) {
+		/* Typed in; one whole word (not a directory) ends with a space. */
+		char add[1100];
+		int k = snprintf(add, sizeof(add), "%.*s%s", (int)MIN(common - wl, (size_t)1024), c[0] + wl,
+				 n == 1 && c[0][common - 1] != '/' ? " " : "");
+		q_push_front(u, add, (size_t)MAX(k, 0));
+	} else if (n > 1) {
+		/* Several: listed under the line, which is drawn again. */
+		fputs("\r\n\033[J", stdout);
+		struct buf b;
+		buf_init(&b, 1u << 16);
+		for (size_t i = 0; c[i] && i < 60; i++) {
+			_cleanup_free_ char *s = tui_short(c[i], 200);
+			buf_printf(&b, "%s%s", i ? "  " : "", s ? s : "");
+		}
+		if (n > 60)
+			buf_printf(&b, "  … %zu more", n - 60);
+		buf_cstr(&b);
+		tui_say(u, NULL, b.data ? b.data : "", 0);
+		buf_free(&b);
+		tui_prompt_footer(u);
+		unsigned char r = EDITOR_REDRAW_BYTE;
+		q_push_front(u, (const char *)&r, 1);
+	}
+	for (size_t i = 0; c[i]; i++)
+		free(c[i]);
+	free(c);
+	return true;
+}
+
+/* A key at the prompt that is ward's, not libedit's: taken here (false)
+ * or turned into what libedit is to see (true, *c). */
+static bool prompt_key(struct tui *u, unsigned char *c)
+{
+	size_t cur, len;
+	switch (*c) {
+	case 3:
+		/* Ctrl-C: the line is given up. */
+		u->ctrl_c = true;
+		*c = '\r';
+		return true;
+	case '\r':
+		u->line_end = TUI_END_ENTER;
+		return true;
+	case '\n':
+		/* Ctrl-J (and Shift-Enter, Alt-Enter): the line ends, the
+		 * message goes on. */
+		u->line_end = TUI_END_NEWLINE;
+		*c = '\r';
+		return true;
+	case 0x7f:
+	case 8:
+		editor_buffer(u->ed, &cur, &len);
+		if (u->allow_back && len == 0) {
+			u->line_end = TUI_END_BACK;
+			*c = '\r';
+		}
+		return true;
+	case '\t':
+		if (!complete(u))
+			fputs("\a", stdout);
+		fflush(stdout);
+		return false;
+	case 0x14:	/* Ctrl-T: the last call's whole output */
+		fputs("\r\n\033[J", stdout);
+		tui_show_last(u);
+		tui_prompt_footer(u);
+		*c = EDITOR_REDRAW_BYTE;
+		return true;
+	case 0x1a:	/* Ctrl-Z */
+		fputs("\r\n\033[J", stdout);
+		fputs(DIM "ward is suspended; fg brings it back" UNDIM "\n", stdout);
+		fflush(stdout);
+		tui_tty_restore();
+		raise(SIGTSTP);
+		/* Continued. */
+		tui_tty_turn(u);
+		fputs(PASTE_ON, stdout);
+		tui_prompt_footer(u);
+		*c = EDITOR_REDRAW_BYTE;
+		return true;
+	default:
+		return true;
+	}
+}
+
+/* Bytes of the queue from its head: whether the n bytes there are s. */
+static bool q_is(struct tui *u, const char *s, size_t n)
+{
+	if (u->qt - u->qh < n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (u->q[(u->qh + i) % TUI_QUEUE] != (unsigned char)s[i])
+			return false;
+	return true;
+}
+
+/* Wait a little for the rest of a key's sequence after an Esc. */
+static void q_wait(struct tui *u, int ms)
+{
+	int64_t until = now_ms() + ms;
+	while (u->qt - u->qh < 2 && now_ms() < until && !u->quit_sig && !u->gone) {
+		char buf[4096];
+		ssize_t n = tty_wait(u, buf, sizeof(buf), until);
+		if (n > 0)
+			tui_feed(u, buf, (size_t)n);
+	}
+}
+
 /* The editor's byte source: the queue, else the terminal, watching the
- * signals while it waits. */
+ * signals while it waits. An Esc alone is never libedit's (it would take
+ * it as Meta and eat the next key): one is nothing, two clear the line.
+ * Shift-Enter and Alt-Enter are a newline in the message (Ctrl-J). */
 int tui_byte(void *ud, unsigned char *c)
 {
 	struct tui *u = ud;
@@ -163,13 +327,41 @@ int tui_byte(void *ud, unsigned char *c)
 		if (u->quit_sig || u->gone)
 			return 0;
 		if (u->qt != u->qh) {
-			*c = u->q[u->qh++ % TUI_QUEUE];
-			if (*c == 3) {
-				/* Ctrl-C: the line is given up. */
-				u->ctrl_c = true;
-				*c = '\r';
+			if (u->q[u->qh % TUI_QUEUE] == 033) {
+				q_wait(u, 30);
+				static const char *const newline[] = { "\033\r", "\033[13;2u", "\033[27;2;13~", "\033\n" };
+				bool nl = false;
+				for (size_t i = 0; i < ARRAY_SIZE(newline) && !nl; i++)
+					if (q_is(u, newline[i], strlen(newline[i]))) {
+						u->qh += strlen(newline[i]);
+						nl = true;
+					}
+				if (nl) {
+					*c = '\n';
+					prompt_key(u, c);
+					return 1;
+				}
+				/* Esc and a key libedit takes with Meta (word moves) or a
+				 * key's sequence go to it; Esc before anything else is a
+				 * lone Esc, and the key after it is kept. */
+				unsigned char nx = u->qt - u->qh >= 2 ? u->q[(u->qh + 1) % TUI_QUEUE] : 0;
+				bool meta = nx && strchr("[ObfdBFD\177\010.", nx) && nx != 0;
+				if (u->qt - u->qh == 1 || !meta) {
+					/* A lone Esc: nothing; a second within a while clears the line. */
+					u->qh++;
+					int64_t t = now_ms();
+					bool twice = t - u->last_esc < 600;
+					u->last_esc = twice ? 0 : t;
+					if (twice) {
+						q_push_front(u, "\005\025", 2);	/* Ctrl-E, Ctrl-U: the whole line goes */
+					}
+					continue;
+				}
 			}
-			return 1;
+			*c = u->q[u->qh++ % TUI_QUEUE];
+			if (prompt_key(u, c))
+				return 1;
+			continue;
 		}
 		char buf[4096];
 		ssize_t n = tty_wait(u, buf, sizeof(buf), 0);
@@ -193,15 +385,26 @@ void tui_on_keys(void *ud, struct turn *t)
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		bool lone_esc = buf[i] == 033 && i == n - 1;
+		/* Esc, unless it starts a key's sequence (an arrow): a key typed
+		 * right after it is typeahead, never Meta with the Esc. */
+		bool lone_esc = buf[i] == 033 && (i == n - 1 || (buf[i + 1] != '[' && buf[i + 1] != 'O'));
 		if (buf[i] == 3 || lone_esc) {
 			bool now = u->interrupts++ > 0 && turn_stopping(t);
 			tui_live_clear(u);
 			turn_interrupt(t, now, buf[i] == 3 ? "interrupted by the user (Ctrl-C)" : "interrupted by the user (Esc)");
 			continue;
 		}
+		/* A Ctrl-D typed while the model works does not end the session
+		 * at the next prompt. */
+		if (buf[i] == 4) {
+			u->ctrl_d_typed = true;
+			continue;
+		}
 		buf_append(&u->ahead, &buf[i], 1);
 	}
+	/* What was typed is shown, where the prompt will have it. */
+	tui_live_clear(u);
+	tui_live_draw(u);
 	tui_flush(u);
 }
 
@@ -223,9 +426,19 @@ void tui_on_tick(void *ud, struct turn *t)
 int tui_read_key(struct tui *u, int64_t until, bool discard)
 {
 	if (discard) {
-		tcflush(u->in, TCIFLUSH);
-		u->ahead.len = 0;
-		u->qh = u->qt;
+		/* What was typed before the question is kept as the draft, and
+		 * answers nothing. */
+		char buf[4096];
+		ssize_t n;
+		struct pollfd pf = { .fd = u->in, .events = POLLIN };
+		while (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN) && (n = fdio_read_some(u->in, buf, sizeof(buf))) > 0)
+			for (ssize_t i = 0; i < n; i++)
+				if (buf[i] != 4)
+					buf_append(&u->ahead, &buf[i], 1);
+		while (u->qt != u->qh && u->q[u->qh % TUI_QUEUE] != 3) {
+			unsigned char c = u->q[u->qh++ % TUI_QUEUE];
+			buf_append(&u->ahead, &c, 1);
+		}
 	}
 	for (;;) {
 		if (until && now_ms() >= until)
@@ -238,7 +451,13 @@ int tui_read_key(struct tui *u, int64_t until, bool discard)
 			u->qh = u->qt;	/* kill -INT: as Ctrl-C */
 			return 3;
 		}
-		/* A key that sends a sequence (an arrow) is not an answer. */
+		if (n == 3 && buf[0] == 033 && (buf[1] == '[' || buf[1] == 'O')) {
+			if (buf[2] == 'A')
+				return TUI_KEY_UP;
+			if (buf[2] == 'B')
+				return TUI_KEY_DOWN;
+		}
+		/* Another key that sends a sequence is not an answer. */
 		if (n == 1)
 			return (unsigned char)buf[0];
 	}

@@ -19,6 +19,7 @@
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "cmd/edit.h"
+#include "cmd/mdterm.h"
 #include "cmd/cmd.h"
 #include "cmd/hook.h"
 #include "cmd/session.h"
@@ -65,6 +66,7 @@ static const char tui_help[] =
 	"  --max-rounds N, --max-calls N, --max-tokens N, --max-cost USD\n"
 	"  --context-window N, --compact-at PCT      as for ward run: when to compact\n"
 	"  --workspace DIR    the task's directory (default: the current one)\n"
+	"  --image REF        the box's root: an image instead of the host's own /usr\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --allow-git-changes  let the box change DIR's .git (hooks, config) and /apply apply it\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
@@ -74,33 +76,67 @@ static const char tui_help[] =
 	MCPCONF_HELP
 	"Settings also come from config files and the environment: see `ward config --help`.\n";
 
-static const char tui_commands[] =
-	"  /help             this list\n"
-	"  /box              the box: state and limits; /box recreate destroys it and makes a new one\n"
-	"                    (the workspace changes are kept); /box destroy destroys it now\n"
-	"  /diff             the workspace changes so far\n"
-	"  /apply            apply them to the workspace directory (not over files changed there\n"
-	"                    since the box took its copy; /apply --force does)\n"
-	"  /cost             tokens and cost so far\n"
-	"  /status           the model, the box, the session and the project instructions loaded\n"
-	"  /mcp              the MCP servers: their state and tools\n"
-	"  /clear            start the conversation again (the box and its changes stay)\n"
-	"  /compact          replace the middle of the conversation with a summary the model\n"
-	"                    writes (the first message and the recent rounds stay)\n"
-	"  /resume [N|ID]    list recent sessions, or continue one\n"
-	"  /rewind [N]       list your messages (numbered from 1), or go back to before message N:\n"
-	"                    the workspace changes and the conversation as they were then (the box is\n"
-	"                    made again: processes running in it are lost)\n"
-	"  /approve [MODE]   show or change the approval mode: ask, edits or auto\n"
-	"  /quit             end the session (Ctrl-D does too)\n"
-	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box);\n"
-	"Ctrl-C twice at an empty prompt exits. End a line with \\ to go on to the next;\n"
-	"a paste of several lines is taken as one piece.\n";
+static const struct {
+	const char *cmd, *what;
+} tui_commands[] = {
+	{ "/help", "this list" },
+	{ "/box", "the box: state and limits; /box recreate destroys it and makes a new one (the workspace changes "
+		  "are kept); /box destroy destroys it now" },
+	{ "/diff", "the workspace changes so far" },
+	{ "/apply", "apply them to the workspace directory (not over files changed there since the box took its "
+		    "copy; /apply --force does)" },
+	{ "/cost", "tokens and cost so far" },
+	{ "/status", "the model, the box, the session and the project instructions loaded" },
+	{ "/config", "the settings in force" },
+	{ "/model [NAME]", "show the model, or switch to another (the conversation goes on)" },
+	{ "/mcp", "the MCP servers: their state and tools" },
+	{ "/init", "ask the model to write AGENTS.md from a look at the project" },
+	{ "/clear", "start the conversation again (the box and its changes stay)" },
+	{ "/compact", "replace the middle of the conversation with a summary the model writes (the first message "
+		      "and the recent rounds stay)" },
+	{ "/retry", "send the conversation again (after an error: the message that failed)" },
+	{ "/resume [N|ID]", "list recent sessions, or continue one" },
+	{ "/rewind [N]", "list your messages (numbered from 1), or go back to before message N: the workspace "
+			 "changes and the conversation as they were then (the box is made again: processes running "
+			 "in it are lost)" },
+	{ "/approve [MODE]", "show or change the approval mode: ask, edits or auto" },
+	{ "/quit", "end the session (Ctrl-D does too)" },
+	{ "!COMMAND", "run a command in the box yourself (the model is told what it printed)" },
+	{ "@PATH", "in a message: attach that file of the workspace (Tab completes it)" },
+};
+
+static const char tui_keys[] =
+	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box); at the prompt Esc twice "
+	"clears the line, Ctrl-C clears it and twice on an empty line exits. Ctrl-J, Shift-Enter, Alt-Enter or a "
+	"line ending in \\ go on to a new line; Backspace on an empty one goes back to the line before. Tab "
+	"completes a command or an @path; Ctrl-T shows the last call's whole output; Ctrl-R searches the history; "
+	"Ctrl-Z suspends. A paste of several lines is taken as one piece.";
+
+/* The commands as a table where the width holds one, else each name on a
+ * line of its own. */
+static void show_help(struct tui *u)
+{
+	bool table = tui_cols() >= 60;
+	for (size_t i = 0; i < ARRAY_SIZE(tui_commands); i++) {
+		char pre[40];
+		if (table) {
+			snprintf(pre, sizeof(pre), "  %-18s", tui_commands[i].cmd);
+			tui_say(u, pre, tui_commands[i].what, 20);
+		} else {
+			tui_putf(u, "  %s\n", tui_commands[i].cmd);
+			tui_say(u, "    ", tui_commands[i].what, 4);
+		}
+	}
+	tui_say(u, NULL, tui_keys, 2);
+}
 
 /* The MCP servers, in the box just made or connected. */
 static int mcp_up(struct tui *u)
 {
-	tui_tty_restore();
+	if (!u->mc.cfg.n)
+		return 0;
+	/* Keys typed meanwhile wait for the prompt, unechoed. */
+	tui_tty_quiet(u);
 	int r = mcpconf_start(&u->mc, u->s.box, &u->s.j, &u->mcp);
 	tui_tty_turn(u);
 	return r ? -1 : 0;
@@ -227,27 +263,11 @@ static void session_switch(struct tui *u, const char *id)
 	turn_session_start(&u->f.cfg, &u->s, "resume");
 	snprintf(u->ws, sizeof(u->ws), "%s", ws);
 	u->usage = (struct usage){ 0 };
+	tui_resume_state(u, false);
 	int n = cJSON_GetArraySize(u->s.messages);
 	_cleanup_free_ char *wsn = tui_short(u->ws[0] ? u->ws : "(none)", sizeof(u->ws));
 	tui_putf(u, "Resumed session %s: %d message%s, workspace %s.\n", u->s.j.id, n, n == 1 ? "" : "s", wsn ? wsn : "");
-	/* The last thing the model said, to pick up the thread. */
-	for (int i = n - 1; i >= 0; i--) {
-		const cJSON *m = cJSON_GetArrayItem(u->s.messages, i);
-		const char *role = json_str(m, "role");
-		const cJSON *b;
-		bool shown = false;
-		cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(m, "content")) {
-			const char *t = json_str(b, "text");
-			if (role && !strcmp(role, "assistant") && t) {
-				_cleanup_free_ char *s = tui_short(t, 400);
-				tui_putf(u, DIM "  last answer: %s" UNDIM "\n", s ? s : "");
-				shown = true;
-				break;
-			}
-		}
-		if (shown)
-			break;
-	}
+	tui_show_history(u, 3);
 	box_up(u);
 }
 
@@ -374,6 +394,9 @@ static void rewind_here(struct tui *u, const char *arg)
 			     : "the workspace was not rewound (the box works on the directory directly: --rw or --box)");
 }
 
+static void run_message(struct tui *u, const char *text);
+static void retry(struct tui *u);
+
 /* A slash command; false when the session should end. */
 static bool slash(struct tui *u, char *line)
 {
@@ -383,7 +406,7 @@ static bool slash(struct tui *u, char *line)
 	arg += strspn(arg, " \t");
 	arg[strcspn(arg, " \t")] = 0;
 	if (!strcmp(line, "/help")) {
-		tui_put(u, tui_commands);
+		show_help(u);
 	} else if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) {
 		return false;
 	} else if (!strcmp(line, "/box")) {
@@ -453,12 +476,29 @@ static bool slash(struct tui *u, char *line)
 	} else if (!strcmp(line, "/rewind")) {
 		rewind_here(u, arg);
 	} else if (!strcmp(line, "/approve")) {
-		if (*arg && gate_mode_parse(arg, &u->f.gate.mode) < 0)
-			tui_putf(u, "\"%s\" is not a mode; use ask, edits or auto.\n", arg);
-		else
-			tui_putf(u, "Approvals: %s (ask: every write and command is asked; edits: file changes run, commands "
-				"are asked; auto: everything in the box runs).\n",
-			     gate_mode_name(u->f.gate.mode));
+		if (*arg && gate_mode_parse(arg, &u->f.gate.mode) < 0) {
+			_cleanup_free_ char *s = tui_short(arg, 40);
+			tui_putf(u, "\"%s\" is not a mode; use ask, edits or auto.\n", s ? s : "");
+		} else {
+			if (*arg)
+				tui_journal_mode(u);
+			char line[400];
+			snprintf(line, sizeof(line), "Approvals: %s (ask: every write and command is asked; edits: file changes "
+				 "run, commands are asked; auto: everything in the box runs).", gate_mode_name(u->f.gate.mode));
+			tui_say(u, NULL, line, 2);
+		}
+	} else if (!strcmp(line, "/model")) {
+		tui_cmd_model(u, arg);
+	} else if (!strcmp(line, "/config")) {
+		tui_cmd_config(u);
+	} else if (!strcmp(line, "/retry")) {
+		retry(u);
+	} else if (!strcmp(line, "/init")) {
+		tui_put(u, DIM "Asking the model to look at the project and write AGENTS.md (its changes are reviewed as any)." UNDIM "\n");
+		run_message(u, "Look at this project: its layout, its build, test and lint commands, its languages and the "
+			       "conventions its code follows. Then write AGENTS.md at the workspace's root: a short guide "
+			       "for an agent working here (how to build and test, where things are, the habits to keep). If "
+			       "AGENTS.md exists already, improve it rather than start again.");
 	} else {
 		_cleanup_free_ char *s = tui_short(line, 40);
 		tui_putf(u, "Unknown command %s; /help lists them.\n", s ? s : "");
@@ -494,78 +534,10 @@ static bool tui_trust_mcp(void *ud, const char *path, const struct mcp_config *s
 	return yes;
 }
 
-int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
-{
-	struct tui *u = ud;
-	tui_live_clear(u);
-	tui_newline(u);
-	_cleanup_free_ char *tn = tui_short(tool, 31);
-	tui_putf(u, YELLOW "? " RESET BOLD "%s" RESET " needs your approval\n", tn ? tn : "");
-	const cJSON *f;
-	cJSON_ArrayForEach(f, input) {
-		if (cJSON_IsString(f)) {
-			tui_show_field(u, f->string, f->valuestring);
-		} else {
-			_cleanup_free_ char *j = jsonprint_text(f);
-			tui_show_field(u, f->string, j ? j : "");
-		}
-	}
-	/* What "always" would allow: the gate's own words. */
-	char rules[2][GATE_SPEC_MAX], scope[200];
-	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
-	_cleanup_free_ char *sc = tui_short(scope, 120);
-	tui_putf(u, "  " BOLD "y" RESET " yes   " BOLD "n" RESET " no   " BOLD "a" RESET " always: %s   " BOLD "esc" RESET
-		" stop the turn\n",
-	     sc ? sc : "");
-	tui_flush(u);
-	for (;;) {
-		/* The message's deadline holds while the question waits. */
-		int k = tui_read_key(u, u->deadline, true);
-		switch (k) {
-		case -1:
-			tui_put(u, RED "  → no answer before the deadline" RESET "\n");
-			tui_flush(u);
-			snprintf(reason, cap, "no answer came before the deadline");
-			return 'n';
-		case 'y':
-		case 'Y':
-			tui_put(u, GREEN "  → yes, once" RESET "\n");
-			tui_flush(u);
-			return 'y';
-		case 'a':
-		case 'A':
-			if (nrules)
-				tui_putf(u, GREEN "  → yes, and from now on %s" RESET "\n", sc ? sc : "");
-			else
-				tui_put(u, GREEN "  → yes, once (no rule fits this call)" RESET "\n");
-			tui_flush(u);
-			return 'a';
-		case 'n':
-		case 'N': {
-			tui_put(u, RED "  → no" RESET "\n");
-			tui_flush(u);
-			tui_tty_turn(u);
-			_cleanup_free_ char *why = editor_line(u->ed, "  why (Enter to skip): ", false);
-			tui_tty_turn(u);
-			if (why && !u->ctrl_c)
-				snprintf(reason, cap, "%s", why);
-			u->ctrl_c = false;
-			return 'n';
-		}
-		case 033:
-		case 3:
-		case 0:
-			tui_put(u, YELLOW "  → stop the turn" RESET "\n");
-			tui_flush(u);
-			return 'q';
-		default:
-			break;
-		}
-	}
-}
-
-/* A message from the person: lines ending in \ go on. NULL at the end of
- * input; "" after a Ctrl-C (u->ctrl_c says so). */
+/* A message from the person: lines ending in \ (or Ctrl-J, Shift-Enter,
+ * Alt-Enter) go on, and Backspace on an empty one goes back to edit the
+ * line before. NULL at the end of input; "" after a Ctrl-C (u->ctrl_c
+ * says so; u->ctrl_c_text whether it cleared text). */
 static char *read_message(struct tui *u)
 {
 	struct buf msg;
@@ -575,9 +547,12 @@ static char *read_message(struct tui *u)
 		tui_feed(u, u->ahead.data, u->ahead.len);
 		u->ahead.len = 0;
 	}
+	u->ctrl_d_typed = false;
+	u->ctrl_c_text = false;
 	fputs(PASTE_ON, stdout);
 	fflush(stdout);
-	bool first = true;
+	size_t starts[256];	/* where each line of the message starts in msg */
+	int nlines = 0;
 	for (;;) {
 		/* libedit draws the prompt before it takes the terminal raw, and
 		 * hands back a canonical one: a key typed as the prompt appears
@@ -585,24 +560,49 @@ static char *read_message(struct tui *u)
 		 * discipline's, not the prompt's. So the terminal is never
 		 * canonical while ward runs: non-canonical before and after. */
 		tui_tty_turn(u);
-		char *line = editor_line(u->ed, first ? "› " : "… ", true);
+		u->allow_back = nlines > 0;
+		u->line_end = TUI_END_ENTER;
+		tui_prompt_footer(u);
+		char *line = editor_line(u->ed, nlines == 0 ? "› " : "… ", false);
+		fputs("\r\033[J", stdout);	/* the footer */
 		tui_tty_turn(u);
 		if (!line) {
 			buf_free(&msg);
 			return NULL;
 		}
 		if (u->ctrl_c) {
+			u->ctrl_c_text = line[0] || nlines > 0;
 			free(line);
 			buf_free(&msg);
 			return strdup("");
 		}
+		if (u->line_end == TUI_END_BACK && nlines > 0) {
+			/* The line before, to edit: off the screen and the message,
+			 * and typed in again. */
+			free(line);
+			nlines--;
+			size_t from = starts[nlines];
+			fputs("\033[2A\r\033[J", stdout);
+			size_t l = msg.len - from;
+			char *prev = strndup(msg.data + from, l && msg.data[msg.len - 1] == '\n' ? l - 1 : l);
+			msg.len = from;
+			if (prev)
+				tui_feed(u, prev, strlen(prev));
+			free(prev);
+			continue;
+		}
 		size_t l = strlen(line);
-		bool more = l > 0 && line[l - 1] == '\\';
+		bool more = u->line_end == TUI_END_NEWLINE;
+		if (!more && l > 0 && line[l - 1] == '\\') {
+			more = true;
+			l--;
+		}
+		if (nlines < (int)ARRAY_SIZE(starts))
+			starts[nlines++] = msg.len;
+		buf_append(&msg, line, l);
 		if (more)
-			line[--l] = '\n';
-		buf_append(&msg, line, l + more);
+			buf_append(&msg, "\n", 1);
 		free(line);
-		first = false;
 		if (!more)
 			break;
 	}
@@ -611,10 +611,14 @@ static char *read_message(struct tui *u)
 	char *out = buf_cstr(&msg) == 0 ? tui_expand_pastes(u, msg.data) : strdup("");
 	buf_free(&msg);
 	tui_pastes_free(u);
+	/* History keeps what was sent: a paste's text, not its tag. */
+	editor_history_add(u->ed, out);
 	return out;
 }
 
-static void run_message(struct tui *u, const char *text)
+/* A turn over the conversation: a new message (text), or the last one
+ * again (text NULL: /retry). */
+static void run_turn_on(struct tui *u, const char *text)
 {
 	/* The base of what this turn's box changes (ward apply's check). */
 	struct session_ws sw = tui_changes_at(u);
@@ -623,11 +627,13 @@ static void run_message(struct tui *u, const char *text)
 		session_changes_begin(&sw, now_wall_ns());
 	if (box_up(u) < 0)
 		return;
-	rewind_checkpoint(&u->s, changes);
+	if (text)
+		rewind_checkpoint(&u->s, changes);
 	struct turn_cfg cfg;
 	turn_begin(u, &cfg);
 	struct turn_stop stop;
 	struct err e = { 0 };
+	u->retries = 0;
 	int r = run_turn(&cfg, &u->s, text, &stop, &e);
 	tui_live_clear(u);
 	if (r < 0)
@@ -638,10 +644,30 @@ static void run_message(struct tui *u, const char *text)
 		box_down(u);	/* the next message gets a new one */
 	if (changes)
 		session_changes_record(&sw);
-	print_status(u);
 	fflush(stdout);
 }
 
+static void run_message(struct tui *u, const char *text)
+{
+	free(u->last_message);
+	u->last_message = strdup(text);
+	_cleanup_free_ char *attached = tui_attach(u, text);
+	run_turn_on(u, attached ? attached : text);
+}
+
+/* /retry: the conversation as it stands sent again (after an error, the
+ * message that failed; after a broken stream, from what it said). */
+static void retry(struct tui *u)
+{
+	int n = cJSON_GetArraySize(u->s.messages);
+	if (!n) {
+		tui_put(u, "Nothing to retry: the conversation is empty.\n");
+		return;
+	}
+	if (!u->turn_failed)
+		tui_put(u, DIM "(the last turn did not fail; the conversation is sent again as it stands)" UNDIM "\n");
+	run_turn_on(u, NULL);
+}
 
 static int history_path(char *out, size_t n)
 {
@@ -669,6 +695,15 @@ static void tui_free(struct tui *u)
 	tui_pastes_free(u);
 	buf_free(&u->ahead);
 	buf_free(&u->paste);
+	buf_free(&u->card);
+	buf_free(&u->card_line);
+	buf_free(&u->last_out);
+	mdterm_stream_free(u->md);
+	mdterm_stream_free(u->think);
+	for (size_t i = 0; i < TUI_OUT_TAIL; i++)
+		free(u->tail[i].row);
+	free(u->before);
+	free(u->last_message);
 	if (u->sfd >= 0)
 		close(u->sfd);
 	free(u);
@@ -716,6 +751,12 @@ static int tui_run(int argc, char **argv)
 		free(u);
 		return EXIT_USAGE;
 	}
+	/* The terminal as found, restored on every way out; from here it is
+	 * non-canonical (keys are bytes for ward, never the line discipline's):
+	 * what is typed while ward starts waits for the prompt, unechoed. */
+	u->in = 0;
+	tui_tty_save(u);
+	tui_tty_turn(u);
 	if (u->f.rw)
 		u->f.mode_default = GATE_ASK;	/* edits would reach the tree at once */
 	int r = run_flags_finish(&u->f);
@@ -730,9 +771,11 @@ static int tui_run(int argc, char **argv)
 	u->f.gate.ask = tui_ask;
 	u->f.gate.ask_ud = u;
 	u->priced = price_for(u->f.cfg.pcfg.model, &u->price);
-	u->in = 0;
 	buf_init(&u->ahead, TUI_QUEUE);
 	buf_init(&u->paste, TUI_MSG_MAX);
+	buf_init(&u->card, TUI_CARD_MAX + 1);
+	buf_init(&u->card_line, 1u << 17);
+	buf_init(&u->last_out, TUI_CARD_MAX + 1);
 	setlocale(LC_CTYPE, "");
 	if (strcmp(nl_langinfo(CODESET), "UTF-8"))
 		setlocale(LC_CTYPE, "C.UTF-8");
@@ -749,11 +792,6 @@ static int tui_run(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	u->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-
-	/* The terminal as found, restored on every way out; from here it is
-	 * non-canonical (keys are bytes for ward, never the line discipline's). */
-	tui_tty_save(u);
-	tui_tty_turn(u);
 
 	struct err e = { 0 };
 	char hist[PATH_MAX];
@@ -772,11 +810,25 @@ static int tui_run(int argc, char **argv)
 	if (!u->own_box)
 		snprintf(u->box, sizeof(u->box), "%s", u->f.box_name);
 	u->bol = true;
-	_cleanup_free_ char *wsn = tui_short(u->ws[0] ? u->ws : "(none)", sizeof(u->ws));
-	tui_putf(u, BOLD "ward" RESET " · %s · workspace %s (%s) · approvals: %s\n", u->f.cfg.pcfg.model,
-	     wsn ? wsn : "", u->f.rw ? "read-write" : "copy-on-write", gate_mode_name(u->f.gate.mode));
-	if (u->f.resume)
-		tui_putf(u, "Resumed session %s (%d messages).\n", u->s.j.id, cJSON_GetArraySize(u->s.messages));
+	if (u->f.resume) {
+		bool mode_given = false;
+		for (size_t i = 0; i < u->f.ngiven; i++)
+			mode_given |= u->f.given[i].c == 'a';
+		tui_resume_state(u, mode_given);
+	}
+	/* Keys typed before ward took the terminal were echoed on this row. */
+	fputs("\r\033[K", stdout);
+	char banner[PATH_MAX + 512];
+	snprintf(banner, sizeof(banner), "%s · workspace %s (%s) · approvals: %s", u->f.cfg.pcfg.model,
+		 u->ws[0] ? u->ws : "(none)", u->f.rw ? "read-write" : "copy-on-write", gate_mode_name(u->f.gate.mode));
+	tui_put(u, BOLD "ward" RESET " · ");
+	tui_say(u, NULL, banner, 2);
+	if (u->f.resume) {
+		char line[256];
+		snprintf(line, sizeof(line), "Resumed session %s (%d messages).", u->s.j.id, cJSON_GetArraySize(u->s.messages));
+		tui_say(u, NULL, line, 2);
+		tui_show_history(u, 3);
+	}
 	fflush(stdout);
 	r = mcpconf_load(&u->mc, u->ws[0] ? u->ws : NULL, tui_trust_mcp, u);
 	if (r) {
@@ -790,7 +842,11 @@ static int tui_run(int argc, char **argv)
 		tui_free(u);
 		return r;
 	}
-	tui_putf(u, DIM "box %s · session %s · /help for commands · Esc interrupts" UNDIM "\n", u->box, u->s.j.id);
+	char intro[512];
+	snprintf(intro, sizeof(intro), "box %s · session %s · /help for commands · Esc interrupts", u->box, u->s.j.id);
+	tui_put(u, DIM);
+	tui_say(u, NULL, intro, 2);
+	tui_put(u, UNDIM);
 
 	int ctrl_c_count = 0;
 	while (!u->quit_sig && !u->gone) {
@@ -802,6 +858,12 @@ static int tui_run(int argc, char **argv)
 		if (u->ctrl_c) {
 			u->ctrl_c = false;
 			tui_pastes_free(u);
+			if (u->ctrl_c_text) {
+				/* A line with text: cleared, and nothing more. */
+				tui_put(u, DIM "(cleared; Ctrl-C twice on an empty line exits)" UNDIM "\n");
+				ctrl_c_count = 0;
+				continue;
+			}
 			if (++ctrl_c_count >= 2)
 				break;
 			tui_put(u, DIM "(Ctrl-C again to exit)" UNDIM "\n");
@@ -814,6 +876,12 @@ static int tui_run(int argc, char **argv)
 		if (*t == '/') {
 			if (!slash(u, t))
 				break;
+			fflush(stdout);
+			continue;
+		}
+		if (*t == '!' && t[1]) {
+			if (box_up(u) == 0)
+				tui_shell(u, t + 1);
 			fflush(stdout);
 			continue;
 		}

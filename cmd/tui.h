@@ -9,12 +9,23 @@
 #include <termios.h>
 #include <limits.h>
 
+#include "base/buf.h"
 #include "cmd/session.h"
 #include "cmd/mcpconf.h"
 #include "sandbox/box.h"
 
-/* Lines of a call's output shown on its card; the rest are counted. */
-#define TUI_OUT_LINES 12
+/* Rows of a call's output shown on its card: the first and the last;
+ * those between are counted, and Ctrl-T at the prompt shows them all. */
+#define TUI_OUT_HEAD 6
+#define TUI_OUT_TAIL 5
+/* A call's output kept for Ctrl-T; past it, the head and the tail. */
+#define TUI_CARD_MAX (4u << 20)
+/* Rows of a changed file's diff shown on its card or in its question. */
+#define TUI_DIFF_ROWS 24
+/* Rows of the answer's open block previewed under what is committed. */
+#define TUI_PREVIEW_ROWS 3
+/* A file read for a diff or attached with @path: at most this. */
+#define TUI_FILE_MAX (1u << 20)
 /* An argument shown in an approval is cut here, and marked. */
 #define TUI_ASK_SHOW 1500
 /* Lines of the workspace diff shown by /diff; the rest are counted. */
@@ -59,10 +70,21 @@ struct tui {
 	bool gone;		/* the terminal hung up */
 	int quit_sig;		/* SIGTERM or SIGHUP seen */
 	bool ctrl_c;		/* Ctrl-C ended the line being edited */
+	int64_t last_esc;	/* when a lone Esc came at the prompt */
+	/* How the prompt's last line ended, as the byte source saw it. */
+	enum { TUI_END_ENTER, TUI_END_NEWLINE, TUI_END_BACK } line_end;
+	bool allow_back;	/* Backspace on an empty line goes back a line */
 
-	/* Rendering. */
+	/* Rendering. What is committed scrolls into the terminal's own
+	 * scrollback; below it the live rows (the answer's open block, the
+	 * spinner, the draft typed ahead, the footer) are drawn again as
+	 * they change. */
 	bool bol;		/* the cursor is at the start of a line */
-	bool live;		/* the live line is drawn */
+	bool live;		/* the live rows are drawn */
+	int live_n;		/* how many */
+	int live_w[8];		/* each one's columns */
+	struct mdterm_stream *md, *think;	/* the answer, the thinking */
+	bool think_first;	/* the thinking's first row is still to come */
 	bool thinking_open;
 	bool streamed;		/* text came since the last round or call */
 	bool waiting;		/* for the model's first bytes */
@@ -70,8 +92,33 @@ struct tui {
 	char call_name[112];	/* tui_short(name, 24): 24 bytes, each shown in up to 4 */
 	char card_id[128];	/* the call whose card is the last one shown */
 	bool call_running;
-	int out_lines;
-	size_t out_more;
+	/* The running call's card: its output as it came (to TUI_CARD_MAX),
+	 * what of it is shown (head rows) and counted (lines after them). */
+	struct buf card;
+	struct buf card_line;	/* the line still coming */
+	unsigned long long card_total;
+	size_t card_lines;	/* lines laid out so far */
+	int head_rows;
+	size_t head_line;	/* the line the last head row belongs to */
+	size_t hidden_rows;
+	struct { char *row; size_t line; } tail[TUI_OUT_TAIL];	/* the last rows, a ring */
+	size_t ntail, tail_at;
+	/* The last card's whole output and title, for Ctrl-T. */
+	struct buf last_out;
+	char last_title[256];
+	bool last_cut;
+	/* A write or edit: the file before it ran (NULL: not known here). */
+	char *before;
+	size_t before_len;
+	int pending;		/* calls of this round without their result */
+	bool side_by_side;	/* more than one of them at once */
+	char denied_id[128];	/* the call the gate refused, said on its card */
+	int retries;		/* this turn's retries so far */
+	bool turn_failed;	/* the last turn ended in an error: /retry resends */
+	char *last_message;	/* the last message sent, for /retry */
+	bool ctrl_d_typed;	/* a Ctrl-D typed during a turn (dropped) */
+	bool ctrl_c_text;	/* the Ctrl-C cleared a line that had text */
+	char model_name[128];	/* /model's */
 	unsigned spin;
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */
@@ -87,10 +134,16 @@ struct tui {
 void tui_tty_save(struct tui *u);	/* remember its mode; restore it on every way out */
 void tui_tty_restore(void);
 void tui_tty_turn(struct tui *u);	/* no echo, no line discipline, keys as bytes */
+void tui_tty_quiet(struct tui *u);	/* no echo, but Ctrl-C is SIGINT (while MCP servers start) */
 void tui_feed(struct tui *u, const char *p, size_t n);
 int tui_byte(void *ud, unsigned char *c);	/* the prompt's byte source (edit_byte_fn) */
 void tui_on_keys(void *ud, struct turn *t);	/* keys while a turn runs */
 void tui_on_tick(void *ud, struct turn *t);
+/* One key: a byte, TUI_KEY_UP or TUI_KEY_DOWN (arrows), 3 for a SIGINT,
+ * 0 when the terminal went away, -1 at until. discard: an approval's
+ * question; what was typed before it is kept as the draft. */
+#define TUI_KEY_UP 0x101
+#define TUI_KEY_DOWN 0x102
 int tui_read_key(struct tui *u, int64_t until, bool discard);
 char *tui_expand_pastes(struct tui *u, const char *line);
 void tui_pastes_free(struct tui *u);
@@ -107,6 +160,19 @@ char *tui_short(const char *s, size_t max);
 void tui_newline(struct tui *u);
 void tui_live_clear(struct tui *u);
 void tui_live_draw(struct tui *u);
+/* The footer: model, context left, cost, box; laid out to cols. */
+char *tui_footer(struct tui *u, int cols);
+/* The footer on the row under the prompt's, the cursor back on the
+ * prompt's row. */
+void tui_prompt_footer(struct tui *u);
+/* ward's own words, wrapped at words to the width, each row after the
+ * first indented by indent. Term-safe (for a name or a path in them). */
+void tui_say(struct tui *u, const char *prefix, const char *text, int indent);
+/* Ctrl-T: the last call's whole output. */
+void tui_show_last(struct tui *u);
+/* Command output (whole lines) as rows of a card ("  │ "), coloured as
+ * it was (utf8_term_safe_sgr), each row within the width; the rows. */
+int tui_card_rows(struct tui *u, const char *p, size_t n, struct buf *out);
 void tui_flush(struct tui *u);
 void tui_on_event(void *ud, const struct turn_event *ev);
 /* s cut to at most cols characters, "…" marking the cut (a character is a
@@ -123,3 +189,31 @@ void tui_offer_changes(struct tui *u);
  * (at TUI_ASK_SHOW bytes) and the cut marked; every byte term-safe. */
 void tui_show_field(struct tui *u, const char *label, const char *v);
 int tui_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap);
+
+/* tui-cmds.c: !cmd, @path, Tab, /model, /config, resuming. */
+void tui_shell(struct tui *u, const char *cmd);
+/* The message with the files its @paths name attached (malloc'd), or
+ * NULL when it names none that could be read (each said why). */
+char *tui_attach(struct tui *u, const char *msg);
+char **tui_complete(void *ud, const char *word, bool line_start);
+void tui_cmd_model(struct tui *u, const char *arg);
+void tui_cmd_config(struct tui *u);
+/* The last exchanges of a resumed conversation, collapsed. */
+void tui_show_history(struct tui *u, int exchanges);
+/* What a resumed session keeps from its journal: the running totals, and
+ * the approval mode last chosen (unless mode_given: --approve now). */
+void tui_resume_state(struct tui *u, bool mode_given);
+/* The approval mode, in the journal (a "mode" record), for --resume. */
+void tui_journal_mode(struct tui *u);
+
+/* tui-diff.c: the change a write or edit makes, as a coloured diff with
+ * line numbers and +N -M (long ones cut, with a count). before: the file
+ * as it was (NULL: not known; edit then shows old and new strings).
+ * Appended to out, each row within cols. Returns the rows. */
+int tui_diff_call(const char *tool, const cJSON *input, const char *before, size_t before_len, int cols,
+		  int max_rows, struct buf *out);
+/* The file a call names, as the box sees it (its copy-on-write layer
+ * over the workspace): malloc'd, at most TUI_FILE_MAX bytes; -ENOENT when
+ * it does not exist there, -EOPNOTSUPP when the session cannot look
+ * (--box), other -errno. */
+int tui_file_read(struct tui *u, const char *path, char **ret, size_t *len);

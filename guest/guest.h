@@ -12,7 +12,10 @@
 
 /* Defaults, pinned in tests/unit/test-defaults.c. A call's time limits come
  * with it (proto/budget.h). */
-#define GUEST_TOOL_UID 1000		/* tool commands' uid inside their namespace */
+#define GUEST_TOOL_UID 1000		/* tool commands' uid in a VM (ns: the box's root, or the image's User) */
+/* The image's Env entries the guest takes, at most, and their size. */
+#define GUEST_ENV_MAX 256
+#define GUEST_ENV_ENTRY_MAX 32768
 #define BASH_TAIL_EVIDENCE 2000
 #define GUEST_STREAM_QUEUE (8u << 20)	/* output waiting for the host before chunks are dropped
 					 * (a stdin call's pipes are paused instead) */
@@ -28,10 +31,30 @@ struct guest_cfg {
 				 * call's PID namespace is what ends it) */
 	const char *workspace;
 	uint64_t rlimit_as;	/* per-command address-space cap, 0 = none */
-	/* The uid GUEST_TOOL_UID maps to outside the call's namespace: 0 in
-	 * the ns backend (the box's root is an unprivileged host user), 1000
-	 * in a VM (where the box's root is real). */
+	/* The box's uid a call's user namespace maps its one uid to (the tool
+	 * user's): 0 in the ns backend with one uid (the box's root is an
+	 * unprivileged host user), 1000 in a VM (where the box's root is
+	 * real). Unused with uids. */
 	int tool_outer_uid;
+	/* ns with a range of uids: how many, from 0; a call's user namespace
+	 * maps them all, one to one. 0: one uid. */
+	unsigned uids;
+	/* ns: the box's root, to change to at once (the guest is exec'd
+	 * elsewhere: sandbox/nsroot.c); -1: it is there. */
+	int root_fd;
+	/* The image's User (NULL: the default, root in ns, 1000 in a VM) and
+	 * Env ("K=V" each). */
+	const char *user;
+	const char *env[GUEST_ENV_MAX];
+	size_t nenv;
+	/* Who tool commands (and the in-process tools) are, in the call's user
+	 * namespace: cfg->user found in the box's /etc/passwd at start
+	 * (base/account.h; the ns backend has found it already and passes
+	 * numbers); user_err, when it cannot be, is every call's result. */
+	uid_t tool_uid;
+	gid_t tool_gid;
+	char tool_name[64];
+	char user_err[256];
 	/* With egress: the proxy's port on the box's loopback (HTTP_PROXY of
 	 * every command), or 0. */
 	int proxy_port;
@@ -100,8 +123,11 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 void proc_signal(struct call *c, int sig);
 /* evidence.c */
 cJSON *evidence_collect(const struct call *c, int64_t budget_ms);
-/* worker.c: in-process tools on threads, as this uid when not 0. */
-extern int worker_uid;
+/* worker.c: in-process tools on threads, as this uid and gid when not 0. */
+extern int worker_uid, worker_gid;
+/* proc.c: the shell a bash call runs: /bin/bash, else /bin/sh (busybox's
+ * on an image without bash), else NULL (an image with no shell). */
+const char *proc_shell(void);
 /* Once the box's root is in place: open it for the tools; cwd is where
  * their relative paths start. */
 int worker_setup(const char *cwd);

@@ -3,6 +3,7 @@
  * enforces them again), reaps every child. */
 #include "guest/guest.h"
 #include "guest/policy.h"
+#include "base/account.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/loop.h"
@@ -515,6 +516,16 @@ static void guest_call(const struct frame *f)
 		guest_result_simple(c, OUTCOME_BAD_INPUT, msg);
 		return;
 	}
+	if (G.cfg.user_err[0]) {
+		guest_result_simple(c, OUTCOME_FAILED, G.cfg.user_err);
+		return;
+	}
+	if (!c->tool->inproc && !proc_shell()) {
+		guest_result_simple(c, OUTCOME_FAILED,
+				    "this box has no shell: its root has neither /bin/bash nor /bin/sh, so no command "
+				    "can run; the file tools (read, write, edit, grep, find, ls) work without one");
+		return;
+	}
 	struct err e = { 0 };
 	if (tool_check_args(c->tool, c->args, &e) < 0) {
 		guest_result_simple(c, OUTCOME_BAD_INPUT, e.msg);
@@ -627,9 +638,31 @@ static void on_channel(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
+/* Who tool commands are (def without an image's User). */
+static void guest_user(uid_t def)
+{
+	_cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct account a;
+	if (account_resolve(root, G.cfg.user, def, G.cfg.uids, &a, G.cfg.user_err, sizeof(G.cfg.user_err)) < 0)
+		return;
+	G.cfg.tool_uid = a.uid;
+	G.cfg.tool_gid = a.gid;
+	snprintf(G.cfg.tool_name, sizeof(G.cfg.tool_name), "%s", a.name);
+}
+
+/* An argument's own copy: the command line's memory is a call's init's
+ * title later (proc_title_init). */
+static const char *guest_keep(const char *arg)
+{
+	char *p = strdup(arg);
+	if (!p)
+		abort();
+	return p;
+}
+
 static int guest_parse_args(int argc, char **argv)
 {
-	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .workspace = "/workspace" };
+	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1, .workspace = "/workspace" };
 	for (int i = 1; i < argc; i++) {
 		uint64_t v;
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -640,9 +673,17 @@ static int guest_parse_args(int argc, char **argv)
 		else if (!strcmp(a, "--rlimit-as") && parse_u64(val, &v) == 0)
 			G.cfg.rlimit_as = v;
 		else if (!strcmp(a, "--workspace"))
-			G.cfg.workspace = val;
+			G.cfg.workspace = guest_keep(val);
 		else if (!strcmp(a, "--proxy-port") && parse_u64(val, &v) == 0 && v > 0 && v < 65536)
 			G.cfg.proxy_port = (int)v;
+		else if (!strcmp(a, "--root-fd") && parse_u64(val, &v) == 0 && v > 2 && v < 1024)
+			G.cfg.root_fd = (int)v;
+		else if (!strcmp(a, "--uids") && parse_u64(val, &v) == 0 && v > 0 && v <= 65536)
+			G.cfg.uids = (unsigned)v;
+		else if (!strcmp(a, "--user"))
+			G.cfg.user = guest_keep(val);
+		else if (!strcmp(a, "--env") && strchr(val, '=') && val[0] != '=' && G.cfg.nenv < GUEST_ENV_MAX)
+			G.cfg.env[G.cfg.nenv++] = guest_keep(val);
 		else
 			return -EINVAL;
 		i++;
@@ -659,7 +700,7 @@ int main(int argc, char **argv)
 	bool vm = getpid() == 1 && argc == 1;
 	int pr = 0;
 	if (vm) {
-		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1 };
+		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1 };
 		vm_setup(&G.cfg);
 		/* The seccomp filter is the same for every box: built before
 		 * START, it is in the snapshot, and a restored or pooled box
@@ -670,15 +711,32 @@ int main(int argc, char **argv)
 			close(G.cfg.chan_fd);
 			G.cfg.chan_fd = vm_open_port(VM_PORT_BOX);
 		}
-		worker_uid = G.cfg.tool_outer_uid;
+		guest_user(GUEST_TOOL_UID);
+		worker_uid = worker_gid = G.cfg.tool_outer_uid;
 		if (G.cfg.proxy_port) {
 			int nr = netfwd_start(G.cfg.proxy_port);
 			if (nr < 0)
 				fprintf(stderr, "ward-guest: no way to the egress proxy: %s\n", strerror(-nr));
 		}
 	} else if (guest_parse_args(argc, argv) < 0) {
-		fprintf(stderr, "usage: ward-guest --fd N [--rlimit-as BYTES] [--workspace DIR] [--proxy-port N]\n");
+		fprintf(stderr, "usage: ward-guest --fd N [--root-fd N] [--uids N] [--user USER] [--env K=V]... "
+			"[--rlimit-as BYTES] [--workspace DIR] [--proxy-port N]\n");
 		return 64;
+	}
+	/* Loaded where the box was built (its loader, its libraries); from
+	 * here on, the box's root is the guest's. */
+	if (G.cfg.root_fd >= 0) {
+		if (fchdir(G.cfg.root_fd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+			fprintf(stderr, "ward-guest: cannot enter the box's root: %s\n", strerror(errno));
+			return 1;
+		}
+		close(G.cfg.root_fd);
+		G.cfg.root_fd = -1;
+	}
+	if (!vm) {
+		guest_user(0);
+		worker_uid = G.cfg.uids ? (int)G.cfg.tool_uid : G.cfg.tool_outer_uid;
+		worker_gid = G.cfg.uids ? (int)G.cfg.tool_gid : G.cfg.tool_outer_uid;
 	}
 	prctl(PR_SET_NAME, "ward-guest");
 	proc_title_init(argc, argv);

@@ -55,14 +55,65 @@ static void proc_child_fail(const char *what)
 	_exit(127);
 }
 
-static void proc_drop_caps(void)
+/* What a tool command that runs as root keeps: a container runtime's
+ * default set, less CAP_MKNOD (no device nodes) and CAP_SETFCAP (no file
+ * capabilities); never CAP_SYS_ADMIN. They are held in the call's own user
+ * namespace, so they act on the files and processes of the call and of
+ * the box's uids, never on the box's namespaces (its mounts, its network,
+ * ward-guest), which belong to the box's user namespace above it. */
+static const struct {
+	int cap;
+	const char *why;
+} proc_caps[] = {
+	{ CAP_CHOWN, "dpkg, apt, tar and pip give files to their owners" },
+	{ CAP_DAC_OVERRIDE, "root reads and writes what the box's other users own" },
+	{ CAP_FOWNER, "chmod and utimes of other users' files (dpkg unpacking)" },
+	{ CAP_FSETID, "a file keeps its group bits when root changes it" },
+	{ CAP_KILL, "signals to the call's processes of other users" },
+	{ CAP_SETGID, "apt, su and daemons drop to another group" },
+	{ CAP_SETUID, "apt drops to _apt for downloads; su, runuser" },
+	{ CAP_SETPCAP, "a program drops capabilities of its own" },
+	{ CAP_SYS_CHROOT, "chroot into a directory of the box (build tools)" },
+	{ CAP_NET_BIND_SERVICE, "kept for parity; no effect: the box's network belongs to its namespace above" },
+	{ CAP_NET_RAW, "the same" },
+	{ CAP_AUDIT_WRITE, "the same: audit records are the host's" },
+};
+
+/* Before the uid changes (dropping from the bounding set needs
+ * CAP_SETPCAP): every capability not in proc_caps leaves the bounding
+ * set; then root keeps proc_caps, anyone else nothing. */
+static void proc_drop_bounding(void)
 {
-	for (int cap = 0; cap <= 63; cap++)
-		prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	for (int cap = 0; cap <= 63; cap++) {
+		bool keep = false;
+		for (size_t i = 0; i < ARRAY_SIZE(proc_caps); i++)
+			keep |= proc_caps[i].cap == cap;
+		if (!keep)
+			prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	}
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+static int proc_set_caps(bool root)
+{
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
-	syscall(SYS_capset, &h, d);
+	for (size_t i = 0; root && i < ARRAY_SIZE(proc_caps); i++) {
+		int c = proc_caps[i].cap;
+		d[c / 32].effective |= 1u << (c % 32);
+		d[c / 32].permitted |= 1u << (c % 32);
+		d[c / 32].inheritable |= 1u << (c % 32);
+	}
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+const char *proc_shell(void)
+{
+	static const char *const shells[] = { "/bin/bash", "/bin/sh" };
+	for (size_t i = 0; i < ARRAY_SIZE(shells); i++)
+		if (access(shells[i], X_OK) == 0)
+			return shells[i];
+	return NULL;
 }
 
 /* What the command's child needs, prepared by call-init before the clone:
@@ -73,11 +124,29 @@ static void proc_drop_caps(void)
  * copied held. */
 struct spawn {
 	const struct guest_cfg *cfg;
+	const char *shell;
 	int in_r, out_w, err_w, devnull;
-	char idvar[128];
-	char *env[40];
+	char idvar[128], uservar[80], lognamevar[80], shellvar[32];
+	char *env[48 + GUEST_ENV_MAX];
+	size_t nenv;
 	char *argv[4];
 };
+
+/* kv ("K=V") into sp's environment, in place of a K there already. */
+static void proc_env_set(struct spawn *sp, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	size_t kn = eq ? (size_t)(eq - kv) : 0;
+	if (!kn)
+		return;
+	for (size_t i = 0; i < sp->nenv; i++)
+		if (!strncmp(sp->env[i], kv, kn) && sp->env[i][kn] == '=') {
+			sp->env[i] = (char *)kv;
+			return;
+		}
+	if (sp->nenv < ARRAY_SIZE(sp->env) - 1)
+		sp->env[sp->nenv++] = (char *)kv;
+}
 
 /* With egress, every command finds the proxy: the variables curl, git,
  * pip, cargo and go read, and npm's and yarn's own. Names are resolved by
@@ -114,17 +183,21 @@ static int proc_exec(void *arg)
 	setsid();
 	if (dup2(sp->in_r, 0) < 0 || dup2(sp->out_w, 1) < 0 || dup2(sp->err_w, 2) < 0)
 		_exit(127);
-	/* In a VM the call's uid 1000 is the VM's own uid 1000: become it
-	 * (raw system calls: glibc's setxid would signal threads this child
-	 * does not have). In the ns backend the process is already uid 1000
-	 * of its namespace and this changes nothing. */
-	if (sp->cfg->tool_outer_uid &&
-	    (syscall(SYS_setresgid, GUEST_TOOL_UID, GUEST_TOOL_UID, GUEST_TOOL_UID) < 0 ||
-	     syscall(SYS_setresuid, GUEST_TOOL_UID, GUEST_TOOL_UID, GUEST_TOOL_UID) < 0))
-		proc_child_fail("setresuid");
-	if (chdir(sp->cfg->workspace) < 0 && chdir("/") < 0)
+	/* Become the tool user (raw system calls: glibc's setxid would
+	 * signal threads this child does not have). With one uid the process
+	 * is that uid of its namespace already (ns) or becomes it (a VM's
+	 * 1000); with the box's range, root drops to the image's User. */
+	const struct guest_cfg *cfg = sp->cfg;
+	proc_drop_bounding();
+	gid_t g = cfg->tool_gid;
+	if ((cfg->uids && syscall(SYS_setgroups, 1, &g) < 0) ||
+	    syscall(SYS_setresgid, cfg->tool_gid, cfg->tool_gid, cfg->tool_gid) < 0 ||
+	    syscall(SYS_setresuid, cfg->tool_uid, cfg->tool_uid, cfg->tool_uid) < 0)
+		proc_child_fail("become the tool user");
+	if (chdir(cfg->workspace) < 0 && chdir("/") < 0)
 		proc_child_fail("chdir");
-	proc_drop_caps();
+	if (proc_set_caps(cfg->tool_uid == 0) < 0)
+		proc_child_fail("capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		proc_child_fail("no_new_privs");
 	if (policy_apply() < 0)
@@ -137,8 +210,8 @@ static int proc_exec(void *arg)
 		struct rlimit rl = { sp->cfg->rlimit_as, sp->cfg->rlimit_as };
 		setrlimit(RLIMIT_AS, &rl);
 	}
-	execve("/bin/bash", sp->argv, sp->env);
-	proc_child_fail("exec /bin/bash");
+	execve(sp->shell, sp->argv, sp->env);
+	proc_child_fail(sp->shell);
 	_exit(127);
 }
 
@@ -178,7 +251,7 @@ static void proc_title_set(const char *title)
  * namespace: whatever the command left behind is killed by the kernel.
  * in_r and err_w: a stdin call's stdin and stderr pipes; -1: /dev/null and
  * stdout's pipe. */
-static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, const char *key,
+static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, const char *key, const char *shell,
 						 const char *command, int in_r, int out_w, int err_w, int status_w)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -190,31 +263,50 @@ static __attribute__((noreturn)) void proc_init(const struct guest_cfg *cfg, con
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0)
 		_exit(126);
-	struct spawn sp = { .cfg = cfg, .out_w = out_w };
+	static struct spawn sp;
+	sp = (struct spawn){ .cfg = cfg, .shell = shell, .out_w = out_w };
 	sp.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (sp.devnull < 0 || dup2(sp.devnull, 0) < 0 || dup2(sp.devnull, 1) < 0 || dup2(sp.devnull, 2) < 0)
 		_exit(126);
 	sp.in_r = in_r >= 0 ? in_r : sp.devnull;
 	sp.err_w = err_w >= 0 ? err_w : out_w;
-	snprintf(sp.idvar, sizeof(sp.idvar), "WARD_CALL_ID=%s", key);
-	static const char *const env[] = {
+	/* ward's defaults, which the image's Env overrides... */
+	static const char *const env_base[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/tmp", "USER=ward", "LOGNAME=ward", "SHELL=/bin/bash",
-		"TERM=dumb", "LANG=C.UTF-8", "TMPDIR=/tmp",
-		"CI=1", "GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive",
+		"HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp",
+	};
+	/* ...and what no image overrides: commands run with no terminal and
+	 * no person to answer. */
+	static const char *const env_forced[] = {
+		"TERM=dumb", "CI=1", "GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive",
 		"PAGER=cat", "GIT_PAGER=cat", "NO_COLOR=1", "PIP_NO_INPUT=1",
 		/* A .pyc written in the same second as an edit of the same size
 		 * would hide the edit; and none litters the workspace. */
 		"PYTHONDONTWRITEBYTECODE=1",
 	};
-	size_t n = 0;
-	for (; n < ARRAY_SIZE(env); n++)
-		sp.env[n] = (char *)env[n];
-	sp.env[n++] = sp.idvar;
-	if (cfg->proxy_port)
-		n += proc_proxy_env(cfg->proxy_port, sp.env + n);
-	sp.env[n] = NULL;
-	sp.argv[0] = "bash";
+	for (size_t i = 0; i < ARRAY_SIZE(env_base); i++)
+		proc_env_set(&sp, env_base[i]);
+	const char *name = cfg->tool_name[0] ? cfg->tool_name : "ward";
+	snprintf(sp.uservar, sizeof(sp.uservar), "USER=%s", name);
+	snprintf(sp.lognamevar, sizeof(sp.lognamevar), "LOGNAME=%s", name);
+	snprintf(sp.shellvar, sizeof(sp.shellvar), "SHELL=%s", shell);
+	proc_env_set(&sp, sp.uservar);
+	proc_env_set(&sp, sp.lognamevar);
+	proc_env_set(&sp, sp.shellvar);
+	for (size_t i = 0; i < cfg->nenv; i++)
+		proc_env_set(&sp, cfg->env[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(env_forced); i++)
+		proc_env_set(&sp, env_forced[i]);
+	snprintf(sp.idvar, sizeof(sp.idvar), "WARD_CALL_ID=%s", key);
+	proc_env_set(&sp, sp.idvar);
+	if (cfg->proxy_port) {
+		char *px[16];
+		size_t k = proc_proxy_env(cfg->proxy_port, px);
+		for (size_t i = 0; i < k; i++)
+			proc_env_set(&sp, px[i]);
+	}
+	sp.env[sp.nenv] = NULL;
+	sp.argv[0] = strrchr(shell, '/') + 1;
 	sp.argv[1] = "-c";
 	sp.argv[2] = (char *)command;
 	sp.argv[3] = NULL;
@@ -299,13 +391,22 @@ static int proc_map_call(pid_t pid, int sync_fd, const struct guest_cfg *cfg, co
 		*ret_why = why;
 		return -EPERM;
 	}
-	char map[64];
-	snprintf(map, sizeof(map), "%d %d 1\n", GUEST_TOOL_UID, cfg->tool_outer_uid);
+	/* The box's uids one to one; or the one uid the tool user is, as the
+	 * box's tool_outer_uid (and no setgroups: an unprivileged writer's
+	 * map). */
+	char map[64], gmap[64];
+	if (cfg->uids) {
+		snprintf(map, sizeof(map), "0 0 %u\n", cfg->uids);
+		snprintf(gmap, sizeof(gmap), "0 0 %u\n", cfg->uids);
+	} else {
+		snprintf(map, sizeof(map), "%u %d 1\n", (unsigned)cfg->tool_uid, cfg->tool_outer_uid);
+		snprintf(gmap, sizeof(gmap), "%u %d 1\n", (unsigned)cfg->tool_gid, cfg->tool_outer_uid);
+	}
 	int r = proc_write_map(pid, "uid_map", map);
-	if (r >= 0)
+	if (r >= 0 && !cfg->uids)
 		r = proc_write_map(pid, "setgroups", "deny");
 	if (r >= 0)
-		r = proc_write_map(pid, "gid_map", map);
+		r = proc_write_map(pid, "gid_map", gmap);
 	if (r >= 0)
 		r = fdio_write_full(sync_fd, "g", 1);
 	return r;
@@ -322,6 +423,9 @@ static void proc_close_fds(int *fds, size_t n)
 
 int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 {
+	const char *shell = proc_shell();
+	if (!shell)
+		return -ENOEXEC;
 	/* out, status, sync; a stdin call's stdin and stderr pipes, or -1. */
 	int fds[10] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 	int *outp = fds, *statp = fds + 2, *syncp = fds + 4, *inp = fds + 6, *errp = fds + 8;
@@ -363,7 +467,7 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 		proc_title_set("ward-call-init");
 		proc_init_namespaces(syncp[1]);
 		close(syncp[1]);
-		proc_init(cfg, c->key, command, inp[0], outp[1], errp[1], statp[1]);
+		proc_init(cfg, c->key, shell, command, inp[0], outp[1], errp[1], statp[1]);
 	}
 	int ends[] = { outp[1], statp[1], syncp[1], inp[0], errp[1] };
 	proc_close_fds(ends, ARRAY_SIZE(ends));

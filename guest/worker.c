@@ -74,15 +74,16 @@ static void worker_run(struct job *j, struct uio **u)
 	j->call->tool->run(&ctx, &j->res);
 }
 
-int worker_uid;
+int worker_uid, worker_gid;
 
 static void *worker_main(void *arg)
 {
-	/* In a VM, in-process tools act as uid 1000, as tool commands do
-	 * (raw system calls: credentials are per thread, and glibc would
-	 * change every thread's). */
-	if (worker_uid) {
-		syscall(SYS_setresgid, worker_uid, worker_uid, worker_uid);
+	/* In-process tools act as the tool user, as tool commands do (a
+	 * VM's 1000, an image's User): the files one makes, the other can
+	 * change (raw system calls: credentials are per thread, and glibc
+	 * would change every thread's). */
+	if (worker_uid || worker_gid) {
+		syscall(SYS_setresgid, worker_gid, worker_gid, worker_gid);
 		syscall(SYS_setresuid, worker_uid, worker_uid, worker_uid);
 	}
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };

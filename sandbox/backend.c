@@ -1,11 +1,14 @@
 #include "sandbox/backend.h"
+#include "image/image.h"
 #include "sandbox/box.h"
+#include "sandbox/hostview.h"
 #include "sandbox/ns.h"
 
 #include "base/fdio.h"
 #include "base/timeutil.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +66,22 @@ int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid)
 	return box_write_proc(pid, "gid_map", map);
 }
 
+int box_userns_map_range(pid_t pid, unsigned base, unsigned count)
+{
+	char map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", base, count);
+	int r = box_write_proc(pid, "uid_map", map);
+	return r < 0 ? r : box_write_proc(pid, "gid_map", map);
+}
+
+const char *box_tool_cwd(const struct box_spec *s)
+{
+	const char *w = s->image ? s->image->workdir : NULL;
+	if (!s->opts->workspace && w && w[0] == '/' && strlen(w) < 1024)
+		return w;
+	return "/workspace";
+}
+
 int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid)
 {
 	int r = fdio_write_full(sync_fd, "m", 1);
@@ -109,12 +128,25 @@ void box_kill_reap(pid_t pid, int pidfd, int chan_fd)
 static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
 {
 	const struct box_opts *o = s->opts;
+	char hostview[PATH_MAX];
+	if (!s->image_root) {
+		int r = hostview_get(hostview, sizeof(hostview), e);
+		if (r < 0)
+			return r;
+	}
 	struct ns_spec ns = {
 		.root_dir = s->root_dir,
 		.guest_path = o->guest_path,
 		.workspace = o->workspace,
 		.upper_dir = s->upper_dir,
 		.work_dir = s->work_dir,
+		.root_layer = s->root_layer,
+		.image_root = s->image_root,
+		.hostview = s->image_root ? NULL : hostview,
+		.env = s->image ? (const char *const *)s->image->env : NULL,
+		.nenv = s->image ? s->image->nenv : 0,
+		.user = s->image ? s->image->user : NULL,
+		.cwd = box_tool_cwd(s),
 		.workspace_rw = o->rw,
 		.git_rw = o->git_rw,
 		.net_host = o->net == BOX_NET_HOST,
@@ -128,6 +160,7 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		return r;
 	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
 				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory };
+	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", b.uid_why);
 	return 0;
 }
 
@@ -142,6 +175,7 @@ static void ns_backend_kill(struct box_inst *b)
 
 const struct box_backend box_backend_ns = {
 	.name = "ns",
+	.root_owner = ns_uid_range,
 	.start = ns_backend_start,
 	.kill = ns_backend_kill,
 };

@@ -21,14 +21,28 @@ struct box_inst {
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */
 	bool pooled;		/* waiting for START (a pool box): the backend's go starts it */
+	char uid_why[160];	/* who the box's root is (ns) */
 };
+struct image_info;
 struct box_spec {
 	const struct box_opts *opts;
 	const char *root_dir, *upper_dir, *work_dir;
+	/* The root's changes (layers.h's root/, made by the keeper and owned
+	 * by the backend's root_owner uid), or NULL: the backend keeps none. */
+	const char *root_layer;
 	const struct cgroup_set *cg;
+	/* The image's unpacked tree (read-only, shared by every box of it),
+	 * or NULL: the host's view. image: the rest of what image_find found
+	 * (its digest, and the OCI config's Env, WorkingDir and User), held
+	 * by the keeper for the box's life. */
+	const char *image_root;
+	const struct image_info *image;
 };
 struct box_backend {
 	const char *name;
+	/* The host uid that owns the box's root layer (the box's root), and
+	 * why (NULL: the backend keeps no root layer of the keeper's). */
+	bool (*root_owner)(uid_t *ret_uid, char *why, size_t n);
 	int (*start)(const struct box_spec *s, struct box_inst *ret, struct err *e);
 	void (*kill)(struct box_inst *b);
 	/* Start a guest that start left waiting for START (a pool box), and
@@ -47,6 +61,14 @@ pid_t box_clone3(uint64_t flags, int *cgfd, int *pidfd);
 /* Map inside (uid and gid) in pid's new user namespace to the caller's
  * uid and gid; setgroups denied. */
 int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid);
+/* Map count uids and gids from 0 in pid's new user namespace to the
+ * host's from base (root only); setgroups allowed. */
+int box_userns_map_range(pid_t pid, unsigned base, unsigned count);
+/* Where a box's tool calls start: /workspace, or the image's WorkingDir
+ * where the box has no workspace of the task's (an absolute path; the
+ * model's relative paths and ward diff then agree wherever there is a
+ * workspace to diff). */
+const char *box_tool_cwd(const struct box_spec *s);
 /* The two go-aheads a backend's child waits for: "m" (the maps are
  * written), then the v1 cgroup attach, then "g" (the cgroups hold). */
 int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid);
@@ -69,7 +91,7 @@ void box_cold_drop(const char *hibdir);
  * create may have taken it a moment ago). */
 int box_destroy_if_pooled(const char *name);
 /* pool.c: the kind of box o asks for, what a pool box must match: its
- * backend, limits, workspace, network and guest, hashed, in hex. */
+ * backend, limits, workspace, network, guest and image, hashed, in hex. */
 void box_pool_key(const struct box_opts *o, char *out, size_t n);
 /* pool.c: a box of o's kind from a pool, into ret_name: 0, or -ENOENT
  * when no pool holds one. */

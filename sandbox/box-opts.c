@@ -15,7 +15,7 @@
  * box_opts gets its row here and a check in tests/unit/test-boxopts.c;
  * then change the size below (a bool can hide in padding: the row is what
  * counts, the size only a tripwire). */
-_Static_assert(sizeof(struct box_opts) == 200, "struct box_opts changed: give the new field its row in box_opts_fields");
+_Static_assert(sizeof(struct box_opts) == 208, "struct box_opts changed: give the new field its row in box_opts_fields");
 
 /* The largest integer a JSON number (a double) holds exactly. */
 #define BOX_OPTS_INT_MAX 9007199254740992.0
@@ -47,6 +47,7 @@ static const struct field box_opts_fields[] = {
 	{ "allow", F_LIST, AT(allow), AT(nallow), BOX_ALLOW_MAX },
 	{ "net_max_bytes", F_U64, AT(net_max_bytes), 0, BOX_OPTS_INT_MAX },
 	{ "workspace", F_STR, AT(workspace) },
+	{ "image", F_STR, AT(image) },
 	{ "rw", F_BOOL, AT(rw) },
 	{ "git_rw", F_BOOL, AT(git_rw) },
 	{ "grace_ms", F_I64, AT(grace_ms), 0, BOX_OPTS_INT_MAX },

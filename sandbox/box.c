@@ -2,6 +2,7 @@
  * sweeping the dead ones. The connection and its calls are box-conn.c. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "image/image.h"
 #include "sandbox/layers.h"
 #include "sandbox/spawn-env.h"
 #include "proto/budget.h"
@@ -153,6 +154,9 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	}
 	if (!box_backend_find(o->backend))
 		return err_set(e, -EINVAL, "unknown backend \"%s\": use ns, vm or auto", o->backend);
+	/* A box is tied to an image's digest, never to a name that can move. */
+	if (o->image && !image_ref_digest_valid(o->image))
+		return err_set(e, -EINVAL, "the box's image \"%.80s\" is not a digest (sha256: and 64 hex digits)", o->image);
 	if (o->workspace) {
 		struct stat st;
 		if (stat(o->workspace, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(o->workspace, ws))
@@ -306,6 +310,8 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 				 * changes, kept until applied or dropped. */
 				if (!cJSON_IsTrue(cJSON_GetObjectItem(j, "keep_layers")))
 					layers_drop(de->d_name);
+				else
+					layers_root_drop(de->d_name);	/* the root's changes are the box's */
 				cJSON_Delete(j);
 			}
 			state_rm_rf(boxdir);

@@ -57,6 +57,9 @@ struct box_opts {
 	size_t nallow;
 	uint64_t net_max_bytes;	/* 0: BOX_NET_MAX_BYTES_DEFAULT */
 	const char *workspace;	/* host directory; NULL: an empty one */
+	/* The box's root: an image by its manifest digest ("sha256:<64
+	 * hex>", image/image.h), or NULL for the host's own view. */
+	const char *image;
 	bool rw;		/* live read-write instead of copy-on-write */
 	bool git_rw;		/* its git directories writable (--allow-git-changes); else read-only */
 	int64_t grace_ms;

@@ -31,7 +31,12 @@
 /* What of a tar's stderr a failure reports. */
 #define HIB_ERR_MAX 400
 
+/* The box's own tar (GNU's: sparse files, NUL-separated names), run as a
+ * call: a root without one (an image of busybox alone) cannot be
+ * hibernated, and says so. */
 static const char hib_save_cmd[] =
+	"case \"$(tar --version 2>/dev/null)\" in *'GNU tar'*) ;; *) echo \"this box's root has no GNU tar (an image "
+	"without it): its /tmp cannot be saved, so it cannot be hibernated\" >&2; exit 3;; esac; "
 	"cd /tmp && find . -mindepth 1 -maxdepth 1 -print0 | "
 	"tar --create --file=- --sparse --null --files-from=- --ignore-failed-read --warning=no-file-ignored";
 /* The archive goes into the box in pieces, each a call whose `cat` has
@@ -384,8 +389,8 @@ static int hib_wake(cJSON *ret, struct err *e)
 	if (r < 0)
 		return r;
 	keeper_state_file("waking");
-	if (r >= 0 && K.upper[0] && K.layers.lock_fd < 0)
-		r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
+	if (r >= 0)
+		r = keeper_layers_take(e);
 	keeper_guest_cgroup_create();
 	if (r >= 0)
 		r = keeper_guest_up(e);
@@ -464,10 +469,10 @@ uint64_t keeper_disk_bytes(void)
 	char img[sizeof(K.layers.dir) + 8];
 	snprintf(img, sizeof(img), "%s.img", K.layers.dir);
 	struct stat st;
-	if (K.upper[0] && stat(img, &st) == 0)
-		du_sum = (uint64_t)st.st_blocks * 512;	/* the layer's image, sparse */
-	else if (K.upper[0])
-		nftw(K.upper, du_one, 16, FTW_PHYS | FTW_MOUNT);
+	if (K.layered && stat(img, &st) == 0)
+		du_sum = (uint64_t)st.st_blocks * 512;	/* the layers' image, sparse */
+	else if (K.layered)
+		nftw(K.layers.dir, du_one, 16, FTW_PHYS | FTW_MOUNT);
 	layer = du_sum;
 	return layer + K.hib.bytes;
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What of the guest's stderr reaches the keeper's log, per box. */
@@ -227,7 +228,9 @@ int keeper_guest_attach(struct err *e)
 
 int keeper_guest_up(struct err *e)
 {
-	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work, .cg = &K.cg };
+	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
+				 .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
+				 .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL };
 	int r = K.be->start(&spec, &K.inst, e);
 	if (r < 0)
 		return r;
@@ -245,15 +248,43 @@ void keeper_guest_cgroup_create(void)
 	cgroup_create(K.cgname, &hl, &K.cg, NULL);
 }
 
+int keeper_layers_own(struct err *e)
+{
+	/* The overlay's upper and work directories are written by the box's
+	 * root (a uid of the box's range where it has one; the backend gives
+	 * the upper to the tool user). What is in them is the box's already. */
+	if (!K.root_layer || !K.upper[0])
+		return 0;
+	const char *d[] = { K.upper, K.work };
+	for (size_t i = 0; i < ARRAY_SIZE(d); i++) {
+		struct stat st;
+		if (lstat(d[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			return err_setc(e, -ENOTDIR, "the workspace layer %s is not a directory", d[i]);
+		if (st.st_uid < K.root_uid && lchown(d[i], K.root_uid, K.root_uid) < 0)
+			return err_setc(e, -errno, "cannot give the workspace layer %s to the box's root", d[i]);
+	}
+	return 0;
+}
+
+int keeper_layers_take(struct err *e)
+{
+	if (!K.layered || K.layers.lock_fd >= 0)
+		return 0;
+	int r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
+	if (r >= 0 && K.root_layer && (r = layers_root_make(&K.layers, false, K.root_uid, K.root_uid, e)) < 0)
+		layers_release(&K.layers);
+	if (r >= 0 && (r = keeper_layers_own(e)) < 0)
+		layers_release(&K.layers);
+	return r;
+}
+
 int keeper_guest_restart(struct err *e)
 {
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
-	if (K.upper[0] && K.layers.lock_fd < 0) {
-		int r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
-		if (r < 0)
-			return r;
-	}
+	int r = keeper_layers_take(e);
+	if (r < 0)
+		return r;
 	keeper_guest_cgroup_create();
 	K.restarts++;
 	return keeper_guest_up(e);

@@ -102,12 +102,18 @@ void keeper_info(struct kclient *c, uint32_t id)
 		cJSON_AddNumberToObject(eg, "max_bytes",
 					(double)(K.o->net_max_bytes ? K.o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
 	}
+	if (K.o->image)
+		cJSON_AddStringToObject(j, "image", K.o->image);
 	if (K.o->workspace) {
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
 		cJSON_AddStringToObject(j, "workspace_mode", K.o->rw ? "read-write" : "copy-on-write");
 		cJSON_AddStringToObject(j, "workspace_git", K.o->git_rw ? "writable" : "read-only");
 		if (!K.o->rw)
 			cJSON_AddStringToObject(j, "workspace_changes", K.upper);
+	}
+	if (K.root_layer) {
+		cJSON_AddStringToObject(j, "root", "copy-on-write");
+		cJSON_AddStringToObject(j, "root_user", K.inst.pid > 0 && K.inst.uid_why[0] ? K.inst.uid_why : K.root_by);
 	}
 	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
 	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
@@ -150,6 +156,8 @@ void keeper_write_files(void)
 	cJSON_AddBoolToObject(j, "keep_layers", K.o->keep_layers);
 	if (K.o->workspace)
 		cJSON_AddStringToObject(j, "workspace", K.o->workspace);
+	if (K.o->image)
+		cJSON_AddStringToObject(j, "image", K.o->image);
 	cJSON_AddStringToObject(j, "layers", K.upper[0] ? K.upper : "");
 	cJSON_AddStringToObject(j, "cgroup_v2", K.cg.v2);
 	cJSON_AddStringToObject(j, "cgroup_memory", K.cg.mem1);

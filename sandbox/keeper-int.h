@@ -15,6 +15,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/egress.h"
 #include "sandbox/layers.h"
+#include "image/image.h"
 
 /* Refusals of the egress proxy a call's result reports, at most. */
 #define KCALL_NET_MAX 8
@@ -60,6 +61,13 @@ struct keeper {
 	const char *name, *boxdir;
 	char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], sock[PATH_MAX + 16];
 	struct layers layers;	/* held for the box's life (its image stays mounted) */
+	bool layered;		/* the box has layers: a workspace's, or its root's */
+	bool root_layer;	/* its backend keeps the root's changes in layers.root */
+	uid_t root_uid;		/* who owns them on the host: the box's root */
+	char root_by[160];	/* who the box's root is, and why */
+	/* The box's root image (o->image), held for the box's life: a
+	 * hibernated box wakes over the same tree, and no prune removes it. */
+	struct image_info img;
 	const struct box_backend *be;
 	struct cgroup_set cg;
 	char cgname[96];
@@ -149,3 +157,12 @@ void keeper_cold_drop(void);
 void keeper_hib_drop(void);
 /* What the box holds on disk: its layer and its saved state, in bytes. */
 uint64_t keeper_disk_bytes(void);
+/* keeper.c: the box's layers at its end: its root's changes removed, its
+ * workspace's kept for a session (keep_layers) or removed, the hold let go. */
+void keeper_layers_end(void);
+/* keeper-guest.c: take the box's layers again (a wake, a restart), its
+ * root's changes as they were. */
+int keeper_layers_take(struct err *e);
+/* keeper-guest.c: the workspace layer's upper and work directories given
+ * to the box's root. */
+int keeper_layers_own(struct err *e);

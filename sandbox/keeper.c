@@ -487,6 +487,19 @@ static void keeper_ready(int fd, const char *msg)
 	close(fd);
 }
 
+void keeper_layers_end(void)
+{
+	if (!K.layered)
+		return;
+	if (K.root_layer && K.layers.lock_fd >= 0)
+		layers_root_clear(&K.layers);
+	layers_release(&K.layers);
+	if (K.o->keep_layers && K.upper[0])
+		layers_root_drop(K.name);	/* held no more (a wake that failed) */
+	else
+		layers_drop(K.name);
+}
+
 void keeper_main(const struct box_opts *o, const char *name, const char *boxdir, int ready_fd)
 {
 	K.o = o;
@@ -528,14 +541,30 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
 	K.layers.lock_fd = -1;
-	if (o->workspace && !o->rw) {
+	K.img.hold_fd = -1;
+	/* The image, found and held: unpacked already (ward resolved and
+	 * pulled it before the create), here only taken. */
+	if (o->image && image_find(o->image, &K.img, &e) < 0)
+		goto fail;
+	K.root_layer = K.be->root_owner != NULL;
+	if (K.root_layer)
+		K.be->root_owner(&K.root_uid, K.root_by, sizeof(K.root_by));
+	K.layered = K.root_layer || (o->workspace && !o->rw);
+	if (K.layered) {
 		if (layers_open(name, o->lim.disk, &K.layers, &e) < 0)
 			goto fail;
-		snprintf(K.upper, sizeof(K.upper), "%s", K.layers.upper);
-		snprintf(K.work, sizeof(K.work), "%s", K.layers.work);
+		/* A fresh box's root: what a keeper that died left is not its. */
+		if (K.root_layer && layers_root_make(&K.layers, true, K.root_uid, K.root_uid, &e) < 0)
+			goto fail;
 	} else {
 		snprintf(K.layers.disk_by, sizeof(K.layers.disk_by), "%s",
 			 o->rw ? "not enforced: --rw writes the user's tree directly" : "no workspace layer");
+	}
+	if (o->workspace && !o->rw) {
+		snprintf(K.upper, sizeof(K.upper), "%s", K.layers.upper);
+		snprintf(K.work, sizeof(K.work), "%s", K.layers.work);
+		if (keeper_layers_own(&e) < 0)
+			goto fail;
 	}
 	if (loop_new(&K.loop) < 0 || K.sfd < 0) {
 		err_set(&e, -ENOMEM, "keeper setup failed");
@@ -592,10 +621,9 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	egress_free(&K.eg);
 	keeper_hib_drop();
 	/* A box's changes go with it (nothing reads them after); a session's
-	 * are kept until they are applied or dropped. */
-	layers_release(&K.layers);
-	if (K.upper[0] && !o->keep_layers)
-		layers_drop(name);
+	 * workspace changes are kept until they are applied or dropped, its
+	 * root's never. */
+	keeper_layers_end();
 	state_rm_rf(boxdir);
 	_exit(0);
 
@@ -607,9 +635,7 @@ fail:
 		keeper_guest_down();
 	egress_free(&K.eg);
 	cgroup_remove(&K.cg);
-	layers_release(&K.layers);
-	if (K.upper[0] && !o->keep_layers)
-		layers_drop(name);
+	keeper_layers_end();
 	state_rm_rf(boxdir);
 	_exit(1);
 }

@@ -223,6 +223,7 @@ static void layers_fill(struct layers *l)
 {
 	snprintf(l->upper, sizeof(l->upper), "%s/upper", l->dir);
 	snprintf(l->work, sizeof(l->work), "%s/work", l->dir);
+	snprintf(l->root, sizeof(l->root), "%s/root", l->dir);
 	struct statvfs sv;
 	if (l->image && statvfs(l->dir, &sv) == 0)
 		l->disk = (uint64_t)sv.f_blocks * sv.f_frsize;
@@ -361,6 +362,35 @@ int layers_beside(const char *name, const char *suffix, char *out, size_t n, str
 int layers_base_path(const char *name, char *out, size_t n, struct err *e)
 {
 	return layers_beside(name, ".base", out, n, e);
+}
+
+int layers_root_make(struct layers *l, bool fresh, uid_t uid, gid_t gid, struct err *e)
+{
+	if (fresh)
+		state_rm_rf(l->root);
+	if (mkdir(l->root, 0700) < 0 && errno != EEXIST)
+		return err_setc(e, -errno, "cannot create the box's root layer %s", l->root);
+	struct stat st;
+	if (lstat(l->root, &st) < 0 || !S_ISDIR(st.st_mode))
+		return err_setc(e, -ENOTDIR, "the box's root layer %s is not a directory", l->root);
+	if ((st.st_uid != uid || st.st_gid != gid) && lchown(l->root, uid, gid) < 0)
+		return err_setc(e, -errno, "cannot give the box's root layer %s to its root", l->root);
+	return 0;
+}
+
+void layers_root_clear(struct layers *l)
+{
+	if (l->root[0])
+		state_rm_rf(l->root);
+}
+
+void layers_root_drop(const char *name)
+{
+	struct layers l;
+	if (layers_find(name, &l, NULL) <= 0)
+		return;
+	layers_root_clear(&l);
+	layers_release(&l);
 }
 
 void layers_sweep(void)

@@ -1,6 +1,10 @@
-/* A copy-on-write workspace's layers: the overlay's upper and work
+/* A box's layers: the copy-on-write workspace's upper and work
  * directories, under the state dir ($XDG_STATE_HOME/ward/workspaces/NAME),
- * kept across boxes until the changes are applied or dropped. Where the
+ * kept across boxes until the changes are applied or dropped; and beside
+ * them, in root/, the changes to the box's own root (its backend's
+ * overlays' upper and work directories), which go with the box: never
+ * diffed, applied, patched or checkpointed, removed when the box ends
+ * even where a session keeps its workspace's changes. Where the
  * kernel can enforce a size (ward runs as root and has loop devices), the
  * layers live on an ext4 image of that size (NAME.img beside the
  * directory, sparse), loop-mounted nosuid and nodev over the directory:
@@ -11,12 +15,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/err.h"
 
 struct layers {
 	char dir[PATH_MAX - 16];
 	char upper[PATH_MAX], work[PATH_MAX];
+	char root[PATH_MAX];	/* the root's changes: the backend's to lay out */
 	uint64_t disk;		/* the size the kernel enforces, 0 = none */
 	char disk_by[160];	/* what enforces it, or why nothing does */
 	int lock_fd;		/* the shared lock held while in use (NAME.img or NAME.lock), or -1 */
@@ -53,6 +59,14 @@ int layers_beside(const char *name, const char *suffix, char *out, size_t n, str
  * before the layers exist) that records the base of their changes
  * (sandbox/wsbase.h); its directory is made. */
 int layers_base_path(const char *name, char *out, size_t n, struct err *e);
+/* Make l's root/ (empty, as a fresh box finds it: fresh) or keep what is
+ * in it (a woken box), owned by uid:gid (the box's root) and 0700. */
+int layers_root_make(struct layers *l, bool fresh, uid_t uid, gid_t gid, struct err *e);
+/* Remove l's root/ (the box ended). */
+void layers_root_clear(struct layers *l);
+/* Remove NAME's root/ where its layers are kept (a session's) and its box
+ * is gone without its keeper having done it (ward box reap). */
+void layers_root_drop(const char *name);
 /* Unmount every image of the user's that nobody holds (ward box reap). */
 void layers_sweep(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */

@@ -1,9 +1,11 @@
 /* Building a box, as a flat list of steps. The child of clone3 runs the
  * steps in its new namespaces; any failure travels back to the parent over a
  * CLOEXEC socket as one line, and an exec that succeeds closes that socket. */
-#include "sandbox/ns.h"
+#include "sandbox/ns-int.h"
+#include "guest/guest.h"
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "base/account.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/gitdir.h"
@@ -32,33 +34,11 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* /tmp is a tmpfs, that is memory: its size is the smaller of the box's
- * disk and memory ceilings (1 GiB with neither). */
-static uint64_t ns_tmp_size(const struct limits *l)
-{
-	uint64_t n = 1ULL << 30;
-	if (l->disk)
-		n = l->disk;
-	if (l->memory && l->memory < n)
-		n = l->memory;
-	return n;
-}
-
-struct ns_child {
-	const struct ns_spec *s;
-	int sync_fd;		/* child end: setup errors go here */
-	int chan_fd;		/* guest end of the channel */
-	int guest_fd;		/* O_PATH of the guest binary, exec'd by fd */
-	int log_fd;		/* write end of the guest's stderr pipe */
-	int net_fd;		/* child end: the proxy's listener goes here */
-	uid_t uid;
-	gid_t gid;
-};
-
-static __attribute__((noreturn, format(printf, 2, 3))) void ns_fail(struct ns_child *c, const char *fmt, ...)
+void ns_fail(struct ns_child *c, const char *fmt, ...)
 {
 	char msg[512];
 	int saved = errno;
@@ -70,215 +50,6 @@ static __attribute__((noreturn, format(printf, 2, 3))) void ns_fail(struct ns_ch
 		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(saved));
 	fdio_write_full(c->sync_fd, msg, strlen(msg));
 	_exit(1);
-}
-
-static void ns_mkdir(struct ns_child *c, const char *root, const char *rel, mode_t mode)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		ns_fail(c, "mkdir %s", rel);
-}
-
-static void ns_bind(struct ns_child *c, const char *src, const char *dst, bool ro, bool dir)
-{
-	if (dir) {
-		if (mkdir(dst, 0755) < 0 && errno != EEXIST)
-			ns_fail(c, "mkdir %s", dst);
-	} else {
-		int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-		if (fd < 0)
-			ns_fail(c, "create %s", dst);
-		close(fd);
-	}
-	errno = ro ? -mnt_bind_ro(src, dst) : mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ? errno : 0;
-	if (errno)
-		ns_fail(c, "bind %s", src);
-}
-
-/* Below a directory of the host's bound into the box, hide what is not for
- * everyone (/etc/ssl/private): when ward runs as root the box's uid is the
- * owner of such files. An empty read-only tmpfs over a directory,
- * /dev/null over a file. Bounded: a few levels, a few thousand entries. */
-static void ns_mask_private(struct ns_child *c, const char *host, const char *dst, int depth, int *budget)
-{
-	_cleanup_closedir_ DIR *d = opendir(host);
-	struct dirent *de;
-	while (d && (de = readdir(d)) && --*budget > 0) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		char h[PATH_MAX], b[PATH_MAX];
-		snprintf(h, sizeof(h), "%s/%s", host, de->d_name);
-		snprintf(b, sizeof(b), "%s/%s", dst, de->d_name);
-		struct stat st;
-		if (lstat(h, &st) < 0 || S_ISLNK(st.st_mode))
-			continue;
-		bool open_to_all = (st.st_mode & S_IROTH) && (!S_ISDIR(st.st_mode) || (st.st_mode & S_IXOTH));
-		if (!open_to_all) {
-			int r = S_ISDIR(st.st_mode)
-				? mount("tmpfs", b, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
-				: mount("/dev/null", b, NULL, MS_BIND, NULL);
-			if (r < 0)
-				ns_fail(c, "hide %s", h);
-		} else if (S_ISDIR(st.st_mode) && depth < 4) {
-			ns_mask_private(c, h, b, depth + 1, budget);
-		}
-	}
-}
-
-/* /bin, /lib and friends: a symlink where the host has one (merged /usr),
- * otherwise a read-only bind. */
-static void ns_top_dirs(struct ns_child *c, const char *root)
-{
-	static const char *const tops[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
-	for (size_t i = 0; i < ARRAY_SIZE(tops); i++) {
-		char host[64], dst[PATH_MAX], target[PATH_MAX];
-		snprintf(host, sizeof(host), "/%s", tops[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", root, tops[i]);
-		struct stat st;
-		if (lstat(host, &st) < 0)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlink(host, target, sizeof(target) - 1);
-			if (n < 0)
-				ns_fail(c, "readlink %s", host);
-			target[n] = 0;
-			if (symlink(target, dst) < 0)
-				ns_fail(c, "symlink %s", dst);
-		} else if (S_ISDIR(st.st_mode)) {
-			ns_bind(c, host, dst, true, true);
-		}
-	}
-}
-
-static void ns_write(struct ns_child *c, const char *root, const char *rel, const char *content)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	_cleanup_close_ int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || fdio_write_full(fd, content, strlen(content)) < 0)
-		ns_fail(c, "write %s", rel);
-}
-
-/* A minimal /etc: what the dynamic linker, bash, python and git need, and
- * nothing of the host's secrets (no shadow, no keys, no resolv.conf). */
-static void ns_etc(struct ns_child *c, const char *root)
-{
-	static const char *const binds[] = {
-		"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
-		"localtime", "nsswitch.conf", "protocols", "services", "mime.types", "bash.bashrc",
-		"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
-		"os-release", "magic", "magic.mime", "terminfo", "environment", "login.defs",
-	};
-	ns_mkdir(c, root, "etc", 0755);
-	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
-		char host[PATH_MAX], dst[PATH_MAX];
-		snprintf(host, sizeof(host), "/etc/%s", binds[i]);
-		snprintf(dst, sizeof(dst), "%s/etc/%s", root, binds[i]);
-		struct stat st;
-		if (stat(host, &st) < 0 || access(host, R_OK) < 0)
-			continue;
-		if (!(st.st_mode & S_IROTH))
-			continue;	/* not for everyone: not for the box */
-		if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
-			ns_bind(c, host, dst, true, S_ISDIR(st.st_mode));
-		int budget = 20000;
-		if (S_ISDIR(st.st_mode))
-			ns_mask_private(c, host, dst, 0, &budget);
-	}
-	ns_write(c, root, "etc/passwd",
-		 "root:x:0:0:root:/tmp:/bin/bash\n"
-		 "ward:x:1000:1000:ward:/tmp:/bin/bash\n"
-		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-	ns_write(c, root, "etc/group", "root:x:0:\nward:x:1000:\nnogroup:x:65534:\n");
-	ns_write(c, root, "etc/hostname", "ward\n");
-	ns_write(c, root, "etc/hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n");
-	/* The host's resolver with the host's network; else none: a name is
-	 * resolved by the egress proxy on the host, never in the box. */
-	if (c->s->net_host && access("/etc/resolv.conf", R_OK) == 0) {
-		char dst[PATH_MAX];
-		snprintf(dst, sizeof(dst), "%s/etc/resolv.conf", root);
-		ns_write(c, root, "etc/resolv.conf", "");
-		ns_bind(c, "/etc/resolv.conf", dst, true, false);
-	} else {
-		ns_write(c, root, "etc/resolv.conf",
-			 "# ward: this box has no DNS. Names are resolved by the egress proxy\n"
-			 "# on the host ($HTTPS_PROXY), for the hosts the task was given.\n");
-	}
-}
-
-static void ns_dev(struct ns_child *c, const char *root)
-{
-	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/dev", root);
-	ns_mkdir(c, root, "dev", 0755);
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m") < 0)
-		ns_fail(c, "mount /dev");
-	/* A user namespace cannot make device nodes, so these are binds of
-	 * the host's. Each bind is read-only: the device still reads and
-	 * writes (a read-only mount does not apply to device I/O), but its
-	 * inode's mode, owner and times cannot be changed from the box. */
-	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
-		char host[64], dst[PATH_MAX];
-		snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
-		snprintf(dst, sizeof(dst), "%s/dev/%s", root, nodes[i]);
-		ns_bind(c, host, dst, false, false);
-		if (mnt_remount_ro(dst, MS_NOSUID | MS_NOEXEC) < 0)
-			ns_fail(c, "read-only /dev/%s", nodes[i]);
-	}
-	static const char *const links[][2] = {
-		{ "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
-		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
-		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][1]);
-		if (symlink(links[i][0], p) < 0)
-			ns_fail(c, "symlink /dev/%s", links[i][1]);
-	}
-	ns_mkdir(c, root, "dev/shm", 01777);
-	snprintf(p, sizeof(p), "%s/dev/shm", root);
-	char shmopt[64];
-	snprintf(shmopt, sizeof(shmopt), "mode=1777,size=%llu", (unsigned long long)MIN(ns_tmp_size(&c->s->lim), 64ULL << 20));
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, shmopt) < 0)
-		ns_fail(c, "mount /dev/shm");
-	/* Nothing more goes into /dev: its tmpfs becomes read-only. */
-	snprintf(p, sizeof(p), "%s/dev", root);
-	if (mount(NULL, p, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m") < 0)
-		ns_fail(c, "read-only /dev");
-}
-
-/* A fresh /proc for the box's PID namespace, with the parts that change the
- * kernel (sysctls, sysrq, irq affinity) read-only. */
-static void ns_proc(struct ns_child *c, const char *root)
-{
-	char p[PATH_MAX];
-	const char *what;
-	ns_mkdir(c, root, "proc", 0555);
-	snprintf(p, sizeof(p), "%s/proc", root);
-	errno = -mnt_proc(p, &what);
-	if (errno)
-		ns_fail(c, "/proc: %s", what);
-}
-
-static void ns_workspace(struct ns_child *c, const char *root)
-{
-	const struct ns_spec *s = c->s;
-	char p[PATH_MAX];
-	ns_mkdir(c, root, "workspace", 0755);
-	snprintf(p, sizeof(p), "%s/workspace", root);
-	if (!s->workspace) {
-		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1g") < 0)
-			ns_fail(c, "mount the empty workspace");
-		return;
-	}
-	if (s->workspace_rw) {
-		if (mount(s->workspace, p, NULL, MS_BIND | MS_REC, NULL) < 0)
-			ns_fail(c, "bind the workspace %s", s->workspace);
-		return;
-	}
-	if (box_mount_overlay(s->workspace, s->upper_dir, s->work_dir, p) < 0)
-		ns_fail(c, "mount the copy-on-write workspace over %s (overlayfs)", s->workspace);
 }
 
 /* Every git directory of the workspace read-only (base/gitdir.h): the
@@ -345,40 +116,14 @@ static void ns_rlimits(struct ns_child *c)
 static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 {
 	const struct ns_spec *s = c->s;
-	const char *root = s->root_dir;
 	char b;
 	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
 		_exit(1);	/* the keeper died before finishing the maps */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		ns_fail(c, "pdeathsig");
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
-		ns_fail(c, "become root of the box's user namespace");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		ns_fail(c, "make mounts private");
-	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") < 0)
-		ns_fail(c, "mount the box's root");
-	ns_mkdir(c, root, "usr", 0755);
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/usr", root);
-	ns_bind(c, "/usr", p, true, true);
-	ns_top_dirs(c, root);
-	ns_etc(c, root);
-	ns_dev(c, root);
-	ns_proc(c, root);
-	ns_mkdir(c, root, "tmp", 01777);
-	snprintf(p, sizeof(p), "%s/tmp", root);
-	char tmpopt[64];
-	snprintf(tmpopt, sizeof(tmpopt), "mode=1777,size=%llu", (unsigned long long)ns_tmp_size(&s->lim));
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, tmpopt) < 0)
-		ns_fail(c, "mount /tmp");
-	ns_workspace(c, root);
-	ns_mkdir(c, root, "run", 0755);
-	ns_mkdir(c, root, "home", 0755);
-	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
-	    chdir("/") < 0)
-		ns_fail(c, "pivot into the box's root");
-	if (mnt_remount_ro("/", MS_NOSUID | MS_NODEV) < 0)
-		ns_fail(c, "make the box's root read-only");
+	nsroot_build(c);
 	if (s->workspace && !s->git_rw)
 		ns_git_ro(c);
 	sethostname("ward", 4);
@@ -388,10 +133,36 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 		ns_proxy_listener(c);
 	ns_rlimits(c);
 
-	char fdarg[16], asarg[32], portarg[16];
+	/* ward-guest's arguments: at most 16 of its own and the image's Env. */
+	char fdarg[16], asarg[32], portarg[16], rootarg[16], uidsarg[16];
+	static char *argv[24 + 2 * GUEST_ENV_MAX];
 	snprintf(fdarg, sizeof(fdarg), "%d", c->chan_fd);
-	char *argv[10] = { "ward-guest", "--fd", fdarg };
-	int ac = 3;
+	snprintf(rootarg, sizeof(rootarg), "%d", c->root_fd);
+	int ac = 0;
+	argv[ac++] = "ward-guest";
+	argv[ac++] = "--fd";
+	argv[ac++] = fdarg;
+	argv[ac++] = "--root-fd";
+	argv[ac++] = rootarg;
+	if (c->range) {
+		snprintf(uidsarg, sizeof(uidsarg), "%u", NS_UIDS);
+		argv[ac++] = "--uids";
+		argv[ac++] = uidsarg;
+	}
+	char userarg[32];
+	if (s->user && *s->user) {
+		snprintf(userarg, sizeof(userarg), "%u:%u", (unsigned)c->user.uid, (unsigned)c->user.gid);
+		argv[ac++] = "--user";
+		argv[ac++] = userarg;
+	}
+	if (s->cwd) {
+		argv[ac++] = "--workspace";
+		argv[ac++] = (char *)s->cwd;
+	}
+	for (size_t i = 0; i < s->nenv && i < GUEST_ENV_MAX; i++) {
+		argv[ac++] = "--env";
+		argv[ac++] = (char *)s->env[i];
+	}
 	if (s->proxy) {
 		snprintf(portarg, sizeof(portarg), "%d", NET_PROXY_PORT);
 		argv[ac++] = "--proxy-port";
@@ -410,19 +181,182 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
 		_exit(1);
 	/* No descriptor of the host's goes into the box: what the guest holds
-	 * from here on is the channel, the box's own /dev/null, and a pipe
-	 * whose other end the keeper reads (the guest's stderr). */
+	 * from here on is the channel, the box's own /dev/null, the box's
+	 * root (until it is its root again), and a pipe whose other end the
+	 * keeper reads (the guest's stderr). */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(c->log_fd, 2) < 0)
 		ns_fail(c, "the guest's standard descriptors");
-	int keep[] = { c->chan_fd, c->guest_fd, c->sync_fd };
+	int keep[] = { c->chan_fd, c->guest_fd, c->sync_fd, c->root_fd, c->guestroot_fd };
 	fdio_close_all_but(3, keep, ARRAY_SIZE(keep));
 	fcntl(c->chan_fd, F_SETFD, 0);
+	/* The guest is exec'd where its loader and libraries are the host's
+	 * (sandbox/nsroot.c); it comes back to the box's root at once. */
+	if (fchdir(c->guestroot_fd) < 0 || chroot(".") < 0 || chdir("/") < 0)
+		ns_fail(c, "enter the guest's directory");
+	close(c->guestroot_fd);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_execveat, c->guest_fd, "", argv, envp, AT_EMPTY_PATH);
 	ns_fail(c, "exec ward-guest");
+}
+
+/* A user namespace with the maps given (each "ID HOSTID COUNT" lines),
+ * for idmapped clones (the namespace only lends its mapping to the
+ * mounts; nothing runs in it): its fd, or -errno. */
+static int ns_userns_make(const char *uidmap, const char *gidmap)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		char b;
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		/* Until the parent has the namespace: then EOF. */
+		ssize_t k = read(p[0], &b, 1);
+		(void)k;
+		_exit(0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		int r = -errno;
+		close(p[1]);
+		return r;
+	}
+	char path[64], mp[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	int r = -EAGAIN, fd = -1;
+	for (int tries = 0; tries < 400 && r == -EAGAIN; tries++) {
+		/* The child's namespace is new once its link differs from ours. */
+		struct stat a, b;
+		if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 && a.st_ino != b.st_ino)
+			r = 0;
+		else
+			usleep(500);
+	}
+	if (r == 0) {
+		snprintf(mp, sizeof(mp), "/proc/%d/uid_map", pid);
+		r = fdio_write_str(AT_FDCWD, mp, uidmap);
+	}
+	if (r == 0) {
+		snprintf(mp, sizeof(mp), "/proc/%d/gid_map", pid);
+		r = fdio_write_str(AT_FDCWD, mp, gidmap);
+	}
+	if (r == 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		r = -errno;
+	close(p[1]);
+	waitpid(pid, NULL, 0);
+	return r < 0 ? r : fd;
+}
+
+/* The box's NS_UIDS uids from NS_UID_BASE: made once per keeper. */
+static int ns_idmap_userns(char *why, size_t n)
+{
+	static int fd = -2;
+	static char saved[160];
+	if (fd == -2) {
+		char map[64];
+		snprintf(map, sizeof(map), "0 %u %u\n", NS_UID_BASE, NS_UIDS);
+		fd = ns_userns_make(map, map);
+		if (fd < 0)
+			snprintf(saved, sizeof(saved), "a user namespace for the box's uids: %s", strerror(-fd));
+	}
+	if (fd < 0)
+		snprintf(why, n, "%s", saved);
+	return fd;
+}
+
+/* The same range with box id u and 0 swapped: the host's root (the
+ * owner of the workspace ward was given) is the tool user u in the box,
+ * and u's own files the box's root. Lines of a map, into out. */
+static void ns_swap_map(unsigned u, char *out, size_t n)
+{
+	if (!u) {
+		snprintf(out, n, "0 %u %u\n", NS_UID_BASE, NS_UIDS);
+		return;
+	}
+	int k = snprintf(out, n, "0 %u 1\n", NS_UID_BASE + u);
+	if (u > 1)
+		k += snprintf(out + k, n - (size_t)k, "1 %u %u\n", NS_UID_BASE + 1, u - 1);
+	k += snprintf(out + k, n - (size_t)k, "%u %u 1\n", u, NS_UID_BASE);
+	if (u + 1 < NS_UIDS)
+		snprintf(out + k, n - (size_t)k, "%u %u %u\n", u + 1, NS_UID_BASE + u + 1, NS_UIDS - u - 1);
+}
+
+bool ns_uid_range(uid_t *ret_uid, char *why, size_t n)
+{
+	*ret_uid = geteuid();
+	if (geteuid() != 0) {
+		snprintf(why, n, "one uid, the user's own: a range of uids needs root");
+		return false;
+	}
+	/* Overlayfs takes idmapped layers from Linux 5.19. */
+	struct utsname u;
+	unsigned maj = 0, min = 0;
+	if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &maj, &min) == 2 && (maj < 5 || (maj == 5 && min < 19))) {
+		snprintf(why, n, "one uid, host root: Linux %u.%u cannot shift a mount's owners under overlayfs (5.19 can)",
+			 maj, min);
+		return false;
+	}
+	char w[160];
+	if (ns_idmap_userns(w, sizeof(w)) < 0) {
+		snprintf(why, n, "one uid, host root: %s", w);
+		return false;
+	}
+	*ret_uid = NS_UID_BASE;
+	snprintf(why, n, "%u uids from %u, none of them a host user (idmapped mounts)", NS_UIDS, NS_UID_BASE);
+	return true;
+}
+
+/* The lowers as idmapped clones: the host's owners shifted into the box's
+ * range, nosuid and nodev (read-only but for a --rw workspace). All or
+ * none: 0, or -errno with why. */
+static int ns_idmap_lowers(const struct ns_spec *s, struct ns_child *c, char *why, size_t n)
+{
+	int uns = ns_idmap_userns(why, n);
+	if (uns < 0)
+		return -EPERM;
+	/* The workspace is the tool user's: what the host's root owns there
+	 * (what ward was given) is theirs in the box. */
+	_cleanup_close_ int wsns = -1;
+	if (c->user.uid || c->user.gid) {
+		char um[160], gm[160];
+		ns_swap_map(c->user.uid, um, sizeof(um));
+		ns_swap_map(c->user.gid, gm, sizeof(gm));
+		wsns = ns_userns_make(um, gm);
+		if (wsns < 0) {
+			snprintf(why, n, "one uid, host root: a user namespace for the workspace's owner: %s",
+				 strerror(-wsns));
+			return wsns;
+		}
+	}
+	for (size_t i = 0; i < c->nlower; i++) {
+		struct ns_lower *l = &c->lower[i];
+		bool rw = !l->layer && s->workspace_rw;
+		int fd = (int)syscall(SYS_open_tree, AT_FDCWD, l->host,
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (rw ? AT_RECURSIVE : 0));
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						    (rw ? 0 : MOUNT_ATTR_RDONLY),
+					.userns_fd = (uint64_t)(!l->layer && wsns >= 0 ? wsns : uns) };
+		int r = fd < 0 ? -errno
+			: syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (rw ? AT_RECURSIVE : 0), &a, sizeof(a)) < 0 ? -errno : 0;
+		if (r < 0) {
+			if (fd >= 0)
+				close(fd);
+			snprintf(why, n, "one uid, host root: %s cannot be idmapped: %s", l->host, strerror(-r));
+			for (size_t k = 0; k < i; k++) {
+				close(c->lower[k].fd);
+				c->lower[k].fd = -1;
+			}
+			return r;
+		}
+		l->fd = fd;
+	}
+	return 0;
 }
 
 static void ns_close_pair(int p[2])
@@ -451,14 +385,56 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		ns_close_pair(chan), ns_close_pair(sync), ns_close_pair(logp), ns_close_pair(netp);
 		return r;
 	}
+	/* The image's Env reaches the guest as its arguments. */
+	if (s->nenv > GUEST_ENV_MAX)
+		r = err_set(e, -E2BIG, "the image's config has %zu Env entries; a box takes at most %d", s->nenv,
+			    GUEST_ENV_MAX);
+	for (size_t i = 0; r >= 0 && i < s->nenv; i++) {
+		const char *eq = strchr(s->env[i], '=');
+		if (!eq || eq == s->env[i] || strlen(s->env[i]) > GUEST_ENV_ENTRY_MAX)
+			r = err_set(e, -EINVAL, "the image's Env entry %zu is not NAME=VALUE of at most %d bytes", i + 1,
+				    GUEST_ENV_ENTRY_MAX);
+	}
+	if (r < 0) {
+		ns_close_pair(chan), ns_close_pair(sync), ns_close_pair(logp), ns_close_pair(netp);
+		return r;
+	}
 	_cleanup_close_ int cgfd = -1;
 	if (s->cg && s->cg->v2[0])
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 
 	struct ns_child c = {
 		.s = s, .sync_fd = sync[1], .chan_fd = chan[1], .guest_fd = guest_fd,
-		.log_fd = logp[1], .net_fd = netp[1], .uid = getuid(), .gid = getgid(),
+		.log_fd = logp[1], .net_fd = netp[1], .root_fd = -1, .guestroot_fd = -1,
 	};
+	/* Who the box's root is: decided before the box exists (the clones
+	 * are what it is built from). */
+	char why[160];
+	uid_t owner;
+	nsroot_lowers(s, &c);
+	bool range = ns_uid_range(&owner, why, sizeof(why));
+	/* The image's User, found in the image (a box whose image names no
+	 * such account is not made). */
+	if (s->user && *s->user) {
+		char msg[256];
+		const char *tree = s->image_root ? s->image_root : s->hostview;
+		_cleanup_close_ int img = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r = img < 0 ? err_setc(e, -errno, "cannot open the image's tree %s", tree)
+			    : account_resolve(img, s->user, 0, range ? NS_UIDS : 0, &c.user, msg, sizeof(msg));
+		if (r < 0 && img >= 0)
+			err_set(e, r, "%s", msg);
+	}
+	c.range = r >= 0 && range && ns_idmap_lowers(s, &c, why, sizeof(why)) == 0;
+	if (r >= 0 && !c.range && owner != geteuid() && lchown(s->root_layer, geteuid(), getegid()) < 0)
+		r = err_setc(e, -errno, "cannot give the box's root layer %s back to uid %u", s->root_layer, geteuid());
+	/* The workspace's top directory is its upper's: the tool user's. */
+	if (r >= 0 && c.range && s->workspace && !s->workspace_rw &&
+	    lchown(s->upper_dir, NS_UID_BASE + c.user.uid, NS_UID_BASE + c.user.gid) < 0)
+		r = err_setc(e, -errno, "cannot give the workspace layer %s to the tool user", s->upper_dir);
+	if (r < 0) {
+		ns_close_pair(chan), ns_close_pair(sync), ns_close_pair(logp), ns_close_pair(netp);
+		return r;
+	}
 	int pidfd = -1;
 	/* The box starts in its v2 cgroup (for cgroup.kill on destroy); its
 	 * descriptor stays out here. */
@@ -467,6 +443,9 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 			       &cgfd, &pidfd);
 	if (pid < 0) {
 		r = -errno;
+		for (size_t i = 0; i < c.nlower; i++)
+			if (c.lower[i].fd >= 0)
+				close(c.lower[i].fd);
 		ns_close_pair(chan), ns_close_pair(sync), ns_close_pair(logp), ns_close_pair(netp);
 		return err_setc(e, r, "cannot create the box's namespaces (are unprivileged user namespaces enabled?)");
 	}
@@ -483,7 +462,10 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	if (netp[1] >= 0)
 		close(netp[1]);
 	netp[1] = -1;
-	r = box_userns_map(pid, 0, c.uid, c.gid);
+	for (size_t i = 0; i < c.nlower; i++)
+		if (c.lower[i].fd >= 0)
+			close(c.lower[i].fd);
+	r = c.range ? box_userns_map_range(pid, NS_UID_BASE, NS_UIDS) : box_userns_map(pid, 0, geteuid(), getegid());
 	if (r < 0)
 		err_setc(e, r, "cannot write the box's user namespace maps");
 	/* Two go-aheads: "m", the maps are written, build the box; "g", the
@@ -532,7 +514,9 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0], .log_fd = logp[0], .net_fd = net_fd,
 		.rlimit_pids = s->lim.pids && !cgroup_pids_enforced(s->cg),
 		.rlimit_memory = s->lim.memory && !cgroup_memory_enforced(s->cg),
+		.uid_range = c.range,
 	};
+	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", why);
 	return 0;
 }
 

@@ -38,6 +38,9 @@ void box_pool_key(const struct box_opts *o, char *out, size_t n)
 			   (unsigned long long)o->net_max_bytes, o->guest_path ? o->guest_path : "", o->no_snapshot);
 	for (size_t i = 0; i < o->nallow && len > 0 && (size_t)len < sizeof(k); i++)
 		len += snprintf(k + len, sizeof(k) - (size_t)len, "|%s", o->allow[i]);
+	/* The root: a box of another image (or of none) is another kind. */
+	if (len > 0 && (size_t)len < sizeof(k))
+		len += snprintf(k + len, sizeof(k) - (size_t)len, "|image=%s", o->image ? o->image : "");
 	uint64_t h = 1469598103934665603ULL;
 	for (const char *p = k; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;

@@ -8,7 +8,7 @@
  * files are theirs. Destroying the box is SIGKILL to the VMM. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
-#include "sandbox/image.h"
+#include "sandbox/vmimage.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
 #include "proto/proto.h"
@@ -89,7 +89,7 @@ int vm_available(struct err *e)
 	char q[PATH_MAX], vz[PATH_MAX], kver[128];
 	if (!vm_qemu_path(q, sizeof(q)))
 		return err_set(e, -ENOENT, "%s is not installed (apt-get install qemu-system-x86)", VM_QEMU);
-	return image_kernel(vz, sizeof(vz), kver, sizeof(kver), e);
+	return vmimage_kernel(vz, sizeof(vz), kver, sizeof(kver), e);
 }
 
 /* The guest's TSC runs at the host's rate; telling the kernel skips a
@@ -475,7 +475,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		return err_set(e, -ENOTSUP, "a vm box has no network device: --net host is for --backend ns; "
 			       "--allow-host gives a vm box egress through the proxy");
 	struct vm_image img;
-	int r = image_get(o->guest_path, false, &img, e);
+	int r = vmimage_get(o->guest_path, false, &img, e);
 	if (r < 0)
 		return r;
 	struct vm_paths p;
@@ -529,7 +529,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 				char pat[PATH_MAX + 16];
 				snprintf(pat, sizeof(pat), "%.*s/snap-*.state", (int)(sl ? sl - snap : 0), snap);
 				static const char *const sfx[] = { ".ram", ".lock", NULL };
-				image_prune(pat, IMAGE_KEEP, sfx);
+				vmimage_prune(pat, VMIMAGE_KEEP, sfx);
 			}
 		}
 	}

@@ -398,6 +398,31 @@ def sc_rounds50(n, msgs):
     return text("Done after 50 rounds.")
 
 
+MARKDOWN_ANSWER = """# Plan
+
+Here is **what I found** in `calc.py`, and a [link](https://example.com/docs).
+
+- the bug is in *add*
+- the test covers it
+  - and mul too
+
+```python
+def add(a, b):  # fixed
+    return a + b
+```
+
+| file | change | lines |
+|------|--------|------:|
+| calc.py | add returns a sum instead of a difference | 1 |
+| test_calc.py | unchanged | 0 |
+
+> All tests pass now.
+"""
+
+
+CHAT_FAILS = {}
+
+
 def sc_chat(n, msgs):
     """The terminal session's tests: what the model does follows what the
     person said last; after a tool's result it answers with the result."""
@@ -437,6 +462,41 @@ def sc_chat(n, msgs):
     if said.startswith("plant"):
         return tool("bash", {"command": "git init -q sub && echo s > sub/s.txt && echo 'touch x' > .envrc"},
                     say="Planting.")
+    if said.startswith("markdown"):
+        return Turn([("text", MARKDOWN_ANSWER)], slow_s=0.01 if "slow" in said else 0)
+    if said.startswith("editcalc"):
+        return tool("edit", {"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"},
+                    say="Fixing add.")
+    if said.startswith("writecalc"):
+        return tool("write", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"},
+                    say="Rewriting calc.py.")
+    if said.startswith("longout"):
+        return tool("bash", {"command": "seq 1 5000"}, say="Counting far.")
+    if said.startswith("longline"):
+        return tool("bash", {"command": "head -c 50000 /dev/zero | tr '\\0' x; echo; echo after-the-line"})
+    if said.startswith("colours"):
+        return tool("bash", {"command": "printf '\\033[31mred-word\\033[0m plain \\033[2Jcleared \\033[41mbg\\033[0m\\n'"})
+    if said.startswith("grepit"):
+        return tool("grep", {"pattern": "alpha|beta", "mode": "content"})
+    if said.startswith("flaky"):
+        CHAT_FAILS["flaky"] = CHAT_FAILS.get("flaky", 0) + 1
+        if CHAT_FAILS["flaky"] == 1:
+            return Turn([], status=401, error_body={"type": "error", "error": {"type": "authentication_error",
+                                                                             "message": "invalid x-api-key"}})
+        return text("Flaky worked the second time.")
+    if said.startswith("overload"):
+        CHAT_FAILS["overload"] = CHAT_FAILS.get("overload", 0) + 1
+        if CHAT_FAILS["overload"] == 1:
+            return Turn([], status=529, error_body={"type": "error", "error": {"type": "overloaded_error",
+                                                                             "message": "Overloaded"}})
+        return text("Answered after the overload.")
+    if said.startswith("longcmd"):
+        return tool("bash", {"command": "echo " + "x" * 3000})
+    if said.startswith("cutmid"):
+        return Turn([("text", "The beginning of an answer that the server cuts")], cut_after=5)
+    if said.startswith("autherr"):
+        return Turn([], status=401, error_body={"type": "error", "error": {"type": "authentication_error",
+                                                                         "message": "invalid x-api-key"}})
     if said.startswith("escape"):
         return text("colour \x1b[31mRED\x1b[0m title \x1b]0;pwned\x07 clear \x1b[2J"
                     " alt \x1b[?1049h cursor \x1b[?25l bell \x07 done")

@@ -43,15 +43,25 @@ struct gate {
 };
 
 #define GATE_SPEC_MAX 300
+/* A simple command longer than this is approved by no pattern (only by a
+ * rule of the tool alone, or `*`). */
+#define GATE_COMMAND_MATCH_MAX 8192
 
 int gate_mode_parse(const char *s, enum gate_mode *ret);
 const char *gate_mode_name(enum gate_mode m);
 /* The allow rules 'a' (always) adds for a call, and a line for a person
  * saying what they allow. bash: the command's first word, alone or followed
  * by a space, taken literally ("make" is not "makeover"); when that word is
- * not a plain name, this exact command. Other tools: every call of the
- * tool. Returns how many rules (0: none fits; 'a' then allows once). */
-int gate_always(const char *tool, const cJSON *input, char rules[2][GATE_SPEC_MAX], char *desc, size_t cap);
+ * not a plain name, this exact command. A plain second word goes with the
+ * first (a subcommand: "git status", "npm test", after one space), so
+ * approving git status does not approve git push. A prefix covers one
+ * simple command (see rule matching in gate.c), so for a command of several,
+ * or one with a substitution or a redirection to a file, this exact command
+ * is a third rule. Other tools: every call of the tool. Returns how many
+ * rules (0: none fits; 'a' then allows once). */
+#define GATE_ALWAYS_MAX 3
+int gate_always(const char *tool, const cJSON *input, char rules[GATE_ALWAYS_MAX][GATE_SPEC_MAX], char *desc,
+		size_t cap);
 /* e.g. "bash:git status*", "write", "edit:src/x*" */
 int gate_add_rule(struct gate *g, bool allow, const char *spec, struct err *e);
 /* What the PreToolUse hooks said of a call (Claude Code's

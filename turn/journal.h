@@ -1,6 +1,7 @@
 /* The session journal: one JSON object per line, 0600 in a 0700 directory
  * ($XDG_STATE_HOME/ward/sessions). Records:
- *   {"type":"header","session","created","provider","model","workspace","box","box_labels"?}
+ *   {"type":"header","session","created","provider","model","workspace","box","box_labels"?,"image"?,
+ *    "image_untrusted"?}
  *   {"type":"instructions","files":[{"path","sha256","bytes","cut"?}],"cut"?}
  *                          the project instruction files in the system prompt
  *                          (each time the session starts or resumes)

@@ -77,7 +77,7 @@ unset ANTHROPIC_MODEL
 clean
 cfg
 is "$RC" 0 "ward config with no files: exit 0"
-DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 10 default|disk 10G default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
+DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 10 default|disk 10G default|image (none) default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
 is "$(printf '%s\n' "$OUT" | grep -v '^#' | tr -s ' ' | paste -sd'|')" "$DEFAULTS" "ward config: the defaults, one line each"
 cfg --json
 is "$(printf '%s' "$OUT" | json settings.model.source)" default "ward config --json: the model's source"
@@ -363,6 +363,7 @@ max_cost|rank|"max_cost": 2|"max_cost": 5|"max_cost": 1|rank|--max-cost 2|"max_c
 idle_timeout|rank|"idle_timeout": "2m"|"idle_timeout": "1h"|"idle_timeout": "30s"|rank|--idle-timeout 2m|"idle_timeout": "1h"|"idle_timeout": "30s"
 retries|rank|"retries": 2|"retries": 9|"retries": 1|rank|--retries 2|"retries": 9|"retries": 1
 disk|rank|"disk": "10G"|"disk": "100G"|"disk": "1G"|rank|--disk 10G|"disk": "100G"|"disk": "1G"
+image|root|-|-|"image": "ward-test/cfg:latest"|root|-|"image": "127.0.0.1:9/ward-test/cfg:latest"|"image": "ward-test/cfg:latest"
 network.mode|rank|"network": {"allow_hosts": ["pkgs.example"]}|"network": {"mode": "host"}|"network": {"mode": "none"}|rank|--allow-host pkgs.example|"net": "host"|"net": "none"
 network.allow_hosts|never|-|"network": {"allow_hosts": ["evil.test"]}|-|public|-|"allow_hosts": ["internal.test=127.0.0.1:9"]|"allow_hosts": ["docs.python.org"]
 network.max_bytes|rank|"network": {"max_bytes": "1G"}|"network": {"max_bytes": "100G"}|"network": {"max_bytes": "500M"}|rank|--net-max-bytes 1G|"net_max_bytes": "100G"|"net_max_bytes": "500M"
@@ -384,6 +385,10 @@ EXTRA=""; for k in $ROWKEYS; do [[ " $KEYS " == *" $k "* ]] || EXTRA="$EXTRA $k"
 is "$EXTRA" "" "and every row is a key of the table"
 TR=$T_TMP/narrow
 mkdir -p "$TR/ws"
+# The image rows' image, here already (a root of one file).
+python3 "$(dirname "$0")/../images/oci.py" image "$T_TMP/cfg.oci.tar" --name ward-test/cfg:latest --layer made:arch-amd64 &&
+	"$WARD" image import "$T_TMP/cfg.oci.tar" >/dev/null 2>&1
+is $? 0 "(an image for the image rows, imported)"
 BADP=""; BADL=""
 while IFS='|' read -r key prule uval ploose ptight lrule lflags lloose ltight; do
 	# A project's file.
@@ -393,10 +398,10 @@ while IFS='|' read -r key prule uval ploose ptight lrule lflags lloose ltight; d
 		[ "$RC" = 0 ] && [[ " $(printf '%s' "$OUT" | srcs "$key") " != *" project "* ]] &&
 			printf '%s\n' "$ERR" | grep -q "\"$key\" ignored: a project's file may only narrow" || BADP="$BADP $key:never"
 		;;
-	always)
+	always|root)
 		clean; proj "{$ptight}"; cfg --json
 		[ "$RC" = 0 ] && [[ " $(printf '%s' "$OUT" | srcs "$key") " == *" project "* ]] && [ "$(warnings)" = 0 ] ||
-			BADP="$BADP $key:always"
+			BADP="$BADP $key:$prule"
 		;;
 	rank)
 		clean; user "{$uval}"; proj "{$ploose}"; cfg --json
@@ -431,6 +436,14 @@ while IFS='|' read -r key prule uval ploose ptight lrule lflags lloose ltight; d
 		line_run "$ltight"
 		[ "$RC" = 0 ] && [ "$(warnings)" = 0 ] || BADL="$BADL $key:always($RC)"
 		;;
+	root)
+		# Any image, but one that must be pulled only from a public registry.
+		line_run "$lloose"
+		[ "$RC" = 4 ] && printf '%s\n' "$ERR" | grep -q "a pull is refused: the registry 127.0.0.1:9 is a loopback address" ||
+			BADL="$BADL $key:private($RC)"
+		line_run "$ltight"
+		[ "$RC" = 0 ] && [ "$(warnings)" = 0 ] || BADL="$BADL $key:root($RC)"
+		;;
 	public)
 		line_run "$lloose"
 		[ "$RC" = 64 ] && printf '%s\n' "$ERR" | grep -q "names a loopback address: a task line may allow only public hosts" ||
@@ -450,8 +463,8 @@ while IFS='|' read -r key prule uval ploose ptight lrule lflags lloose ltight; d
 	*) BADL="$BADL $key:$lrule?" ;;
 	esac
 done <<<"$NARROW_ROWS"
-is "$BADP" "" "a project's file, key by key: never-keys ignored with a line, deny added, each ranked key's looser value ignored with a line and its tighter one taken"
-is "$BADL" "" "a task line, key by key: never-keys refused without --trust-task-file, deny added, a host pinned to loopback refused and a public one taken, each ranked key's looser value ignored with a line and its tighter one taken"
+is "$BADP" "" "a project's file, key by key: never-keys ignored with a line, deny added, an image taken, each ranked key's looser value ignored with a line and its tighter one taken"
+is "$BADL" "" "a task line, key by key: never-keys refused without --trust-task-file, deny added, a host pinned to loopback refused and a public one taken, an image here taken and one a loopback registry would send refused, each ranked key's looser value ignored with a line and its tighter one taken"
 
 kill "$EVIL" 2>/dev/null; wait "$EVIL" 2>/dev/null
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null

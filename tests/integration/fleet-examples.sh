@@ -202,6 +202,15 @@ rm -f "$T_TMP/chunk/ran"
 (cd "$T_TMP/chunk" && PATH=$T_TMP/chunk/bin:$PATH SLURM_ARRAY_TASK_ID=1 bash "$EX/slurm.sbatch")
 is "$?:$(tr '\n' ' ' <"$T_TMP/chunk/ran")" "0:env " "twin, no CHUNK: one ward, its index from SLURM_ARRAY_TASK_ID"
 
+# --- images.jsonl: every line's image is a reference ward reads ---
+BADIMG=""
+for img in $(python3 -c 'import json,sys; [print(json.loads(l)["image"]) for l in open(sys.argv[1]) if l.strip()]' "$EX/images.jsonl"); do
+	"$WARD" config --image "$img" >/dev/null 2>&1 || BADIMG="$BADIMG $img"
+done
+is "$BADIMG" "" "every image images.jsonl names is a reference ward reads"
+"$WARD" config --image "Not/An:image:" >/dev/null 2>&1
+is $? 64 "the twin: one that is not is refused (exit 64)"
+
 # --- Slurm: a real slurmctld reads slurm.sbatch's #SBATCH lines ---
 # (the command line's --cpus-per-task and --mem override the script's, so a
 # small machine can place the job too).

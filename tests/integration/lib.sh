@@ -10,6 +10,8 @@ T_TMP=$(mktemp -d /tmp/ward-test.XXXXXX)
 chmod 755 "$T_TMP"
 # Workspace layers (and their loop-mounted images, as root) live here.
 export XDG_STATE_HOME=$T_TMP/state
+# And images (ward image): each test starts with none.
+export XDG_DATA_HOME=$T_TMP/data
 # No config file or variable of the person running the tests applies.
 export XDG_CONFIG_HOME=$T_TMP/config
 unset WARD_MODEL ANTHROPIC_MODEL ANTHROPIC_BASE_URL OPENAI_BASE_URL
@@ -79,6 +81,25 @@ libc = ctypes.CDLL(None, use_errno=True)
 p = ctypes.create_string_buffer(120)
 r = libc.syscall(425, 8, p)
 print("io_uring_setup", r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")'
+
+# Image fixtures (tests/images/make-fixtures.sh), made once and cached in
+# the build directory. image_fixtures [busybox|debian]...: FIX is where they
+# are; the whole test skips, saying why, when one of those named cannot be
+# made here. Call it before the first test.
+image_fixtures() {
+	FIX=${WARD_IMAGE_FIXTURES:-}
+	[ -n "$FIX" ] || skip_all "WARD_IMAGE_FIXTURES is not set (meson test sets it)"
+	sh "$(dirname "$0")/../images/make-fixtures.sh" "$FIX" >"$T_TMP/fixtures.log" 2>&1 ||
+		skip_all "the image fixtures could not be made: $(tail -1 "$T_TMP/fixtures.log")"
+	local p why
+	for p in "$@"; do
+		why=$(grep "^$p:" "$FIX/missing")
+		[ -z "$why" ] || skip_all "$why"
+	done
+}
+image_have() { ! grep -q "^$1:" "$FIX/missing"; }	# image_have busybox|debian: that fixture was made
+image_tree() { echo "$XDG_DATA_HOME/ward/images/trees/${1#sha256:}/root"; }	# image_tree DIGEST: its unpacked tree
+skip() { T_N=$((T_N + 1)); echo "ok $T_N # SKIP $1"; }	# skip WHY: one test skipped
 
 FAKE=$(dirname "$0")/../fake-llm.py
 SRV=""

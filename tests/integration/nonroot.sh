@@ -10,7 +10,7 @@ WS=$(runuser -u wardtest -- mktemp -d /tmp/ward-nonroot.XXXXXX)
 echo original >"$WS/f.txt"; chown wardtest: "$WS/f.txt"
 
 like "$(U "$WARD" doctor 2>&1)" "running as +uid" "doctor runs as the user"
-like "$(U "$WARD" box run --workspace "$WS" -- 'id -u; cat f.txt; echo changed > f.txt; cat f.txt' 2>&1 | tr '\n' ' ')" "1000.*original.*changed" "a box runs as an ordinary user, copy-on-write workspace"
+like "$(U "$WARD" box run --workspace "$WS" -- 'id -u; cat f.txt; echo changed > f.txt; cat f.txt' 2>&1 | tr '\n' ' ')" "^0 original.*changed" "a box runs as an ordinary user (its root is the user), copy-on-write workspace"
 is "$(cat "$WS/f.txt")" "original" "the user's tree is untouched"
 t0=$(now_ms)
 OUT=$(U "$WARD" box run --workspace "$WS" --rw --timeout 2s -- 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary" &); while :; do :; done' 2>&1); rc=$?
@@ -32,6 +32,11 @@ like "$OUT" "stopped at [0-9]+ .*Resource temporarily unavailable" "the pids cei
 like "$(U "$WARD" box run -- 'echo twin-ok' 2>&1)" "twin-ok" "twin: the same box runs commands"
 B=$(U "$WARD" box create --persistent)
 like "$(U "$WARD" box info "$B")" '"pids_by":.*"(cgroup|rlimit)' "box info says what enforces the pids ceiling"
+like "$(U "$WARD" box info "$B" | json root_user)" "one uid" "box info: an ordinary user's box has one uid, the user's"
+GP0=$(U "$WARD" box info "$B" | json guest_pid)
+is "$(stat -c %u "/proc/$GP0")" "$(id -u wardtest)" "its processes are the user on the host"
+like "$(U "$WARD" box exec "$B" -- 'touch /tmp/o; chown 42 /tmp/o 2>&1; echo rc=$?' | tr '\n' ' ')" "Invalid argument.*rc=1" "chown to another uid fails: the box has no other"
+like "$(U "$WARD" box exec "$B" -- 'touch /usr/bin/x 2>&1; echo rc=$?; touch /etc/x /opt/x && echo own-ok' | tr '\n' ' ')" "Permission denied.*rc=1.*own-ok" "the host's /usr stays the host root's (not writable); twin: the root's own parts are"
 # Another user cannot talk to a box: its socket is in a 0700 directory, and
 # the keeper checks the peer's uid (shown with the directories opened up).
 RB=$(box_new)
@@ -75,6 +80,28 @@ done
 is "$hits" 0 "as an ordinary user, read through /proc/self/fd/N (0-16) reaches no host file"
 like "$(U "$WARD" box tool "$B" write '{"path":"/tmp/t.txt","content":"nonroot-twin"}' >/dev/null; U "$WARD" box tool "$B" read '{"path":"/tmp/t.txt"}')" "nonroot-twin" "twin: the tools work as an ordinary user"
 U "$WARD" box destroy "$B"
+# Images as an ordinary user: ward cannot give a file another owner, so
+# every file of the tree is the user's (setuid and setgid cleared all the
+# same), and rm removes a tree whose directories the image made read-only.
+FIXD=${WARD_IMAGE_FIXTURES:-}
+if [ -n "$FIXD" ] && sh "$(dirname "$0")/../images/make-fixtures.sh" "$FIXD" >/dev/null 2>&1 &&
+	[ -f "$FIXD/debian.oci.tar" ] && runuser -u wardtest -- test -r "$FIXD/debian.oci.tar"; then
+	UD=$(runuser -u wardtest -- mktemp -d /tmp/ward-nonroot-img.XXXXXX)
+	DG=$(U env XDG_DATA_HOME="$UD" "$WARD" image import "$FIXD/debian.oci.tar" 2>"$T_TMP/uimg.err")
+	is $? 0 "the Debian minimal image imported as an ordinary user"
+	IT=$UD/ward/images/trees/${DG#sha256:}/root
+	is "$(stat -c '%U:%G %a' "$IT/etc/shadow" "$IT/usr/bin/su" "$IT/root" | tr '\n' ' ')" "wardtest:wardtest 640 wardtest:wardtest 755 wardtest:wardtest 700 " \
+		"its files are the user's (root:shadow's /etc/shadow too), setuid cleared, modes kept"
+	like "$(cat "$T_TMP/uimg.err")" "unpacked sha256:" "and it was unpacked"
+	RO=$(U env XDG_DATA_HOME="$UD" "$WARD" image import "$FIXD/readonly.oci.tar" 2>/dev/null)
+	is "$(stat -c %a "$UD/ward/images/trees/${RO#sha256:}/root/ro" "$UD/ward/images/trees/${RO#sha256:}/root/ro/locked" | tr '\n' ' ')" "555 0 " \
+		"an image's 0555 and 0000 directories keep their modes in the user's store"
+	U env XDG_DATA_HOME="$UD" "$WARD" image rm "$DG" "$RO" >/dev/null 2>&1
+	is "$(ls -A "$UD/ward/images/trees" "$UD/ward/images/tmp" | grep -cv ':$\|^$')" 0 "ward image rm removes the user's trees, directories of mode 0555 and 0000 too"
+	rm -rf "$UD"
+else
+	skip "no Debian image fixture the wardtest user can read (tests/images/make-fixtures.sh: $(cat "$FIXD/missing" 2>/dev/null))"
+fi
 sleep 3.5
 check "no survivor wrote a canary" test ! -e "$WS/canary"
 rm -rf "$WS"

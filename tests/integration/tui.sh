@@ -10,16 +10,18 @@ SESS=$XDG_STATE_HOME/ward/sessions
 TM="tmux -u -L ward-test-$$ -f /dev/null"
 serve chat
 
-start() { # start NAME [ward flags]: ward in a new pane, at its first prompt
+start() { # start NAME [ward flags]: ward in a new pane (COLS wide, 150 by
+	# default), at its first prompt
 	local name=$1; shift
 	WS=$T_TMP/ws-$name
 	mkdir -p "$WS"
 	printf 'alpha\n' >"$WS/a.txt"
-	$TM new-session -d -x 150 -y 50 -s "$name" \
+	printf 'def add(a, b):\n    return a - b\n' >"$WS/calc.py"
+	$TM new-session -d -x "${COLS:-150}" -y 50 -s "$name" \
 		"stty -g >$T_TMP/$name.before; env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST \
 TERM=screen '$WARD' --base-url $URL --model fake-model --workspace $WS $*; echo EXIT=\$?; \
 stty -g >$T_TMP/$name.after; stty -a >$T_TMP/$name.after-a; sleep 600"
-	wait_for "$name" 'Esc interrupts' 10000
+	wait_for "$name" '^› ?$' 10000
 }
 screen() { $TM capture-pane -p -J -S -300 -t "$1" 2>/dev/null; }
 wait_for() { # wait_for NAME REGEX MS: 0 once it is on the screen
@@ -45,7 +47,22 @@ wait_count() { # wait_count NAME REGEX N MS: 0 once REGEX is on N lines
 	return 1
 }
 ward_pid() { pgrep -f "^$WARD --base-url .* --workspace $T_TMP/ws-$1( |\$)" | head -1; }
-session_of() { screen "$1" | sed -n 's/.*· session \([0-9a-f-]*\) ·.*/\1/p' | head -1; }
+session_of() { # the session whose journal's header names NAME's workspace
+	grep -l "\"workspace\":\"$T_TMP/ws-$1\"" "$SESS"/*.jsonl 2>/dev/null | head -1 | sed 's|.*/||; s|\.jsonl$||'
+}
+widest() { # the widest row of NAME's screen, in characters (a row the
+	# terminal wrapped is one row here: capture-pane -J joins it)
+	screen "$1" | python3 -c 'import sys; print(max([len(l.rstrip("\n")) for l in sys.stdin] or [0]))'
+}
+escreen() { $TM capture-pane -e -p -J -S -300 -t "$1" 2>/dev/null; }
+mlike() { # mlike TEXT REGEX DESCRIPTION: REGEX (Python's, over several lines) in TEXT
+	# (grep takes each line of a pattern as a pattern of its own)
+	if python3 -c 'import re,sys; sys.exit(0 if re.search(sys.argv[2], sys.argv[1], re.M) else 1)' "$1" "$2"; then
+		ok 0 "$3"
+	else
+		ok 1 "$3"; printf '%s\n' "$1" | tail -c 900 | sed 's/^/#   | /'; echo "#   (no /$2/ in the above)"
+	fi
+}
 journal() { cat "$SESS/$(session_of "$1").jsonl"; }
 sleeper() { pgrep -f '^sleep 107$' >/dev/null; }
 
@@ -71,19 +88,24 @@ ok $? "the session starts at a prompt"
 say conv "run one"
 wait_for conv 'Tool said: ran-one' 10000
 ok $? "turn 1: the answer after the tool's result"
+# The footer is drawn once the turn has ended: wait for it, not the answer.
+wait_for conv 'context left · [0-9]+ tokens' 5000
 S=$(screen conv)
 like "$S" "Running one\." "turn 1: the model's text"
 like "$S" "● bash echo ran-one > one.txt" "turn 1: the call's card: tool and command"
 like "$S" "│ ran-one" "turn 1: the card streams the call's output"
 like "$S" "⎿ ok \(exit 0\)" "turn 1: the card's result"
-like "$S" "fake-model · box s-[0-9a-f-]+ · [0-9]+ in / [0-9]+ out tokens" "turn 1: the status line: model, box, tokens"
+like "$S" "fake-model · [0-9]+% context left · [0-9]+ tokens · box ready · auto · session [0-9]" "turn 1: the footer: model, context left, tokens, box, mode"
 say conv "count"
 wait_for conv 'Tool said: line-1 line-2' 10000
 ok $? "turn 2: the answer after the tool's result"
 S=$(screen conv)
-like "$S" "│ line-12" "turn 2: output shown up to the cap"
-unlike "$S" "│ line-13" "turn 2: and not past it"
-like "$S" "… 28 more lines" "turn 2: the rest counted"
+mlike "$S" "│ line-6
+  │ … 29 lines · ctrl-t shows all
+  │ line-36" "turn 2: the first rows, the lines between counted, the last rows"
+unlike "$S" "│ line-7$" "turn 2: and not those between"
+mlike "$S" "│ line-40
+  ⎿ ok" "turn 2: the output's end is shown"
 J=$(journal conv)
 is "$(printf '%s\n' "$J" | grep -c '"type":"result",.*"outcome":"ok"')" 2 "the journal has both calls' results"
 is "$(printf '%s\n' "$J" | grep -c '"role":"user","content":\[{"type":"text"')" 2 "and both of the person's messages"
@@ -95,8 +117,8 @@ ok $? "two read calls run side by side"
 S=$(screen conv)
 like "$S" "● read a\.txt" "a card for the first"
 like "$S" "● read missing\.txt" "and for the second"
-like "$S" "  read a\.txt
-  ⎿ ok" "the result that is not the last card's says whose it is"
+like "$S" "  ⎿ read a\.txt ok in [0-9.]+ s · read 1 line" "a result of calls side by side says whose it is, and what came back"
+like "$S" "  ⎿ read missing\.txt failed" "each of them"
 say conv "fail"
 wait_for conv '⎿ failed \(exit 3\)' 10000
 ok $? "a failed call's card says so, with the exit code"
@@ -105,7 +127,8 @@ wait_for conv 'Tool said: timed out after 1 s' 10000
 ok $? "a call past its limit times out"
 S=$(screen conv)
 like "$S" "⎿ timed out in 1\.[0-9] s" "its card says timed out"
-like "$S" "    before-the-limit" "with the output's tail"
+like "$S" "│ before-the-limit" "with the output's tail"
+is "$(screen conv | grep -c 'before-the-limit$')" 1 "shown once, not again under the result"
 like "$S" "    hint: process [0-9]+ \(sleep 30\) was sleeping" "and the hint"
 say conv "ponder"
 wait_for conv 'Pondered and answered' 10000
@@ -175,17 +198,25 @@ wait_count gate 'needs your approval' 3 10000
 key gate a
 wait_for gate 'Tool said: ran-gamma' 10000
 ok $? "a: it ran"
+say gate "run gamma"
+wait_count gate 'Tool said: ran-gamma' 2 10000
+ok $? "after a, the same command and subcommand run without asking"
+is "$(count gate 'needs your approval')" 3 "three questions so far"
+# "Always" is the command prefix shown, not every command of its first word.
+like "$(screen gate)" 'from now on commands starting with "echo ran-gamma"' "the question named the prefix: the command and its subcommand"
 say gate "run delta"
+wait_count gate 'needs your approval' 4 10000
+ok $? "a command with another subcommand is asked"
+key gate 1
 wait_for gate 'Tool said: ran-delta' 10000
-ok $? "after a, the same command prefix runs without asking"
-is "$(count gate 'needs your approval')" 3 "three questions in all"
+ok $? "1 at the question: yes"
 J=$(journal gate)
 like "$J" '"decision":"allow","why":"approved once by the user"' "journal: y"
 like "$J" '"decision":"deny","why":"refused by the user: not now"' "journal: n, with the reason"
-like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo' and 'bash:echo \*'\"" "journal: a, with the rules"
-like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo \*'\"" "journal: the rule allowed the next call"
+like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now on 'bash:echo ran-gamma', 'bash:echo ran-gamma \*' and 'bash:echo ran-gamma > gamma.txt; echo ran-gamma'\"" "journal: a, with the rules (the prefix, and this whole command: it writes a file)"
+like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo ran-gamma > gamma.txt; echo ran-gamma'\"" "journal: the rule allowed the next call"
 
-# Typeahead is thrown away before a question: a y typed early answers nothing.
+# Typeahead answers no question: a y typed early is kept as the draft.
 say gate "slowrun"
 sleep 0.2
 key gate y
@@ -193,19 +224,37 @@ wait_for gate 'printf slow > slow.txt$' 10000
 ok $? "the slow call's question is shown"
 sleep 1
 unlike "$(screen gate | tail -3)" "→ yes" "the y typed before the question did not answer it"
-key gate n
+# Arrows and Enter: down twice is "no".
+key gate Down; key gate Down
+wait_for gate '❯ 3\. No' 3000
+ok $? "the arrows move the choice"
+key gate Enter
 wait_count gate 'why \(Enter to skip\)' 2 5000
+ok $? "Enter takes it: no, and why"
 key gate Enter
 wait_count gate 'Tool said: refused by the user' 2 10000
 ok $? "the question's own answer did"
+wait_for gate '^› y$' 5000
+ok $? "the y typed before the question is the next prompt's draft, intact"
+key gate C-u
 say gate "bignote"
-wait_count gate 'needs your approval' 5 10000
+wait_count gate 'needs your approval' 6 10000
 ok $? "a big write asks"
-like "$(screen gate)" "… cut here: [0-9]+ more bytes not shown" "its long value is cut in the question, and the cut marked"
+like "$(screen gate)" "\+400 −0" "the question shows the write as a diff: +400 −0"
+like "$(screen gate)" "     1 \+ row 0000 of a long file" "with line numbers"
+like "$(screen gate)" "… [0-9]+ more changed lines" "cut, with a count, so the question stays on the screen"
+unlike "$(screen gate)" "  content:" "not the raw content field"
+key gate 3
+wait_count gate 'why \(Enter to skip\)' 3 5000
+key gate Enter
+wait_count gate 'Tool said: refused by the user' 3 10000
+say gate "longcmd"
+wait_count gate 'needs your approval' 7 10000
+like "$(screen gate)" "… cut here: [0-9]+ more bytes not shown" "a long command is cut in the question, and the cut marked"
 key gate Escape
 wait_for gate '■ refused: the user stopped the turn' 5000
 ok $? "esc at a question stops the turn"
-like "$(journal gate)" '"tool":"write","decision":"abort"' "journal: the abort"
+like "$(journal gate)" '"tool":"bash","decision":"abort"' "journal: the abort"
 say gate "/approve auto"
 wait_for gate 'Approvals: auto' 5000
 ok $? "/approve changes the mode"
@@ -220,6 +269,13 @@ key gate k
 wait_for gate 'EXIT=0' 5000
 ok $? "k keeps the changes and ward exits"
 like "$("$WARD" diff "$GID")" '\+ran-delta' "ward diff shows them afterwards"
+# 7. A resumed session keeps the approval mode last chosen (auto, above).
+start gate2 --resume "$GID"
+like "$(screen gate2)" "approvals: auto" "--resume keeps the approval mode chosen with /approve"
+$TM kill-session -t gate2
+start gate3 --approve ask --resume "$GID"
+like "$(screen gate3)" "approvals: ask" "twin: --approve on the command line is over it"
+$TM kill-session -t gate3
 [ ! -e "$T_TMP/ws-gate/delta.txt" ]
 ok $? "the workspace is untouched"
 
@@ -303,6 +359,11 @@ is "$(cat "$T_TMP/esc.after")" "$(cat "$T_TMP/esc.before")" "the terminal's sett
 like "$(cat "$T_TMP/esc.after-a")" " icanon .* echo " "canonical mode and echo are on"
 start again --approve auto --resume "$ID"
 like "$(screen again)" "Resumed session $ID" "the session resumes"
+# 7. It shows the last exchanges, collapsed, and keeps the running totals.
+mlike "$(screen again)" "› hello twice
+You said: hello twice" "--resume shows the last exchanges"
+like "$(screen again)" "── resumed here ──" "and where the session resumed"
+like "$(screen again | grep '^fake-model · ' | tail -1)" " · [1-9][0-9]* tokens · " "the footer's totals go on from the session's"
 key again Up
 wait_for again '› stream$' 3000
 ok $? "Up brings back the last message of an earlier session (history)"
@@ -315,6 +376,17 @@ key again Enter
 wait_for again 'You said: line one line two line three' 10000
 ok $? "and is sent whole"
 like "$(tail -1 "$LOG")" '"text": "line one\\nline two\\nline three"' "with its newlines"
+key again Up
+wait_for again '› line one' 3000
+ok $? "history keeps a paste as its text, not its tag"
+key again C-u
+$TM set-buffer -b p "two
+lines
+"
+$TM paste-buffer -p -b p -t again
+wait_for again '\[pasted text #1, 2 lines\]' 3000
+ok $? "a paste that ends with a newline counts its lines right"
+key again C-u
 say again 'first part\'
 say again "second part"
 wait_for again 'You said: first part second part' 10000
@@ -400,6 +472,280 @@ key compact k
 wait_for compact 'EXIT=0' 5000
 ok $? "the session ends"
 
+# --- Issue 26: the session at the level of the peers, item by item, at
+# 120 and 40 columns where the width matters.
+for W in 120 40; do
+	COLS=$W start "md$W" --approve auto
+	# 1. Markdown is rendered, not shown as source.
+	say "md$W" "markdown"
+	wait_for "md$W" 'All tests pass now' 10000
+	ok $? "$W: a markdown answer arrives"
+	S=$(screen "md$W"); E=$(escreen "md$W")
+	unlike "$S" '# Plan|\*\*what I found\*\*|```|\|------' "$W: no markdown source on the screen (#, **, fences, table rules)"
+	like "$E" $'\e\\[1;4mPlan' "$W: the heading is bold and underlined"
+	like "$E" $'\e\\[1mwhat' "$W: strong text is bold"
+	like "$S" "• the bug is in add" "$W: a list has bullets"
+	like "$S" "  ◦ and mul too" "$W: a nested item is indented"
+	mlike "$S" "╭─ python
+│ def add\\(a, b\\):  # fixed" "$W: a code block is set apart, its language named"
+	like "$E" $'\e\\[35mdef' "$W: and lightly coloured"
+	mlike "$S" "link\\s\\(https://example\\.com/docs\\)" "$W: a link shows its URL, after its text"
+	like "$S" "│ All tests pass now\\." "$W: a block quote is barred"
+	like "$S" "┌─+┬" "$W: a table is drawn"
+	lt "$(widest "md$W")" "$((W + 1))" "$W: nothing is wider than the terminal (the table fits, cells wrap)"
+	# Streamed in small pieces, nothing is printed twice.
+	say "md$W" "markdown slow"
+	wait_count "md$W" 'All tests pass now' 2 20000
+	is "$(count "md$W" 'the bug is in add')" 2 "$W: streamed slowly, each line once per answer"
+	is "$(count "md$W" '^Plan$')" 2 "$W: the heading once per answer"
+	# 2. An edit's card is its diff; a write's too.
+	say "md$W" "editcalc"
+	wait_for "md$W" 'Tool said: edited' 10000
+	S=$(screen "md$W")
+	like "$S" "  \\+1 −1" "$W: the edit's card counts what it changed"
+	mlike "$S" "      2 -     return a - b
+      2 \\+     return a \\+ b" "$W: and shows it as a diff with line numbers"
+	say "md$W" "writecalc"
+	wait_for "md$W" 'Tool said: replaced' 10000
+	like "$(screen "md$W")" "  \\+4 −0" "$W: a write's card is its diff against the file before"
+	# 4. Long output: cut by rows, head and tail; Ctrl-T shows it all.
+	say "md$W" "longout"
+	wait_for "md$W" 'Tool said: 1 2 3' 10000
+	S=$(screen "md$W")
+	mlike "$S" "│ 6
+  │ … 4,989 lines · ctrl-t shows all
+  │ 4996" "$W: seq 1 5000 shows its head and its tail, the rest counted"
+	mlike "$S" "│ 5000
+  ⎿ ok" "$W: its end is on the card"
+	unlike "$S" "│ 7$" "$W: not what is between"
+	key "md$W" C-t
+	wait_for "md$W" '⎿ the whole output of bash seq 1 5000' 5000
+	ok $? "$W: Ctrl-T at the prompt shows the last call's whole output"
+	wait_for "md$W" '│ 4900$' 5000
+	ok $? "$W: what the card left out included"
+	say "md$W" "longline"
+	wait_for "md$W" 'Tool said: x' 10000
+	S=$(screen "md$W")
+	like "$S" "… [0-9,]+ rows of this line · ctrl-t" "$W: a 50,000-character line is cut by rows"
+	like "$S" "│ after-the-line" "$W: and what came after it is shown"
+	lt "$(widest "md$W")" "$((W + 1))" "$W: no row is wider than the terminal (the gutter holds)"
+	is "$(screen "md$W" | sed -n '/● bash head -c 50000/,/⎿/p' | wc -l)" 14 "$W: the card takes 14 rows, not 417"
+	# 5. Cards say what came back.
+	say "md$W" "grepit"
+	wait_for "md$W" 'Tool said: a.txt' 10000
+	like "$(screen "md$W")" "⎿ ok in [0-9.]+ s · 1 match in 1 file" "$W: a grep's card counts its matches"
+	# 12. A failed command's output once; colours from a command as colours.
+	say "md$W" "fail"
+	wait_for "md$W" '⎿ failed \(exit 3\)' 10000
+	is "$(screen "md$W" | grep -Ec '^ +(│ )?oops$')" 1 "$W: a failed command's output is shown once"
+	say "md$W" "colours"
+	wait_for "md$W" 'Tool said: \^\[\[31mred-word' 10000
+	E=$(escreen "md$W")
+	like "$E" $'\e\\[31m(\e\\[49m)?red-word' "$W: a command's colour is shown as a colour"
+	like "$E" 'plain \^\[\[2Jcleared' "$W: its other escapes are neutralised"
+	unlike "$E" $'\e\\[41m' "$W: and no background colour is set (text cannot hide in it)"
+	# 10. The footer: live, laid out to the width.
+	F=$(screen "md$W" | grep '^fake-model · ' | tail -1)
+	like "$F" "^fake-model · [0-9]+% context left" "$W: the footer gives the model and the context left"
+	[ -n "$F" ] && [ "${#F}" -lt "$W" ]
+	ok $? "$W: and fits the width (${#F} columns)"
+	key "md$W" C-d
+	wait_for "md$W" 'EXIT=|d show the diff' 5000
+	key "md$W" k
+	$TM kill-session -t "md$W"
+done
+
+# 3. Esc at the prompt is harmless: the next key is not eaten.
+start esc2 --approve auto
+key esc2 Escape
+say esc2 "Hello"
+wait_for esc2 'You said: Hello' 10000
+ok $? "Esc at an empty prompt, then Hello: Hello arrives whole"
+say esc2 "stream"
+wait_for esc2 'word3' 10000
+key esc2 Escape
+wait_for esc2 '\[interrupted' 3000
+say esc2 "World"
+wait_for esc2 'You said: World' 10000
+ok $? "after Esc stopped a turn: World arrives whole"
+# Esc and a key typed right after it, while the model works: the turn
+# stops, and the key is the next prompt's, not Meta with the Esc.
+say esc2 "stream"
+wait_count esc2 'word2' 2 10000
+$TM send-keys -t esc2 Escape L a t e r
+wait_count esc2 '\[interrupted' 2 3000
+ok $? "Esc with a key right after it stops the turn"
+wait_for esc2 '^› Later$' 3000
+ok $? "and the key after it is kept whole"
+key esc2 C-u
+$TM send-keys -t esc2 -l "junk"
+key esc2 Escape; key esc2 Escape
+say esc2 "clean"
+wait_for esc2 'You said: clean' 10000
+ok $? "Esc twice clears the line"
+like "$(tail -1 "$LOG")" '"text": "clean"' "and what was on it is gone"
+# 6. Typeahead: shown while the model works, kept for the prompt.
+say esc2 "stream"
+wait_count esc2 'word2' 3 10000
+$TM send-keys -t esc2 -l "next idea"
+wait_for esc2 '^› next idea$' 3000
+ok $? "what is typed during a turn is shown as a draft"
+key esc2 Escape
+wait_count esc2 '\[interrupted' 3 3000
+wait_for esc2 '^› next idea$' 3000
+ok $? "and it is the next prompt's, intact"
+key esc2 C-u
+# 12. A Ctrl-D typed during a turn does not end the session.
+say esc2 "sleep"
+wait_for esc2 'esc to interrupt' 5000
+key esc2 C-d
+key esc2 Escape
+wait_for esc2 '⎿ cancelled' 5000
+wait_for esc2 "■ cancelled" 3000
+key esc2 C-u
+say esc2 "still here"
+wait_for esc2 'You said: still here' 10000
+ok $? "a Ctrl-D typed during a turn did not end the session"
+# Ctrl-C on a line with text clears it; it takes two on an empty line to exit.
+$TM send-keys -t esc2 -l "half typed"
+key esc2 C-c
+wait_for esc2 '\(cleared' 3000
+ok $? "Ctrl-C on a line with text clears it"
+say esc2 "after clear"
+wait_for esc2 'You said: after clear' 10000
+ok $? "and the session goes on"
+# 8. Keys and commands.
+$TM send-keys -t esc2 -l "first"; key esc2 C-j; $TM send-keys -t esc2 -l "second"; key esc2 Enter
+wait_for esc2 'You said: first second' 10000
+like "$(tail -1 "$LOG")" '"text": "first\\nsecond"' "Ctrl-J: a newline in the message"
+$TM send-keys -t esc2 -l "alpha"; key esc2 M-Enter; $TM send-keys -t esc2 -l "beta"; key esc2 Enter
+wait_for esc2 'You said: alpha beta' 10000
+like "$(tail -1 "$LOG")" '"text": "alpha\\nbeta"' "Alt-Enter: a newline too"
+$TM send-keys -t esc2 -l "one"; key esc2 C-j; key esc2 BSpace
+$TM send-keys -t esc2 -l "X"; key esc2 Enter
+wait_for esc2 'You said: oneX' 10000
+ok $? "Backspace on an empty second line goes back to edit the first"
+$TM send-keys -t esc2 -l "/hel"; key esc2 Tab
+wait_for esc2 '^› /help $' 3000
+ok $? "Tab completes a command"
+key esc2 Enter
+wait_for esc2 '/retry +send the conversation again' 3000
+$TM send-keys -t esc2 -l "look at @a."; key esc2 Tab
+wait_for esc2 '^› look at @a\.txt $' 3000
+ok $? "Tab completes an @path from the workspace"
+key esc2 Enter
+wait_for esc2 'You said: look at @a.txt' 10000
+like "$(screen esc2)" "⎘ attached a\\.txt \\(1 line\\)" "@path attaches the file, and says so"
+like "$(tail -1 "$LOG")" 'The file a.txt \(attached with @a.txt\):\\n```\\nalpha' "the request carries its contents"
+say esc2 "look at @no-such.txt"
+wait_for esc2 '@no-such.txt: no such file in the workspace; sent as written' 10000
+ok $? "twin: an @path that is no file is sent as written, and said"
+say esc2 "!ls /workspace/a.txt && echo from-the-box"
+wait_for esc2 '│ from-the-box' 10000
+ok $? "!cmd runs a command in the box, shown as a card"
+like "$(journal esc2)" '"type":"intent",.*"input":\{"command":"ls /workspace/a.txt && echo from-the-box"\},"by":"user"' "journaled as the person's call"
+say esc2 "what now"
+wait_for esc2 'You said: what now' 10000
+like "$(tail -1 "$LOG")" 'I ran this command in the box myself' "and the model is told what it printed"
+say esc2 "/model other-model"
+wait_for esc2 'Model: other-model from the next message' 3000
+say esc2 "hi model"
+wait_for esc2 'You said: hi model' 10000
+like "$(tail -1 "$LOG")" '"model": "other-model"' "/model switches the model of the next request"
+say esc2 "/config"
+wait_for esc2 'ward config. shows every setting' 3000
+ok $? "/config shows the settings in force"
+say esc2 "/init"
+wait_for esc2 'You said: Look at this project' 10000
+like "$(tail -1 "$LOG")" 'write AGENTS.md' "/init asks the model to write AGENTS.md"
+# 11. Errors: the key, the URL, /retry.
+say esc2 "flaky"
+wait_for esc2 'check ANTHROPIC_API_KEY' 10000
+ok $? "a 401 points at ANTHROPIC_API_KEY"
+say esc2 "/retry"
+wait_for esc2 'Flaky worked the second time' 10000
+ok $? "/retry resends the message that failed"
+is "$(tail -1 "$LOG" | python3 -c 'import json,sys; m=json.load(sys.stdin)["body"]["messages"]; print(sum(1 for x in m if x["role"]=="user" and any(b.get("text")=="flaky" for b in x["content"] if isinstance(b, dict))))')" 1 "once in the conversation"
+say esc2 "overload"
+wait_for esc2 'Answered after the overload' 15000
+like "$(screen esc2)" "↻ .*retry 1 in" "a retry says which it is"
+say esc2 "cutmid"
+wait_for esc2 'The beginning of an answer' 15000
+wait_for esc2 '/retry sends your message again' 15000
+ok $? "a stream cut mid-answer stops the turn, and says /retry"
+# Whether what it showed is in the conversation is said as the journal has it.
+if journal esc2 | tail -4 | grep -q '"text":"The beginning of an answer[^"]*"}\],"partial":true'; then
+	unlike "$(screen esc2)" 'not in the conversation' "the cut answer is kept, and nothing says otherwise"
+else
+	like "$(screen esc2)" 'The partial answer above is not in the conversation' "the cut answer is not kept, and that is said"
+fi
+key esc2 C-d
+wait_for esc2 'EXIT=0|d show the diff' 5000
+key esc2 k
+wait_for esc2 'EXIT=0' 5000
+
+# Ctrl-Z suspends ward in a shell with job control; fg brings it back.
+mkdir -p "$T_TMP/ws-jobs"
+$TM new-session -d -x 120 -y 30 -s jobs "env -i PATH=$PATH HOME=$HOME XDG_STATE_HOME=$XDG_STATE_HOME \
+XDG_CONFIG_HOME=$XDG_CONFIG_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST TERM=screen PS1='sh\$ ' bash --norc --noprofile -i"
+wait_for jobs 'sh\$ $' 5000
+$TM send-keys -t jobs -l "'$WARD' --base-url $URL --model fake-model --approve auto --workspace $T_TMP/ws-jobs"
+key jobs Enter
+wait_for jobs '^› ?$' 10000
+key jobs C-z
+wait_for jobs 'Stopped' 5000
+ok $? "Ctrl-Z suspends ward: the shell has it as a stopped job"
+$TM send-keys -t jobs -l "fg"; key jobs Enter
+wait_count jobs '^› ?$' 2 5000
+say jobs "back again"
+wait_for jobs 'You said: back again' 10000
+ok $? "fg brings it back, and the session goes on"
+key jobs C-d
+wait_for jobs 'Continue it with' 5000
+$TM kill-session -t jobs
+
+# 9. Narrow terminals: the spinner does not leave a line each tick.
+COLS=40 start sp40 --approve auto
+say sp40 "sleep"
+wait_for sp40 'esc to interr' 5000
+sleep 3
+is "$(count sp40 'esc to')" 1 "40 columns, 3 s of a running call: one live line"
+lt "$(widest sp40)" 41 "and nothing wrapped"
+key sp40 Escape
+wait_for sp40 '⎿ cancelled' 5000
+say sp40 "/help"
+wait_for sp40 'Ctrl-Z suspends' 5000
+lt "$(widest sp40)" 41 "/help at 40 columns: wrapped at words, nothing wider"
+like "$(screen sp40)" "^  /retry$" "each command on a line of its own there"
+$TM kill-session -t sp40
+
+# 12. A refused call says why once.
+start refuse --approve auto --deny 'bash:echo*'
+say refuse "run x"
+wait_for refuse 'Tool said: denied' 10000
+is "$(count refuse "denied by the rule --deny 'bash:echo\*'")" 2 "the refusal is said once on the card (and once by the model)"
+$TM kill-session -t refuse
+
+# 11. A refused connection names the URL.
+$TM new-session -d -x 120 -y 30 -s nourl "env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST \
+TERM=screen '$WARD' --base-url http://127.0.0.1:9 --model fake-model --retries 0 --workspace $T_TMP/ws-nourl; sleep 600"
+mkdir -p "$T_TMP/ws-nourl"
+wait_for nourl '^› ?$' 10000
+say nourl "hello"
+wait_for nourl 'Could not reach http://127.0.0.1:9' 15000
+ok $? "a refused connection names the URL"
+$TM kill-session -t nourl
+
+# 6. Keys typed before the first prompt wait for it, and leave the banner whole.
+mkdir -p "$T_TMP/ws-early"
+$TM new-session -d -x 120 -y 30 -s early "env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST \
+TERM=screen '$WARD' --base-url $URL --model fake-model --workspace $T_TMP/ws-early; echo EXIT=\$?; sleep 600"
+$TM send-keys -t early -l "typed early"
+wait_for early '^› typed early$' 10000
+ok $? "keys typed while ward starts are the first prompt's"
+like "$(screen early)" "^ward · fake-model · workspace" "and the banner is whole"
+$TM kill-session -t early
+
 # --- SIGTERM at the prompt: a clean exit, the terminal restored.
 start term
 kill -TERM "$(ward_pid term)"
@@ -445,19 +791,20 @@ wait_for crash 'EXIT=' 5000
 ok $? "ward died of SIGSEGV"
 is "$(cat "$T_TMP/crash.after")" "$(cat "$T_TMP/crash.before")" "and the terminal's settings are as they were"
 
-# The status line fits the terminal: cut and marked, never wrapped (80
-# columns, a long model name).
+# The footer fits the terminal: fields left out, never wrapped (80
+# columns, a long model name); the banner wraps at words.
 $TM new-session -d -x 80 -y 30 -s narrow "env XDG_STATE_HOME=$XDG_STATE_HOME ANTHROPIC_API_KEY=k WARD_GUEST=$WARD_GUEST \
 TERM=screen '$WARD' --base-url $URL --model fake-model-with-a-long-name-to-fill-the-status-line \
 --workspace $T_TMP/ws-narrow; sleep 600"
 mkdir -p "$T_TMP/ws-narrow"
-wait_for narrow 'Esc interrupts' 10000
+wait_for narrow '^› ?$' 10000
 say narrow "hello"
-wait_for narrow ' · box ' 10000
-SL=$($TM capture-pane -p -t narrow | grep ' · box ' | tail -1)
-lt "${#SL}" 81 "the status line fits an 80-column terminal"
-like "$SL" "…$" "and marks its cut"
-is "$($TM capture-pane -p -t narrow | grep -Ec '(^|^.{0,30} )[0-9]+ in / [0-9]+ out tokens')" 0 "nothing of it wrapped to the next line"
+wait_for narrow 'You said: hello' 10000
+SL=$($TM capture-pane -p -t narrow | grep 'fake-model-with-a-long-name-to-fill-the-status-line ·' | tail -1)
+lt "${#SL}" 80 "the footer fits an 80-column terminal"
+like "$SL" "context left" "and keeps what fits"
+lt "$(widest narrow)" 80 "nothing on the screen wrapped (the banner and notes wrap at words)"
+like "$(screen narrow)" "^  (/[^ ]*|\(copy-on-write\))" "the banner went on at a word, indented"
 
 # A key typed the moment the prompt appears belongs to the prompt: Ctrl-D
 # sent as soon as "› " is drawn ends the session, every time (libedit draws
@@ -572,6 +919,48 @@ say mcp3 /mcp
 wait_for mcp3 'No MCP servers' 5000; ok $? "and no server was started"
 say mcp3 /quit
 wait_for mcp3 'EXIT=' 10000
+
+# Screenshots of a session, as a test's artifacts (PNG, drawn from what
+# tmux captured with its colours): a markdown answer; an edit's diff and a
+# long output cut at its head and tail; an approval with its diff.
+ART=${WARD_ARTIFACTS:-$T_TMP/artifacts}
+mkdir -p "$ART"
+# Debian's python3 has python3-pil; another python3 on the PATH may not.
+PIL_PY=$(for p in python3 /usr/bin/python3; do $p -c 'import PIL' 2>/dev/null && { echo "$p"; break; }; done)
+if [ -n "$PIL_PY" ]; then
+	shot() { # shot NAME FILE: the pane as it is now, to ART/FILE.png
+		$TM capture-pane -e -p -t "$1" >"$T_TMP/$2.ansi"
+		"$PIL_PY" "$(dirname "$0")/../screenshot.py" "$T_TMP/$2.ansi" "$ART/$2.png" 100
+	}
+	COLS=100 start shots --approve auto
+	$TM resize-window -t shots -x 100 -y 38 2>/dev/null
+	key shots C-l
+	say shots "markdown"
+	wait_for shots 'All tests pass now' 10000
+	shot shots tui-markdown
+	$TM clear-history -t shots
+	key shots C-l
+	say shots "editcalc"
+	wait_for shots 'Tool said: edited' 10000
+	say shots "longout"
+	wait_for shots 'Tool said: 1 2 3' 10000
+	shot shots tui-edit-long
+	$TM kill-session -t shots
+	COLS=100 start shotask --approve ask
+	$TM resize-window -t shotask -x 100 -y 24 2>/dev/null
+	key shotask C-l
+	say shotask "editcalc"
+	wait_for shotask 'esc stops the turn' 10000
+	shot shotask tui-approval
+	key shotask Escape
+	$TM kill-session -t shotask
+	for f in tui-markdown tui-edit-long tui-approval; do
+		[ "$(head -c 8 "$ART/$f.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+		ok $? "screenshot $f.png is made (in $ART)"
+	done
+else
+	echo "# skip: python3-pil is not installed; no screenshots"
+fi
 
 $TM kill-server 2>/dev/null
 kill "$SRV" 2>/dev/null

@@ -12,8 +12,8 @@ mkdir -p "$WS"
 printf 'one\ntwo\nthree\n' >"$WS/a.txt"
 qemu_of() { pgrep -f "qemu-system-x86_64.*/$1/" | head -1; }
 
-R=$("$WARD" image build)
-like "$R" "^kernel .*vmlinux-" "ward image build: the kernel, extracted for a PVH boot"
+R=$("$WARD" vm-image build)
+like "$R" "^kernel .*vmlinux-" "ward vm-image build: the kernel, extracted for a PVH boot"
 like "$R" "initrd .*initramfs-" "and the initramfs with ward-guest"
 K=$(printf '%s\n' "$R" | awk '/^kernel/ {print $2}')
 is "$(head -c 4 "$K" | od -An -c | tr -d ' ')" '177ELF' "the kernel is an uncompressed ELF"

@@ -25,7 +25,8 @@ int main(void)
 		.cold_after_ms = 7003, .store = "s3://bucket/prefix", .persistent = true, .keep_layers = true,
 		.no_snapshot = true, .lim = { .memory = 3ULL << 30, .pids = 77, .cpus_milli = 1500, .disk = 5ULL << 30 },
 		.net = BOX_NET_ALLOW, .allow = allow, .nallow = 3, .net_max_bytes = 12345678901ULL,
-		.workspace = "/srv/ws", .rw = true, .git_rw = true, .grace_ms = 2500, .guest_path = "/usr/libexec/ward/ward-guest",
+		.workspace = "/srv/ws",
+		.image = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", .rw = true, .git_rw = true, .grace_ms = 2500, .guest_path = "/usr/libexec/ward/ward-guest",
 		.keeper_path = "/usr/libexec/ward/ward-keeper", .owner = 4242, .labels = labels, .nlabels = 2,
 		.pool = true,
 	};
@@ -46,6 +47,7 @@ int main(void)
 	ok(b.net == a.net && b.net_max_bytes == a.net_max_bytes, "net and its byte budget");
 	same_list(b.allow, b.nallow, a.allow, a.nallow, "allow");
 	is_str(b.workspace, a.workspace, "workspace");
+	is_str(b.image, a.image, "image");
 	is_str(b.guest_path, a.guest_path, "guest_path");
 	is_str(b.keeper_path, a.keeper_path, "keeper_path");
 	ok(b.owner == a.owner, "owner");
@@ -58,7 +60,7 @@ int main(void)
 	j = box_opts_to_json(&d);
 	is_int(box_opts_from_json(j, &b, &e), 0, "the defaults are read back");
 	cJSON_Delete(j);
-	ok(!b.name && !b.store && !b.workspace && !b.guest_path && b.nallow == 0 && b.nlabels == 0,
+	ok(!b.name && !b.store && !b.workspace && !b.image && !b.guest_path && b.nallow == 0 && b.nlabels == 0,
 	   "absent strings and empty lists stay so");
 	ok(b.ttl_ms == d.ttl_ms && b.lim.disk == d.lim.disk && !strcmp(b.backend, "ns"), "and the defaults are kept");
 	box_opts_release(&b);

@@ -11,6 +11,23 @@ static int ask(void *ud, const char *tool, const cJSON *input, char *reason, siz
 	return answers[asked++];
 }
 
+/* A command as a test's description shows it: a newline as \n. */
+static const char *shown(const char *cmd)
+{
+	static char buf[256];
+	size_t o = 0;
+	for (const char *c = cmd; *c && o + 3 < sizeof(buf); c++) {
+		if (*c == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else {
+			buf[o++] = *c;
+		}
+	}
+	buf[o] = 0;
+	return buf;
+}
+
 static enum gate_decision check(struct gate *g, const char *tool, const char *input_json)
 {
 	cJSON *in = cJSON_Parse(input_json);
@@ -46,6 +63,62 @@ int main(void)
 	is_int(check(&g2, "bash", "{\"command\":\"git push\"}"), GATE_NEEDS_PERSON, "and only what it matches");
 	is_int(check(&g2, "bash", "{\"command\":\"git status src/a/b\"}"), GATE_ALLOW,
 	       "a command is one string: * runs over /");
+	/* bash's command as the shell runs it: an allow pattern covers one
+	 * simple command; a chain needs each part allowed; a substitution, a
+	 * subshell or a redirection to a file is never allowed by a pattern. */
+	static const char *const not_allowed[] = {
+		"git status; rm -rf x", "git status && rm -rf x", "git status || rm -rf x", "git status | sh",
+		"git status & rm -rf x", "git status\nrm -rf x", "git status $(rm -rf x)", "git status `rm -rf x`",
+		"git status \"$(rm -rf x)\"", "git status <(rm -rf x)", "(rm -rf x)", "{ rm -rf x; }",
+		"git status > .git/hooks/pre-commit", "git status >>~/.bashrc", "git status 2>out",
+	};
+	for (size_t i = 0; i < sizeof(not_allowed) / sizeof(not_allowed[0]); i++) {
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "command", not_allowed[i]);
+		char why[600];
+		is_int(gate_check(&g2, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_NEEDS_PERSON,
+		       "bash:git status* does not allow %s", shown(not_allowed[i]));
+		cJSON_Delete(in);
+	}
+	static const char *const allowed[] = {
+		"git status && git status --short", "git status; git status -s", "git status 2>&1", "git status >/dev/null",
+		"git status 'a;b' \"c && d\" e\\;f", "git status 2>/dev/null && git status",
+	};
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "command", allowed[i]);
+		char why[600];
+		is_int(gate_check(&g2, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_ALLOW,
+		       "twin: bash:git status* allows %s", allowed[i]);
+		cJSON_Delete(in);
+	}
+	is_int(check(&g2, "bash", "{\"command\":\"git status | head -5\"}"), GATE_NEEDS_PERSON,
+	       "a pipeline needs each command allowed");
+	ok(gate_add_rule(&g2, true, "bash:head *", &e) == 0, "another allow rule");
+	is_int(check(&g2, "bash", "{\"command\":\"git status | head -5\"}"), GATE_ALLOW,
+	       "twin: each command allowed by a rule of its own: the pipeline runs");
+	ok(gate_add_rule(&g2, true, "bash:cd x && make", &e) == 0, "a rule naming one whole command (an always)");
+	is_int(check(&g2, "bash", "{\"command\":\"cd x && make\"}"), GATE_ALLOW, "allows that command");
+	is_int(check(&g2, "bash", "{\"command\":\"cd x && make; rm -rf y\"}"), GATE_NEEDS_PERSON,
+	       "and not that command with more after it");
+	struct gate g3 = { .mode = GATE_AUTO };
+	ok(gate_add_rule(&g3, false, "bash:rm *", &e) == 0, "a deny rule over rm");
+	static const char *const denied[] = { "ls; rm -rf x", "ls && rm -rf x", "ls | rm -rf x", "echo $(rm -rf x)",
+					      "echo `rm -rf x`", "(rm -rf x)", "ls\nrm -rf x" };
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "command", denied[i]);
+		char why[600];
+		is_int(gate_check(&g3, "bash", in, false, GATE_HOOK_NONE, why, sizeof(why)), GATE_DENY,
+		       "bash:rm * denies %s", shown(denied[i]));
+		cJSON_Delete(in);
+	}
+	is_int(check(&g3, "bash", "{\"command\":\"echo 'rm -rf x; ok'\"}"), GATE_ALLOW,
+	       "twin: rm inside quotes is an argument, not a command: auto runs it");
+	struct gate g4 = { .mode = GATE_ASK };
+	ok(gate_add_rule(&g4, true, "bash:*", &e) == 0, "bash:* allows every command");
+	is_int(check(&g4, "bash", "{\"command\":\"a; b $(c) > d\"}"), GATE_ALLOW, "a complex one too");
+
 	/* Paths are matched as find and .gitignore match them (tools/glob.h). */
 	ok(gate_add_rule(&g2, true, "write:src/*", &e) == 0, "a path rule");
 	is_int(check(&g2, "write", "{\"path\":\"src/b.c\"}"), GATE_ALLOW, "a path rule matches the path");
@@ -92,16 +165,37 @@ int main(void)
 	answers[1] = 'n';
 	answers[2] = 'a';
 	answers[3] = 'y';
-	answers[4] = 'q';
+	answers[4] = 'y';
+	answers[5] = 'q';
 	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_ALLOW, "a person says yes once");
 	is_int(check(&p, "bash", "{\"command\":\"make test\"}"), GATE_DENY, "then no");
-	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "then always (for make)");
-	is_int(check(&p, "bash", "{\"command\":\"make all\"}"), GATE_ALLOW, "always: the next make runs unasked");
-	is_int(check(&p, "bash", "{\"command\":\"make\"}"), GATE_ALLOW, "always: the word alone too");
+	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "then always (for make lint)");
+	is_int(check(&p, "bash", "{\"command\":\"make lint --fix src\"}"), GATE_ALLOW,
+	       "always: make lint with more arguments runs unasked");
+	is_int(check(&p, "bash", "{\"command\":\"make lint\"}"), GATE_ALLOW, "always: the prefix alone too");
 	is_int(asked, 3, "without asking");
-	is_int(check(&p, "bash", "{\"command\":\"makeover --all\"}"), GATE_ALLOW, "a longer word is not the same command");
+	is_int(check(&p, "bash", "{\"command\":\"make all\"}"), GATE_ALLOW, "another subcommand of make is not the same command");
 	is_int(asked, 4, "so it is asked");
+	is_int(check(&p, "bash", "{\"command\":\"make linter\"}"), GATE_ALLOW, "nor a longer word");
+	is_int(asked, 5, "asked too");
 	is_int(check(&p, "bash", "{\"command\":\"cargo build\"}"), GATE_ABORT, "another command is asked: stop the turn");
+	/* Approving git status is not approving git push. */
+	struct gate gs = { .mode = GATE_ASK, .ask = ask };
+	asked = 0;
+	answers[0] = 'a';
+	answers[1] = 'n';
+	is_int(check(&gs, "bash", "{\"command\":\"git status\"}"), GATE_ALLOW, "always for git status");
+	is_int(check(&gs, "bash", "{\"command\":\"git status --short\"}"), GATE_ALLOW, "twin: git status --short runs unasked");
+	is_int(asked, 1, "without asking");
+	is_int(check(&gs, "bash", "{\"command\":\"git push origin main\"}"), GATE_DENY, "git push is asked (and refused)");
+	is_int(asked, 2, "it was asked");
+	/* A first word with options after it: the word alone. */
+	struct gate lo = { .mode = GATE_ASK, .ask = ask };
+	asked = 0;
+	answers[0] = 'a';
+	is_int(check(&lo, "bash", "{\"command\":\"ls -la src\"}"), GATE_ALLOW, "always for ls -la");
+	is_int(check(&lo, "bash", "{\"command\":\"ls docs\"}"), GATE_ALLOW, "covers ls (its options are not a subcommand)");
+	is_int(asked, 1, "unasked");
 	struct gate p2 = { .mode = GATE_ASK, .ask = ask };
 	asked = 0;
 	answers[0] = 'a';
@@ -118,12 +212,12 @@ int main(void)
 	is_int(check(&p3, "bash", "{\"command\":\"$(touch y) && ls\"}"), GATE_DENY, "is that exact command only");
 	is_int(check(&p3, "bash", "{\"command\":\"$(rm -rf x) && ls\"}"), GATE_ALLOW, "which then runs unasked");
 	is_int(asked, 2, "asked twice");
-	char rules[2][GATE_SPEC_MAX], desc[200];
+	char rules[GATE_ALWAYS_MAX][GATE_SPEC_MAX], desc[200];
 	cJSON *in = cJSON_Parse("{\"command\":\"git push --force\"}");
-	is_int(gate_always("bash", in, rules, desc, sizeof(desc)), 2, "always for git: two rules");
-	is_str(rules[0], "bash:git", "the word alone");
-	is_str(rules[1], "bash:git *", "or followed by a space");
-	is_str(desc, "commands starting with \"git\"", "and a person is told so");
+	is_int(gate_always("bash", in, rules, desc, sizeof(desc)), 2, "always for git push: two rules");
+	is_str(rules[0], "bash:git push", "the command and its subcommand alone");
+	is_str(rules[1], "bash:git push *", "or followed by a space");
+	is_str(desc, "commands starting with \"git push\"", "and a person is told so");
 	cJSON_Delete(in);
 	in = cJSON_Parse("{\"path\":\"a.txt\"}");
 	is_int(gate_always("write", in, rules, desc, sizeof(desc)), 1, "always for a write: one rule");

@@ -61,6 +61,7 @@ int main(void)
 	DIFFERS(rw, true, "--rw");
 	DIFFERS(net, BOX_NET_ALLOW, "the network");
 	DIFFERS(guest_path, "/other", "another guest");
+	DIFFERS(image, "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "an image (the box's root)");
 	static const char *const al[] = { "example.org" };
 	b = a;
 	b.net = BOX_NET_ALLOW;

@@ -60,6 +60,11 @@ static char *fed(const char *in, size_t len, size_t piece)
 	return b.data;
 }
 
+static char *sgr(const char *s)
+{
+	return utf8_term_safe_sgr(s, strlen(s));
+}
+
 int main(void)
 {
 	char want[32], *s;
@@ -187,6 +192,28 @@ int main(void)
 	ok(same, "fed in pieces of every size (byte by byte too): the same as fed whole");
 	is_str(whole, "日本^[[2K😀<U+009B><U+202E>\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "A é\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
 	       "a CJK and an emoji split across writes whole; a sequence the stream's end cuts: U+FFFD for each byte");
+
+	/* A command's output: its colours kept, nothing else of its escapes. */
+	s = sgr("\x1b[31mred\x1b[0m \x1b[1;32mbold green\x1b[39m");
+	is_str(s, "\x1b[31mred\x1b[0m \x1b[1;32mbold green\x1b[39m", "colour and weight are kept as escapes");
+	free(s);
+	s = sgr("\x1b[38;5;208mo\x1b[38;2;1;2;3mt");
+	is_str(s, "\x1b[38;5;208mo\x1b[38;2;1;2;3mt", "256 colours and true colour too");
+	free(s);
+	s = sgr("\x1b[2J\x1b]0;t\x07\x1b[?1049h\x1b[5A\x9b" "31m\xc2\x9b" "31m");
+	is_str(s, "^[[2J^[]0;t^G^[[?1049h^[[5A\xef\xbf\xbd" "31m<U+009B>31m",
+	       "every other escape by the rule: erase, title, alternate screen, cursor, C1 CSI");
+	free(s);
+	s = sgr("a\x1b[41mbg\x1b[8mhid\x1b[7mrev\x1b[5mblink\x1b[31;41;8mr\x1b[48;5;1mx");
+	is_str(s, "abghidrevblink\x1b[31mrx",
+	       "a background, concealed, reverse and blinking text are not set (text cannot hide); a colour beside them is");
+	free(s);
+	s = sgr("\x1b[31");
+	is_str(s, "^[[31", "a sequence cut short is shown by the rule");
+	free(s);
+	s = sgr("plain \xe2\x80\xae text");
+	is_str(s, "plain <U+202E> text", "the rest of the rule holds");
+	free(s);
 
 	/* The worst growth still fits: 4 bytes out for each byte in. */
 	size_t nc = 1000;

@@ -19,11 +19,11 @@ struct vm_image {
 
 /* The newest /boot/vmlinuz-* and its modules, or an error that says what
  * to install. */
-int image_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e);
+int vmimage_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e);
 /* Images and snapshots kept in the cache, newest first. */
-#define IMAGE_KEEP 4
+#define VMIMAGE_KEEP 4
 /* Remove all but the newest keep files matching pattern, and beside each
  * removed one the files with the same stem and these suffixes. */
-void image_prune(const char *pattern, size_t keep, const char *const *suffixes);
+void vmimage_prune(const char *pattern, size_t keep, const char *const *suffixes);
 /* Build (or find in the cache) the image for this ward-guest. */
-int image_get(const char *guest_path, bool force, struct vm_image *out, struct err *e);
+int vmimage_get(const char *guest_path, bool force, struct vm_image *out, struct err *e);

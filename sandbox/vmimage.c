@@ -1,4 +1,4 @@
-#include "sandbox/image.h"
+#include "sandbox/vmimage.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/child.h"
@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 /* The modules ward-guest loads, with their dependencies from modules.dep. */
-static const char *const image_modules[] = {
+static const char *const vmimage_modules[] = {
 	"virtio_mmio", "virtio_console", "9pnet_virtio", "9p",
 };
 
 /* /etc files a box's tools expect (the same list the ns backend binds). */
-static const char *const image_etc[] = {
+static const char *const vmimage_etc[] = {
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
 	"localtime", "nsswitch.conf", "protocols", "services", "mime.types", "bash.bashrc",
 	"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
@@ -35,7 +35,7 @@ static int kver_cmp(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
-int image_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e)
+int vmimage_kernel(char *vmlinuz, size_t n, char *kver, size_t kn, struct err *e)
 {
 	glob_t g;
 	if (glob("/boot/vmlinuz-*", 0, NULL, &g) != 0 || g.gl_pathc == 0) {
@@ -382,8 +382,8 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 	}
 	static char order[32][PATH_MAX];
 	size_t norder = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(image_modules); i++)
-		mod_add(dep, deplen, image_modules[i], order, &norder, ARRAY_SIZE(order), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(vmimage_modules); i++)
+		mod_add(dep, deplen, vmimage_modules[i], order, &norder, ARRAY_SIZE(order), 0);
 	char list[8192] = "";
 	for (size_t i = 0; i < norder; i++) {
 		const char *base = strrchr(order[i], '/') + 1;
@@ -404,10 +404,10 @@ static int build_initrd(const char *guest_path, const char *kver, const char *ou
 		strncat(list, "\n", sizeof(list) - strlen(list) - 1);
 	}
 	cpio_entry(&c, "ward/modules/order", 0100644, list, strlen(list));
-	for (size_t i = 0; i < ARRAY_SIZE(image_etc); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
 		char name[PATH_MAX], src[PATH_MAX];
-		snprintf(name, sizeof(name), "etc/%s", image_etc[i]);
-		snprintf(src, sizeof(src), "/etc/%s", image_etc[i]);
+		snprintf(name, sizeof(name), "etc/%s", vmimage_etc[i]);
+		snprintf(src, sizeof(src), "/etc/%s", vmimage_etc[i]);
 		cpio_tree(&c, name, src);
 	}
 	cpio_entry(&c, "TRAILER!!!", 0, NULL, 0);
@@ -432,7 +432,7 @@ static int aged_cmp(const void *a, const void *b)
 	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
 }
 
-void image_prune(const char *pattern, size_t keep, const char *const *suffixes)
+void vmimage_prune(const char *pattern, size_t keep, const char *const *suffixes)
 {
 	glob_t g;
 	if (glob(pattern, 0, NULL, &g) != 0) {
@@ -464,10 +464,10 @@ void image_prune(const char *pattern, size_t keep, const char *const *suffixes)
 	globfree(&g);
 }
 
-int image_get(const char *guest_path, bool force, struct vm_image *out, struct err *e)
+int vmimage_get(const char *guest_path, bool force, struct vm_image *out, struct err *e)
 {
 	char vmlinuz[PATH_MAX], dir[PATH_MAX];
-	int r = image_kernel(vmlinuz, sizeof(vmlinuz), out->kver, sizeof(out->kver), e);
+	int r = vmimage_kernel(vmlinuz, sizeof(vmlinuz), out->kver, sizeof(out->kver), e);
 	if (r < 0)
 		return r;
 	r = cache_dir(dir, sizeof(dir), e);
@@ -481,9 +481,9 @@ int image_get(const char *guest_path, bool force, struct vm_image *out, struct e
 			return r;
 	}
 	uint64_t ih = fnv_stat(kh, guest_path);
-	for (size_t i = 0; i < ARRAY_SIZE(image_etc); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(vmimage_etc); i++) {
 		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "/etc/%s", image_etc[i]);
+		snprintf(p, sizeof(p), "/etc/%s", vmimage_etc[i]);
 		ih = fnv_stat(ih, p);
 	}
 	snprintf(out->initrd, sizeof(out->initrd), "%s/initramfs-%016llx.cpio", dir, (unsigned long long)ih);
@@ -494,7 +494,7 @@ int image_get(const char *guest_path, bool force, struct vm_image *out, struct e
 		/* Each new ward-guest makes a new image: keep the newest few. */
 		char pat[PATH_MAX + 32];
 		snprintf(pat, sizeof(pat), "%s/initramfs-*.cpio", dir);
-		image_prune(pat, IMAGE_KEEP, NULL);
+		vmimage_prune(pat, VMIMAGE_KEEP, NULL);
 	}
 	return 0;
 }
