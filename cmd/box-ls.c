@@ -37,6 +37,27 @@ static void ls_number(const cJSON *b, const char *key, double unit, const char *
 		snprintf(out, n, "-");
 }
 
+/* A time in milliseconds as --ttl and --idle write one: its two largest
+ * units (2d3h, 7h59m, 4m10s, 12s); "-" where the box cannot say. */
+static void ls_duration(const cJSON *b, const char *key, char *out, size_t n)
+{
+	const cJSON *v = cJSON_GetObjectItem(b, key);
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble || v->valuedouble < 0) {
+		snprintf(out, n, "-");
+		return;
+	}
+	long long s = (long long)(v->valuedouble / 1000);
+	long long d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
+	if (d)
+		snprintf(out, n, "%lldd%lldh", d, h);
+	else if (h)
+		snprintf(out, n, "%lldh%lldm", h, m);
+	else if (m)
+		snprintf(out, n, "%lldm%llds", m, sec);
+	else
+		snprintf(out, n, "%llds", sec);
+}
+
 /* KEY=VALUE,KEY=VALUE of a box's labels, into out. */
 static void ls_labels(const cJSON *b, char *out, size_t n)
 {
@@ -115,8 +136,8 @@ int box_ls_main(int argc, char **argv)
 						 cJSON_GetStringValue(cJSON_GetObjectItem(b, "state")) : "dead";
 			/* A dead box's keeper cannot say these: "-", not a NaN. */
 			char up[24], ends[24], calls[16];
-			ls_number(b, "uptime_ms", 1000, "s", up, sizeof(up));
-			ls_number(b, "ends_in_ms", 1000, "s", ends, sizeof(ends));
+			ls_duration(b, "uptime_ms", up, sizeof(up));
+			ls_duration(b, "ends_in_ms", ends, sizeof(ends));
 			ls_number(b, "calls_running", 1, "", calls, sizeof(calls));
 			char disk[24];
 			const cJSON *db = cJSON_GetObjectItem(b, "disk_bytes");

@@ -34,7 +34,7 @@ static void config_help(void)
 	      "                approve, tighter bounds, project_instructions off, network mode none.\n"
 	      "                Any other key is ignored, with a line.\n"
 	      "  environment   WARD_MODEL; ANTHROPIC_MODEL and ANTHROPIC_BASE_URL (provider anthropic);\n"
-	      "                OPENAI_BASE_URL (provider openai)\n"
+	      "                OPENAI_BASE_URL (providers openai and openai-responses)\n"
 	      "A file holds one JSON object; each key is read as its flag would be:\n",
 	      stdout);
 	for (size_t i = 0; settings_key_at(i); i++) {

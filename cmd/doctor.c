@@ -1,5 +1,6 @@
 /* ward doctor: what this machine can enforce, checked, never assumed. */
 #include "cmd/cmd.h"
+#include "cmd/hook-cgroup.h"
 #include "image/image.h"
 #include "image/skopeo.h"
 #include "cmd/term.h"
@@ -103,6 +104,13 @@ static int doctor_run(int argc, char **argv)
 	line(c.v2_writable && c.v2_kill, "kill a whole box",
 	     c.v2_writable && c.v2_kill ? "cgroup.kill plus SIGKILL to the box's PID 1" :
 	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it)");
+	/* Hooks and --approve-cmd: their own cgroup, or their group alone. */
+	char hb[PATH_MAX];
+	bool hcg = hook_cgroup_base(hb, sizeof(hb)) == 0;
+	line(hcg, "hooks' processes", hcg ? "each hook in a cgroup of its own: cgroup.kill ends what it starts, setsid "
+					    "children too"
+					  : "a process group only (%s): a child a hook starts with setsid outlives it",
+	     hook_cgroup_none());
 	const struct scmp_version *sv = seccomp_version();
 	int sm = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
 	line(sm >= 0, "seccomp", "libseccomp %u.%u.%u, filter mode %s", sv->major, sv->minor, sv->micro,

@@ -52,7 +52,10 @@ static void warn(const char *fmt, ...)
 
 bool fleet_stop_final(const char *stop)
 {
-	return stop && *stop && strcmp(stop, "cancelled") && strcmp(stop, "provider_error") && strcmp(stop, "box_error");
+	/* A refused key is not the task's end: with the key put right, the
+	 * array's next run resumes it. */
+	return stop && *stop && strcmp(stop, "cancelled") && strcmp(stop, "provider_error") && strcmp(stop, "box_error") &&
+	       strcmp(stop, "auth_error");
 }
 
 static bool id_valid(const char *id)

@@ -1,6 +1,7 @@
 /* The hooks' guard (hook-guard.h). ward tells it each group over a pipe,
- * one int32 a message: +pgid to watch, -pgid to let go (a write of 4
- * bytes to a pipe is atomic, so the pipe only ever holds whole messages).
+ * two int32 a message: +pgid and the number of its cgroup (0: none) to
+ * watch, -pgid to let go (a write of 8 bytes to a pipe is atomic, so the
+ * pipe only ever holds whole messages).
  * It learns that ward died from PR_SET_PDEATHSIG (SIGTERM, read through a
  * signalfd) or from the pipe's end of file, whichever comes first; it
  * then takes what ward wrote before it died and kills what is still
@@ -10,13 +11,16 @@
  * same key and task for as long; what /proc shows of it (its command line
  * and environment) is wiped first. */
 #include "cmd/hook-guard.h"
+#include "cmd/hook-cgroup.h"
 #include "base/fdio.h"
 #include "base/proctitle.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/prctl.h>
@@ -31,19 +35,23 @@
 static int guard_fd = -1;	/* ward's end of the pipe */
 static pid_t guard_pid;
 static int watched;
+/* ward's cgroup, where the hooks' own are (hook-cgroup.h): found before
+ * the fork, so the guard only formats a path into it. */
+static char cg_base[PATH_MAX - 64];
 
 /* The messages in the pipe now; true at its end (ward is gone). */
-static bool take(int rd, pid_t groups[GUARD_GROUPS_MAX])
+static bool take(int rd, pid_t groups[GUARD_GROUPS_MAX], int32_t cgs[GUARD_GROUPS_MAX])
 {
-	int32_t m[64];
+	int32_t m[64][2];
 	ssize_t n;
 	while ((n = fdio_read_some(rd, m, sizeof(m))) > 0)
 		for (ssize_t i = 0; i < n / (ssize_t)sizeof(m[0]); i++)
 			for (size_t k = 0; k < GUARD_GROUPS_MAX; k++)
-				if (m[i] > 0 && !groups[k]) {
-					groups[k] = m[i];
+				if (m[i][0] > 0 && !groups[k]) {
+					groups[k] = m[i][0];
+					cgs[k] = m[i][1];
 					break;
-				} else if (m[i] < 0 && groups[k] == -m[i]) {
+				} else if (m[i][0] < 0 && groups[k] == -m[i][0]) {
 					groups[k] = 0;
 					break;
 				}
@@ -69,20 +77,34 @@ static _Noreturn void guard_main(int rd, pid_t ward)
 	sigaddset(&term, SIGTERM);
 	int sfd = signalfd(-1, &term, SFD_CLOEXEC);
 	pid_t groups[GUARD_GROUPS_MAX] = { 0 };
+	int32_t cgs[GUARD_GROUPS_MAX] = { 0 };
 	bool gone = getppid() != ward;	/* it died before the prctl */
 	while (!gone) {
 		struct pollfd pf[2] = { { .fd = rd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
 		if (poll(pf, sfd >= 0 ? 2 : 1, -1) <= 0)
 			continue;
 		if (pf[0].revents)
-			gone = take(rd, groups);
+			gone = take(rd, groups, cgs);
 		if (sfd >= 0 && pf[1].revents)
 			gone = true;
 	}
-	take(rd, groups);
-	for (size_t k = 0; k < GUARD_GROUPS_MAX; k++)
-		if (groups[k])
-			kill(-groups[k], SIGKILL);
+	take(rd, groups, cgs);
+	for (size_t k = 0; k < GUARD_GROUPS_MAX; k++) {
+		if (!groups[k])
+			continue;
+		kill(-groups[k], SIGKILL);
+		/* The hook's cgroup, whatever left its group (setsid) with it;
+		 * the directory is left (ward's sweep, or the next boot). */
+		char p[PATH_MAX + 64];
+		if (cgs[k] > 0 && cg_base[0]) {
+			snprintf(p, sizeof(p), "%s/ward-hook-%d-%d/cgroup.kill", cg_base, (int)ward, (int)cgs[k]);
+			int fd = open(p, O_WRONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				fdio_write_full(fd, "1", 1);
+				close(fd);
+			}
+		}
+	}
 	_exit(0);
 }
 
@@ -92,6 +114,8 @@ static int guard_start(void)
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	pid_t ward = getpid();
+	if (hook_cgroup_base(cg_base, sizeof(cg_base)) < 0)
+		cg_base[0] = 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
@@ -114,16 +138,17 @@ static int guard_start(void)
 	return 0;
 }
 
-static int tell(int32_t m)
+static int tell(int32_t pgid, int32_t cg)
 {
-	return guard_fd < 0 ? -EPIPE : fdio_write_full(guard_fd, &m, sizeof(m));
+	int32_t m[2] = { pgid, cg };
+	return guard_fd < 0 ? -EPIPE : fdio_write_full(guard_fd, m, sizeof(m));
 }
 
-int hook_guard_watch(pid_t pgid)
+int hook_guard_watch(pid_t pgid, int cgroup_seq)
 {
 	if (watched >= GUARD_GROUPS_MAX)
 		return -EMFILE;
-	int r = tell(pgid);
+	int r = tell(pgid, cgroup_seq);
 	if (r < 0) {
 		/* None yet, or it was killed: a new one. */
 		if (guard_fd >= 0) {
@@ -133,7 +158,7 @@ int hook_guard_watch(pid_t pgid)
 		}
 		r = guard_start();
 		if (r == 0)
-			r = tell(pgid);
+			r = tell(pgid, cgroup_seq);
 	}
 	if (r == 0)
 		watched++;
@@ -143,6 +168,6 @@ int hook_guard_watch(pid_t pgid)
 void hook_guard_forget(pid_t pgid)
 {
 	/* A guard that is gone watches nothing. */
-	tell(-pgid);
+	tell(-pgid, 0);
 	watched--;
 }

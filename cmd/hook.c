@@ -3,6 +3,7 @@
  * Code's are. */
 #include "cmd/hook.h"
 #include "cmd/hook-guard.h"
+#include "cmd/hook-cgroup.h"
 #include "cmd/settings.h"
 #include "cmd/cmd.h"
 #include "base/child.h"
@@ -12,6 +13,7 @@
 #include "base/jsonstrict.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
+#include "tools/ccshape.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,15 +77,23 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 	int fds[] = { in[0], out[1], er[1] };
 	pid_t pid;
-	int r = child_start_group(argv, fds, 3, &pid);
+	/* A cgroup of its own where one can be made: then what it starts
+	 * outside its group (setsid) goes with it too. */
+	struct hook_cgroup cg;
+	int r = hook_cgroup_new(&cg) == 0 ? hook_cgroup_spawn(&cg, argv, fds, &pid) : -ENOTSUP;
+	if (r < 0) {
+		hook_cgroup_end(&cg);
+		r = child_start_group(argv, fds, 3, &pid);
+	}
 	if (tool)
 		unsetenv("WARD_TOOL");
 	close(in[0]);
 	close(out[1]);
 	close(er[1]);
 	/* If ward dies now, even by SIGKILL, the guard kills the group. */
-	if (r == 0 && (r = hook_guard_watch(pid)) < 0) {
+	if (r == 0 && (r = hook_guard_watch(pid, cg.fd >= 0 ? cg.seq : 0)) < 0) {
 		kill(-pid, SIGKILL);
+		hook_cgroup_end(&cg);
 		child_reap(pid);
 	}
 	if (r < 0) {
@@ -165,6 +175,7 @@ int hook_exec(const char *cmd, const char *input, const char *tool, int64_t time
 	/* Done or out of time: the whole group goes now, whatever it started
 	 * in the background with it. */
 	kill(-pid, SIGKILL);
+	hook_cgroup_end(&cg);
 	hook_guard_forget(pid);
 	ret->status = child_reap(pid);
 	drain(out[0], ret->out, sizeof(ret->out), &got);
@@ -221,6 +232,24 @@ static int bad(struct hooks *h, const char *from, const char *what)
 		  from, what);
 	hooks_free(h);
 	return -1;
+}
+
+/* A matcher that matches no tool's name in either spelling (tools/ccshape.h)
+ * is one line, once, when the hooks are read: a hook that can never run is
+ * more likely a typo (or one of Claude Code's tools ward has not) than a
+ * wish. An MCP tool's name is known only once its server runs, so a
+ * matcher that begins with mcp__ is taken as it is. */
+static void warn_no_tool(const struct hook *k, const char *event, const char *ms)
+{
+	if (!strncmp(ms, "mcp__", 5))
+		return;
+	for (const char *const *n = ccshape_names; *n; n++)
+		if (!regexec(&k->re, *n, 0, NULL, 0))
+			return;
+	_cleanup_free_ char *s = utf8_term_safe(ms, strnlen(ms, 60));
+	cmd_error("warning: %s hook matcher \"%s\" matches no tool (ward's: bash, read, write, edit, grep, find, ls; "
+		  "as Claude Code names them: Bash, Read, Write, Edit, Grep, Glob, LS; MCP tools: mcp__SERVER__TOOL); "
+		  "its hook will not run", event, s ? s : "?");
 }
 
 int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
@@ -287,6 +316,7 @@ int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 						k->any = true;
 						return bad(h, from, what);
 					}
+					warn_no_tool(k, name, ms);
 				}
 				k->command = strdup(command);
 				k->timeout_ms = to ? (int64_t)(to->valuedouble * 1000) : HOOK_TIMEOUT_MS_DEFAULT;
@@ -320,7 +350,10 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 	size_t clen = 0;
 	for (size_t i = 0; i < h->n && !blocked; i++) {
 		struct hook *k = &h->h[i];
-		if (strcmp(k->event, event) || (!k->any && (!tool || regexec(&k->re, tool, 0, NULL, 0))))
+		/* Claude Code's name of the tool or ward's own: either matches. */
+		if (strcmp(k->event, event) ||
+		    (!k->any && (!tool || (regexec(&k->re, tool, 0, NULL, 0) &&
+					   regexec(&k->re, ccshape_name(tool), 0, NULL, 0)))))
 			continue;
 		_cleanup_free_ struct hook_run *r = calloc(1, sizeof(*r));
 		if (!r)
@@ -401,6 +434,18 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 					decision = "approve";
 					if (pr || reason)
 						snprintf(line, sizeof(line), "%s", pr ? pr : reason);
+				}
+				/* Claude Code's updatedInput: the call's new input, in
+				 * Claude Code's names, checked again as the model's
+				 * input is (turn/turn-calls.c). */
+				const cJSON *ui = cJSON_GetObjectItemCaseSensitive(hso, "updatedInput");
+				if (ui && !strcmp(event, "PreToolUse") && strcmp(decision, "block")) {
+					if (cJSON_IsObject(ui)) {
+						cJSON_AddItemToObject(rec, "updated_input", cJSON_Duplicate(ui, 1));
+					} else {
+						decision = "block";
+						snprintf(line, sizeof(line), "the hook's updatedInput is not a JSON object");
+					}
 				}
 				if (ac && clen + 2 < ctx_cap) {
 					int n = snprintf(ctx + clen, ctx_cap - clen, "%s%s", clen ? "\n" : "", ac);

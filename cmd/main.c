@@ -136,6 +136,9 @@ int main(int argc, char **argv)
 {
 	/* Before anything else opens a descriptor (`ward run ... >&-`). */
 	fdio_std_open();
+	/* `ward --version` (and -V), as every CLI takes it. */
+	if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
+		return cmd_version.run(1, argv + 1);
 	/* `ward` alone at a terminal, or `ward --FLAG...`: the interactive session. */
 	if ((argc < 2 && isatty(0) && isatty(1)) ||
 	    (argc >= 2 && argv[1][0] == '-' && argv[1][1] && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))

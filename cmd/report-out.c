@@ -348,11 +348,15 @@ int report_json(const struct report *r, FILE *f)
 	return finish(f);
 }
 
-/* ward.TASKFILE (its name, less .jsonl or .json), or ward. */
-static void put_classname(FILE *f, const struct report_task *t)
+/* ward.TASKFILE (its name, less .jsonl or .json), or ward. A task with no
+ * result (missing, unfinished) has the class of the report's task file
+ * (dflt: the first result's), so a CI reporter groups every task of one
+ * file together, those that never ran too. */
+static void put_classname(FILE *f, const struct report_task *t, const char *dflt)
 {
-	const char *base = t->task_file ? strrchr(t->task_file, '/') : NULL;
-	base = base ? base + 1 : t->task_file;
+	const char *tf = t->task_file ? t->task_file : dflt;
+	const char *base = tf ? strrchr(tf, '/') : NULL;
+	base = base ? base + 1 : tf;
 	size_t n = base ? strlen(base) : 0;
 	if (n > 6 && !strcmp(base + n - 6, ".jsonl"))
 		n -= 6;
@@ -377,11 +381,14 @@ int report_junit(const struct report *r, FILE *f)
 		failures, errors, s);
 	fprintf(f, "  <testsuite name=\"ward\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" time=\"%s\">\n",
 		T->tasks, failures, errors, s);
+	const char *dflt = NULL;
+	for (size_t i = 0; i < r->n && !dflt; i++)
+		dflt = r->t[i].task_file;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct report_task *t = &r->t[i];
 		bool res = t->state == REPORT_RESULT;
 		fputs("    <testcase classname=\"", f);
-		put_classname(f, t);
+		put_classname(f, t, dflt);
 		fprintf(f, "\" name=\"%s\" time=\"%s\"", t->id, secs(s, sizeof(s), res ? t->duration_ms : 0, 3));
 		if (report_done(t)) {
 			fputs("/>\n", f);

@@ -21,7 +21,8 @@
  * ward's) comes after these, then the states of tasks with no result. */
 static const char *const known_stops[] = {
 	"done", "round_cap", "deadline", "token_budget", "cost_budget", "call_cap", "cancelled", "refused",
-	"model_refused", "provider_error", "box_error", "output_invalid", "missing", "unfinished", "unreadable",
+	"model_refused", "provider_error", "auth_error", "box_error", "output_invalid", "missing", "unfinished",
+	"unreadable",
 };
 
 static bool name_ok(const char *s, size_t max)

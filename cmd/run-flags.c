@@ -60,6 +60,10 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 		f->provider = arg;
 		return 1;
 	case 'm':
+		if (!arg[strspn(arg, " \t")]) {
+			cmd_error("--model: give a model's name (e.g. " RUN_DEFAULT_ANTHROPIC_MODEL "), not an empty one");
+			return -1;
+		}
 		f->model = arg;
 		return 1;
 	case 'u':

@@ -2,11 +2,17 @@
 #include "cmd/session.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/jsonprint.h"
 #include "base/utf8.h"
 #include "turn/usage.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 
 
@@ -81,14 +87,15 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		cJSON_Delete(j);
 		return;
 	}
-	/* Plain: the answer on stdout, the rest on stderr. Model text is
-	 * sanitised: no control sequences reach the terminal. */
+	/* Plain: progress on stderr, the model's text as it streams too; the
+	 * final answer alone goes to stdout at the end (run_out_answer). Model
+	 * text is sanitised: no control sequences reach the terminal. */
 	switch (ev->type) {
 	case EV_TEXT: {
 		_cleanup_free_ char *t = utf8_term_safe(ev->text, ev->len);
 		if (t) {
-			fputs(t, stdout);
-			fflush(stdout);
+			fputs(t, stderr);
+			fflush(stderr);
 			o->text_open = t[0] && t[strlen(t) - 1] != '\n';
 		}
 		break;
@@ -98,8 +105,7 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		break;
 	case EV_TOOL_CALL: {
 		if (o->text_open) {
-			fputc('\n', stdout);
-			fflush(stdout);
+			fputc('\n', stderr);
 			o->text_open = false;
 		}
 		/* One line each, as the session's card: a newline in them
@@ -126,6 +132,10 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		if (outcome && strcmp(outcome, "ok")) {
 			/* The first line of what the model was told. */
 			const char *t = json_str(ev->result, "text");
+			/* "refused: refused: ..." says it once. */
+			size_t ol = strlen(outcome);
+			if (t && !strncmp(t, outcome, ol) && t[ol] == ':' && t[ol + 1] == ' ')
+				t += ol + 2;
 			if (t && *t) {
 				size_t l = strcspn(t, "\n");
 				_cleanup_free_ char *s = utf8_term_safe(t, MIN(l, (size_t)300));
@@ -179,12 +189,41 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		break;
 	case EV_STOP:
 		if (o->text_open) {
-			fputc('\n', stdout);
-			fflush(stdout);
+			fputc('\n', stderr);
 			o->text_open = false;
 		}
 		break;
 	default:
 		break;
 	}
+}
+int run_out_answer(const char *answer, const char *path, bool to_stdout)
+{
+	if (!answer)
+		return 0;
+	size_t n = strlen(answer);
+	bool nl = n && answer[n - 1] != '\n';
+	if (to_stdout) {
+		_cleanup_free_ char *t = utf8_term_safe(answer, n);
+		fputs(t ? t : "", stdout);
+		if (nl)
+			fputc('\n', stdout);
+		fflush(stdout);
+	}
+	if (!path)
+		return 0;
+	/* The model's text: 0600 whatever the umask, written whole and
+	 * renamed; a pipe or a terminal named as the file gets it as it is. */
+	_cleanup_free_ char *data = malloc(n + 2);
+	if (!data)
+		return -ENOMEM;
+	memcpy(data, answer, n);
+	if (nl)
+		data[n++] = '\n';
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+		return fd < 0 ? -errno : fdio_write_full(fd, data, n);
+	}
+	return fdio_write_atomic(path, data, n, 0600);
 }

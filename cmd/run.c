@@ -45,7 +45,7 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
-enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS, OPT_TASK_ROOT };
+enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS, OPT_TASK_ROOT, OPT_KEEP_CHANGES };
 
 static const struct option run_opts[] = {
 	RUN_FLAG_OPTIONS,
@@ -54,11 +54,13 @@ static const struct option run_opts[] = {
 	{ "apply", no_argument, NULL, 'X' },
 	{ "approve-cmd", required_argument, NULL, 'G' },
 	{ "output-schema", required_argument, NULL, 'O' },
+	{ "output-last-message", required_argument, NULL, 'o' },
 	{ "task-file", required_argument, NULL, OPT_TASK_FILE },
 	{ "task-index", required_argument, NULL, OPT_TASK_INDEX },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "trust-task-file", no_argument, NULL, OPT_TRUST_TASKS },
 	{ "task-root", required_argument, NULL, OPT_TASK_ROOT },
+	{ "keep-changes", no_argument, NULL, OPT_KEEP_CHANGES },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -91,7 +93,9 @@ static const char run_help[] =
 	"                     its changes are listed apart, never applied)\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
 	NETFLAG_HELP
-	"  --json             one JSON event per line on stdout\n"
+	"  --json             one JSON event per line on stdout (else stdout is the final answer alone,\n"
+	"                     and progress goes to stderr)\n"
+	"  -o, --output-last-message FILE  write the final answer to FILE too (0600)\n"
 	"  --task-file FILE   run one task of FILE (JSON Lines: {\"id\", \"task\", \"workspace\", and any of\n"
 	"                     these flags' long names with _ for -}) instead of TASK\n"
 	"  --task-index I     which one (0 first; default SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX)\n"
@@ -99,12 +103,14 @@ static const char run_help[] =
 	"                     journal.jsonl); a task already finished there is skipped, one cut off resumes\n"
 	"  --task-root DIR    with --task-file: the directory a line's workspace (and replay script)\n"
 	"                     must lie under (default: the task file's)\n"
+	"  --keep-changes     with --task-file: keep a finished task's workspace changes (ward diff, ward\n"
+	"                     apply) after its patch.diff is written (else they go: the patch holds them)\n"
 	"  --trust-task-file  a task's line may set any of these flags and name any path (else it only\n"
 	"                     narrows: a model no dearer, tighter bounds, approve, deny rules, net none,\n"
 	"                     allow_hosts of public hosts, a workspace under the task root)\n"
 	"  --resume ID        continue session ID with TASK as the next instruction\n"
 	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
-	"  --retries N        provider retries (default 2)\n"
+	"  --retries N        provider retries (default 10, or with --deadline as many as it leaves room for)\n"
 	"  --context-window N the model's context window in tokens (default: ward's table, else 128000)\n"
 	"  --compact-at PCT   compact the conversation when a prompt reaches PCT% of it (default 80)\n"
 	"  --apply            apply the workspace changes to DIR at the end\n"
@@ -115,10 +121,11 @@ static const char run_help[] =
 	"  --no-project-instructions  do not read AGENTS.md / CLAUDE.md into the system prompt\n"
 	"Settings also come from ~/.config/ward/config.json, the project's .ward/config.json and the\n"
 	"environment, under the flags: see `ward config --help`, and `ward config` for what is in force.\n"
-	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined, 64 usage,\n"
-	"130 cancelled\n";
+	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined,\n"
+	"6 the API refused the key, 64 usage, 66 no such workspace, 69 no such box, 75 the task or session\n"
+	"is held by another ward (try later), 130 cancelled\n";
 
-enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5 };
+enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5, EXIT_AUTH = 6 };
 
 static int exit_for(enum turn_stop_kind k)
 {
@@ -139,6 +146,8 @@ static int exit_for(enum turn_stop_kind k)
 		return EXIT_MODEL_REFUSED;
 	case TURN_BOX_ERROR:
 		return EXIT_NOBOX;
+	case TURN_AUTH_ERROR:
+		return EXIT_AUTH;
 	case TURN_PROVIDER_ERROR:
 	case TURN_OUTPUT_INVALID:
 		return EXIT_FAIL;
@@ -361,6 +370,8 @@ struct run_ctx {
 	struct run_flags *f;
 	struct run_out *out;
 	const char *patch;
+	const char *last_msg;	/* -o FILE */
+	bool keep_changes;	/* a task's layers stay after its patch is written */
 	bool apply;
 	struct schema **schema;
 	struct approver *approver;
@@ -387,6 +398,13 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 		return 0;
 	case 'O':
 		return output_schema_load(arg, x->schema) < 0 ? -1 : 0;
+	case 'o':
+		if (!*arg) {
+			cmd_error("--output-last-message: give a file name");
+			return -1;
+		}
+		x->last_msg = arg;
+		return 0;
 	case 'G':
 		x->approver->cmd = arg;
 		return 0;
@@ -404,6 +422,9 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 		return 0;
 	case OPT_TASK_ROOT:
 		x->fl->root_arg = arg;
+		return 0;
+	case OPT_KEEP_CHANGES:
+		x->keep_changes = true;
 		return 0;
 	case 'h':
 		return 1;
@@ -514,7 +535,7 @@ static int run_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:ho:", run_opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("run", c, argv);
 		int k = run_opt(&x, c, optarg);
@@ -702,7 +723,9 @@ static int run_run(int argc, char **argv)
 		}
 	} else {
 		r = exit_for(stop.kind);
-		if (!out.json) {
+		/* One line on stderr in every mode, --json and a task's too: a CI
+		 * log shows why the run ended without reading the events. */
+		{
 			term_printf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
 				turn_stop_name(stop.kind), stop.why, stop.rounds, stop.rounds == 1 ? "" : "s", stop.calls,
 				stop.calls == 1 ? "" : "s", (long long)usage_prompt(&stop.usage), (long long)stop.usage.output);
@@ -726,14 +749,30 @@ static int run_run(int argc, char **argv)
 		}
 		if (kept)
 			session_box_settle(box_name);
+		/* The final answer: stdout's only bytes in plain mode, and the
+		 * -o file's. With --output-schema only a checked answer is. */
+		_cleanup_free_ char *answer = schema ? (stop.output ? jsonprint_text(stop.output) : NULL)
+						     : turn_final_text(s.messages);
+		int k = run_out_answer(answer && *answer ? answer : NULL, x.last_msg, !out.json);
+		if (k < 0) {
+			cmd_error("--output-last-message %s: %s", x.last_msg, strerror(-k));
+			if (w == EXIT_OKAY)
+				w = EXIT_FAIL;
+		}
 		if (out.json || fl.file) {
 			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
 					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL);
 			run_out_json_line(out.to, j);
 			/* The journal on the disk first: a result names a whole one. */
 			journal_sync(&s.j);
-			if (fl.file && fleet_finish(&fl, j, s.j.path) < 0 && r == EXIT_OKAY)
+			bool written = !fl.file || fleet_finish(&fl, j, s.j.path) == 0;
+			if (!written && r == EXIT_OKAY)
 				r = EXIT_FAIL;
+			/* A finished task's change is its patch.diff: its layers
+			 * (an image of --disk's size each) need not outlive it. A
+			 * task that resumes keeps them. */
+			if (fl.file && written && patched && !x.keep_changes && fleet_stop_final(turn_stop_name(stop.kind)))
+				session_changes_drop(&sw);
 			cJSON_Delete(j);
 		}
 		cJSON_Delete(files);

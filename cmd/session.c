@@ -117,6 +117,13 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		}
 		s->messages = TAKE_PTR(st.messages);
 		s->asked = cJSON_GetArraySize(st.checkpoints);
+		/* The task's totals, its earlier runs' too: budgets are the
+		 * session's, and so is what the result reports. */
+		s->usage = s->usage_before = st.usage;
+		s->cost_before = st.cost;
+		s->rounds = st.rounds;
+		s->calls = st.calls;
+		s->refused = st.refused;
 		cJSON *cut = resume_results(s->messages, st.results);
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");
@@ -357,6 +364,12 @@ static void session_checkpoints_drop(const struct session_ws *w)
 	layers_name(w, name, sizeof(name));
 	if (!w->box && checkpoint_dir(name, dir, sizeof(dir), NULL) == 0)
 		checkpoint_drop_after(dir, 0);
+}
+
+void session_changes_drop(const struct session_ws *w)
+{
+	session_layers_drop(w);
+	session_checkpoints_drop(w);
 }
 
 void session_changes_begin(const struct session_ws *w, int64_t since_ns)
@@ -618,6 +631,12 @@ int session_list(cJSON **ret, struct err *e)
 						json_str(st.header, "workspace") ? json_str(st.header, "workspace") : "");
 			cJSON_AddStringToObject(x, "first", first);
 			cJSON_AddNumberToObject(x, "compactions", st.compactions);
+			/* When it was last written to: what a prune by age goes by. */
+			struct stat jst;
+			char jp[PATH_MAX + 300];
+			snprintf(jp, sizeof(jp), "%s/%s.jsonl", dir, names[i]->d_name);
+			if (stat(jp, &jst) == 0)
+				cJSON_AddNumberToObject(x, "mtime", (double)jst.st_mtim.tv_sec);
 			cJSON_AddItemToArray(list, x);
 			journal_state_free(&st);
 		}

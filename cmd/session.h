@@ -49,6 +49,9 @@ int session_changes_read(const struct session_ws *w, struct layers *L, struct ws
 /* Remove the session's kept changes (after this process released them);
  * never a --box box's. */
 void session_layers_drop(const struct session_ws *w);
+/* The same, and their checkpoints (a finished fleet task whose patch holds
+ * its changes). */
+void session_changes_drop(const struct session_ws *w);
 /* A box may change its copy of the tree from since_ns on (sandbox/wsbase.h):
  * before each run or turn, or the box's birth for --box. Warns on failure. */
 void session_changes_begin(const struct session_ws *w, int64_t since_ns);

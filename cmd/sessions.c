@@ -2,8 +2,10 @@
  * behind, looked at and applied after. */
 #include "cmd/cmd.h"
 #include "cmd/session.h"
+#include "cmd/sessions-prune.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
+#include "base/jsonprint.h"
 #include "sandbox/layers.h"
 #include "sandbox/wsdiff.h"
 #include "turn/journal.h"
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ward diff SESSION / ward apply [--force] SESSION: the changes a run
  * left, in its own layers or (--box) in the box's. --allow-git-changes:
@@ -114,32 +117,53 @@ const struct command cmd_apply = {
 	.name = "apply", .args = "[--force] [--allow-git-changes] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
 };
 
-/* ward sessions: the journals, newest last, with how each ended. */
+/* ward sessions [--json] | ward sessions prune ...: the journals, newest
+ * last, with how each ended and when each was last written to. */
 static int sessions_run(int argc, char **argv)
 {
-	int u = cmd_no_operands(argc, argv, "sessions");
-	if (u >= 0)
-		return u;
+	if (argc > 1 && !strcmp(argv[1], "prune"))
+		return sessions_prune(argc - 1, argv + 1);
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	if (!json) {
+		int u = cmd_no_operands(argc, argv, "sessions");
+		if (u >= 0)
+			return u;
+	}
 	struct err e = { 0 };
 	cJSON *list = NULL;
 	if (session_list(&list, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
 	}
-	term_printf(stdout, "%-24s %-14s %-16s %-9s %s\n", "SESSION", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
+	if (json) {
+		/* Data: printed one way (base/jsonprint.h), whole. */
+		_cleanup_free_ char *s = jsonprint_text(list);
+		cJSON_Delete(list);
+		if (!s)
+			return EXIT_FAIL;
+		puts(s);
+		return 0;
+	}
+	term_printf(stdout, "%-24s %-16s %-14s %-16s %-9s %s\n", "SESSION", "TIME", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
 	const cJSON *x;
 	cJSON_ArrayForEach(x, list) {
 		const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
-		char c[16] = "-";
+		const cJSON *mt = cJSON_GetObjectItemCaseSensitive(x, "mtime");
+		char c[16] = "-", when[32] = "-";
 		if (cJSON_IsNumber(nc) && nc->valueint > 0)
 			snprintf(c, sizeof(c), "%d", nc->valueint);
-		term_printf(stdout, "%-24s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), json_str(x, "stop"), json_str(x, "model"), c,
-		       json_str(x, "workspace"));
+		/* The last time it was written to, in the machine's time zone. */
+		struct tm tm;
+		time_t t = cJSON_IsNumber(mt) ? (time_t)mt->valuedouble : 0;
+		if (t && localtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+		term_printf(stdout, "%-24s %-16s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), when, json_str(x, "stop"),
+			    json_str(x, "model"), c, json_str(x, "workspace"));
 	}
 	cJSON_Delete(list);
 	return 0;
 }
 
 const struct command cmd_sessions = {
-	.name = "sessions", .args = "", .summary = "list the sessions (ward run's and the terminal's)", .run = sessions_run,
+	.name = "sessions", .args = "[--json] | prune ...", .summary = "list the sessions (ward run's and the terminal's), or prune them", .run = sessions_run,
 };

@@ -1,4 +1,5 @@
 #include "cmd/settings.h"
+#include "cmd/prices.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
@@ -53,7 +54,7 @@ static const struct settings_key keys[] = {
 	KEY("max_tokens", 'T', NUM, RANK, RANK, .dflt = "none", .eg = "1000000"),
 	KEY("max_cost", '$', NUM, RANK, RANK, .dflt = "none", .eg = "2.5"),
 	KEY("idle_timeout", 'I', STR, RANK, RANK, .dflt = "2m", .eg = "\"2m\""),
-	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "2", .eg = "2"),
+	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "10", .eg = "10"),
 	KEY("disk", 'K', STR, RANK, RANK, .dflt = "10G", .eg = "\"10G\""),
 	/* The box's root: nothing of the host, so any source may name one;
 	 * the host connects to a registry only for an image that is not here,
@@ -87,6 +88,7 @@ static const struct {
 	{ "WARD_MODEL", 'm', NULL },
 	{ "ANTHROPIC_BASE_URL", 'u', "anthropic" },
 	{ "OPENAI_BASE_URL", 'u', "openai" },
+	{ "OPENAI_BASE_URL", 'u', "openai-responses" },
 };
 
 static const struct option flag_opts[] = { RUN_FLAG_OPTIONS, { 0 } };
@@ -507,6 +509,16 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 		snprintf(settings_hooks_path, sizeof(settings_hooks_path), "%s", L->from ? L->from : "config");
 		settings_hooks_from = settings_hooks_path;
 		return 0;
+	}
+	if (!section && !strcmp(item->string, "prices")) {
+		/* A repository that could price a model at nothing would lift
+		 * --max-cost and the no-dearer rule of its own file. */
+		if (L->src == SETTINGS_PROJECT) {
+			cmd_error("warning: %s\"prices\" ignored: only your own file may give prices",
+				  where(ctx, sizeof(ctx), L, kpos));
+			return 0;
+		}
+		return prices_load(item, where(ctx, sizeof(ctx), L, kpos)) < 0 ? EXIT_USAGE : 0;
 	}
 	if (!section && !strcmp(item->string, "mcpServers")) {
 		if (L->src == SETTINGS_PROJECT) {

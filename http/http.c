@@ -1,4 +1,5 @@
 #include "http/http.h"
+#include "config.h"	/* WARD_VERSION */
 #include "base/cleanup.h"
 #include "base/curlso.h"
 #include "base/fdio.h"
@@ -548,6 +549,9 @@ int http_start(struct http *h, const char *url, const char *const *headers, cons
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	/* Who is asking, as every SDK says: a provider's logs (and a proxy's)
+	 * can tell ward's requests apart. */
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "ward/" WARD_VERSION);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)r->o.connect_ms);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -341,10 +341,46 @@ void mcp_read_out(void *ud, uint32_t id, const char *p, size_t n)
 	}
 }
 
+/* The host a starting server's stderr says it could not reach, as the
+ * common clients word it: Node's getaddrinfo error (npx, npm), curl's and
+ * git's, Python's, and the 403 of the box's own egress proxy (which names
+ * the --allow-host it needs). true with host set. */
+static bool unreachable_host(const char *text, char *host, size_t cap)
+{
+	static const char *const marks[] = { "--allow-host ", "getaddrinfo EAI_AGAIN ", "getaddrinfo ENOTFOUND ",
+					     "Could not resolve host: ", "Failed to resolve '" };
+	for (size_t i = 0; i < ARRAY_SIZE(marks); i++) {
+		const char *m = strstr(text, marks[i]);
+		if (!m)
+			continue;
+		m += strlen(marks[i]);
+		size_t l = strspn(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+		if (l && l < cap && memchr(m, '.', l)) {
+			memcpy(host, m, l);
+			host[l] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
 void mcp_read_err(void *ud, uint32_t id, const char *p, size_t n)
 {
 	struct srv *s = ud;
 	capture_add(&s->err, p, n);
+	/* A server that cannot start without the network says so now, not
+	 * at its start-up time's end: it would not start later either. */
+	if (s->state != ST_INIT && s->state != ST_LIST)
+		return;
+	char tail[1024], host[256];
+	size_t k = capture_tail(&s->err, tail, sizeof(tail) - 1);
+	tail[k] = 0;
+	if (!unreachable_host(tail, host, sizeof(host)))
+		return;
+	char last[300];
+	mcp_srv_err_tail(s, last, sizeof(last));
+	mcp_srv_down(s, "it tried to reach %s, which this box cannot (no network, or not an allowed host): to allow it, "
+		     "--allow-host %s%s", host, host, last);
 }
 
 /* ---- HTTP servers (mhttp.c is the transport) ---- */

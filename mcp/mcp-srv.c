@@ -290,11 +290,21 @@ static int shell_word(struct buf *b, const char *w)
 	return buf_append(b, "'", 1);
 }
 
+/* In a box with no network (no egress proxy and no default route), a
+ * package runner (npx, npm exec) that fetches its package can never reach
+ * its registry; npm's own retries would hold the start for over a minute
+ * before it says so. Told to fail at once, it says which host it tried
+ * (mcp-read.c reads that from its stderr). The server's own variables,
+ * exported after, still win. */
+static const char no_net_prelude[] =
+	"if [ -z \"${HTTPS_PROXY:-}\" ] && ! awk 'NR > 1 && $2 == \"00000000\" { f = 1 } END { exit !f }' "
+	"/proc/net/route 2>/dev/null; then export npm_config_fetch_retries=0 npm_config_fetch_timeout=10000; fi; ";
+
 static char *srv_command(const struct mcp_server_cfg *c)
 {
 	struct buf b;
 	buf_init(&b, 256 * 1024);
-	int r = 0;
+	int r = buf_append(&b, no_net_prelude, strlen(no_net_prelude));
 	for (size_t i = 0; i < c->nenv && r >= 0; i++) {
 		const char *eq = strchr(c->env[i], '=');
 		r = buf_printf(&b, "export %.*s=", (int)(eq - c->env[i]), c->env[i]);

@@ -102,16 +102,81 @@ def sc_split(n, msgs):
     return text("Written.")
 
 
+STALLED = "Answer after a stalled stream was retried."
+
+
 def sc_stall(n, msgs):
+    """Silent after its first words; whole when asked again."""
     if n == 1:
-        return Turn([("text", "")], stall_after=1, stall_s=6)
+        return Turn([("text", STALLED)], stall_after=5, stall_s=6)
     if n == 2:
-        return text("Answer after a stalled stream was retried.")
+        return text(STALLED)
     return text("unexpected request")
 
 
+CUT = "The beginning of an answer that was cut and then ended well."
+
+
 def sc_cut(n, msgs):
-    return Turn([("text", "The beginning of an answer that never ends")], cut_after=5)
+    """Cut mid-event after its first words; whole when asked again."""
+    if n == 1:
+        return Turn([("text", CUT)], cut_after=5)
+    return text(CUT)
+
+
+def sc_cut_always(n, msgs):
+    return Turn([("text", CUT)], cut_after=5)
+
+
+def sc_429_storm(n, msgs):
+    """Five 429s in a row, then an answer: more than two retries' worth."""
+    if n <= 5:
+        return Turn([], status=429, headers={"retry-after-ms": "20"},
+                    error_body={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+    return text("Answer after a 429 storm.")
+
+
+def sc_429_always(n, msgs):
+    return Turn([], status=429, headers={"retry-after-ms": "50"},
+                error_body={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+
+
+def sc_429_random(n, msgs):
+    """FAKE_429_PCT percent of requests answered 429 at random (seeded by
+    FAKE_SEED), the rest as the tool scenario: a provider's bad minute."""
+    import random
+    rnd = random.Random("%s-%d" % (os.environ.get("FAKE_SEED", "0"), n))
+    if rnd.random() * 100 < float(os.environ.get("FAKE_429_PCT", "35")):
+        return Turn([], status=429, headers={"retry-after-ms": "20"},
+                    error_body={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+    if "made-by-tool" not in json.dumps(msgs):
+        return tool("bash", {"command": "echo made-by-tool > out.txt; cat out.txt"}, say="Writing a file.",
+                    usage={"input_tokens": 1000})
+    return text("Done: out.txt holds the line.", usage={"input_tokens": 1000})
+
+
+def sc_preempt(n, msgs):
+    """A long call at each of the first FAKE_LONG requests (default 2: what
+    a preemption cuts), then done; each request reports 1000 input tokens."""
+    if n <= int(os.environ.get("FAKE_LONG") or 2):
+        return tool("bash", {"command": "sleep 60", "timeout": 120}, say="Running the long job.",
+                    usage={"input_tokens": 1000})
+    return text("It finished.", usage={"input_tokens": 1000})
+
+
+def sc_401(n, msgs):
+    return Turn([], status=401,
+                error_body={"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+
+
+def sc_403(n, msgs):
+    return Turn([], status=403,
+                error_body={"type": "error", "error": {"type": "permission_error", "message": "key not allowed"}})
+
+
+def sc_404(n, msgs):
+    return Turn([], status=404,
+                error_body={"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}})
 
 
 def sc_429(n, msgs):
@@ -144,8 +209,15 @@ def sc_hostile_error(n, msgs):
                 error_body={"type": "error", "error": {"type": "invalid_request_error", "message": "refused " + h}})
 
 
+ERROR_EVENT = "Some words shown before the error and the rest after it."
+
+
 def sc_error_event(n, msgs):
-    return Turn([("text", "Some words shown before the error")], error_event_after=5)
+    """An overload error mid-stream after its first words; whole when
+    asked again."""
+    if n == 1:
+        return Turn([("text", ERROR_EVENT)], error_event_after=5)
+    return text(ERROR_EVENT)
 
 
 def sc_maxtokens(n, msgs):
@@ -812,7 +884,8 @@ class Handler(BaseHTTPRequestHandler):
         responses = self.path.endswith("/responses")
         rec = {"n": n, "path": self.path, "body": req,
                "has_key": bool(self.headers.get("x-api-key") or self.headers.get("authorization")),
-               "anthropic_version": self.headers.get("anthropic-version")}
+               "anthropic_version": self.headers.get("anthropic-version"),
+               "user_agent": self.headers.get("user-agent")}
         with open(self.server.log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
         msgs = req.get("messages", []) if not responses else responses_messages(req.get("input"))

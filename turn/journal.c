@@ -5,6 +5,7 @@
 #include "sandbox/state.h"
 #include "turn/compact.h"
 #include "turn/provider.h"
+#include "turn/usage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -250,6 +251,29 @@ static uint8_t *journal_rewound(const char *path, const char *data, size_t len, 
 /* How much of a message the list of checkpoints keeps. */
 #define JOURNAL_CHECKPOINT_TEXT 200
 
+/* The totals a record adds to. */
+static void journal_spent(struct journal_state *st, const char *type, const cJSON *rec)
+{
+	if (!type)
+		return;
+	if (!strcmp(type, "usage")) {
+		usage_add_record(&st->usage, rec);
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(rec, "cost_usd");
+		if (cJSON_IsNumber(c) && st->cost >= 0)
+			st->cost += c->valuedouble;
+		else
+			st->cost = -1;
+	} else if (!strcmp(type, "message") && rec_str(rec, "role") && !strcmp(rec_str(rec, "role"), "assistant") &&
+		   !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "partial"))) {
+		st->rounds++;
+	} else if (!strcmp(type, "intent")) {
+		st->calls++;
+	} else if (!strcmp(type, "gate") && rec_str(rec, "decision") &&
+		   (!strcmp(rec_str(rec, "decision"), "deny") || !strcmp(rec_str(rec, "decision"), "needs_person"))) {
+		st->refused++;
+	}
+}
+
 int journal_load(const char *id, struct journal_state *st, struct err *e)
 {
 	*st = (struct journal_state){ 0 };
@@ -278,14 +302,17 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 		lineno++;
 		if (!nl)
 			break;	/* a last line cut by a kill */
-		if (gone[lineno - 1])
-			continue;	/* rewound */
 		cJSON *rec = cJSON_ParseWithLength(p, (size_t)(nl - p));
 		if (!rec) {
 			journal_state_free(st);
 			return err_set(e, -EBADMSG, "%s: line %zu is not JSON; the journal is damaged", path, lineno);
 		}
 		const char *type = rec_str(rec, "type");
+		journal_spent(st, type, rec);
+		if (gone[lineno - 1]) {
+			cJSON_Delete(rec);
+			continue;	/* rewound */
+		}
 		const char *cid = rec_str(rec, "call_id");
 		if (type && !strcmp(type, "header") && !st->header) {
 			st->header = rec;

@@ -44,6 +44,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "turn/usage.h"
+
 #include "base/err.h"
 
 struct journal {
@@ -81,6 +83,13 @@ struct journal_state {
 	 * when none came; layer and error as the record has them).
 	 * The next message is number cJSON_GetArraySize + 1. */
 	cJSON *checkpoints;
+	/* What the session's runs spent, all of them (rewound records too:
+	 * they were spent): its usage records summed, the cost (<0 when a
+	 * request's was unknown), the rounds (its whole assistant messages),
+	 * the calls (intents) and the refusals (gate records not allowed). */
+	struct usage usage;
+	double cost;
+	int rounds, calls, refused;
 };
 int journal_load(const char *id, struct journal_state *st, struct err *e);
 void journal_state_free(struct journal_state *st);

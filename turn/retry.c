@@ -1,9 +1,12 @@
 #include "turn/retry.h"
 
-bool retry_should(const struct http_result *r, bool output_shown)
+bool retry_auth_refused(long status)
 {
-	if (output_shown)
-		return false;
+	return status == 401 || status == 403;
+}
+
+bool retry_should(const struct http_result *r)
+{
 	if (r->should_retry == 1)
 		return true;
 	if (r->should_retry == 0)

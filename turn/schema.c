@@ -31,6 +31,22 @@ static const char *const kw_schema[] = { "additionalProperties", "items", "not" 
 static const char *const kw_schema_list[] = { "allOf", "anyOf", "oneOf", "prefixItems" };
 static const char *const kw_schema_map[] = { "properties", "$defs", "definitions" };
 
+/* A pattern of the schema's: it compiles as PCRE2 (UTF) takes it. */
+static int pattern_compiles(const char *src, const char *path, const char *what, struct err *e)
+{
+	int ec;
+	PCRE2_SIZE off;
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &off, NULL);
+	if (!re) {
+		PCRE2_UCHAR msg[128];
+		pcre2_get_error_message(ec, msg, sizeof(msg));
+		return err_set(e, -EINVAL, "at %s: %s does not compile: %s (at offset %zu)", path, what,
+			       (const char *)msg, (size_t)off);
+	}
+	pcre2_code_free(re);
+	return 0;
+}
+
 static bool in(const char *k, const char *const *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -154,17 +170,18 @@ static int check_schema(const cJSON *root, const cJSON *s, const char *path, int
 		} else if (!strcmp(n, "pattern")) {
 			if (!cJSON_IsString(k))
 				return err_set(e, -EINVAL, "at %s: pattern must be a string", path);
-			int ec;
-			PCRE2_SIZE off;
-			pcre2_code *re = pcre2_compile((PCRE2_SPTR)k->valuestring, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec,
-						       &off, NULL);
-			if (!re) {
-				PCRE2_UCHAR msg[128];
-				pcre2_get_error_message(ec, msg, sizeof(msg));
-				return err_set(e, -EINVAL, "at %s: pattern does not compile: %s (at offset %zu)", path,
-					       (const char *)msg, (size_t)off);
+			if (pattern_compiles(k->valuestring, path, "pattern", e) < 0)
+				return -1;
+		} else if (!strcmp(n, "patternProperties")) {
+			if (!cJSON_IsObject(k))
+				return err_set(e, -EINVAL, "at %s: patternProperties must be an object of schemas", path);
+			const cJSON *x;
+			cJSON_ArrayForEach(x, k) {
+				snprintf(sub, sizeof(sub), "%s/%s/%s", path, n, x->string);
+				if (pattern_compiles(x->string, sub, "the name's pattern", e) < 0 ||
+				    check_schema(root, x, sub, depth + 1, e) < 0)
+					return -1;
 			}
-			pcre2_code_free(re);
 		} else if (!strcmp(n, "$ref")) {
 			if (!cJSON_IsString(k) || !resolve(root, k->valuestring))
 				return err_set(e, -EINVAL,
@@ -173,8 +190,10 @@ static int check_schema(const cJSON *root, const cJSON *s, const char *path, int
 					       path, cJSON_IsString(k) ? k->valuestring : "(not a string)");
 		} else {
 			return err_set(e, -EINVAL,
-				       "at %s: the keyword \"%s\" is not one ward checks (see turn/schema.h for those it "
-				       "does); take it out or express it with those",
+				       "at %s: the keyword \"%s\" is not one ward checks (it checks type, enum, const, "
+				       "properties, patternProperties, additionalProperties, required, min/maxProperties, items, "
+				       "prefixItems, min/maxItems, uniqueItems, min/maxLength, pattern, the number keywords, "
+				       "allOf, anyOf, oneOf, not and $ref); take it out or express it with those",
 				       path, n);
 		}
 	}
@@ -507,12 +526,30 @@ static int check(struct ctx *c, const cJSON *s, const cJSON *v, const char *path
 			snprintf(sub, sizeof(sub), "%s/%s", path, dup);
 			return fail(c, sub, "the member \"%s\" appears twice", dup);
 		}
+		const cJSON *pprops = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
 		for (const cJSON *p = v->child; p; p = p->next) {
 			snprintf(sub, sizeof(sub), "%s/%s", path, p->string);
 			const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, p->string);
+			/* Each pattern that matches the name applies too; only a
+			 * name that neither names nor patterns cover is additional. */
+			bool matched = false;
+			const cJSON *pp;
+			cJSON_ArrayForEach(pp, pprops) {
+				bool bad = false;
+				c->steps++;
+				if (pattern_matches(c, pp->string, p->string, &bad)) {
+					matched = true;
+					if (check(c, pp, p, sub, depth + 1) < 0)
+						return -1;
+				} else if (bad) {
+					return fail(c, sub, "the name could not be matched against the pattern %s", pp->string);
+				}
+			}
 			if (ps) {
 				if (check(c, ps, p, sub, depth + 1) < 0)
 					return -1;
+			} else if (matched) {
+				continue;
 			} else if (cJSON_IsFalse(add)) {
 				return fail(c, path, "\"%s\" is not allowed (additionalProperties is false)", p->string);
 			} else if (cJSON_IsObject(add) && check(c, add, p, sub, depth + 1) < 0) {

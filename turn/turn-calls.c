@@ -5,6 +5,10 @@
 #include "base/cleanup.h"
 #include "base/timeutil.h"
 #include "sandbox/box.h"
+#include "base/jsonprint.h"
+#include "tools/ccshape.h"
+
+#include <stdarg.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +18,10 @@ static void calls_end(struct turn *t);
 
 void turn_calls_free(struct turn *t)
 {
-	for (size_t i = 0; i < t->ncalls; i++)
+	for (size_t i = 0; i < t->ncalls; i++) {
 		cJSON_Delete(t->calls[i].result);
+		cJSON_Delete(t->calls[i].input);
+	}
 	free(t->calls);
 	t->calls = NULL;
 	t->ncalls = t->next = 0;
@@ -28,11 +34,8 @@ void turn_call_done(struct turn *t, struct tcall *c, cJSON *result, bool dispatc
 	if (dispatched && t->cfg->hooks.run && result) {
 		/* PostToolUse: what a hook adds (its additionalContext, or the
 		 * reason of one that exits 2) follows the result's text. */
-		cJSON *ev = cJSON_CreateObject();
-		cJSON_AddStringToObject(ev, "tool_name", c->name);
-		cJSON_AddItemToObject(ev, "tool_input",
-				      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c->block, "input"), 1));
-		cJSON_AddStringToObject(ev, "tool_use_id", c->id);
+		cJSON *ev = turn_hooks_tool_event(c->name, c->input ? c->input : cJSON_GetObjectItemCaseSensitive(c->block, "input"),
+						  c->id);
 		cJSON_AddItemToObject(ev, "tool_response", cJSON_Duplicate(result, 1));
 		char why[1024], ctx[4096];
 		bool blocked = turn_hooks_fire(t, "PostToolUse", c->name, ev, why, sizeof(why), ctx, sizeof(ctx));
@@ -95,6 +98,62 @@ static void on_mcp_result(void *ud, uint32_t id, cJSON *result)
 	call_result(ud, true, id, result);
 }
 
+/* A call refused before the gate (a PreToolUse hook's no, or the input it
+ * gave that does not pass): journalled and shown as the gate's refusals
+ * are, and counted with them. */
+static void refuse(struct turn *t, struct tcall *c, const char *hook, const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void refuse(struct turn *t, struct tcall *c, const char *hook, const char *why, const char *fmt, ...)
+{
+	cJSON *g = cJSON_CreateObject();
+	cJSON_AddStringToObject(g, "call_id", c->id);
+	cJSON_AddStringToObject(g, "tool", c->name);
+	cJSON_AddStringToObject(g, "decision", gate_decision_name(GATE_DENY));
+	cJSON_AddStringToObject(g, "why", why);
+	cJSON_AddStringToObject(g, "hook", hook);
+	journal_write(&t->s->j, "gate", g);
+	cJSON_Delete(g);
+	struct turn_event ae = { .type = EV_APPROVAL, .call = c->block, .text = why, .len = strlen(why),
+				 .n = (int64_t)GATE_DENY, .hook = hook };
+	turn_emit(t, &ae);
+	t->s->refused++;
+	char text[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	turn_call_done(t, c, tool_result_json("refused", "%s", text), false);
+}
+
+/* A PreToolUse hook's updatedInput (Claude Code's names) as the call's
+ * input: read back as the model's input is (one strict parse of its one
+ * serialisation, base/jsonstrict.h), in ward's names, through the tool's
+ * own argument checks. 0, or -1 with why said. */
+static int updated_input(struct tcall *c, const cJSON *ui, char *why, size_t cap)
+{
+	struct err e = { 0 };
+	cJSON *w = NULL;
+	if (ccshape_from_cc(c->name, ui, &w, &e) < 0) {
+		snprintf(why, cap, "the PreToolUse hook's updatedInput: %s", e.msg);
+		return -1;
+	}
+	_cleanup_free_ char *txt = jsonprint_text(w);
+	cJSON_Delete(w);
+	char pwhy[512];
+	cJSON *in = txt ? provider_parse_input(txt, strlen(txt), pwhy, sizeof(pwhy)) : NULL;
+	if (!in) {
+		snprintf(why, cap, "the PreToolUse hook's updatedInput: %s", txt ? pwhy : "out of memory");
+		return -1;
+	}
+	if (c->tool && tool_check_args(c->tool, in, &e) < 0) {
+		snprintf(why, cap, "the PreToolUse hook's updatedInput is bad input: %s", e.msg);
+		cJSON_Delete(in);
+		return -1;
+	}
+	c->input = in;
+	return 0;
+}
+
 /* Gate one call and start it in the box, or finish it at once with the
  * reason it does not run. */
 static void dispatch(struct turn *t, struct tcall *c)
@@ -140,17 +199,28 @@ static void dispatch(struct turn *t, struct tcall *c)
 	/* PreToolUse, before the gate: a hook that blocks refuses the call,
 	 * its reason told to the model; its allow or ask goes to the gate. */
 	enum gate_hook word = GATE_HOOK_NONE;
+	bool updated = false;
 	if (t->cfg->hooks.run) {
-		cJSON *ev = cJSON_CreateObject();
-		cJSON_AddStringToObject(ev, "tool_name", c->name);
-		cJSON_AddItemToObject(ev, "tool_input", cJSON_Duplicate(input, 1));
-		cJSON_AddStringToObject(ev, "tool_use_id", c->id);
+		cJSON *ev = turn_hooks_tool_event(c->name, input, c->id);
 		char ctx[2048];
-		bool blocked = turn_hooks_pre_tool(t, c->name, ev, why, sizeof(why), ctx, sizeof(ctx), &word);
+		cJSON *ui = NULL;
+		bool blocked = turn_hooks_pre_tool(t, c->name, ev, why, sizeof(why), ctx, sizeof(ctx), &word, &ui);
 		cJSON_Delete(ev);
 		if (blocked) {
-			turn_call_done(t, c, tool_result_json("refused", "refused by a PreToolUse hook: %s", why), false);
+			refuse(t, c, "deny", why, "refused by a PreToolUse hook: %s", why);
 			return;
+		}
+		if (ui) {
+			/* The hook's input replaces the model's, and is checked as
+			 * the model's was, before the gate sees it. */
+			int r = updated_input(c, ui, why, sizeof(why));
+			cJSON_Delete(ui);
+			if (r < 0) {
+				refuse(t, c, "deny", why, "not run: %s", why);
+				return;
+			}
+			input = c->input;
+			updated = true;
 		}
 	}
 	const struct budgets *b = &t->cfg->b;
@@ -175,10 +245,9 @@ static void dispatch(struct turn *t, struct tcall *c)
 		return;
 	}
 	if (d == GATE_DENY || d == GATE_NEEDS_PERSON) {
-		if (d == GATE_NEEDS_PERSON) {
+		if (d == GATE_NEEDS_PERSON)
 			t->needs_person++;
-			t->s->refused++;
-		}
+		t->s->refused++;
 		turn_call_done(t, c, tool_result_json("refused", "%s", why), false);
 		return;
 	}
@@ -187,6 +256,8 @@ static void dispatch(struct turn *t, struct tcall *c)
 	cJSON_AddStringToObject(intent, "key", c->key);
 	cJSON_AddStringToObject(intent, "tool", c->name);
 	cJSON_AddItemToObject(intent, "input", cJSON_Duplicate(input, 1));
+	if (updated)
+		cJSON_AddBoolToObject(intent, "hook_updated", 1);
 	journal_write(&t->s->j, "intent", intent);
 	cJSON_Delete(intent);
 	static const struct box_call_cbs cbs = { .output = on_box_output, .result = on_box_result };

@@ -81,7 +81,6 @@ int turn_compact_begin(struct turn *t, enum compact_reason reason, char *why, si
 	t->creason = reason;
 	t->cprompt = s->prompt_tokens;
 	t->attempt = 0;
-	t->output_shown = false;
 	turn_start_attempt(t);
 	return 0;
 }
@@ -166,8 +165,7 @@ void turn_compact_done(struct turn *t, struct reply *r)
 	case COMPACT_CONTEXT:
 		/* The same round again, smaller. */
 		t->attempt = 0;
-		t->output_shown = false;
-		turn_start_attempt(t);
+			turn_start_attempt(t);
 		break;
 	case COMPACT_THRESHOLD:
 		turn_start_round(t);

@@ -32,6 +32,9 @@ struct tcall {
 	enum tc_state state;
 	uint32_t box_id;	/* or the MCP client's call id */
 	cJSON *result;
+	/* The input a PreToolUse hook gave instead of the model's (owned);
+	 * NULL: the block's. The model's message keeps what it sent. */
+	cJSON *input;
 	char key[128];
 };
 
@@ -57,7 +60,7 @@ struct turn {
 	struct sse sse;
 	struct stream *stream;
 	const struct provider *prov;
-	bool sse_on, output_shown, bad_status, bad_type;
+	bool sse_on, bad_status, bad_type;
 	struct buf errbody;
 	struct err perr;
 	unsigned attempt;
@@ -65,7 +68,13 @@ struct turn {
 	cJSON *replay_script;	/* read once a turn, at its first round */
 	char *replay;
 	size_t replay_len, replay_off;
-	struct buf partial;	/* text shown this round */
+	struct buf partial;	/* the text of this attempt's stream */
+	/* What the front ends were shown this round, over its attempts: a
+	 * retried stream's text is shown only past it (its bytes up to
+	 * shown_n, compared where shown holds them, counted past its cap),
+	 * so nothing is shown twice. att_*: this attempt's so far. */
+	struct buf shown;
+	size_t shown_n, att_n, think_n, att_think;
 
 	struct tcall *calls;
 	size_t ncalls, next;
@@ -125,6 +134,8 @@ void turn_stop_request(struct turn *t, enum turn_stop_kind kind, const char *why
 bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_kind, char *why, size_t n);
 /* End the turn: the stop is filled, journaled and emitted (once). */
 void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The session's cost so far, its earlier runs' included; <0: unknown. */
+double turn_cost(const struct turn *t);
 /* Begin winding down: no new rounds, no new calls; what runs is cancelled;
  * the turn ends when the calls' results are in. */
 void turn_wind_down(struct turn *t, enum turn_stop_kind kind, const char *why);
@@ -151,6 +162,11 @@ bool turn_hooks_fire(struct turn *t, const char *event, const char *tool, cJSON 
 		     char *ctx, size_t ctx_cap);
 /* The PreToolUse hooks of a call, as turn_hooks_fire runs them; *ret_hook
  * gets what they said for the gate (ask over allow, as Claude Code orders
- * them), GATE_HOOK_NONE when they blocked or said neither. */
+ * them), GATE_HOOK_NONE when they blocked or said neither; *ret_input the
+ * call's new input when one gave updatedInput (in Claude Code's names;
+ * the caller's to free), else NULL. */
 bool turn_hooks_pre_tool(struct turn *t, const char *tool, cJSON *ev, char *why, size_t why_cap, char *ctx,
-			 size_t ctx_cap, enum gate_hook *ret_hook);
+			 size_t ctx_cap, enum gate_hook *ret_hook, cJSON **ret_input);
+/* A tool event's own fields as a hook reads them (tool_name, tool_input,
+ * tool_use_id), in Claude Code's names. */
+cJSON *turn_hooks_tool_event(const char *tool, const cJSON *input, const char *id);

@@ -17,7 +17,7 @@ const char *turn_stop_name(enum turn_stop_kind k)
 		[TURN_DONE] = "done", [TURN_ROUND_CAP] = "round_cap", [TURN_DEADLINE] = "deadline",
 		[TURN_TOKENS] = "token_budget", [TURN_COST] = "cost_budget", [TURN_CALL_CAP] = "call_cap",
 		[TURN_CANCELLED] = "cancelled", [TURN_REFUSED] = "refused", [TURN_MODEL_REFUSED] = "model_refused",
-		[TURN_PROVIDER_ERROR] = "provider_error", [TURN_BOX_ERROR] = "box_error",
+		[TURN_PROVIDER_ERROR] = "provider_error", [TURN_BOX_ERROR] = "box_error", [TURN_AUTH_ERROR] = "auth_error",
 		[TURN_OUTPUT_INVALID] = "output_invalid",
 	};
 	return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";
@@ -27,6 +27,16 @@ static int lat_cmp(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+double turn_cost(const struct turn *t)
+{
+	const struct session *s = t->s;
+	if (!t->priced || s->cost_before < 0)
+		return -1;
+	struct usage d;
+	usage_sub(&d, &s->usage, &s->usage_before);
+	return s->cost_before + price_cost(&t->price, &d);
 }
 
 void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
@@ -44,7 +54,7 @@ void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
 	st->calls = t->s->calls;
 	st->refused = t->s->refused;
 	st->usage = t->s->usage;
-	st->cost = t->priced ? price_cost(&t->price, &t->s->usage) : -1;
+	st->cost = turn_cost(t);
 	if (t->nlat) {
 		qsort(t->lat, t->nlat, sizeof(t->lat[0]), lat_cmp);
 		st->dispatch_us_median = t->lat[t->nlat / 2];
@@ -91,9 +101,9 @@ bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_k
 		*ret_kind = TURN_TOKENS;
 		snprintf(why, n, "the token budget (%lld) was used: %lld in, %lld out", (long long)b->max_tokens,
 			 (long long)usage_prompt(&s->usage), (long long)s->usage.output);
-	} else if (b->max_cost > 0 && t->priced && price_cost(&t->price, &s->usage) >= b->max_cost) {
+	} else if (b->max_cost > 0 && turn_cost(t) >= b->max_cost) {
 		*ret_kind = TURN_COST;
-		snprintf(why, n, "the cost budget ($%.2f) was used: $%.4f", b->max_cost, price_cost(&t->price, &s->usage));
+		snprintf(why, n, "the cost budget ($%.2f) was used: $%.4f", b->max_cost, turn_cost(t));
 	} else {
 		return true;
 	}

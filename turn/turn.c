@@ -46,17 +46,38 @@ void turn_emit(struct turn *t, const struct turn_event *ev)
 static void sink_text(void *ud, const char *p, size_t n)
 {
 	struct turn *t = ud;
-	t->output_shown = true;
 	buf_append(&t->partial, p, n);
-	struct turn_event ev = { .type = EV_TEXT, .text = p, .len = n };
+	/* A retried stream: what it says again is not shown again; where it
+	 * says something else, what follows is shown from there. */
+	size_t a = t->att_n, skip = 0;
+	t->att_n += n;
+	if (a < t->shown_n) {
+		size_t over = MIN(n, t->shown_n - a);
+		while (skip < over && (a + skip >= t->shown.len || t->shown.data[a + skip] == p[skip]))
+			skip++;
+		if (skip < over) {
+			t->shown_n = a + skip;
+			t->shown.len = MIN(t->shown.len, t->shown_n);
+		}
+	}
+	if (skip == n)
+		return;
+	buf_append(&t->shown, p + skip, n - skip);
+	t->shown_n += n - skip;
+	struct turn_event ev = { .type = EV_TEXT, .text = p + skip, .len = n - skip };
 	turn_emit(t, &ev);
 }
 
 static void sink_thinking(void *ud, const char *p, size_t n)
 {
 	struct turn *t = ud;
-	t->output_shown = true;
-	struct turn_event ev = { .type = EV_THINKING, .text = p, .len = n };
+	/* Thinking is shown, not kept: a retry's is counted, not compared. */
+	size_t a = t->att_think, skip = a < t->think_n ? MIN(n, t->think_n - a) : 0;
+	t->att_think += n;
+	if (skip == n)
+		return;
+	t->think_n += n - skip;
+	struct turn_event ev = { .type = EV_THINKING, .text = p + skip, .len = n - skip };
 	turn_emit(t, &ev);
 }
 
@@ -81,6 +102,7 @@ static void round_reset(struct turn *t)
 	t->bad_status = t->bad_type = false;
 	t->errbody.len = 0;
 	t->partial.len = 0;
+	t->att_n = t->att_think = 0;
 	t->perr = (struct err){ 0 };
 }
 
@@ -89,6 +111,21 @@ void turn_add_usage(struct turn *t, const struct usage *u)
 {
 	struct session *s = t->s;
 	usage_add(&s->usage, u);
+	/* Each request's usage and cost in the journal, as it comes: a
+	 * resumed session's totals are the sum of these (journal_load), a
+	 * run killed before its stop included. */
+	cJSON *rec = cJSON_CreateObject();
+	cJSON_AddNumberToObject(rec, "input_tokens", (double)u->input);
+	cJSON_AddNumberToObject(rec, "output_tokens", (double)u->output);
+	cJSON_AddNumberToObject(rec, "cache_read_tokens", (double)u->cache_read);
+	cJSON_AddNumberToObject(rec, "cache_write_tokens", (double)u->cache_write);
+	cJSON_AddNumberToObject(rec, "cache_write_1h_tokens", (double)u->cache_write_1h);
+	if (t->priced)
+		cJSON_AddNumberToObject(rec, "cost_usd", price_cost(&t->price, u));
+	else
+		cJSON_AddNullToObject(rec, "cost_usd");
+	journal_write(&s->j, "usage", rec);
+	cJSON_Delete(rec);
 	struct turn_event ue = { .type = EV_USAGE, .usage = &s->usage };
 	turn_emit(t, &ue);
 }
@@ -294,7 +331,7 @@ void turn_start_round(struct turn *t)
 	journal_sync(&t->s->j);
 	t->round_no++;
 	t->attempt = 0;
-	t->output_shown = false;
+	t->shown.len = t->shown_n = t->think_n = 0;
 	t->context_retried = false;
 	struct turn_event ev = { .type = EV_ROUND, .n = t->round_no };
 	turn_emit(t, &ev);
@@ -309,12 +346,12 @@ static void stream_done(struct turn *t, const struct http_result *res)
 	struct reply r = { 0 };
 	t->prov->stream_end(t->stream, &r);
 	char why[700] = "";
-	bool retry = false, context = false;
+	bool retry = false, context = false, auth = false;
 	if (t->perr.code) {
 		snprintf(why, sizeof(why), "%s", t->perr.msg);
 	} else if (res->fail != HTTP_OK) {
 		snprintf(why, sizeof(why), "the request failed: %s (%s)", http_fail_name(res->fail), res->msg);
-		retry = retry_should(res, t->output_shown);
+		retry = retry_should(res);
 	} else if (t->bad_status) {
 		char msg[400] = "";
 		t->prov->error_text(t->errbody.data ? t->errbody.data : "", t->errbody.len, msg, sizeof(msg));
@@ -322,7 +359,11 @@ static void stream_done(struct turn *t, const struct http_result *res)
 			 res->request_id[0] ? " (request id " : "", res->request_id[0] ? res->request_id : "");
 		if (res->request_id[0])
 			strncat(why, ")", sizeof(why) - strlen(why) - 1);
-		retry = retry_should(res, t->output_shown);
+		/* Not found: most often a --base-url without its path. */
+		if (res->status == 404 && t->hc.url[0] && strlen(why) + strlen(t->hc.url) + 48 < sizeof(why))
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), " at %s (is --base-url right?)", t->hc.url);
+		retry = retry_should(res);
+		auth = retry_auth_refused(res->status);
 		context = !t->compacting && compact_context_error(res->status, t->errbody.data ? t->errbody.data : "",
 								  t->errbody.len);
 	} else if (t->bad_type) {
@@ -330,12 +371,16 @@ static void stream_done(struct turn *t, const struct http_result *res)
 			 res->content_type);
 	} else if (r.error) {
 		snprintf(why, sizeof(why), "the stream reported an error: %s: %s", r.error_type, r.error_msg);
-		/* Overload and server errors mid-stream are retried like a 529,
-		 * unless output was shown. */
-		retry = !t->output_shown && (!strcmp(r.error_type, "overloaded_error") || !strcmp(r.error_type, "api_error"));
+		/* Overload and server errors mid-stream are retried like a 529
+		 * (Anthropic's overloaded_error and api_error, OpenAI's
+		 * server_error):
+		 * no call of the message has run, and what was shown is not
+		 * shown again. */
+		retry = !strcmp(r.error_type, "overloaded_error") || !strcmp(r.error_type, "api_error") ||
+			!strcmp(r.error_type, "server_error");	/* (OpenAI's) */
 	} else if (!r.complete || fin == -ENODATA) {
 		snprintf(why, sizeof(why), "the stream ended before the message did (incomplete)");
-		retry = !t->output_shown;
+		retry = true;
 	} else {
 		round_reset(t);
 		if (t->compacting)
@@ -357,8 +402,11 @@ static void stream_done(struct turn *t, const struct http_result *res)
 		turn_finish(t, TURN_PROVIDER_ERROR, "%s; ward could not compact the conversation: %s", why, cwhy);
 		return;
 	}
+	/* --retries N, or by default as many as the deadline leaves room
+	 * for (RETRY_MAX_DEFAULT without one). */
+	bool to_deadline = t->cfg->retries < 0 && t->cfg->b.deadline_ms;
 	int retries = t->cfg->retries >= 0 ? t->cfg->retries : RETRY_MAX_DEFAULT;
-	if (retry && (int)t->attempt < retries && !t->stopping) {
+	if (retry && (to_deadline || (int)t->attempt < retries) && !t->stopping) {
 		uint32_t rnd = 0;
 		getrandom(&rnd, sizeof(rnd), 0);
 		int64_t delay = retry_delay_ms(t->attempt, res, (double)rnd / 4294967296.0);
@@ -369,6 +417,8 @@ static void stream_done(struct turn *t, const struct http_result *res)
 			turn_finish(t, TURN_DEADLINE, "the run's deadline came before the retry of: %s", why);
 			return;
 		}
+		if (t->shown_n || t->think_n)
+			strncat(why, "; what it showed is not shown again", sizeof(why) - strlen(why) - 1);
 		struct turn_event ev = { .type = EV_RETRY, .text = why, .len = strlen(why), .n = delay };
 		turn_emit(t, &ev);
 		t->phase = PH_RETRY_WAIT;
@@ -376,12 +426,15 @@ static void stream_done(struct turn *t, const struct http_result *res)
 		return;
 	}
 	t->phase = PH_IDLE;
-	if (t->output_shown && retry)
-		strncat(why, "; not retried because its output was already shown", sizeof(why) - strlen(why) - 1);
+	if (retry && t->attempt)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "; after %u retries", t->attempt);
 	if (t->compacting)
 		turn_compact_failed(t, why);
 	else if (context)
 		turn_finish(t, TURN_PROVIDER_ERROR, "%s; the conversation was compacted for this round already", why);
+	else if (auth)
+		turn_finish(t, TURN_AUTH_ERROR, "%s; the API refused the key: check it (ANTHROPIC_API_KEY or OPENAI_API_KEY)",
+			    why);
 	else
 		turn_finish(t, TURN_PROVIDER_ERROR, "%s", why);
 }
@@ -516,6 +569,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 	t.tools = tool_schemas(&t);
 	buf_init(&t.errbody, TURN_ERRBODY_MAX);
 	buf_init(&t.partial, TURN_SSE_EVENT_MAX);
+	buf_init(&t.shown, TURN_SSE_EVENT_MAX);
 	int r = loop_new(&t.loop);
 	if (r < 0)
 		return err_setc(e, r, "event loop");
@@ -621,6 +675,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 	turn_compact_free(&t);
 	buf_free(&t.errbody);
 	buf_free(&t.partial);
+	buf_free(&t.shown);
 	if (s->box)
 		box_conn_on_event(s->box, NULL, NULL);
 	if (s->box && t.box_watched)

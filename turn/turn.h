@@ -33,6 +33,7 @@ enum turn_stop_kind {
 	TURN_PROVIDER_ERROR,
 	TURN_BOX_ERROR,
 	TURN_OUTPUT_INVALID,	/* --output-schema: the final answer did not match, after one retry */
+	TURN_AUTH_ERROR,	/* the API refused the key (401, 403) */
 };
 const char *turn_stop_name(enum turn_stop_kind k);
 
@@ -163,9 +164,14 @@ struct session {
 	cJSON *messages;
 	struct journal j;
 	struct box_conn *box;
-	int rounds, calls, refused;	/* over the whole session, for the budgets */
+	int rounds, calls, refused;	/* over the whole session, its earlier runs too, for the budgets */
 	int asked;		/* the person's messages so far (their checkpoints, cmd/rewind.h) */
 	struct usage usage;
+	/* What the session's earlier runs spent (journal_load's totals; they
+	 * are in usage, rounds and calls too): the cost of this run is priced
+	 * on what was added since. cost_before <0: unknown. */
+	struct usage usage_before;
+	double cost_before;
 	char *system;		/* the session's system prompt (owned); NULL: cfg->system */
 	cJSON *instructions;	/* the project instruction files in it: [{path, sha256, bytes, cut?}] */
 	/* The last request's whole prompt (input + cache reads and writes) and

@@ -16,6 +16,12 @@ struct usage {
 };
 
 void usage_add(struct usage *sum, const struct usage *u);
+/* d = a - b, field by field (what was added to b to make a). */
+void usage_sub(struct usage *d, const struct usage *a, const struct usage *b);
+/* A journal's "usage" record of one request ({input_tokens, output_tokens,
+ * cache_read_tokens, cache_write_tokens, cache_write_1h_tokens}) added to
+ * sum. */
+void usage_add_record(struct usage *sum, const cJSON *rec);
 /* Every prompt token of the requests counted: input + cache reads and writes. */
 int64_t usage_prompt(const struct usage *u);
 /* The share of prompt tokens read from the cache, 0..1 (0 with none). */

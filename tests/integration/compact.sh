@@ -112,7 +112,7 @@ J=$(journal "$ID")
 is "$(grep -c '"type":"compaction"' "$J")" 1 "the journal has one compaction record"
 like "$(grep '"type":"compaction"' "$J")" '"replaced":\[.*mark-1' "which keeps the replaced messages"
 like "$(grep '"type":"compaction"' "$J")" '"summary":\{"role":"user".*SUMMARY-OF-EARLIER' "and the summary"
-like "$("$WARD" sessions)" "$ID +done +fake-model +1 " "ward sessions shows the session was compacted once"
+like "$("$WARD" sessions)" "$ID +[0-9-]+ [0-9:]+ +done +fake-model +1 " "ward sessions shows the session was compacted once"
 
 # --resume sends the compacted conversation, not what was replaced.
 serve text

@@ -77,7 +77,7 @@ unset ANTHROPIC_MODEL
 clean
 cfg
 is "$RC" 0 "ward config with no files: exit 0"
-DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 2 default|disk 10G default|image (none) default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
+DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 10 default|disk 10G default|image (none) default|network.mode none default|network.allow_hosts (none) default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
 is "$(printf '%s\n' "$OUT" | grep -v '^#' | tr -s ' ' | paste -sd'|')" "$DEFAULTS" "ward config: the defaults, one line each"
 cfg --json
 is "$(printf '%s' "$OUT" | json settings.model.source)" default "ward config --json: the model's source"
@@ -219,12 +219,12 @@ like "$ERR" "$UF:1:1: --allow-host with --net none" "and the line names the file
 # Bounds: tighter is taken, looser is ignored; against the user's and the defaults.
 clean
 user '{"max_rounds": 10, "deadline": "10m", "max_cost": 2}'
-proj '{"max_rounds": 50, "deadline": "1h", "max_cost": 5, "retries": 9, "idle_timeout": "1h", "disk": "100G", "max_calls": 3, "max_tokens": 5000}'
+proj '{"max_rounds": 50, "deadline": "1h", "max_cost": 5, "retries": 19, "idle_timeout": "1h", "disk": "100G", "max_calls": 3, "max_tokens": 5000}'
 cfg
 like "$ERR" "\"max_rounds\": 50 ignored: a project's file may only tighten it.*\\(10, from user file $UF\\)" "project max_rounds looser than the user's: ignored"
 like "$ERR" "\"deadline\": 1h ignored" "project deadline looser than the user's: ignored"
 like "$ERR" "\"max_cost\": 5 ignored" "project max_cost looser: ignored"
-like "$ERR" "\"retries\": 9 ignored: .*\\(2, the default\\)" "project retries above the default: ignored"
+like "$ERR" "\"retries\": 19 ignored: .*\\(10, the default\\)" "project retries above the default: ignored"
 like "$ERR" "\"idle_timeout\": 1h ignored" "project idle_timeout above the default: ignored"
 like "$ERR" "\"disk\": 100G ignored" "project disk above the default: ignored"
 is "$(warnings)" 6 "one line for each"

@@ -4,6 +4,7 @@
 # accepts (a renamed flag breaks the test, not somebody's cluster).
 . "$(dirname "$0")/lib.sh"
 EX=$(cd "$(dirname "$0")/../../examples/fleet" && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 python3 -c 'import yaml' 2>/dev/null || skip_all "python3 cannot import yaml (.ci/setup installs python3-yaml)"
 
 # yaml_check FILE...: "ok FILE" or "bad FILE: why" per file.
@@ -31,8 +32,8 @@ def k8s_job(d):
         oc = r.get("onExitCodes") or {}
         if r.get("action") == "FailIndex" and oc.get("operator") == "In":
             failed |= set(oc.get("values", []))
-    if not {2, 3, 4, 5, 64} <= failed:
-        return "podFailurePolicy does not FailIndex on 2, 3, 4, 5, 64 (has %s)" % sorted(failed)
+    if not {2, 3, 4, 5, 6, 64} <= failed:
+        return "podFailurePolicy does not FailIndex on 2, 3, 4, 5, 6, 64 (has %s)" % sorted(failed)
     if 1 in failed or 130 in failed:
         return "podFailurePolicy fails an index on 1 or 130, which are worth a retry"
     cmds = [" ".join(map(str, c.get("command", []) + c.get("args", []))) for c in pod.get("containers", [])]
@@ -118,8 +119,8 @@ done
 
 # Positive twins: a policy that retries a bound, a workflow without ward,
 # and a file that does not parse are caught.
-sed 's/values: \[2, 3, 4, 5, 64\]/values: [3, 4, 5, 64]/' "$EX/k8s-indexed-job.yaml" >"$T_TMP/job.yaml"
-like "$(yaml_check "$T_TMP/job.yaml")" "^bad .*FailIndex on 2, 3, 4, 5, 64" "a Job that does not FailIndex on exit 2 is caught"
+sed 's/values: \[2, 3, 4, 5, 6, 64\]/values: [3, 4, 5, 6, 64]/' "$EX/k8s-indexed-job.yaml" >"$T_TMP/job.yaml"
+like "$(yaml_check "$T_TMP/job.yaml")" "^bad .*FailIndex on 2, 3, 4, 5, 6, 64" "a Job that does not FailIndex on exit 2 is caught"
 sed 's/ward run /echo /; s/ward report /echo /' "$EX/github-actions.yml" >"$T_TMP/wf.yml"
 like "$(yaml_check "$T_TMP/wf.yml")" "^bad .*no step runs ward" "a workflow with no ward step is caught"
 printf 'jobs:\n  a: [unclosed\n' >"$T_TMP/broken.yml"
@@ -151,6 +152,55 @@ accepts run --max-cos
 ok $((! $?)) "ward run does not accept --max-cos (a prefix of a flag is not the flag)"
 like "$(ward_flags "$EX/gitlab-ci.yml")" "^run --task-index$" "a flag after \$((...)) on a GitLab line is still read"
 unlike "$(ward_flags "$EX/parallel.sh")" "^run --joblog$" "parallel's own flags, before ward run, are not ward's"
+
+# --- install steps: what the build needs, as .ci/setup installs it ---
+# Each Debian package a meson.build dependency() comes from (by its
+# pkg-config file), and the build's own tools.
+NEED=$(cd "$ROOT" && grep -rhoE "dependency\('[a-z0-9_+-]+'\)" --include=meson.build . | sed "s/dependency('//; s/')//" | sort -u |
+	while read -r d; do
+		[ "$d" = threads ] && continue
+		pc=$(pkg-config --variable=pcfiledir "$d" 2>/dev/null)/$d.pc
+		dpkg -S "$pc" 2>/dev/null | head -1 | cut -d: -f1
+	done | sort -u)
+NEED="$NEED meson ninja-build gcc pkg-config e2fsprogs"
+like "$NEED" "libzstd-dev" "the build's packages, from meson.build's dependencies, include libzstd-dev"
+installs() { # installs FILE: the packages its apt-get install lines name
+	python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read().replace("\\\n", " ")
+for m in re.finditer(r"apt-get install([^\n]*)", text):
+    for w in m.group(1).split():
+        if not w.startswith("-") and not w.startswith("$"):
+            print(w)
+PY
+}
+lacks() { # lacks FILE: the needed packages its install lines do not name
+	local have; have=$(installs "$1")
+	for p in $NEED; do printf '%s\n' "$have" | grep -qxF "$p" || printf '%s ' "$p"; done
+}
+for f in "$EX"/*; do
+	case $f in *.md) continue ;; esac	# prose, not steps
+	[ -n "$(installs "$f")" ] || continue
+	is "$(lacks "$f")" "" "$(basename "$f")'s install steps name every package the build needs"
+done
+SETUP=$(sed -n 's/^PKGS="\(.*\)"$/\1/p' "$ROOT/.ci/setup")
+missing=""; for p in $NEED; do printf '%s\n' $SETUP | grep -qxF "$p" || missing="$missing $p"; done
+is "$missing" "" ".ci/setup's PKGS names every package the build needs"
+sed 's/ libzstd-dev//' "$EX/github-actions.yml" >"$T_TMP/gh.yml"
+like "$(lacks "$T_TMP/gh.yml")" "libzstd-dev" "twin: a workflow whose install line lacks libzstd-dev is caught"
+
+# --- slurm.sbatch's CHUNK: each array task runs its CHUNK lines, stops at
+# the file's end, and exits with the worst code; a stand-in ward records
+# each --task-index and exits 2 for index 4. Twin: CHUNK unset runs one.
+mkdir -p "$T_TMP/chunk/bin"
+printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --task-index ] && i=$2; shift; done\necho "${i:-env}" >>"%s/chunk/ran"\n[ "${i:-}" = 4 ] && exit 2\nexit 0\n' "$T_TMP" >"$T_TMP/chunk/bin/ward"
+chmod +x "$T_TMP/chunk/bin/ward"
+printf '{"id": "t%d", "task": "x"}\n' 0 1 2 3 4 >"$T_TMP/chunk/tasks.jsonl"
+(cd "$T_TMP/chunk" && PATH=$T_TMP/chunk/bin:$PATH SLURM_ARRAY_TASK_ID=1 CHUNK=3 bash "$EX/slurm.sbatch")
+is "$?:$(tr '\n' ' ' <"$T_TMP/chunk/ran")" "2:3 4 " "slurm.sbatch CHUNK=3, array task 1: lines 3 and 4 (the file ends), exit 2 (the worst)"
+rm -f "$T_TMP/chunk/ran"
+(cd "$T_TMP/chunk" && PATH=$T_TMP/chunk/bin:$PATH SLURM_ARRAY_TASK_ID=1 bash "$EX/slurm.sbatch")
+is "$?:$(tr '\n' ' ' <"$T_TMP/chunk/ran")" "0:env " "twin, no CHUNK: one ward, its index from SLURM_ARRAY_TASK_ID"
 
 # --- images.jsonl: every line's image is a reference ward reads ---
 BADIMG=""

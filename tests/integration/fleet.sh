@@ -210,6 +210,90 @@ is "$?" 0 "the rerun: skipped (exit 0), not run again"
 is "$(field "$F/stuck/stuck/result.json" stop)" deadline "its result.json says deadline, from the journal"
 is "$(grep -c '"type":"message","role":"user"' "$F/stuck/stuck/journal.jsonl")" 1 "and the model was not asked again"
 
+# ---- a finished task's layers go once its patch is written ----
+# (each is an ext4 image of --disk's size as root: kept, 400 tasks held
+# 1.7 GB); twin: --keep-changes keeps them for ward diff.
+mkdir -p "$F/ws/lay"
+cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$F/ws/lay/"
+echo '{"id": "lay", "task": "make the tests pass", "workspace": "ws/lay", "model": "replay:'"$F/fix.json"'"}' >"$F/lay.jsonl"
+"$WARD" run --task-file "$F/lay.jsonl" --task-index 0 --out "$F/lay" >/dev/null 2>&1
+is "$?" 0 "a task that finishes"
+LS=$(awk '{print $1}' "$F/lay/lay/session")
+like "$(cat "$F/lay/lay/patch.diff")" '^\+    return a \+ b' "its patch.diff holds the change"
+ls -d "$XDG_STATE_HOME"/ward/workspaces/s-"$LS"* >/dev/null 2>&1; ok $((! $?)) "and its layers (and image) are gone"
+rm -rf "$F/lay"
+"$WARD" run --task-file "$F/lay.jsonl" --task-index 0 --out "$F/lay" --keep-changes >/dev/null 2>&1
+LS=$(awk '{print $1}' "$F/lay/lay/session")
+ls -d "$XDG_STATE_HOME"/ward/workspaces/s-"$LS" >/dev/null 2>&1; ok $? "twin, --keep-changes: its layers are kept"
+like "$("$WARD" diff "$LS" 2>&1)" 'return a \+ b' "and ward diff shows them"
+"$WARD" sessions prune --all >/dev/null 2>&1
+
+# ---- costs and budgets are the task's, over its runs ----
+# A task preempted twice (SIGTERM during its long call, as scancel sends
+# it) and then finished: its result.json and ward report count all three
+# runs. Each request costs 1000 input and 20 output tokens at
+# claude-sonnet-4's $3/$15: $0.0033.
+export ANTHROPIC_API_KEY=sk-ant-fake-key
+mkdir -p "$F/ws/pre"
+echo '{"id": "pre", "task": "run the long job", "workspace": "ws/pre"}' >"$F/pre.jsonl"
+serve preempt
+prerun() { # prerun OUT [FLAGS]: one run of the task, SIGTERM at its Nth tool_call (N = PRE_AT), or to its end
+	"$WARD" run --provider anthropic --base-url "$URL" --model claude-sonnet-4-fake --task-file "$F/pre.jsonl" \
+		--task-index 0 --out "$1" "${@:2}" >/dev/null 2>>"$T_TMP/pre.err" &
+	local wp=$!
+	if [ -n "${PRE_AT:-}" ]; then
+		for _ in $(seq 200); do
+			local n; n=$(grep -c '"tool_call"' "$1/pre/events.jsonl" 2>/dev/null)
+			[ "${n:-0}" -ge "$PRE_AT" ] && break
+			sleep 0.05
+		done
+		sleep 0.3
+		kill -TERM $wp
+	fi
+	wait $wp
+}
+PRE_AT=1 prerun "$F/pre"; R1=$?
+PRE_AT=2 prerun "$F/pre"; R2=$?
+PRE_AT= prerun "$F/pre"; R3=$?
+is "$R1 $R2 $R3" "130 130 0" "a task preempted twice (130, 130), then done (0)"
+is "$(field "$F/pre/pre/result.json" runs)" 3 "in three runs"
+is "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(round(r["cost_usd"], 6), r["usage"]["input_tokens"], r["rounds"], r["calls"])' "$F/pre/pre/result.json")" \
+	"0.0099 3000 3 2" "its result.json has the cost, tokens, rounds and calls of all three runs (3 x \$0.0033)"
+like "$("$WARD" report --json "$F/pre" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["totals"]["cost_usd"], 6))' 2>&1)" '^0\.0099$' "and ward report sums the same"
+# Twin: --max-cost is the task's, not the run's. $0.005 is past after the
+# second request: the second run stops at the cost budget (exit 2) and
+# its call does not run, where a budget of the run alone would have run it.
+rm -rf "$F/ws/pre"/* "$F/prebud"; mkdir -p "$F/ws/pre"
+serve preempt
+PRE_AT=1 prerun "$F/prebud" --max-cost 0.005; R1=$?
+PRE_AT= prerun "$F/prebud" --max-cost 0.005; R2=$?
+is "$R1 $R2" "130 2" "--max-cost 0.005: the first run preempted, the second stops at the budget (exit 2)"
+is "$(field "$F/prebud/pre/result.json" stop)" cost_budget "its result.json says cost_budget"
+like "$(grep '"role":"user"' "$F/prebud/pre/journal.jsonl" | tail -1)" 'not run: the cost budget' "and the second run's call did not run"
+is "$(nreq)" 2 "after two requests in all"
+
+# A provider's bad minute: 35 % of requests answered 429 at random; every
+# task of twelve finishes (the default retries); twin: with --retries 0
+# some do not.
+: >"$F/storm.jsonl"
+for i in $(seq -w 1 12); do
+	mkdir -p "$F/ws/s$i"
+	echo "{\"id\": \"s$i\", \"task\": \"make a file\", \"workspace\": \"ws/s$i\"}" >>"$F/storm.jsonl"
+done
+storm() { # storm OUT [FLAGS]: the twelve, two at a time; "INDEX CODE" lines in OUT/codes.txt
+	mkdir -p "$1"
+	seq 0 11 | xargs -P 2 -I{} sh -c '"$0" run --provider anthropic --base-url "$1" --model claude-sonnet-4-fake \
+		--task-file "$2" --task-index {} --out "$3" $4 >/dev/null 2>&1; echo "{} $?" >>"$3/codes.txt"' \
+		"$WARD" "$URL" "$F/storm.jsonl" "$1" "${2:-}"
+}
+FAKE_429_PCT=35 FAKE_SEED=7 serve 429-random
+storm "$F/storm"
+is "$(awk '{print $2}' "$F/storm/codes.txt" | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" "0x12 " "35 % 429s: every one of the 12 tasks finishes (exit 0)"
+lt 0 "$(grep -c '"type":"retry"' "$F"/storm/s*/events.jsonl | awk -F: '{s += $2} END {print s}')" "after retries"
+FAKE_429_PCT=35 FAKE_SEED=7 serve 429-random
+storm "$F/storm0" --retries=0
+like "$(awk '{print $2}' "$F/storm0/codes.txt" | sort -u | tr '\n' ' ')" "1" "twin, --retries 0: some tasks fail (exit 1)"
+
 # ---- one ward per session ----
 sed -i 's/"text": "It finished after the restart."/"text": "It finished."/' "$F/slow.json"
 "$WARD" run --model "replay:$F/slow.json" --workspace "$F/ws/t02" "long" >/dev/null 2>"$T_TMP/a.err" &

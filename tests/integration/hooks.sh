@@ -48,7 +48,7 @@ run "make a file"
 is "$(cat "$WS/out.txt" 2>/dev/null)" made-by-tool "PreToolUse exit 0: the command ran"
 IN=$(cat "$T_TMP/pre-in.json" 2>/dev/null)
 is "$(json hook_event_name <<<"$IN")" PreToolUse "stdin: hook_event_name"
-is "$(json tool_name <<<"$IN")" bash "stdin: tool_name"
+is "$(json tool_name <<<"$IN")" Bash "stdin: tool_name, as Claude Code names the tool"
 is "$(json tool_input.command <<<"$IN")" "echo made-by-tool > out.txt; cat out.txt" "stdin: tool_input"
 like "$(json tool_use_id <<<"$IN")" '^[A-Za-z0-9_-]{4,}$' "stdin: tool_use_id"
 SID=$(json session_id <<<"$IN")
@@ -251,6 +251,28 @@ pgrep -f "^sleep 100\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is
 sleep 3.5
 [ ! -e "$T_TMP/canary" ]; ok $? "the canary never touched its file"
 
+# A hook's setsid child left its process group: the hook runs in a
+# cgroup of its own (where ward can make one, as here), and cgroup.kill
+# ends that child with it. Twin: while the hook ran, the child was running.
+script setsid-hook "cat >/dev/null; cat /proc/self/cgroup >\"$T_TMP/hook-cg\"; setsid sh -c 'echo \$\$ >\"$T_TMP/sid-pid\"; sleep 2.$MARK; touch \"$T_TMP/canary3\"' & for i in 1 2 3 4 5 6 7 8 9 10; do [ -s \"$T_TMP/sid-pid\" ] && break; sleep 0.1; done; kill -0 \$(cat \"$T_TMP/sid-pid\") && echo alive >\"$T_TMP/sid-alive\"; exit 0"
+hooks PreToolUse "" "$T_TMP/setsid-hook"
+serve tool; ws setsid; rm -f "$T_TMP"/sid-* "$T_TMP/canary3"
+run "make a file"
+V2=/sys/fs/cgroup; [ -e $V2/cgroup.controllers ] || V2=/sys/fs/cgroup/unified
+V2=$V2$(sed -n 's/^0::\/*/\//p' /proc/self/cgroup)
+if [ -e "$V2/cgroup.procs" ] && [ -w "$V2" ]; then
+	like "$(cat "$T_TMP/hook-cg" 2>/dev/null)" '^0::.*/ward-hook-[0-9]+-[0-9]+$' "the hook ran in a cgroup of its own"
+	is "$(cat "$T_TMP/sid-alive" 2>/dev/null)" alive "twin: while the hook ran, its setsid child was running"
+	SP=$(cat "$T_TMP/sid-pid" 2>/dev/null)
+	for _ in $(seq 20); do gone "${SP:-0}" && break; sleep 0.05; done
+	gone "${SP:-0}"; ok $? "once the hook answered, its setsid child is gone (the hook's cgroup was killed)"
+	sleep 2.5
+	[ ! -e "$T_TMP/canary3" ]; ok $? "and the setsid child's canary never appeared"
+	ls -d "$V2"/ward-hook-* >/dev/null 2>&1; ok $((! $?)) "and no hook cgroup is left"
+else
+	ok 0 "a hook's setsid child # SKIP ward cannot make a cgroup here (no writable cgroup v2)"
+fi
+
 # SIGTERM to ward while a hook runs: the hook's group is killed at once
 # (not at its 60 s timeout), the call it was checking does not run, and
 # the run ends cancelled.
@@ -304,6 +326,108 @@ GP=$(cat "$T_TMP/guard-pid" 2>/dev/null)
 like "$GP" '^[0-9]+$' "twin: a guard ran beside the hook"
 for _ in $(seq 40); do alive "${GP:-0}" || break; sleep 0.05; done
 ! alive "${GP:-0}"; ok $? "a run that ends: its guard ends with it"
+
+# A hook written for Claude Code runs unchanged: its matcher names Claude
+# Code's tools (Write|Edit, Bash, Read), it reads Claude Code's fields
+# (tool_input.file_path) with jq, and it answers with updatedInput.
+cat >"$T_TMP/cc-guard" <<'SH'
+#!/bin/bash
+# A PreToolUse hook as Claude Code's documentation has them.
+input=$(cat)
+printf '%s\n' "$input" >>"$CC_LOG"
+tool=$(jq -r '.tool_name' <<<"$input")
+file=$(jq -r '.tool_input.file_path // empty' <<<"$input")
+case "$file" in
+*.env) echo "Blocked: $tool to $file (secrets)" >&2; exit 2 ;;
+esac
+if [ "$tool" = Bash ] && [ -n "${CC_REWRITE:-}" ]; then
+	jq -n --arg c "$CC_REWRITE" '{hookSpecificOutput: {hookEventName: "PreToolUse",
+		permissionDecision: "allow", updatedInput: {command: $c, description: "rewritten by the hook"}}}'
+fi
+exit 0
+SH
+chmod +x "$T_TMP/cc-guard"
+export CC_LOG=$T_TMP/cc-log.jsonl
+cchooks() { # cchooks MATCHER: the Claude Code hook on PreToolUse
+	printf '{"hooks": {"PreToolUse": [{"matcher": "%s", "hooks": [{"type": "command", "command": "%s"}]}]}}\n' \
+		"$1" "$T_TMP/cc-guard" >"$CONF"
+}
+cchooks 'Write|Edit'
+export FAKE_TOOL=write FAKE_INPUT='{"path": "secret.env", "content": "KEY=1\n"}'
+serve mcp-call; ws cc-block; rm -f "$CC_LOG"
+run --json "write the key"
+[ ! -e "$WS/secret.env" ]; ok $? "Claude Code hook, matcher Write|Edit: the write to secret.env did not run"
+like "$(req 2)" 'refused by a PreToolUse hook: Blocked: Write to secret.env' "the model is told the hook's reason"
+is "$(json tool_input.file_path <"$CC_LOG")" secret.env "the hook read tool_input.file_path"
+like "$(grep '"type":"approval"' "$T_TMP/out")" '"decision":"deny","why":"Blocked: Write to secret.env \(secrets\)","hook":"deny"' "a call the hook refused has its approval event"
+is "$(grep '"type":"result"' "$T_TMP/out" | json refused)" 1 "and counts in refused"
+like "$(journal | grep '"type":"gate"')" '"decision":"deny".*"hook":"deny"' "and a gate record in the journal"
+unlike "$ERR" 'matches no tool' "a matcher of Claude Code's names gets no warning"
+export FAKE_INPUT='{"path": "notes.txt", "content": "fine\n"}'
+serve mcp-call; ws cc-block-twin
+run "write the notes"
+is "$(cat "$WS/notes.txt" 2>/dev/null)" fine "twin: a write the hook allows runs"
+export FAKE_TOOL=read FAKE_INPUT='{"path": "a.txt"}'
+cchooks 'Read'; rm -f "$CC_LOG"
+serve mcp-call; ws cc-read
+run "read it"
+is "$(json tool_name <"$CC_LOG")" Read "matcher Read: the hook ran for read, told tool_name Read"
+is "$(json tool_input.file_path <"$CC_LOG")" a.txt "and tool_input.file_path"
+cchooks 'Grep|Glob|LS'; rm -f "$CC_LOG"
+export FAKE_TOOL=find FAKE_INPUT='{"pattern": "*.txt"}' FAKE_TOOL2=ls FAKE_INPUT2='{}'
+serve mcp-call; ws cc-glob
+run "find them"
+is "$(jq -r .tool_name "$CC_LOG" 2>/dev/null | tr '\n' ' ')" "Glob LS " "matcher Grep|Glob|LS: find and ls are Glob and LS"
+unset FAKE_TOOL2 FAKE_INPUT2
+
+# updatedInput: the hook's input runs instead of the model's, through the
+# same checks; twins: an input the tool refuses does not run, and the gate
+# sees the new input (a deny rule over it refuses it).
+cchooks 'Bash'
+export FAKE_TOOL=bash FAKE_INPUT='{"command": "echo from-model > out.txt", "timeout": 30}'
+export CC_REWRITE='echo from-hook > out.txt'
+serve mcp-call; ws cc-update; rm -f "$CC_LOG"
+run --approve ask "make a file"
+is "$(cat "$WS/out.txt" 2>/dev/null)" from-hook "updatedInput: the hook's command ran, not the model's"
+is "$(json tool_input.timeout <"$CC_LOG")" 30000 "the hook saw bash's timeout in milliseconds, as Claude Code's"
+like "$(journal | grep '"type":"intent"')" '"input":\{"command":"echo from-hook > out.txt"\},"hook_updated":true' "the journal's intent is the input that ran"
+like "$(journal | grep '"type":"hook"')" '"updated_input":\{"command":"echo from-hook' "the hook record keeps what it gave"
+export CC_REWRITE=''
+serve mcp-call; ws cc-update-twin
+run "make a file"
+is "$(cat "$WS/out.txt" 2>/dev/null)" from-model "twin: without updatedInput the model's command runs"
+python3 - "$T_TMP/cc-guard" <<'PY'
+import sys
+p = sys.argv[1]; s = open(p).read()
+open(p + "-bad", "w").write(s.replace("updatedInput: {command: $c", "updatedInput: {command: $c, cwd: \"/\""))
+PY
+chmod +x "$T_TMP/cc-guard-bad"
+printf '{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "%s"}]}]}}\n' "$T_TMP/cc-guard-bad" >"$CONF"
+export CC_REWRITE='echo from-hook > out.txt'
+serve mcp-call; ws cc-update-bad
+run "make a file"
+[ ! -e "$WS/out.txt" ]; ok $? "updatedInput with a field bash has not: nothing runs"
+like "$(req 2)" "not run: the PreToolUse hook's updatedInput is bad input: bash: unknown field \\\\\"cwd\\\\\"" "the model is told what was wrong"
+cchooks 'Bash'
+export CC_REWRITE='rm -rf out.txt; echo gone > out.txt'
+serve mcp-call; ws cc-update-gate
+run --deny 'bash:rm *' "make a file"
+[ ! -e "$WS/out.txt" ]; ok $? "updatedInput goes through the gate: a --deny over the new command refuses it"
+like "$(req 2)" "denied by the rule --deny 'bash:rm \\*'" "the rule is named"
+unset CC_REWRITE
+
+# A matcher that can match no tool: one warning line; twin: no line for one that can.
+cchooks 'MultiEdit|WebFetch'
+export FAKE_TOOL=ls FAKE_INPUT='{}'
+serve mcp-call; ws cc-nomatch
+run "list"
+like "$ERR" 'warning: PreToolUse hook matcher "MultiEdit\|WebFetch" matches no tool' "a matcher of tools ward has not: a warning"
+is "$(printf '%s\n' "$ERR" | grep -c 'matches no tool')" 1 "once"
+cchooks 'mcp__github__.*'
+serve mcp-call; ws cc-mcp
+run "list"
+unlike "$ERR" 'matches no tool' "twin: an mcp__ matcher gets none (its tools are known later)"
+unset FAKE_TOOL FAKE_INPUT
 
 # A project's file may not add hooks (one line, naming the file); the same
 # in the user's file runs.

@@ -137,6 +137,32 @@ like "$ERR" 'MCP server "hang" is unavailable: no answer to initialize within 2 
 lt "$MS" 12000 "bounded by its start-up time (${MS} ms)"
 unlike "$(tools_of 1)" 'mcp__hang' "its tools are not offered"
 
+# A server that tries to reach the network from a box that has none (npx
+# fetching its package): said at once, with the --allow-host it needs, not
+# after its start-up time. Twin: a server that says something else on
+# stderr is waited for as before.
+ws nonet
+printf '%s\n' '{"mcpServers": {"pkg": {"command": "sh", "args": ["-c", "echo npm error request to https://registry.npmjs.org/some-mcp failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org >&2; sleep 60"], "startup_timeout_sec": 20}}}' >"$T_TMP/nonet.json"
+serve text
+run --rw --mcp-config "$T_TMP/nonet.json" "hello"
+is "$RC" 0 "a server that cannot reach its registry: the run goes on"
+like "$ERR" 'MCP server "pkg" is unavailable: it tried to reach registry\.npmjs\.org, .*to allow it, --allow-host registry\.npmjs\.org' "one line names the host and the --allow-host it needs"
+lt "$MS" 10000 "at once, not after its 20 s start-up time (${MS} ms)"
+printf '%s\n' '{"mcpServers": {"pkg": {"command": "sh", "args": ["-c", "echo starting up slowly >&2; sleep 60"], "startup_timeout_sec": 2}}}' >"$T_TMP/slow.json"
+serve text
+run --rw --mcp-config "$T_TMP/slow.json" "hello"
+like "$ERR" 'MCP server "pkg" is unavailable: no answer to initialize within 2 s' "twin: other stderr: waited for, up to its start-up time"
+unlike "$ERR" 'allow-host' "and no --allow-host is suggested"
+if command -v npx >/dev/null; then
+	# The real thing: npx in a box with no network fails in about a second
+	# (its fetch retries turned off there), where it took 73 s.
+	printf '%s\n' '{"mcpServers": {"npx": {"command": "npx", "args": ["-y", "ward-test-no-such-mcp-server"]}}}' >"$T_TMP/npx.json"
+	serve text
+	run --rw --mcp-config "$T_TMP/npx.json" "hello"
+	like "$ERR" 'MCP server "npx" is unavailable: it tried to reach registry\.npmjs\.org.*--allow-host registry\.npmjs\.org' "npx with no network: the registry is named, with its --allow-host"
+	lt "$MS" 20000 "within seconds, not its 30 s start-up time (${MS} ms)"
+fi
+
 # Garbage on stdout: ignored, said once; the protocol still works.
 ws garbage; conf "$T_TMP/garbage.json" g garbage
 export FAKE_TOOL=mcp__g__echo FAKE_INPUT='{"text":"through the noise"}'

@@ -98,6 +98,40 @@ like "$ERR" "cut at 32 KiB" "and so does stderr"
 [ "$(system_of 8 | wc -c)" -lt $(( 32768 + 4096 )) ]; ok $? "the prompt's instructions stay within the cap"
 rm "$WS/AGENTS.md" "$T_TMP/config/ward/AGENTS.md"
 
+# A package of a monorepo: the repository's root (a .git above the
+# workspace) and each directory down to the workspace are read first,
+# whatever the workspace is; twin: without a .git above, only the
+# workspace's. A link out of the repository is not followed.
+M=$T_TMP/mono
+mkdir -p "$M/.git" "$M/packages/api/src"
+printf 'MONO-ROOT: use pnpm.\n' >"$M/AGENTS.md"
+printf 'MONO-PKGS: packages are ESM.\n' >"$M/packages/CLAUDE.md"
+printf 'MONO-API: the API is REST.\n' >"$M/packages/api/AGENTS.md"
+printf 'MONO-SRC: no default exports.\n' >"$M/packages/api/src/AGENTS.md"
+WS=$M/packages/api
+serve text
+CWD=$WS/src run --json "hello"
+SYS=$(system_of 1)
+is "$(printf '%s' "$SYS" | grep -o 'MONO-[A-Z]*' | tr '\n' ' ')" "MONO-ROOT MONO-PKGS MONO-API MONO-SRC " \
+	"a monorepo's package: the repository root's, then down to the working directory, in order"
+J=$(journal "$(session_of)")
+like "$J" '"path":"\.\./\.\./AGENTS\.md","sha256":"[0-9a-f]{64}","bytes":[0-9]+,"from":"repository"' "the journal says where each came from: the repository's root"
+like "$J" '"path":"\.\./CLAUDE\.md",.*"from":"repository"' "the directory between"
+like "$J" '"path":"AGENTS\.md",.*"from":"workspace"' "and the workspace's own"
+rm -rf "$M/.git"
+serve text
+CWD=$WS/src run "hello"
+is "$(system_of 1 | grep -o 'MONO-[A-Z]*' | tr '\n' ' ')" "MONO-API MONO-SRC " "twin: no .git above the workspace: only the workspace's"
+mkdir -p "$M/.git"
+rm "$M/packages/CLAUDE.md"
+ln -s "$T_TMP/secret.txt" "$M/packages/AGENTS.md"
+serve text
+run "hello"
+unlike "$(system_of 1)" "HOST-SECRET-FILE" "a repository's AGENTS.md that links out of it is not read"
+like "$ERR" "\.\./AGENTS\.md: .*link out of the repository" "and ward says so"
+like "$(system_of 1)" "MONO-ROOT" "twin: the root's plain file is"
+rm -rf "$M"
+
 # --- Prompt caching ---
 WS=$T_TMP/cache; mkdir -p "$WS"
 serve tool --cache-sim
@@ -164,11 +198,48 @@ like "$(printf '%s\n' "$OUT" | tail -1)" '"final_text":"Hello from the fake mode
 unlike "$(printf '%s\n' "$OUT" | tail -1)" '"output"' "and there is no output"
 V=$(validate_events "$T_TMP/out" 2>&1)
 like "$V" "^valid [0-9]+" "every --json line validates against the schema"
-printf '{"type": "object", "patternProperties": {}}' >"$T_TMP/bad-schema.json"
+# Plain mode: stdout is the final answer alone (as claude -p and codex
+# exec), progress and interim text on stderr; with --output-schema, the
+# checked JSON alone; -o FILE holds it too.
+serve answer-json
+run --output-schema "$T_TMP/schema.json" "count the files"
+is "$OUT" '{"ok":true,"files":2}' "plain --output-schema: stdout is the checked JSON alone"
+like "$ERR" 'Counting\.' "the interim text is on stderr"
+serve answer-json
+run "count the files"
+is "$OUT" "$(printf '```json\n{"ok": true, "files": 2}\n```')" "plain: stdout is the last message alone"
+unlike "$OUT" 'Counting' "and not the message before it"
+serve answer-bad
+run --output-schema "$T_TMP/schema.json" "count the files"
+is "$RC" 1 "plain, an answer that does not match: exit 1"
+is "$OUT" "" "and nothing on stdout"
+rm -f "$T_TMP/last.txt"
+serve answer-json
+run --json -o "$T_TMP/last.txt" --output-schema "$T_TMP/schema.json" "count the files"
+is "$(cat "$T_TMP/last.txt" 2>/dev/null)" '{"ok":true,"files":2}' "-o FILE: the checked answer"
+is "$(stat -c %a "$T_TMP/last.txt" 2>/dev/null)" 600 "-o FILE is 0600"
+like "$(printf '%s\n' "$OUT" | tail -1)" '"type":"result"' "with --json, stdout is still the events"
+serve answer-json
+UM=$(umask); umask 000; run --output-last-message "$T_TMP/last2.txt" "count the files"; umask "$UM"
+like "$(cat "$T_TMP/last2.txt" 2>/dev/null)" '"ok": true' "--output-last-message FILE: the last message"
+is "$(stat -c %a "$T_TMP/last2.txt" 2>/dev/null)" 600 "0600 whatever the umask"
+run -o "" "x"
+is "$RC" 64 "-o with no file name: usage error"
+
+# --json: the stop's one line is on stderr too, for the CI log.
+serve answer-bad
+run --json --output-schema "$T_TMP/schema.json" "count the files"
+like "$ERR" '^ward: output_invalid: the final answer does not match --output-schema' "--json: a failed run's stop is one line on stderr"
+serve text
+run --json "hello"
+like "$ERR" '^ward: done: ' "--json: a finished run's too"
+is "$(printf '%s\n' "$ERR" | grep -c '^ward: done')" 1 "once"
+
+printf '{"type": "object", "propertyNames": {}}' >"$T_TMP/bad-schema.json"
 run --output-schema "$T_TMP/bad-schema.json" "x"
 is "$RC" 64 "a schema with a keyword ward does not check: usage error"
 is "$(printf '%s\n' "$ERR" | wc -l)" 1 "in one line"
-like "$ERR" 'bad-schema.json: at #: the keyword "patternProperties" is not one ward checks' "naming the file and the keyword"
+like "$ERR" 'bad-schema.json: at #: the keyword "propertyNames" is not one ward checks \(it checks type' "naming the file and the keyword, and the keywords it checks"
 printf '{"type":\n  "object",\n  "required": [1, }\n' >"$T_TMP/bad-schema.json"
 run --output-schema "$T_TMP/bad-schema.json" "x"
 like "$ERR" 'bad-schema.json: not JSON: .*\(line 3' "a schema that is not JSON: the file, what and the line"

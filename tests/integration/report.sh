@@ -102,8 +102,8 @@ print(r.tag, s.get("name"), s.get("tests"), s.get("failures"), s.get("errors"), 
       w.get("type"), w.get("message") == "provider_error: " + sys.argv[2].replace("\x01", "\ufffd"),
       w.text.endswith(sys.argv[2].replace("\x01", "\ufffd")), f["n-unfinished"].find("error").get("type"),
       f["a-done1"].find("failure") is None)' "$T_TMP/junit.xml" "$WEIRD")" \
-	"testsuites ward 15 7 3 15 7 3 ward.tasks 12.345 ward provider_error True True unfinished True" \
-	"--junit: valid XML; 15 testcases, 7 failures, 3 errors; the why round-trips (tab, CR and newline kept; the other control character replaced)"
+	"testsuites ward 15 7 3 15 7 3 ward.tasks 12.345 ward.tasks provider_error True True unfinished True" \
+	"--junit: valid XML; 15 testcases, 7 failures, 3 errors; a task that never ran has the same classname; the why round-trips (tab, CR and newline kept; the other control character replaced)"
 like "$(cat "$T_TMP/junit.xml")" "exit code 2, rounds 5, calls 9, refused 0, runs 1, session 20261130-193523-bfb346" "a failure's details"
 is "$(printf '%s\n' "$OUT" | grep -c '^| id | stop | exit | rounds | calls | tokens | cost | duration | files | why |$')" 1 "--markdown: the header"
 is "$(printf '%s\n' "$OUT" | grep -cE '^\| [a-o]-')" 15 "--markdown: one row per task"

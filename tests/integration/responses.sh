@@ -49,6 +49,43 @@ is "$(items 1)" "message" "the task as one message item"
 serve text; ws default-model
 "$WARD" run --provider openai-responses --base-url "$URL/v1" --workspace "$WS" "hi" >/dev/null 2>&1
 is "$(field 1 'b["model"]')" gpt-5 "the default model is gpt-5"
+# Its default model has prices, so --max-cost works with it; twin: a
+# model ward does not know is refused, until the user's config prices it
+# (a project's file may not).
+serve text; ws max-cost
+"$WARD" run --provider openai-responses --base-url "$URL/v1" --workspace "$WS" --max-cost 2 --json "hi" >"$T_TMP/out" 2>"$T_TMP/err"
+is "$?" 0 "--max-cost 2 with the default model (gpt-5): it runs"
+like "$(tail -1 "$T_TMP/out")" '"cost_usd":0\.[0-9]' "and the result has its cost"
+for M in gpt-5-mini o3 gpt-5-2025-08-07; do
+	"$WARD" run --provider openai-responses --base-url "$URL/v1" --workspace "$WS" --model $M --max-cost 2 "hi" >/dev/null 2>&1
+	is "$?" 0 "--max-cost with $M: it runs"
+done
+run --model my-model --max-cost 2 "hi"
+is "$RC" 64 "twin: --max-cost with a model ward has no prices for: usage error"
+like "$ERR" "ward does not know the prices of my-model" "saying so"
+mkdir -p "$XDG_CONFIG_HOME/ward" "$WS/.ward"
+echo '{"prices": {"my-model": {"input": 1, "output": 2}}}' >"$WS/.ward/config.json"
+run --model my-model --max-cost 2 "hi"
+is "$RC" 64 "a project's file may not give prices"
+like "$ERR" '"prices" ignored: only your own file may give prices' "one line says so"
+rm -rf "$WS/.ward"
+echo '{"prices": {"my-model": {"input": 1, "output": 2}}}' >"$XDG_CONFIG_HOME/ward/config.json"
+serve text
+run --model my-model --max-cost 2 --json "hi"
+is "$RC" 0 "the user's config prices my-model: --max-cost works"
+like "$(tail -1 "$T_TMP/out")" '"cost_usd":5e-05,' "and it is costed at its prices (cache reads, not given, at the input price)"
+echo '{"prices": {"my-model": {"input": "cheap"}}}' >"$XDG_CONFIG_HOME/ward/config.json"
+run --model my-model "hi"
+is "$RC" 64 "a bad price: usage error"
+like "$ERR" '"prices".my-model: a price is a number of USD per million tokens' "naming the family"
+rm -f "$XDG_CONFIG_HOME/ward/config.json"
+
+# OPENAI_BASE_URL is the Responses provider's too.
+serve text; ws env-url
+OPENAI_BASE_URL=$URL/v1 "$WARD" run --provider openai-responses --model fake-model --workspace "$WS" "hi" >/dev/null 2>&1
+is "$?" 0 "OPENAI_BASE_URL reaches the server with --provider openai-responses"
+like "$(req 1)" '"path": "/v1/responses"' "at its /responses"
+
 serve text; ws plain-model
 run --model gpt-4o "hi"
 is "$(field 1 '"include" in b')" False "twin: a model that does not reason (gpt-4o) is not sent include"
@@ -89,11 +126,14 @@ like "$(field 2 '[i["output"] for i in b["input"] if i["type"] == "function_call
 is "$(nreq)" 2 "the model is asked again after the cut"
 
 serve error-event; ws error
-run "error mid-stream"
-is "$RC" 1 "an error event mid-stream: exit 1"
+run --retries 0 "error mid-stream"
+is "$RC" 1 "an error event mid-stream, --retries 0: exit 1"
 like "$ERR" "provider" "a provider error"
 like "$ERR" "server_error: Overloaded" "with the API's code and message"
-is "$(nreq)" 1 "not retried after output was shown"
+serve error-event; ws error-twin
+run "error mid-stream"
+is "$RC" 0 "twin: by default it is retried"
+is "$(nreq)" 2 "once"
 
 serve resp-failed; ws failed
 run "fail"

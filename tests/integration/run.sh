@@ -60,18 +60,30 @@ for P in anthropic openai; do
 	is "$RC" 0 "$P: tool input split at every byte: exit 0"
 	is "$(cat "$WS/split.txt" 2>/dev/null)" 'ünïcode ✓ and "quotes"' "$P: the input arrived whole (--apply wrote it)"
 
+	# A stream stalled or cut after its first words is retried (no call
+	# of its message has run), and what was shown is not shown again.
+	shown() { # the text events of --json output, joined
+		grep '"type":"text"' "$T_TMP/out" | python3 -c 'import json,sys; print("".join(json.loads(l)["text"] for l in sys.stdin), end="")'
+	}
 	serve stall; ws stall
-	run $P --idle-timeout 1s "stall"
-	is "$RC" 0 "$P: a stalled stream is cut at the idle limit and retried"
+	run $P --json --idle-timeout 1s "stall"
+	is "$RC" 0 "$P: a stream stalled after its first words is cut at the idle limit and retried"
 	is "$(nreq)" 2 "$P: one retry"
-	like "$ERR" "idle" "$P: the retry says why"
+	like "$(grep '"type":"retry"' "$T_TMP/out")" "idle.*what it showed is not shown again" "$P: the retry says why, and that nothing is shown twice"
 	lt "$MS" 5000 "$P: without waiting for the stall to end"
+	is "$(shown | sed 's/ *$//')" "Answer after a stalled stream was retried." "$P: the text was shown once, whole"
 
 	serve cut; ws cut
 	run $P "cut"
-	is "$RC" 1 "$P: a connection cut mid-event (after output) is an error, not done"
+	is "$RC" 0 "$P: a connection cut mid-event after its first words is retried"
+	is "$(nreq)" 2 "$P: once"
+	is "$(printf '%s' "$OUT" | sed 's/ *$//')" "The beginning of an answer that was cut and then ended well." "$P: stdout is the whole answer"
+	is "$(printf '%s\n' "$ERR" | grep -o 'The beginning' | wc -l)" 1 "$P: the words shown before the cut are not shown again"
+	serve cut; ws cut-twin
+	run $P --retries 0 "cut"
+	is "$RC" 1 "$P: twin, --retries 0: the cut stream is an error"
 	like "$ERR" "incomplete" "$P: it says the stream was incomplete"
-	is "$(nreq)" 1 "$P: not retried once output was shown"
+	is "$(nreq)" 1 "$P: one request"
 
 	serve 429; ws 429
 	run $P "rate limited"
@@ -90,10 +102,44 @@ for P in anthropic openai; do
 	like "$ERR" "HTTP 400: invalid_request_error: bad request body" "$P: the API's message, in one line"
 
 	serve error-event; ws error-event
-	run $P "error mid-stream"
-	is "$RC" 1 "$P: an error event mid-stream: provider error"
+	run $P --json "error mid-stream"
+	is "$RC" 0 "$P: an overload error mid-stream after its first words is retried"
+	like "$(grep '"type":"retry"' "$T_TMP/out")" "Overloaded" "$P: the retry has the API's message"
+	is "$(shown | sed 's/ *$//')" "Some words shown before the error and the rest after it." "$P: each word shown once"
+	serve error-event; ws error-event-twin
+	run $P --retries 0 "error mid-stream"
+	is "$RC" 1 "$P: twin, --retries 0: a provider error"
 	like "$ERR" "Overloaded" "$P: with the API's message"
-	is "$(nreq)" 1 "$P: not retried silently after output was shown"
+
+	# A 429 storm longer than two retries; twin: --retries 2 gives up.
+	serve 429-storm; ws storm
+	run $P "storm"
+	is "$RC" 0 "$P: five 429s, then an answer: the default retries (10) carry it"
+	is "$(nreq)" 6 "$P: six requests"
+	serve 429-storm; ws storm-twin
+	run $P --retries 2 "storm"
+	is "$RC" 1 "$P: twin, --retries 2: the storm wins (exit 1)"
+	like "$ERR" "HTTP 429.*after 2 retries" "$P: saying how often it tried"
+	# With a deadline and no --retries, retries go on as long as it allows.
+	serve 429-always; ws storm-deadline
+	run $P --deadline 3s "storm"
+	is "$RC" 2 "$P: always 429, --deadline 3s: the deadline ends it (exit 2)"
+	lt 11 "$(nreq)" "$P: after more tries than the default's 10"
+	like "$ERR" "deadline came before the retry" "$P: it says so"
+
+	# A refused key: its own exit (6), not retried; twin: a 400 is exit 1 (above).
+	for S in 401 403; do
+		serve $S; ws auth-$S
+		run $P "bad key"
+		is "$RC" 6 "$P: HTTP $S: exit 6, a refused key"
+		is "$(nreq)" 1 "$P: HTTP $S: not retried"
+		like "$ERR" "^ward: auth_error: the API answered HTTP $S.*refused the key" "$P: HTTP $S: one line says so"
+	done
+	# A 404 names the URL that was not found.
+	serve 404; ws notfound
+	run $P "where"
+	like "$ERR" "HTTP 404.* at http://127\.0\.0\.1:[0-9]+/v1/(messages|chat/completions) \(is --base-url right\?\)" "$P: a 404 names the URL"
+	like "$(req 1)" '"user_agent": "ward/[0-9]' "$P: requests carry a User-Agent"
 
 	serve maxtokens; ws maxtokens
 	run $P --json "cut call"
@@ -425,7 +471,7 @@ is "$RC" 0 "resume after SIGKILL: exit 0"
 like "$(req 1)" "outcome unknown" "the dangling call is reported to the model as unknown"
 like "$(req 1)" "go on" "with the next instruction"
 is "$(grep -c '"type":"result"' "$XDG_STATE_HOME/ward/sessions/$S.jsonl")" 0 "the dangling call was never re-run"
-like "$("$WARD" sessions)" "^$S +done +fake-model" "ward sessions lists it, with how it ended"
+like "$("$WARD" sessions)" "^$S +[0-9-]+ [0-9:]+ +done +fake-model" "ward sessions lists it, with how it ended"
 
 # A ward SIGSTOPped mid-run with --deadline 5s: its watchdog kills it at
 # about 5 s + 5 s grace, the journal says so, and the box is gone.
@@ -587,6 +633,58 @@ is "$(ls "$T_TMP/state-bad/ward/sessions" 2>/dev/null | wc -l)" 0 "and nothing w
 "$WARD" run --base-url "$URL" --workspace /etc/hostname "x" >/dev/null 2>"$T_TMP/err"; is $? 4 "no box can be made (the workspace is a file): exit 4"
 like "$(cat "$T_TMP/err")" "cannot make a box" "and it says so"
 "$WARD" run --box no-such-box --base-url "$URL" "x" >/dev/null 2>"$T_TMP/err"; is $? 69 "unknown --box: exit 69"
+"$WARD" run --base-url "$URL" --workspace /nonexistent "x" >/dev/null 2>"$T_TMP/err"; is $? 66 "no such workspace: exit 66"
+like "$("$WARD" run --help)" "66 no such workspace.*75 the task or session" "ward run --help lists exits 66 and 75 (and 6)"
+"$WARD" run --model "" --base-url "$URL" "x" >/dev/null 2>"$T_TMP/err"; is $? 64 "--model \"\": exit 64"
+like "$(cat "$T_TMP/err")" "^ward: --model: give a model's name" "with one line saying so"
+serve text; ws model-twin
+"$WARD" run --model fake-model --base-url "$URL" --workspace "$WS" "x" >/dev/null 2>&1; is $? 0 "twin: --model with a name runs"
+is "$("$WARD" --version)" "$("$WARD" version)" "ward --version is ward version"
+like "$("$WARD" --version)" "^ward [0-9]" "and prints it"
+"$WARD" --no-such-flag >/dev/null 2>&1 </dev/null; is $? 64 "twin: another flag without a command is still the session's (a usage error here)"
+
+# A refusal is said once in the progress ("refused: ...", not "refused: refused: ...").
+serve bash3; ws refused-once
+run anthropic --approve ask "three"
+like "$ERR" "⎿ refused: this bash call needs a person's approval" "a refused call's line"
+unlike "$ERR" "refused: refused" "says refused once"
+
+# ward sessions: a time column and --json; ward sessions prune by state and
+# age, --dry-run removing nothing; twins: what the filters leave stays.
+export XDG_STATE_HOME=$T_TMP/state-prune
+serve tool; ws prune-done
+run anthropic "write a file"
+SD=$(grep -o 'session [0-9a-f-]*' "$T_TMP/err" | head -1 | cut -d' ' -f2)
+serve cut; ws prune-fail
+run anthropic --retries 0 "cut"
+SF=$(grep -o 'session [0-9a-f-]*' "$T_TMP/err" | head -1 | cut -d' ' -f2)
+L=$("$WARD" sessions)
+like "$(printf '%s\n' "$L" | head -1)" '^SESSION +TIME +STOP' "ward sessions has a TIME column"
+like "$(printf '%s\n' "$L" | grep "^$SD")" "^$SD +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} +done" "with the time it was last written to"
+is "$("$WARD" sessions --json | python3 -c 'import json,sys; print(sorted(x["stop"] for x in json.load(sys.stdin)))')" "['done', 'provider_error']" "ward sessions --json"
+ls -d "$XDG_STATE_HOME/ward/workspaces/s-$SD" >/dev/null 2>&1; ok $? "the finished session keeps its changes (layers) until applied"
+"$WARD" sessions prune >/dev/null 2>"$T_TMP/err"; is $? 64 "sessions prune with no filter: usage error"
+like "$(cat "$T_TMP/err")" "say which sessions" "saying what to give"
+P=$("$WARD" sessions prune --state done --dry-run 2>&1)
+like "$P" "would prune $SD \(done, [0-9.]+[BKM]\)" "--dry-run --state done: names the done session and its size"
+unlike "$P" "$SF" "not the failed one"
+[ -e "$XDG_STATE_HOME/ward/sessions/$SD.jsonl" ]; ok $? "and removes nothing"
+P=$("$WARD" sessions prune --older-than 1h 2>&1)
+like "$P" "pruned 0 sessions" "twin, --older-than 1h: nothing that new is pruned"
+P=$("$WARD" sessions prune --state done 2>&1)
+like "$P" "pruned $SD" "--state done: pruned"
+[ ! -e "$XDG_STATE_HOME/ward/sessions/$SD.jsonl" ]; ok $? "its journal is gone"
+ls -d "$XDG_STATE_HOME/ward/workspaces/s-$SD"* >/dev/null 2>&1; ok $((! $?)) "and its layers"
+[ -e "$XDG_STATE_HOME/ward/sessions/$SF.jsonl" ]; ok $? "twin: the provider_error session stays"
+sleep 1.1
+P=$("$WARD" sessions prune --older-than 1s --state provider_error 2>&1)
+like "$P" "pruned $SF" "--older-than 1s --state provider_error: pruned"
+is "$("$WARD" sessions --json)" "[]" "no session is left"
+export XDG_STATE_HOME=$T_TMP/state
+
+# ward box ls: times as durations (8h0m), not seconds.
+B=$(box_new --ttl 8h)
+like "$("$WARD" box ls | grep "^$B ")" " (7h59m|8h0m) " "box ls: ENDS-IN of an 8h TTL is 7h59m or 8h0m"
 
 kill "$SRV" 2>/dev/null
 done_testing

@@ -113,7 +113,8 @@ EOF
 mkdir -p "$T_TMP/ws-plain"
 "$WARD" run --model replay:"$T_TMP/plain.json" --workspace "$T_TMP/ws-plain" --approve auto "go" \
 	>"$T_TMP/pout" 2>"$T_TMP/perr" </dev/null
-is "$(head -1 "$T_TMP/pout")" "$PLAIN" "positive twin: plain UTF-8 (accents, CJK, emoji) on stdout unchanged"
+grep -qxF "$PLAIN" "$T_TMP/perr"; ok $? "positive twin: plain UTF-8 (accents, CJK, emoji) in the streamed text unchanged"
+is "$(cat "$T_TMP/pout")" "ok" "and stdout is the final answer alone"
 like "$(cat "$T_TMP/perr")" "\+\+\+ b/日本-😀\.txt" "and a CJK and emoji file name in the diff"
 like "$(cat "$T_TMP/perr")" "^\+$PLAIN\$" "and its content"
 

@@ -421,7 +421,7 @@ say slash "/cost"
 wait_for slash '^[0-9]+ tokens in, [0-9]+ out' 3000
 ok $? "/cost gives the tokens"
 say slash "/status"
-wait_for slash 'project instructions: AGENTS.md \(22 bytes, sha256 [0-9a-f]{12}' 3000
+wait_for slash 'project instructions: AGENTS.md \(22 bytes, sha256 [0-9a-f]{12}…, from the workspace\)' 3000
 ok $? "/status names the project instruction files loaded, with their size and hash"
 like "$(grep -c 'SLASH-RULE' "$LOG")" '^[1-9]' "and the session's requests carry them"
 say slash "/clear"
@@ -782,7 +782,7 @@ ok $((!$?)) "the running call's process is gone"
 like "$(tail -1 "$SESS/$HID.jsonl")" '"type":"stop","reason":"cancelled"' "the journal ends with the stop"
 "$WARD" box ls 2>/dev/null | grep -q "s-$HID"
 ok $((!$?)) "the box is gone"
-like "$("$WARD" sessions)" "$HID +cancelled" "ward sessions reads the journal"
+like "$("$WARD" sessions)" "$HID +[0-9-]+ [0-9:]+ +cancelled" "ward sessions reads the journal"
 
 # --- A crash restores the terminal too.
 start crash

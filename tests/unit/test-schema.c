@@ -101,11 +101,23 @@ int main(void)
 	VALID("{\"title\":\"t\",\"description\":\"d\",\"format\":\"email\",\"$schema\":\"x\",\"default\":1}", "\"not an email\"",
 	      "annotations are not checked (format included, as the specification allows)");
 	VALID("true", "{\"anything\":1}", "the schema true");
+	/* patternProperties: each pattern that matches a name applies; a
+	 * name no pattern or property covers is additional. */
+	const char *pp = "{\"type\":\"object\",\"patternProperties\":{\"^x-\":{\"type\":\"string\"},\"^n_\":{\"type\":\"integer\"}},"
+			 "\"properties\":{\"id\":{\"type\":\"integer\"}},\"additionalProperties\":false}";
+	VALID(pp, "{\"id\":1,\"x-a\":\"s\",\"n_b\":2}", "patternProperties: names its patterns match");
+	INVALID(pp, "{\"x-a\":3}", "at /x-a: expected string", "patternProperties: a matched name's schema holds");
+	INVALID(pp, "{\"other\":3}", "\"other\" is not allowed", "patternProperties: an unmatched name is additional");
+	INVALID("{\"patternProperties\":{\"a\":{\"minimum\":5},\"b\":{\"maximum\":1}}}", "{\"ab\":3}", "at /ab: 3",
+		"patternProperties: every pattern that matches applies");
 	INVALID("false", "1", "nothing is allowed", "the schema false");
 
 	/* Refused at load: nothing the user wrote goes unchecked. */
-	like(verdict("{\"patternProperties\":{}}", "1"), "LOAD: s.json: at #: the keyword \"patternProperties\" is not one",
+	like(verdict("{\"propertyNames\":{}}", "1"), "LOAD: s.json: at #: the keyword \"propertyNames\" is not one",
 	     "a keyword ward does not check is refused, naming it");
+	ok(!strstr(verdict("{\"propertyNames\":{}}", "1"), ".h"), "and the line names the keywords it checks, not a source file");
+	like(verdict("{\"patternProperties\":{\"(\":{}}}", "1"), "at #/patternProperties/(: the name's pattern does not compile",
+	     "a patternProperties name that does not compile");
 	like(verdict("{\"properties\":{\"a\":{\"if\":{}}}}", "1"), "at #/properties/a: the keyword \"if\"",
 	     "and where it is");
 	like(verdict("{\"$ref\":\"other.json#/x\"}", "1"), "other documents are not fetched", "a $ref to another document");
