@@ -83,8 +83,7 @@ static int doctor_run(int argc, char **argv)
 		line(false, "cgroup v2", "not mounted");
 	/* Each ceiling: what holds a box to it, or what stands in and why
 	 * (sandbox/cgroup.c decides both, for the boxes too). */
-	bool v2mem = c.v2_writable && strstr(c.v2_controllers, "memory");
-	bool v2pids = c.v2_writable && strstr(c.v2_controllers, "pids");
+	bool v2mem = cgroup_can_v2(&c, "memory"), v2pids = cgroup_can_v2(&c, "pids");
 	char gap[PATH_MAX * 2 + 256];
 	cgroup_gap(&c, "memory", gap, sizeof(gap));
 	if (!cgroup_can(&c, "memory"))

@@ -106,8 +106,27 @@ void cgroup_probe(struct cgroup_caps *c)
 	char own[PATH_MAX];
 	const char *v2mnt = cgroup_v2_mount();
 	if (v2mnt && cgroup_own_path(NULL, own, sizeof(own)) == 0) {
+		/* ward's own leaf (cgroup_leave) is not where boxes go: its
+		 * parent, the delegated group, is. */
+		char *slash = strrchr(own, '/');
+		if (slash && slash != own && !strcmp(slash + 1, CGROUP_LEAF))
+			*slash = 0;
 		snprintf(c->v2_base, sizeof(c->v2_base), "%s%s", v2mnt, strcmp(own, "/") ? own : "");
 		c->v2_writable = dir_writable(c->v2_base);
+		/* Not ours: the nearest ancestor delegated to this user (its
+		 * directory and cgroup.procs writable; a box placed below it
+		 * then has a common ancestor the kernel lets us move into). */
+		char up[PATH_MAX];
+		snprintf(up, sizeof(up), "%s", c->v2_base);
+		while (!c->v2_writable && strlen(up) > strlen(v2mnt) && (slash = strrchr(up, '/'))) {
+			*slash = 0;
+			char procs[PATH_MAX + 16];
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", up);
+			if (strlen(up) > strlen(v2mnt) && dir_writable(up) && access(procs, W_OK) == 0) {
+				snprintf(c->v2_base, sizeof(c->v2_base), "%s", up);
+				c->v2_writable = true;
+			}
+		}
 		char p[PATH_MAX + 32];
 		snprintf(p, sizeof(p), "%s/cgroup.kill", c->v2_base);
 		c->v2_kill = access(p, F_OK) == 0;
@@ -124,12 +143,31 @@ void cgroup_probe(struct cgroup_caps *c)
 		}
 		snprintf(p, sizeof(p), "%s/cgroup.freeze", c->v2_base);
 		c->v2_freeze = access(p, F_OK) == 0 || c->v2_kill;
-		_cleanup_free_ char *ctl = NULL;
+		_cleanup_free_ char *ctl = NULL, *sub = NULL, *procs = NULL;
 		snprintf(p, sizeof(p), "%s/cgroup.controllers", c->v2_base);
 		if (fdio_read_file(AT_FDCWD, p, 4096, &ctl, NULL) == 0) {
 			ctl[strcspn(ctl, "\n")] = 0;
 			snprintf(c->v2_controllers, sizeof(c->v2_controllers), "%s", ctl);
 		}
+		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", c->v2_base);
+		if (fdio_read_file(AT_FDCWD, p, 4096, &sub, NULL) == 0) {
+			sub[strcspn(sub, "\n")] = 0;
+			snprintf(c->v2_subtree, sizeof(c->v2_subtree), "%s", sub);
+		}
+		/* The no-internal-process rule: a group (but the root) enables
+		 * controllers for its children only while it holds no process.
+		 * ward moves itself out (cgroup_leave); others stay. */
+		snprintf(p, sizeof(p), "%s/cgroup.procs", c->v2_base);
+		c->v2_is_root = !strcmp(c->v2_base, v2mnt);
+		if (!c->v2_is_root && fdio_read_file(AT_FDCWD, p, 1 << 20, &procs, NULL) == 0)
+			for (char *q = procs, *end; *q; q = end) {
+				long pid = strtol(q, &end, 10);
+				if (end == q)
+					break;
+				end += strspn(end, "\n");
+				if (pid != getpid())
+					c->v2_others++;
+			}
 	}
 	if (fs_is("/sys/fs/cgroup/memory", CGROUP_SUPER_MAGIC) && cgroup_own_path("memory", own, sizeof(own)) == 0) {
 		snprintf(c->mem1_base, sizeof(c->mem1_base), "/sys/fs/cgroup/memory%s", strcmp(own, "/") ? own : "");
@@ -146,9 +184,19 @@ static bool has_word(const char *list, const char *w)
 	return in_list(list, w, ' ');
 }
 
+bool cgroup_can_v2(const struct cgroup_caps *c, const char *ctl)
+{
+	if (!c->v2_writable)
+		return false;
+	if (!strcmp(ctl, "kill"))
+		return c->v2_kill;
+	return has_word(c->v2_controllers, ctl) &&
+	       (c->v2_is_root || has_word(c->v2_subtree, ctl) || !c->v2_others);
+}
+
 bool cgroup_can(const struct cgroup_caps *c, const char *ctl)
 {
-	bool v2 = c->v2_writable && (!strcmp(ctl, "kill") ? c->v2_kill : has_word(c->v2_controllers, ctl));
+	bool v2 = cgroup_can_v2(c, ctl);
 	return v2 || (!strcmp(ctl, "memory") && c->mem1_writable) || (!strcmp(ctl, "pids") && c->pids1_writable);
 }
 
@@ -165,6 +213,9 @@ void cgroup_gap(const struct cgroup_caps *c, const char *ctl, char *out, size_t 
 			     (unsigned)geteuid());
 	else if (!strcmp(ctl, "kill"))
 		k = snprintf(out, n, "cgroup v2 %s has no cgroup.kill (Linux 5.14+)", c->v2_base);
+	else if (has_word(c->v2_controllers, ctl))
+		k = snprintf(out, n, "cgroup v2 %s holds %u other processes, so the kernel cannot enable %s below it "
+			     "(no internal processes): run ward in a scope of its own", c->v2_base, c->v2_others, ctl);
 	else
 		k = snprintf(out, n, "cgroup v2 %s has no %s controller delegated (controllers: [%s])", c->v2_base, ctl,
 			     c->v2_controllers);
@@ -183,8 +234,32 @@ static int write_file(const char *dir, const char *file, const char *fmt, unsign
 	return fdio_write_str(AT_FDCWD, path, val);
 }
 
+int cgroup_leave(void)
+{
+	struct cgroup_caps c;
+	cgroup_probe(&c);
+	const char *mnt = cgroup_v2_mount();
+	if (!c.v2_writable || c.v2_is_root || !cgroup_pid_in(0, NULL, mnt, c.v2_base))
+		return 0;	/* nothing delegated, the root, or out of the way already */
+	bool want = false;
+	static const char *const ctls[] = { "memory", "pids", "cpu" };
+	for (size_t i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++)
+		want |= has_word(c.v2_controllers, ctls[i]) && !has_word(c.v2_subtree, ctls[i]);
+	/* Others in the group (a shell that ran ward) keep it from enabling
+	 * them whatever ward does: then ward stays where it is. */
+	if (!want || c.v2_others)
+		return 0;
+	char leaf[PATH_MAX + 32];
+	snprintf(leaf, sizeof(leaf), "%s/" CGROUP_LEAF, c.v2_base);
+	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	/* "0": the writer, all its threads. */
+	return fdio_write_str(AT_FDCWD, strcat(leaf, "/cgroup.procs"), "0") < 0 ? -errno : 1;
+}
+
 int cgroup_create(const char *name, const struct limits *lim, struct cgroup_set *ret, struct err *e)
 {
+	cgroup_leave();	/* a keeper started by other means than box_create */
 	struct cgroup_caps caps;
 	cgroup_probe(&caps);
 	struct cgroup_set cg = { 0 };

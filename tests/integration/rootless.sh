@@ -14,6 +14,7 @@ M1=/sys/fs/cgroup/memory P1=/sys/fs/cgroup/pids
 own() { sed -n "s/^[0-9]*:$1:\(.*\)/\1/p" /proc/self/cgroup | sed 's:^/$::'; }
 FX=ward-rootless-$$
 DM=$M1$(own memory)/$FX DP=$P1$(own pids)/$FX
+CGROUP_LEAF=ward-keepers	# sandbox/cgroup.h
 V2=/sys/fs/cgroup/unified
 [ -d "$V2" ] || V2=
 DV=${V2:+$V2$(sed -n 's/^0::\(.*\)/\1/p' /proc/self/cgroup | sed 's:^/$::')/$FX}
@@ -152,9 +153,22 @@ if [ -n "$DV" ] && mkdir "$DV" 2>/dev/null && [ -e "$DV/cgroup.kill" ]; then
 		sleep 0.05
 	done
 	is "$alive" 0 "destroy (cgroup.kill of the v2 group) leaves none of them"
+	# The delegated group found from below: the user's process in a group
+	# of the delegated one that is not its own (root's), or in ward's own
+	# leaf there: the box's group goes in the delegated group.
+	for sub in rootowned "$CGROUP_LEAF"; do
+		mkdir -p "$DV/$sub"
+		[ "$sub" = rootowned ] && chown -R root: "$DV/$sub"
+		S() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$DV/$sub" \
+			runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+		B=$(S "$WARD" box create --persistent)
+		GP=$(S "$WARD" box info "$B" | json guest_pid)
+		like "$(grep '^0::' "/proc/$GP/cgroup")" "/$FX/ward-$B-[0-9]+\$" "from $sub below the delegated v2 group: the box's group is in the delegated group"
+		S "$WARD" box destroy "$B"
+	done
 else
 	skip "no v2 hierarchy with cgroup.kill to make a refused group in"
-	for i in 1 2 3 4 5 6; do skip "-"; done
+	for i in 1 2 3 4 5 6 7 8; do skip "-"; done
 fi
 rm -rf "$WS"
 done_testing
