@@ -131,7 +131,7 @@ void keeper_info(struct kclient *c, uint32_t id)
 	/* Each weaker ceiling, and why: the group the box could not be put
 	 * in, or what this user has no group for. */
 	struct cgroup_caps caps;
-	cgroup_probe(&caps);
+	bool probed = false;
 	static const struct { const char *ctl, *key; } gaps[] = {
 		{ "memory", "memory_why" }, { "pids", "pids_why" }, { "cpu", "cpu_why" }, { "kill", "kill_why" },
 	};
@@ -140,6 +140,9 @@ void keeper_info(struct kclient *c, uint32_t id)
 		bool asked = i == 0 ? K.o->lim.memory : i == 1 ? K.o->lim.pids : i == 2 ? K.o->lim.cpus_milli : true;
 		if (held || !asked || K.inst.pid <= 0)
 			continue;
+		if (!probed)
+			cgroup_probe(&caps);
+		probed = true;
 		char gap[PATH_MAX * 2 + 256];
 		cgroup_gap(&caps, gaps[i].ctl, gap, sizeof(gap));
 		cJSON_AddStringToObject(lim, gaps[i].key, gap[0] ? gap : "the box's processes could not be put in its group");
