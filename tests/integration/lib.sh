@@ -40,6 +40,10 @@ gone() { # gone PID: not running (no such process, or a zombie nobody reaped yet
 	[ ! -e "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" = Z ]
 }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+wait_until() { # wait_until SECONDS CMD...: until CMD succeeds (status 0) or SECONDS pass (status 1)
+	local until=$(( $(now_ms) + $1 * 1000 )); shift
+	while ! "$@"; do [ "$(now_ms)" -lt "$until" ] || return 1; sleep 0.05; done
+}
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 
 box_new() { # box_new [create flags] -> name (destroyed at exit)

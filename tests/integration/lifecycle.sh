@@ -114,18 +114,22 @@ sleep 3.5
 is "$(ls "$WS" | grep -c canary)" 0 "no survivor of a cancelled call wrote a canary"
 
 # kill -9 of ward while a box runs a loop: the keeper destroys the box.
-"$WARD" box run --workspace "$WS" --rw -- '(sleep 3; touch /workspace/canary-kill9) & while :; do :; done' >/dev/null 2>&1 &
+# The canary waits for a go the test gives only once the box is gone, so
+# it proves a survivor whatever the machine's load (a timed canary fired
+# early when the box was slow to be found).
+CANARY='(touch /workspace/ready-kill9; while [ ! -e /workspace/go-kill9 ]; do sleep 0.05; done; touch /workspace/canary-kill9) & while :; do :; done'
+"$WARD" box run --workspace "$WS" --rw -- "$CANARY" >/dev/null 2>&1 &
 P=$!
-for i in $(seq 1 50); do
+for i in $(seq 1 100); do
 	# This test's own workspace: other boxes of the machine's may end in /ws.
 	name=$("$WARD" box ls --json | python3 -c 'import json,sys; b=[x["name"] for x in json.load(sys.stdin) if x.get("workspace","") == sys.argv[1] and x.get("persistent") is False]; print(b[0] if b else "")' "$WS" 2>/dev/null)
-	[ -n "$name" ] && break
+	[ -n "$name" ] && [ -e "$WS/ready-kill9" ] && break
 	sleep 0.1
 done
 ok $([ -n "$name" ] && echo 0 || echo 1) "the box of ward box run shows up in ward box ls"
+ok $([ -e "$WS/ready-kill9" ] && echo 0 || echo 1) "and its call runs (the canary is waiting)"
 KPID=$("$WARD" box info "$name" | json keeper_pid)
 GPID=$("$WARD" box info "$name" | json guest_pid)
-sleep 0.3
 kill -9 $P
 t0=$(now_ms)
 while kill -0 "$GPID" 2>/dev/null && [ $(( $(now_ms) - t0 )) -lt 3000 ]; do sleep 0.02; done
@@ -135,8 +139,21 @@ lt "$MS" 1000 "the box is destroyed after ward is SIGKILLed"
 t0=$(now_ms)
 while ! gone "$KPID" && [ $(( $(now_ms) - t0 )) -lt 2000 ]; do sleep 0.02; done
 check "its keeper is gone" bash -c "! kill -0 $KPID 2>/dev/null || grep -q Z /proc/$KPID/stat"
-sleep 3
+touch "$WS/go-kill9"
+sleep 1.5	# a survivor polls for the go every 50 ms
 is "$(ls "$WS" | grep -c canary-kill9)" 0 "nothing in the box survived (canary)"
+# Twin: the same canary in a box that lives does see the go and writes.
+rm -f "$WS/go-kill9" "$WS/ready-kill9"
+TB=$("$WARD" box create --workspace "$WS" --rw)
+"$WARD" box exec "$TB" --timeout 20s -- "${CANARY%% & while*}; sleep 5" >/dev/null 2>&1 &
+TP=$!
+wait_until 10 test -e "$WS/ready-kill9"
+touch "$WS/go-kill9"
+wait_until 5 test -e "$WS/canary-kill9"
+is "$(ls "$WS" | grep -c canary-kill9)" 1 "twin: in a box that lives, the same canary sees the go and writes"
+kill $TP 2>/dev/null; wait $TP 2>/dev/null
+"$WARD" box destroy "$TB" >/dev/null 2>&1
+rm -f "$WS/go-kill9" "$WS/ready-kill9" "$WS/canary-kill9"
 
 # TTL: a box with a 3 s TTL is gone by 5 s; its twin with 60 s lives on.
 T3=$("$WARD" box create --persistent --ttl 3s)
