@@ -41,7 +41,7 @@ while True:
     c, _ = s.accept(); c.sendall(b"host-listener\n"); c.close()
 ' >"$T_TMP/port" &
 LP=$!
-sleep 0.3
+wait_until 10 test -s "$T_TMP/port"	# the listener printed its port
 PORT=$(head -1 "$T_TMP/port")
 probe="python3 -c 'import socket; c=socket.create_connection((\"127.0.0.1\", $PORT), 2); print(c.recv(64).decode())'"
 unlike "$(X "$probe")" "host-listener" "a listener on the host's loopback is unreachable"
