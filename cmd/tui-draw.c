@@ -814,8 +814,8 @@ static void stop_hints(struct tui *u, const struct turn_stop *st)
 	const char *w = st->why;
 	const char *prov = u->f.provider ? u->f.provider : "anthropic";
 	bool openai = !strncmp(prov, "openai", 6);
-	if (strstr(w, "401") || strstr(w, "authentication") || strstr(w, "invalid x-api-key") || strstr(w, "API key")) {
-		tui_putf(u, "  The provider refused the key: check %s (a key for %s%s%s).\n",
+	if (st->kind == TURN_AUTH_ERROR) {
+		tui_putf(u, "  Check %s: the key for %s%s%s, then /retry.\n",
 			 openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY", prov,
 			 u->f.cfg.pcfg.base_url ? " at " : "", u->f.cfg.pcfg.base_url ? u->f.cfg.pcfg.base_url : "");
 	} else if (strstr(w, "connect") || strstr(w, "resolve") || strstr(w, "refused")) {
@@ -957,7 +957,7 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 			tui_put(u, DIM "[interrupted: the partial answer is kept]" UNDIM "\n");
 		tui_newline(u);
 		u->waiting = u->call_running = false;
-		u->turn_failed = st->kind == TURN_PROVIDER_ERROR || st->kind == TURN_BOX_ERROR;
+		u->turn_failed = st->kind == TURN_PROVIDER_ERROR || st->kind == TURN_BOX_ERROR || st->kind == TURN_AUTH_ERROR;
 		if (st->kind != TURN_DONE) {
 			_cleanup_free_ char *s = tui_short(st->why, 400);
 			char line[600];

@@ -433,8 +433,8 @@ static void stream_done(struct turn *t, const struct http_result *res)
 	else if (context)
 		turn_finish(t, TURN_PROVIDER_ERROR, "%s; the conversation was compacted for this round already", why);
 	else if (auth)
-		turn_finish(t, TURN_AUTH_ERROR, "%s; the API refused the key: check it (ANTHROPIC_API_KEY or OPENAI_API_KEY)",
-			    why);
+		turn_finish(t, TURN_AUTH_ERROR, "%s; the API refused the key: check %s", why,
+			    t->prov->key_env ? t->prov->key_env : "the provider's key");
 	else
 		turn_finish(t, TURN_PROVIDER_ERROR, "%s", why);
 }
