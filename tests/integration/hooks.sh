@@ -268,7 +268,10 @@ if [ -e "$V2/cgroup.procs" ] && [ -w "$V2" ]; then
 	gone "${SP:-0}"; ok $? "once the hook answered, its setsid child is gone (the hook's cgroup was killed)"
 	sleep 2.5
 	[ ! -e "$T_TMP/canary3" ]; ok $? "and the setsid child's canary never appeared"
-	ls -d "$V2"/ward-hook-* >/dev/null 2>&1; ok $((! $?)) "and no hook cgroup is left"
+	# This hook's own group (other runs on the machine have theirs).
+	V2ROOT=/sys/fs/cgroup; [ -e $V2ROOT/cgroup.controllers ] || V2ROOT=/sys/fs/cgroup/unified
+	HCG=$(sed -n 's/^0:://p' "$T_TMP/hook-cg" 2>/dev/null)
+	[ -n "$HCG" ] && [ ! -e "$V2ROOT$HCG" ]; ok $? "and no hook cgroup is left (its ${HCG##*/} is gone)"
 else
 	ok 0 "a hook's setsid child # SKIP ward cannot make a cgroup here (no writable cgroup v2)"
 fi
