@@ -98,6 +98,22 @@ int state_box_dir(const char *name, char *out, size_t n, struct err *e)
 	return 0;
 }
 
+int state_cache_dir(const char *sub, const char *what, char *out, size_t n, struct err *e)
+{
+	const char *x = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	if (x && *x)
+		snprintf(out, n, "%s/ward/%s", x, sub);
+	else if (home && *home)
+		snprintf(out, n, "%s/.cache/ward/%s", home, sub);
+	else
+		return err_set(e, -ENOENT, "no cache directory%s%s: set HOME or XDG_CACHE_HOME", what ? " for " : "",
+			       what ? what : "");
+	if (state_mkdir_p(out, 0700) < 0)
+		return err_setc(e, -errno, "cannot create %s", out);
+	return 0;
+}
+
 /* NAME under the state dir's sub. */
 static int state_data_sub(const char *sub, const char *name, char *out, size_t n, struct err *e)
 {

@@ -18,6 +18,10 @@ bool state_name_valid(const char *name);
 int state_runtime_dir(char *out, size_t n, struct err *e);
 /* $XDG_STATE_HOME/ward, else ~/.local/state/ward. */
 int state_data_dir(char *out, size_t n, struct err *e);
+/* $XDG_CACHE_HOME/ward/SUB, else ~/.cache/ward/SUB: what ward can make
+ * again (the host view, vm images and snapshots), made 0700. what: what it
+ * is for, for the error (NULL: not said). */
+int state_cache_dir(const char *sub, const char *what, char *out, size_t n, struct err *e);
 int state_box_dir(const char *name, char *out, size_t n, struct err *e);
 int state_layers_dir(const char *name, char *out, size_t n, struct err *e);
 /* A hibernated box's saved state, on disk (not in the runtime dir, which

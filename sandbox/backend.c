@@ -1,203 +1,22 @@
+/* Which backend a box runs on. Each is behind backend.h's interface in
+ * files of its own: ns.c (and nsroot.c), vm.c (and vm-*.c). */
 #include "sandbox/backend.h"
-#include "image/image.h"
-#include "sandbox/box.h"
-#include "sandbox/hostview.h"
 #include "sandbox/ns.h"
+#include "sandbox/vm.h"
 
-#include "base/fdio.h"
-#include "base/timeutil.h"
-
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/sched.h>
-#include <stdint.h>
-#include <stdio.h>
-
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-pid_t box_clone3(uint64_t flags, int *cgfd, int *pidfd)
-{
-	struct clone_args a = {
-		.flags = flags | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)pidfd,
-		.exit_signal = SIGCHLD,
-	};
-	if (*cgfd >= 0) {
-		a.flags |= CLONE_INTO_CGROUP;
-		a.cgroup = (uint64_t)*cgfd;
-	}
-	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	if (pid < 0 && *cgfd >= 0) {
-		/* Placement refused (a cgroup we cannot write after all). */
-		a.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
-		a.cgroup = 0;
-		close(*cgfd);
-		*cgfd = -1;
-		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	}
-	return pid;
-}
-
-static int box_write_proc(pid_t pid, const char *file, const char *s)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
-	return fdio_write_str(AT_FDCWD, path, s);
-}
-
-int box_userns_map(pid_t pid, unsigned inside, uid_t uid, gid_t gid)
-{
-	char map[64];
-	snprintf(map, sizeof(map), "%u %u 1\n", inside, uid);
-	int r = box_write_proc(pid, "uid_map", map);
-	if (r < 0)
-		return r;
-	r = box_write_proc(pid, "setgroups", "deny");
-	if (r < 0 && r != -ENOENT)
-		return r;
-	snprintf(map, sizeof(map), "%u %u 1\n", inside, gid);
-	return box_write_proc(pid, "gid_map", map);
-}
-
-int box_userns_map_range(pid_t pid, unsigned base, unsigned count)
-{
-	char map[64];
-	snprintf(map, sizeof(map), "0 %u %u\n", base, count);
-	int r = box_write_proc(pid, "uid_map", map);
-	return r < 0 ? r : box_write_proc(pid, "gid_map", map);
-}
-
-const char *box_tool_cwd(const struct box_spec *s)
-{
-	const char *w = s->image ? s->image->workdir : NULL;
-	if (!s->opts->workspace && w && w[0] == '/' && strlen(w) < 1024)
-		return w;
-	return "/workspace";
-}
-
-int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid, struct cgroup_held *ret_held)
-{
-	*ret_held = (struct cgroup_held){ 0 };
-	int r = fdio_write_full(sync_fd, "m", 1);
-	if (r >= 0 && cg) {
-		/* A refused attach (or clone3 placement) shows in where the
-		 * child is: that, not what was asked, is what holds it. */
-		cgroup_attach_v1(cg, pid);
-		cgroup_held_by(cg, pid, ret_held);
-	}
-	char go = (char)(BOX_GO | (ret_held->memory ? BOX_GO_MEMORY : 0) | (ret_held->pids ? BOX_GO_PIDS : 0));
-	if (r >= 0)
-		r = fdio_write_full(sync_fd, &go, 1);
-	return r;
-}
-
-int box_mount_overlay(const char *lower, const char *upper, const char *work, const char *target)
-{
-	char opts[3 * PATH_MAX + 64];
-	/* userxattr: overlayfs in a user namespace keeps its own metadata in
-	 * user.* xattrs. */
-	if (snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work) >=
-	    (int)sizeof(opts)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
-}
-
-void box_kill_reap(pid_t pid, int pidfd, int chan_fd)
-{
-	if (pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-	else
-		kill(pid, SIGKILL);
-	int64_t until = now_ms() + 2000;
-	while (now_ms() < until) {
-		pid_t p = waitpid(pid, NULL, WNOHANG);
-		if (p == pid || (p < 0 && errno == ECHILD))
-			break;
-		struct pollfd pf = { .fd = pidfd, .events = POLLIN };
-		poll(&pf, 1, 10);
-	}
-	if (pidfd >= 0)
-		close(pidfd);
-	if (chan_fd >= 0)
-		close(chan_fd);
-}
-
-static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
-{
-	const struct box_opts *o = s->opts;
-	char hostview[PATH_MAX];
-	if (!s->image_root) {
-		int r = hostview_get(hostview, sizeof(hostview), e);
-		if (r < 0)
-			return r;
-	}
-	struct ns_spec ns = {
-		.root_dir = s->root_dir,
-		.guest_path = o->guest_path,
-		.workspace = o->workspace,
-		.upper_dir = s->upper_dir,
-		.work_dir = s->work_dir,
-		.root_layer = s->root_layer,
-		.image_root = s->image_root,
-		.hostview = s->image_root ? NULL : hostview,
-		.env = s->image ? (const char *const *)s->image->env : NULL,
-		.nenv = s->image ? s->image->nenv : 0,
-		.user = s->image ? s->image->user : NULL,
-		.cwd = box_tool_cwd(s),
-		.workspace_rw = o->rw,
-		.git_rw = o->git_rw,
-		.net_host = o->net == BOX_NET_HOST,
-		.proxy = o->net == BOX_NET_ALLOW,
-		.lim = o->lim,
-		.cg = s->cg,
-	};
-	struct ns_box b;
-	int r = ns_start(&ns, &b, e);
-	if (r < 0)
-		return r;
-	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
-				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory,
-				  .held = b.held };
-	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", b.uid_why);
-	return 0;
-}
-
-static void ns_backend_kill(struct box_inst *b)
-{
-	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd, .log_fd = b->log_fd,
-			     .net_fd = b->net_fd };
-	ns_kill(&nb);
-	b->pid = 0;
-	b->pidfd = b->chan_fd = b->log_fd = b->net_fd = -1;
-}
-
-const struct box_backend box_backend_ns = {
-	.name = "ns",
-	.root_owner = ns_uid_range,
-	.start = ns_backend_start,
-	.kill = ns_backend_kill,
-};
-
-const struct box_backend *box_backend_find(const char *name)
+const struct box_backend *backend_find(const char *name)
 {
 	if (!name || !strcmp(name, "ns"))
-		return &box_backend_ns;
+		return &ns_backend;
 	if (!strcmp(name, "vm"))
-		return &box_backend_vm;
+		return &vm_backend;
 	if (!strcmp(name, "auto")) {
 		/* A microVM where the machine has KVM; under TCG a VM is seconds
 		 * to boot, so auto means ns there. */
 		struct err e = { 0 };
-		return vm_kvm_usable() && vm_available(&e) == 0 ? &box_backend_vm : &box_backend_ns;
+		return vm_kvm_usable() && vm_available(&e) == 0 ? &vm_backend : &ns_backend;
 	}
 	return NULL;
 }

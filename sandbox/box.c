@@ -1,6 +1,8 @@
 /* ward's side of a box's life: starting its keeper, listing boxes and
  * sweeping the dead ones. The connection and its calls are box-conn.c. */
 #include "sandbox/backend.h"
+#include "sandbox/box-int.h"
+#include "sandbox/vm.h"
 #include "sandbox/box.h"
 #include "sandbox/cgroup.h"
 #include "image/image.h"
@@ -42,7 +44,7 @@ void box_opts_default(struct box_opts *o)
 
 bool box_backend_known(const char *name)
 {
-	return box_backend_find(name) != NULL;
+	return backend_find(name) != NULL;
 }
 
 int box_vm_available(bool *ret_kvm, struct err *e)
@@ -156,7 +158,7 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	} else {
 		box_gen_name(name, sizeof(name));
 	}
-	if (!box_backend_find(o->backend))
+	if (!backend_find(o->backend))
 		return err_set(e, -EINVAL, "unknown backend \"%s\": use ns, vm or auto", o->backend);
 	/* A box is tied to an image's digest, never to a name that can move. */
 	if (o->image && !image_ref_digest_valid(o->image))
@@ -181,7 +183,7 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	/* A vm box's image reaches the VM as erofs: made here, once for every
 	 * box of the image (a big one takes seconds), rather than within the
 	 * bound the keeper has to bring the box up. */
-	if (o->image && box_backend_find(o->backend) == &box_backend_vm) {
+	if (o->image && backend_find(o->backend) == &vm_backend) {
 		struct image_info img = { .hold_fd = -1 };
 		char erofs[PATH_MAX];
 		r = image_find(o->image, &img, e);
@@ -194,7 +196,7 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	ko.guest_path = guest;
 	ko.keeper_path = keeper;
 	/* A warm pool's box of this kind, if one waits: a hand-over. */
-	if (!o->name && !o->pool && !o->no_snapshot && box_backend_find(o->backend) == &box_backend_vm &&
+	if (!o->name && !o->pool && !o->no_snapshot && backend_find(o->backend) == &vm_backend &&
 	    box_pool_take(o, ret_name, n, NULL) == 0)
 		return 0;
 	r = state_box_dir(name, boxdir, sizeof(boxdir), e);

@@ -1,4 +1,5 @@
 #include "sandbox/egress.h"
+#include "sandbox/box-start.h"
 #include "sandbox/box.h"
 #include "net/proxy.h"
 #include "proto/netmux.h"

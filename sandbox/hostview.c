@@ -21,7 +21,72 @@ static const char *const hostview_etc[] = {
 	"inputrc", "profile", "gitconfig", "python3", "python3.11", "perl", "debian_version",
 	"os-release", "magic", "magic.mime", "terminfo", "environment", "login.defs", "dpkg",
 };
-static const char *const hostview_tops[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+const char *const hostview_tops[HOSTVIEW_TOPS] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+int hostview_tops_each(int (*fn)(void *arg, const char *name, const char *link), void *arg, const char **ret_top)
+{
+	for (size_t i = 0; i < HOSTVIEW_TOPS; i++) {
+		char host[32], link[PATH_MAX];
+		snprintf(host, sizeof(host), "/%s", hostview_tops[i]);
+		if (ret_top)
+			*ret_top = hostview_tops[i];
+		struct stat st;
+		if (lstat(host, &st) < 0)
+			continue;
+		int r = 0;
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlink(host, link, sizeof(link) - 1);
+			if (n < 0)
+				return -errno;
+			link[n] = 0;
+			r = fn(arg, hostview_tops[i], link);
+		} else if (S_ISDIR(st.st_mode)) {
+			r = fn(arg, hostview_tops[i], NULL);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+struct hostview_make {
+	const char *root;
+	int (*bind)(void *arg, const char *host, const char *dst);
+	void *arg;
+	char *what;
+	size_t n;
+};
+
+static int hostview_make_top(void *arg, const char *name, const char *link)
+{
+	struct hostview_make *m = arg;
+	char host[32], dst[PATH_MAX + 64];
+	snprintf(host, sizeof(host), "/%s", name);
+	snprintf(dst, sizeof(dst), "%s/%s", m->root, name);
+	if (link) {
+		if (symlink(link, dst) < 0) {
+			int r = -errno;
+			snprintf(m->what, m->n, "symlink %s", dst);
+			return r;
+		}
+		return 0;
+	}
+	int r = m->bind(m->arg, host, dst);
+	if (r < 0)
+		snprintf(m->what, m->n, "bind %s", host);
+	return r;
+}
+
+int hostview_tops_make(const char *root, int (*bind)(void *arg, const char *host, const char *dst), void *arg,
+		       char *what, size_t n)
+{
+	struct hostview_make m = { .root = root, .bind = bind, .arg = arg, .what = what, .n = n };
+	const char *top = NULL;
+	int r = hostview_tops_each(hostview_make_top, &m, &top);
+	if (r < 0 && !what[0])
+		snprintf(what, n, "readlink /%s", top);
+	return r;
+}
 /* Mount points and the directories a root is expected to have. */
 static const struct {
 	const char *path;
@@ -57,6 +122,7 @@ struct hv {
 	uint64_t h;
 	unsigned entries;
 	bool copy;		/* else only hash */
+	const char *dir;	/* where the skeleton is made (copy) */
 	int err;		/* the first error copying */
 };
 
@@ -216,6 +282,19 @@ static int hv_accounts(const char *dir, const char *name, const char *ours)
 	return r;
 }
 
+/* A top directory in the skeleton as the host has it: a symlink where
+ * the host's is one, else an empty directory (its mount point). */
+static int hv_top(void *arg, const char *name, const char *link)
+{
+	struct hv *v = arg;
+	hv_note(v, name, &(struct stat){ .st_mode = link ? S_IFLNK : S_IFDIR }, link);
+	if (!v->copy)
+		return 0;
+	char dst[PATH_MAX];
+	snprintf(dst, sizeof(dst), "%s/%s", v->dir, name);
+	return (link ? symlink(link, dst) : mkdir(dst, 0755)) < 0 ? -errno : 0;
+}
+
 /* The skeleton's own part (everything but the copied /etc entries). */
 static int hv_layout(struct hv *v, const char *dir)
 {
@@ -226,27 +305,10 @@ static int hv_layout(struct hv *v, const char *dir)
 		if (stat(accounts[i], &st) == 0)
 			hv_note(v, accounts[i], &st, NULL);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(hostview_tops); i++) {
-		char host[32], dst[PATH_MAX], link[PATH_MAX];
-		snprintf(host, sizeof(host), "/%s", hostview_tops[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", dir, hostview_tops[i]);
-		struct stat st;
-		if (lstat(host, &st) < 0)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlink(host, link, sizeof(link) - 1);
-			if (n < 0)
-				return -errno;
-			link[n] = 0;
-			hv_note(v, hostview_tops[i], &(struct stat){ .st_mode = S_IFLNK }, link);
-			if (v->copy && symlink(link, dst) < 0)
-				return -errno;
-		} else if (S_ISDIR(st.st_mode)) {
-			hv_note(v, hostview_tops[i], &(struct stat){ .st_mode = S_IFDIR }, NULL);
-			if (v->copy && mkdir(dst, 0755) < 0)
-				return -errno;
-		}
-	}
+	v->dir = dir;
+	int r = hostview_tops_each(hv_top, v, NULL);
+	if (r < 0)
+		return r;
 	if (!v->copy)
 		return 0;
 	for (size_t i = 0; i < ARRAY_SIZE(hostview_dirs); i++) {
@@ -255,7 +317,7 @@ static int hv_layout(struct hv *v, const char *dir)
 		if (mkdir(p, 0700) < 0 || chmod(p, hostview_dirs[i].mode) < 0)
 			return -errno;
 	}
-	int r = hv_accounts(dir, "passwd", hostview_passwd);
+	r = hv_accounts(dir, "passwd", hostview_passwd);
 	if (r >= 0)
 		r = hv_accounts(dir, "group", hostview_group);
 	static const char *const placeholders[] = { "etc/hosts", "etc/hostname", "etc/resolv.conf" };
@@ -277,25 +339,10 @@ static int hv_build(struct hv *v, const char *dir)
 	return r < 0 ? r : v->err;
 }
 
-static int hv_cache_dir(char *out, size_t n, struct err *e)
-{
-	const char *x = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	if (x && *x)
-		snprintf(out, n, "%s/ward/hostview", x);
-	else if (home && *home)
-		snprintf(out, n, "%s/.cache/ward/hostview", home);
-	else
-		return err_set(e, -ENOENT, "no cache directory for the host view: set HOME or XDG_CACHE_HOME");
-	if (state_mkdir_p(out, 0700) < 0)
-		return err_setc(e, -errno, "cannot create %s", out);
-	return 0;
-}
-
 int hostview_get(char *out, size_t n, struct err *e)
 {
 	char dir[PATH_MAX - 64];
-	int r = hv_cache_dir(dir, sizeof(dir), e);
+	int r = state_cache_dir("hostview", "the host view", dir, sizeof(dir), e);
 	if (r < 0)
 		return r;
 	struct hv v = { .h = 1469598103934665603ULL };
@@ -333,12 +380,12 @@ int hostview_get(char *out, size_t n, struct err *e)
 size_t hostview_host_dirs(const char **out, size_t max)
 {
 	static const char *const always[] = { "/usr", "/var/lib/dpkg" };
-	static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
-	_Static_assert(ARRAY_SIZE(tops) == ARRAY_SIZE(hostview_tops), "the same tops as the skeleton's");
+	static char tops[HOSTVIEW_TOPS][16];
 	size_t n = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(always) && n < max; i++)
 		out[n++] = always[i];
-	for (size_t i = 0; i < ARRAY_SIZE(tops) && n < max; i++) {
+	for (size_t i = 0; i < HOSTVIEW_TOPS && n < max; i++) {
+		snprintf(tops[i], sizeof(tops[i]), "/%s", hostview_tops[i]);
 		struct stat st;
 		if (lstat(tops[i], &st) == 0 && S_ISDIR(st.st_mode))
 			out[n++] = tops[i];

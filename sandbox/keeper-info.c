@@ -3,6 +3,7 @@
  * runtime dir for a ward whose keeper is gone (info.json, keeper.pid). */
 #include "sandbox/keeper-int.h"
 #include "sandbox/box.h"
+#include "sandbox/vm.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
@@ -47,7 +48,7 @@ void keeper_info(struct kclient *c, uint32_t id)
 	cJSON *hb = cJSON_AddObjectToObject(j, "hibernate");
 	cJSON_AddStringToObject(hb, "on_idle", K.o->on_idle == BOX_IDLE_HIBERNATE ? "hibernate" : "destroy");
 	cJSON_AddStringToObject(hb, "keeps", "the workspace's changes and /tmp (the home)");
-	cJSON_AddStringToObject(hb, "loses", K.be == &box_backend_vm ?
+	cJSON_AddStringToObject(hb, "loses", K.be == &vm_backend ?
 				"every process: QEMU cannot save a guest with 9p mounts (/usr, /workspace), so a "
 				"wake is a new guest over the same files" :
 				"every process: a wake is a new box over the same files");

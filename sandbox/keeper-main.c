@@ -1,10 +1,10 @@
 /* ward-keeper: the program a box's keeper runs, and its egress proxy.
  * box_create execs it as `ward-keeper NAME`, its options on a descriptor
- * (backend.h, KEEPER_OPTS_FD) and its environment built (spawn-env.c);
+ * (box-int.h, KEEPER_OPTS_FD) and its environment built (spawn-env.c);
  * the keeper execs the proxy from this same program as `ward-proxy NAME`
  * (egress.c). Neither holds anything of ward's memory: not its environment
  * (the API keys), not its command line (the task), not its heap. */
-#include "sandbox/backend.h"
+#include "sandbox/box-int.h"
 #include "sandbox/box.h"
 #include "sandbox/egress.h"
 #include "base/state.h"

@@ -4,6 +4,7 @@
  * box's TTL, idle timeout and owner. It outlives a ward that is SIGKILLed;
  * the box dies with the keeper (PR_SET_PDEATHSIG on the guest). */
 #include "sandbox/backend.h"
+#include "sandbox/box-int.h"
 #include "sandbox/box.h"
 #include "sandbox/egress.h"
 #include "sandbox/keeper-int.h"
@@ -511,7 +512,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	egress_init(&K.eg);
 	K.created_ms = K.last_activity = now_ms();
 	K.created_wall = time(NULL);
-	K.be = box_backend_find(o->backend);
+	K.be = backend_find(o->backend);
 	struct err e = { 0 };
 
 	char log[PATH_MAX + 16];

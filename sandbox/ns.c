@@ -3,8 +3,10 @@
  * CLOEXEC socket as one line, and an exec that succeeds closes that socket. */
 #include "sandbox/ns-int.h"
 #include "guest/guest.h"
-#include "sandbox/backend.h"
+#include "sandbox/box-start.h"
 #include "sandbox/box.h"
+#include "sandbox/hostview.h"
+#include "image/image.h"
 #include "base/account.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -537,3 +539,59 @@ void ns_kill(struct ns_box *b)
 	b->pid = 0;
 	b->pidfd = b->chan_fd = b->log_fd = b->net_fd = -1;
 }
+
+static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
+{
+	const struct box_opts *o = s->opts;
+	char hostview[PATH_MAX];
+	if (!s->image_root) {
+		int r = hostview_get(hostview, sizeof(hostview), e);
+		if (r < 0)
+			return r;
+	}
+	struct ns_spec ns = {
+		.root_dir = s->root_dir,
+		.guest_path = o->guest_path,
+		.workspace = o->workspace,
+		.upper_dir = s->upper_dir,
+		.work_dir = s->work_dir,
+		.root_layer = s->root_layer,
+		.image_root = s->image_root,
+		.hostview = s->image_root ? NULL : hostview,
+		.env = s->image ? (const char *const *)s->image->env : NULL,
+		.nenv = s->image ? s->image->nenv : 0,
+		.user = s->image ? s->image->user : NULL,
+		.cwd = box_tool_cwd(s),
+		.workspace_rw = o->rw,
+		.git_rw = o->git_rw,
+		.net_host = o->net == BOX_NET_HOST,
+		.proxy = o->net == BOX_NET_ALLOW,
+		.lim = o->lim,
+		.cg = s->cg,
+	};
+	struct ns_box b;
+	int r = ns_start(&ns, &b, e);
+	if (r < 0)
+		return r;
+	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
+				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory,
+				  .held = b.held };
+	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", b.uid_why);
+	return 0;
+}
+
+static void ns_backend_kill(struct box_inst *b)
+{
+	struct ns_box nb = { .pid = b->pid, .pidfd = b->pidfd, .chan_fd = b->chan_fd, .log_fd = b->log_fd,
+			     .net_fd = b->net_fd };
+	ns_kill(&nb);
+	b->pid = 0;
+	b->pidfd = b->chan_fd = b->log_fd = b->net_fd = -1;
+}
+
+const struct box_backend ns_backend = {
+	.name = "ns",
+	.root_owner = ns_uid_range,
+	.start = ns_backend_start,
+	.kill = ns_backend_kill,
+};

@@ -24,6 +24,11 @@
 #define NS_UID_BASE 1879048192u
 #define NS_UIDS 65536u
 
+struct box_backend;
+/* Its operations (backend.h): the box_spec the keeper hands it, made an
+ * ns_spec for ns_start. */
+extern const struct box_backend ns_backend;
+
 struct ns_spec {
 	const char *root_dir;	/* empty dir where the box is assembled */
 	const char *guest_path;	/* the ward-guest binary */

@@ -12,6 +12,7 @@
  * anything of the host; a mount point that is not a directory (a file for
  * the files) is replaced by one. */
 #include "sandbox/ns-int.h"
+#include "sandbox/hostview.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/mnt.h"
@@ -27,39 +28,31 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The host view's own overlays, beside its root (whose skeleton holds
- * their mount points): the host's /usr, and the package database so that
- * dpkg -i works over the host's packages. */
-static const char *const nsroot_host_dirs[][2] = {
-	{ "usr", "usr" },
-	{ "var/lib/dpkg", "var-lib-dpkg" },
-};
-/* Top directories that are real directories on a host without a merged
- * /usr get an overlay each (the skeleton has a symlink where the host
- * does: sandbox/hostview.c). */
-static const char *const nsroot_tops[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
-
 void nsroot_lowers(const struct ns_spec *s, struct ns_child *c)
 {
 	c->nlower = 0;
 	c->lower[c->nlower++] = (struct ns_lower){ .host = s->image_root ? s->image_root : s->hostview,
 						   .box = "", .layer = "top", .fd = -1 };
 	if (!s->image_root) {
-		for (size_t i = 0; i < ARRAY_SIZE(nsroot_host_dirs); i++) {
-			static char host[ARRAY_SIZE(nsroot_host_dirs)][64];
-			snprintf(host[i], sizeof(host[i]), "/%s", nsroot_host_dirs[i][0]);
+		/* The host view's own overlays, beside its root (whose skeleton
+		 * holds their mount points): the host's /usr, the package
+		 * database so that dpkg -i works over the host's packages, and
+		 * the top directories that are real directories on a host
+		 * without a merged /usr (sandbox/hostview.c). Each one's layer
+		 * is its path with '-' for '/'. */
+		const char *host[NS_LOWERS_MAX];
+		size_t n = hostview_host_dirs(host, NS_LOWERS_MAX - 2);
+		static char layer[NS_LOWERS_MAX][32];
+		for (size_t i = 0; i < n; i++) {
 			struct stat st;
-			if (lstat(host[i], &st) == 0 && S_ISDIR(st.st_mode))
-				c->lower[c->nlower++] = (struct ns_lower){ .host = host[i], .box = nsroot_host_dirs[i][0],
-									   .layer = nsroot_host_dirs[i][1], .fd = -1 };
-		}
-		for (size_t i = 0; i < ARRAY_SIZE(nsroot_tops); i++) {
-			static char host[ARRAY_SIZE(nsroot_tops)][16];
-			snprintf(host[i], sizeof(host[i]), "/%s", nsroot_tops[i]);
-			struct stat st;
-			if (lstat(host[i], &st) == 0 && S_ISDIR(st.st_mode))
-				c->lower[c->nlower++] = (struct ns_lower){ .host = host[i], .box = nsroot_tops[i],
-									   .layer = nsroot_tops[i], .fd = -1 };
+			if (lstat(host[i], &st) < 0 || !S_ISDIR(st.st_mode))
+				continue;
+			snprintf(layer[i], sizeof(layer[i]), "%s", host[i] + 1);
+			for (char *p = layer[i]; *p; p++)
+				if (*p == '/')
+					*p = '-';
+			c->lower[c->nlower++] = (struct ns_lower){ .host = host[i], .box = host[i] + 1,
+								   .layer = layer[i], .fd = -1 };
 		}
 	}
 	if (s->workspace)
@@ -118,28 +111,22 @@ static void st_overlay(struct ns_child *c, const char *lower, int rootlayer, con
 		ns_fail(c, "mount the copy-on-write %s (overlayfs over %s)", layer ? "root" : "workspace", lower);
 }
 
+static int st_top_bind(void *arg, const char *host, const char *dst)
+{
+	st_bind(arg, host, dst, true, true);
+	return 0;
+}
+
 /* /bin, /lib and friends of the directory the guest is exec'd in: a
  * symlink where the host has one (merged /usr), otherwise a read-only
  * bind. */
 static void st_tops(struct ns_child *c, const char *root)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(nsroot_tops); i++) {
-		char host[64], dst[PATH_MAX], target[PATH_MAX];
-		snprintf(host, sizeof(host), "/%s", nsroot_tops[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", root, nsroot_tops[i]);
-		struct stat st;
-		if (lstat(host, &st) < 0)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlink(host, target, sizeof(target) - 1);
-			if (n < 0)
-				ns_fail(c, "readlink %s", host);
-			target[n] = 0;
-			if (symlink(target, dst) < 0)
-				ns_fail(c, "symlink %s", dst);
-		} else if (S_ISDIR(st.st_mode)) {
-			st_bind(c, host, dst, true, true);
-		}
+	char what[PATH_MAX + 80] = "";
+	int r = hostview_tops_make(root, st_top_bind, c, what, sizeof(what));
+	if (r < 0) {
+		errno = -r;
+		ns_fail(c, "%s", what);
 	}
 }
 

@@ -3,6 +3,7 @@
  * restore. A pool box carries a "pool" file in its runtime dir: the kind
  * it is (box_pool_key) and the pool's pid; a claim removes it. */
 #include "sandbox/backend.h"
+#include "sandbox/box-int.h"
 #include "sandbox/box.h"
 #include "sandbox/keeper-int.h"
 #include "base/state.h"
@@ -31,7 +32,7 @@ void box_pool_key(const struct box_opts *o, char *out, size_t n)
 	if (o->workspace && !realpath(o->workspace, ws))
 		snprintf(ws, sizeof(ws), "%s", o->workspace);
 	char k[PATH_MAX * 2 + 512];
-	const struct box_backend *be = box_backend_find(o->backend);
+	const struct box_backend *be = backend_find(o->backend);
 	int len = snprintf(k, sizeof(k), "%s|%llu|%llu|%llu|%u|%s|%d|%d|%d|%llu|%s|%d", be ? be->name : "?",
 			   (unsigned long long)o->lim.memory, (unsigned long long)o->lim.pids,
 			   (unsigned long long)o->lim.disk, o->lim.cpus_milli, ws, o->rw, o->git_rw, (int)o->net,

@@ -7,6 +7,7 @@
  * names) is the same at every path it had on the host, so its command
  * line does not change. */
 #include "sandbox/vm-int.h"
+#include "sandbox/hostview.h"
 #include "base/cleanup.h"
 #include "base/mnt.h"
 
@@ -35,9 +36,6 @@ static const struct {
 	{ "/dev/random", VJ_DEV, "the same" },
 };
 
-/* /bin, /lib and friends: a symlink where the host has one (merged /usr),
- * else read-only. */
-static const char *const vm_jail_tops[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
 /* The directories of path (absolute) made below root. */
 static int vm_jail_parents(const char *root, const char *path)
@@ -84,29 +82,17 @@ static int vm_jail_bind(const char *root, const char *path, enum vm_jail_how how
 	return how == VJ_DEV ? mnt_remount_ro(dst, MS_NOSUID | MS_NOEXEC) : 0;
 }
 
+static int vm_jail_top_bind(void *arg, const char *host, const char *dst)
+{
+	return vm_jail_bind(arg, host, VJ_RO);
+}
+
+/* /bin, /lib and friends: a symlink where the host has one (merged /usr),
+ * else read-only. */
 static int vm_jail_tops_make(const char *root)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(vm_jail_tops); i++) {
-		char host[64], dst[PATH_MAX + 64], target[PATH_MAX];
-		snprintf(host, sizeof(host), "/%s", vm_jail_tops[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", root, vm_jail_tops[i]);
-		struct stat st;
-		if (lstat(host, &st) < 0)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlink(host, target, sizeof(target) - 1);
-			if (n < 0)
-				return -errno;
-			target[n] = 0;
-			if (symlink(target, dst) < 0)
-				return -errno;
-		} else if (S_ISDIR(st.st_mode)) {
-			int r = vm_jail_bind(root, host, VJ_RO);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	char what[PATH_MAX + 80] = "";
+	return hostview_tops_make(root, vm_jail_top_bind, (void *)root, what, sizeof(what));
 }
 
 int vm_jail_enter(const struct vm_jail *j, const char **ret_what)

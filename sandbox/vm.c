@@ -7,7 +7,9 @@
  * uid 0 (with no capability), the VM's root, whom tool commands run as,
  * so the workspace's files are theirs. Destroying the box is SIGKILL to
  * the VMM. */
+#include "sandbox/vm.h"
 #include "sandbox/backend.h"
+#include "sandbox/box-start.h"
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
 #include "workspace/layers.h"
@@ -790,7 +792,7 @@ static void vm_host_limits(const struct limits *box, struct limits *host)
 	host->pids = 256;
 }
 
-const struct box_backend box_backend_vm = {
+const struct box_backend vm_backend = {
 	.name = "vm",
 	.start = vm_start,
 	.kill = vm_kill,

@@ -255,17 +255,7 @@ static uint64_t fnv_stat(uint64_t h, const char *path)
 
 int vmimage_cache_dir(char *out, size_t n, struct err *e)
 {
-	const char *x = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	if (x && *x)
-		snprintf(out, n, "%s/ward/images", x);
-	else if (home && *home)
-		snprintf(out, n, "%s/.cache/ward/images", home);
-	else
-		return err_set(e, -ENOENT, "no cache directory: set HOME or XDG_CACHE_HOME");
-	if (state_mkdir_p(out, 0700) < 0)
-		return err_setc(e, -errno, "cannot create %s", out);
-	return 0;
+	return state_cache_dir("images", NULL, out, n, e);
 }
 
 /* Whether an ELF binary names an interpreter (it is dynamically linked). */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sandbox/backend.h"
+#include "sandbox/box-int.h"
 #include "sandbox/box.h"
 #include "tap.h"
 
@@ -43,7 +44,7 @@ int main(void)
 	b = a;
 	b.backend = "auto";
 	key(&b, kb);
-	b.backend = box_backend_find("auto")->name;
+	b.backend = backend_find("auto")->name;
 	char kr[32];
 	key(&b, kr);
 	is_str(kb, kr, "auto is the backend it resolves to");
