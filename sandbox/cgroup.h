@@ -40,6 +40,9 @@ int cgroup_create(const char *name, const struct limits *lim, struct cgroup_set 
 /* Move pid into the v1 groups (v2 placement is clone3's CLONE_INTO_CGROUP). */
 int cgroup_attach_v1(const struct cgroup_set *cg, pid_t pid);
 void cgroup_kill(const struct cgroup_set *cg);
+/* Freeze (or thaw) the v2 group, waiting up to ms for it to be frozen:
+ * true once it is. False where there is no v2 group or no cgroup.freeze. */
+bool cgroup_freeze(const struct cgroup_set *cg, bool on, int ms);
 /* Remove the groups; they must be empty, so call after the box is dead. */
 void cgroup_remove(const struct cgroup_set *cg);
 /* Enforcement summary, e.g. "memory: v1 memory.limit_in_bytes". */
