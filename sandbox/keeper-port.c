@@ -89,8 +89,12 @@ static __attribute__((noreturn)) void kport_helper_main(int fd, int pidfd, pid_t
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != keeper)
 		_exit(1);
+	prctl(PR_SET_NAME, "ward-port");
 	int keep[] = { fd, pidfd };
 	fdio_close_all_but(3, keep, 2);
+	/* Its stderr is not the keeper's log: it says nothing, and holds
+	 * nothing of the host's but /dev/null. */
+	dup2(STDIN_FILENO, STDERR_FILENO);
 	/* Both at once, from the guest's pidfd: the namespaces of that very
 	 * process (Linux 5.8). Joining the box's user namespace first is
 	 * what lets an unprivileged keeper join its network namespace; the

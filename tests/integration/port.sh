@@ -44,6 +44,19 @@ I=$("$WARD" box info "$A")
 is "$(json ports <<<"$I" | python3 -c 'import json,sys; p=json.load(sys.stdin)[0]; print(p["port"], p["connections"] >= 1, p["bytes_in"] > 0, p["bytes_out"] > 0)')" \
 	"8000 True True True" "info counts the port's connections and bytes both ways"
 
+# The keeper's helper (ward-port): in the box's user and network
+# namespaces, in none of its others, holding /dev/null and its socket to
+# the keeper only.
+KP=$(json keeper_pid <<<"$I"); GP=$(json guest_pid <<<"$I")
+HP_PID=$(for c in $(cat "/proc/$KP/task/$KP/children"); do [ "$(cat "/proc/$c/comm")" = ward-port ] && echo "$c"; done | head -1)
+[ -n "$HP_PID" ]; ok $? "the keeper has a helper for the port (ward-port)"
+ns_same() { [ "$(readlink "/proc/$1/ns/$3")" = "$(readlink "/proc/$2/ns/$3")" ] && echo same || echo other; }
+is "$(ns_same "$HP_PID" "$GP" net) $(ns_same "$HP_PID" "$GP" user)" "same same" "the helper is in the box's network and user namespaces"
+is "$(ns_same "$HP_PID" "$GP" pid) $(ns_same "$HP_PID" "$GP" mnt) $(ns_same "$HP_PID" "$KP" pid) $(ns_same "$HP_PID" "$KP" mnt)" \
+	"other other same same" "and in none of its others (the keeper's PID and mount namespaces: no process of the box sees it)"
+is "$(for f in /proc/$HP_PID/fd/*; do readlink "$f"; done | sed 's/socket:.*/socket/' | sort | uniq -c | awk '{print $1, $2}' | paste -sd,)" \
+	"3 /dev/null,1 socket" "it holds /dev/null (0, 1, 2) and one socket, nothing else of the host's"
+
 # ward box port BOX PORT on a box made without --publish.
 P2=$("$WARD" box port "$A" 8001)
 like "$P2" '^127\.0\.0\.1:[0-9]+$' "ward box port opens another port later"
