@@ -35,9 +35,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Connections carried at once, over all of the box's ports; past it a new
+/* Connections carried at once, over all of the box's ports (each holds six
+ * descriptors of the keeper's: two sockets, two pipes); past it a new
  * one is closed as soon as it is accepted. */
-#define KPORT_CONNS_MAX 256
+#define KPORT_CONNS_MAX 64
 /* Asked of each pipe; the kernel may give less. */
 #define KPORT_PIPE_SIZE (256 * 1024)
 /* How long the helper has to hand over a socket. */

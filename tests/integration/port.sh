@@ -104,6 +104,47 @@ R=$("$WARD" box exec "$O" -- "NO_PROXY= no_proxy= curl -sS -v -m 5 http://$ADDR/
 unlike "$R" "hello from box A" "nor through its egress proxy"
 like "$R" "403 Forbidden by ward: 127.0.0.1" "(the proxy refuses a loopback address no rule names)"
 
+# At most 64 connections carried at once: a server in the box that never
+# accepts (its backlog holds them) keeps 64 open; the 65th is closed.
+P8=$("$WARD" box port "$O" 8200)
+"$WARD" box exec "$O" --timeout 120s -- "exec python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((\"127.0.0.1\", 8200)); s.listen(512); print(\"up\", flush=True); time.sleep(110)'" >"$T_TMP/hold.log" 2>&1 &
+HOLD=$!
+for _ in $(seq 100); do grep -q up "$T_TMP/hold.log" && break; sleep 0.1; done
+CAP=$(python3 - "$P8" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+def held(s):
+    s.settimeout(1.0)
+    try:
+        return "closed" if s.recv(1) == b"" else "data"
+    except socket.timeout:
+        return "held"
+    except OSError:
+        return "closed"
+conns = [socket.create_connection((host, int(port))) for _ in range(64)]
+time.sleep(0.5)
+out = [str(sum(held(c) == "held" for c in conns[:4]) == 4)]
+extra = socket.create_connection((host, int(port)))
+t0 = time.monotonic()
+out.append(held(extra) + (" fast" if time.monotonic() - t0 < 0.9 else " slow"))
+# (reset, not a half-close: a half-closed connection is carried on until
+# the box's side ends it too)
+gone = conns.pop()
+gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+gone.close()
+time.sleep(0.3)
+again = socket.create_connection((host, int(port)))
+out.append(held(again))
+print(" ".join(out))
+PY
+)
+kill $HOLD 2>/dev/null; wait $HOLD 2>/dev/null
+like "$CAP" "^True" "64 connections at once are carried"
+like "$CAP" "^True closed fast" "a 65th is closed at once"
+like "$CAP" "held$" "twin: one closed, a new one is carried again"
+
 # Hibernated: a connection is closed at once; woken: it answers again.
 # (its server's call ended first: a box hibernates between calls)
 kill "$SRV_A"; wait "$SRV_A" 2>/dev/null
