@@ -176,7 +176,8 @@ struct box_port_spec {
 /* "[[ADDR:]HOSTPORT:]PORT", e.g. 8000, 8080:8000, 0.0.0.0:8080:8000. */
 int box_port_parse(const char *s, struct box_port_spec *ret, struct err *e);
 /* Open it, or find the one open for PORT: ret (the callee's to free)
- * {"port":{"port","address","connections","refused","bytes_in","bytes_out"}}. */
+ * {"port":{"port","address","connections","refused","open","bytes_in","bytes_out"}}
+ * (open: held now, connecting or carried). */
 int box_port_open(struct box_conn *c, const struct box_port_spec *s, cJSON **ret, struct err *e);
 /* Every port open: {"ports":[...]} as above. */
 int box_ports(struct box_conn *c, cJSON **ret, struct err *e);

@@ -48,6 +48,7 @@ struct kport {
 	int lfd;
 	struct box_port_spec spec;	/* host_port: the one bound */
 	uint64_t conns, refused, in, out;
+	unsigned open;			/* connections held now (connecting or carried) */
 	int reserve;			/* given up when out of descriptors (fdio_accept) */
 };
 
@@ -190,6 +191,7 @@ static void kport_conn_free(struct kport_conn *c)
 	close(c->bfd);
 	kport_dir_close(&c->in);
 	kport_dir_close(&c->out);
+	c->p->open--;
 	nconns--;
 	free(c);
 }
@@ -278,6 +280,13 @@ static void on_conn(struct loop *l, int fd, uint32_t events, void *data)
 	struct kport_conn *c = data;
 	K.last_activity = now_ms();
 	if (!c->connected) {
+		/* The client gave up while the box's side still connects (a
+		 * server whose backlog is full): nothing waits for it. */
+		if (fd == c->cfd) {
+			if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				kport_conn_free(c);
+			return;
+		}
 		int err = 0;
 		socklen_t len = sizeof(err);
 		if (getsockopt(c->bfd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
@@ -326,6 +335,7 @@ static void on_port_accept(struct loop *l, int fd, uint32_t events, void *data)
 					  .in.pipe = { -1, -1 }, .out.pipe = { -1, -1 } };
 		conns = c;
 		nconns++;
+		p->open++;
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(p->spec.port),
 					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		if (connect(bfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
@@ -335,6 +345,7 @@ static void on_port_accept(struct loop *l, int fd, uint32_t events, void *data)
 		}
 		/* Connected (or refused) when the socket is writable. */
 		kport_watch(c, c->bfd, &c->bev, EPOLLOUT);
+		kport_watch(c, c->cfd, &c->cev, EPOLLRDHUP);
 	}
 }
 
@@ -355,6 +366,7 @@ static cJSON *kport_json(const struct kport *p)
 	cJSON_AddStringToObject(j, "address", addr);
 	cJSON_AddNumberToObject(j, "connections", (double)p->conns);
 	cJSON_AddNumberToObject(j, "refused", (double)p->refused);
+	cJSON_AddNumberToObject(j, "open", p->open);
 	cJSON_AddNumberToObject(j, "bytes_in", (double)p->in);
 	cJSON_AddNumberToObject(j, "bytes_out", (double)p->out);
 	return j;

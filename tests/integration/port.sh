@@ -142,6 +142,38 @@ PY
 )
 kill $HOLD 2>/dev/null; wait $HOLD 2>/dev/null
 like "$CAP" "^True" "64 connections at once are carried"
+# A client that gives up while the box's side still connects (a full
+# backlog drops the handshake): its place is freed, not held.
+P9=$("$WARD" box port "$O" 8300)
+"$WARD" box exec "$O" --timeout 120s -- "exec python3 -c 'import socket, time
+s = socket.socket(); s.bind((\"127.0.0.1\", 8300)); s.listen(0); print(\"up\", flush=True); time.sleep(110)'" >"$T_TMP/hold2.log" 2>&1 &
+HOLD=$!
+for _ in $(seq 100); do grep -q up "$T_TMP/hold2.log" && break; sleep 0.1; done
+opened() { "$WARD" box info "$O" | python3 -c 'import json,sys; p = [p for p in json.load(sys.stdin)["ports"] if p["port"] == 8300][0]
+print(p["open"], p["connections"])'; }
+python3 - "$P9" "$T_TMP/hold2.go" <<'PY' &
+import os, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+cs = [socket.create_connection((host, int(port))) for _ in range(6)]
+open(sys.argv[2], "w").close()
+while os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+PY
+CL=$!
+for _ in $(seq 100); do [ -e "$T_TMP/hold2.go" ] && break; sleep 0.05; done
+sleep 0.5
+N6=$(opened)
+rm -f "$T_TMP/hold2.go"; wait $CL
+# The ones connected stay, half-closed (the box's side never ended them);
+# the ones still connecting are freed.
+for _ in $(seq 40); do set -- $(opened); [ "$1" = "$2" ] && break; sleep 0.1; done
+N0=$(opened)
+kill $HOLD 2>/dev/null; wait $HOLD 2>/dev/null
+set -- $N6
+is "$1" 6 "six connections held into a server whose backlog is full"
+lt "$2" 6 "some of them still connecting (the box dropped their handshakes)"
+set -- $N0
+is "$1" "$2" "the client gone: those still connecting are freed, only the connected (half-closed) ones stay"
 like "$CAP" "^True closed fast" "a 65th is closed at once"
 like "$CAP" "held$" "twin: one closed, a new one is carried again"
 
