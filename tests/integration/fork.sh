@@ -5,11 +5,11 @@
 # parent and the user's tree are unchanged.
 . "$(dirname "$0")/lib.sh"
 
-WS=$T_TMP/ws; mkdir -p "$WS"; echo original >"$WS/f.txt"; echo gone-later >"$WS/g.txt"
+WS=$T_TMP/ws; mkdir -p "$WS/o"; echo original >"$WS/f.txt"; echo gone-later >"$WS/g.txt"; echo old >"$WS/o/old.txt"
 P=$(box_new --workspace "$WS" --memory 300M --publish 8000 --label role=parent)
 "$WARD" box exec "$P" -- 'echo parent-change >/workspace/f.txt && rm /workspace/g.txt && mkdir -p /workspace/d &&
-	echo new >/workspace/d/n.txt && echo root-change >/etc/ward-fork-test && ln -s f.txt /workspace/link' >/dev/null 2>&1
-ok $? "the parent changes its workspace (a change, a deletion, a new directory, a symlink) and its root (/etc)"
+	echo new >/workspace/d/n.txt && echo root-change >/etc/ward-fork-test && ln -s f.txt /workspace/link && rm -rf /workspace/o && mkdir /workspace/o && echo fresh >/workspace/o/new.txt' >/dev/null 2>&1
+ok $? "the parent changes its workspace (a change, a deletion, a new directory, a symlink, a directory made anew) and its root (/etc)"
 # A process of the parent's, running while it is forked: it beats into a
 # file (a call sees only its own processes, so the file is how another
 # call sees it run).
@@ -43,6 +43,7 @@ for c in "$C1" "$C2"; do
 	is "$("$WARD" box exec "$c" -- 'cat /etc/ward-fork-test' 2>&1)" root-change "fork $c: the parent's change to its root (/etc)"
 	is "$("$WARD" box exec "$c" -- 'cat /workspace/d/n.txt; readlink /workspace/link; test -e /workspace/g.txt && echo g-back || echo g-gone' 2>&1)" \
 		"$(printf 'new\nf.txt\ng-gone')" "fork $c: the new directory, the symlink, and the deletion (a whiteout) too"
+	is "$("$WARD" box exec "$c" -- 'ls /workspace/o' 2>&1)" new.txt "fork $c: a directory made anew holds only its new file (the overlay's opaque mark came along)"
 	is "$(beats "$c")" still "fork $c: nothing beats (the parent's process is not carried)"
 done
 "$WARD" box exec "$C1" -- 'echo child-one >/workspace/f.txt; echo c1 >/etc/ward-fork-test' >/dev/null 2>&1
@@ -60,6 +61,13 @@ is "$(json limits.memory_bytes <<<"$I") $(json labels.role <<<"$I") $(json works
 is "$("$WARD" box port "$C1")" "" "but none of its ports"
 like "$("$WARD" box port "$P")" "^8000 127.0.0.1:" "(twin: the parent's port is still open)"
 like "$(json forked_from.files <<<"$I")" '^[1-9][0-9]*$' "and how many files were copied"
+
+# A hibernated box forks too (nothing of it runs; its layers are on disk).
+"$WARD" box hibernate "$C2" >/dev/null
+C3=$("$WARD" box fork "$C2" 2>/dev/null); RC=$?
+echo "$C3" >>"$T_TMP/boxes"
+is "$RC $("$WARD" box exec "$C3" -- 'cat /workspace/f.txt' 2>&1)" "0 child-two" "a hibernated box forks: the fork has its files"
+is "$("$WARD" box exec "$C2" -- 'cat /workspace/f.txt' 2>&1)" child-two "and the hibernated box wakes as it was"
 
 # The fork lives on its own: the parent destroyed, it keeps its files.
 "$WARD" box destroy "$P"
