@@ -5,7 +5,7 @@
 #include "image/skopeo.h"
 #include "cmd/term.h"
 #include "sandbox/box.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "image/erofs.h"
 #include "sandbox/ns.h"
 #include "base/cleanup.h"

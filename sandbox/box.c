@@ -3,7 +3,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "image/image.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "sandbox/spawn-env.h"
 #include "proto/budget.h"
 #include "base/child.h"

@@ -7,10 +7,10 @@
  * directories, as a checkpoint copies a layer (checkpoint_copy). The
  * parent's processes, its /tmp and its ports are not carried. */
 #include "sandbox/box.h"
-#include "sandbox/checkpoint.h"
+#include "workspace/checkpoint.h"
 #include "sandbox/keeper-int.h"
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"

@@ -6,7 +6,7 @@
 #include "sandbox/box.h"
 #include "sandbox/egress.h"
 #include "sandbox/keeper-int.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "proto/proto.h"
 #include "base/buf.h"
 #include "base/cleanup.h"

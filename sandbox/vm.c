@@ -10,7 +10,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "sandbox/hostview.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
