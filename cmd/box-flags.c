@@ -31,6 +31,7 @@ static const struct option create_opts[] = {
 	{ "backend", required_argument, NULL, 'b' },
 	{ "no-snapshot", no_argument, NULL, 'S' },
 	{ "label", required_argument, NULL, 'L' },
+	{ "publish", required_argument, NULL, 'U' },
 	{ "on-idle", required_argument, NULL, 'O' },
 	{ "cold-after", required_argument, NULL, 'C' },
 	{ "store", required_argument, NULL, 'D' },
@@ -70,7 +71,10 @@ const char box_flags_help[] =
 	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n"
 	"  --label KEY=VALUE  metadata the box carries (repeatable): shown by ls and info, kept in\n"
 	"                     every record of the journal of each session that uses the box;\n"
-	"                     ls --label filters\n";
+	"                     ls --label filters\n"
+	"  --publish [[ADDR:]HOSTPORT:]PORT  open the box's PORT to the host (repeatable; ns only):\n"
+	"                     at 127.0.0.1 unless ADDR is given, on a port the kernel picks unless\n"
+	"                     HOSTPORT is; ward box port BOX says where\n";
 
 int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
 {
@@ -81,6 +85,8 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 	static struct netflag nf;
 	memset(&nf, 0, sizeof(nf));
 	static const char *labels[BOX_LABELS_MAX];
+	static const char *publish[BOX_PORTS_MAX];
+	size_t npublish = 0;
 	size_t nlabels = 0;
 	bool on_idle_given = false;
 	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
@@ -151,6 +157,22 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 			o->on_idle = !strcmp(optarg, "hibernate") ? BOX_IDLE_HIBERNATE : BOX_IDLE_DESTROY;
 			on_idle_given = true;
 			break;
+		case 'U': {
+			struct box_port_spec ps;
+			struct err pe = { 0 };
+			if (box_port_parse(optarg, &ps, &pe) < 0) {
+				cmd_error("--publish: %s", pe.msg);
+				return -1;
+			}
+			if (npublish == BOX_PORTS_MAX) {
+				cmd_error("--publish: at most %d ports", BOX_PORTS_MAX);
+				return -1;
+			}
+			publish[npublish++] = optarg;
+			o->publish = publish;
+			o->npublish = npublish;
+			break;
+		}
 		case 'L': {
 			struct err le = { 0 };
 			if (box_label_check(optarg, &le) < 0) {

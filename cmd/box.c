@@ -280,6 +280,10 @@ static int sub_pool(int argc, char **argv)
 		cmd_error("box pool: unexpected argument %s; usage: ward box pool --size N [FLAGS]", args[i]);
 		return EXIT_USAGE;
 	}
+	if (o.npublish) {
+		cmd_error("box pool: --publish is for one box: publish its ports once it is made (ward box port)");
+		return EXIT_USAGE;
+	}
 	if (!size) {
 		cmd_error("box pool: --size N is needed (how many boxes to keep ready)");
 		return EXIT_USAGE;
@@ -423,6 +427,85 @@ static int sub_hibernate(int argc, char **argv)
 	return rc;
 }
 
+/* One port a line: "PORT ADDRESS", the address as a browser takes it. */
+static void print_port(const cJSON *p)
+{
+	const cJSON *port = cJSON_GetObjectItemCaseSensitive(p, "port");
+	const char *addr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "address"));
+	if (cJSON_IsNumber(port) && addr)
+		printf("%d %s\n", port->valueint, addr);
+}
+
+/* ward box port BOX [[[ADDR:]HOSTPORT:]PORT]: open one and print where
+ * (ADDRESS:HOSTPORT alone), or list them. */
+static int sub_port(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3) {
+		cmd_error("usage: ward box port BOX [[[ADDR:]HOSTPORT:]PORT]");
+		return EXIT_USAGE;
+	}
+	struct box_port_spec s;
+	struct err e = { 0 };
+	if (argc == 3 && box_port_parse(argv[2], &s, &e) < 0) {
+		cmd_error("box port: %s", e.msg);
+		return EXIT_USAGE;
+	}
+	struct box_conn *c;
+	if (box_connect(argv[1], &c, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_UNKNOWN_BOX;
+	}
+	cJSON *j = NULL;
+	int r = argc == 3 ? box_port_open(c, &s, &j, &e) : box_ports(c, &j, &e);
+	box_disconnect(c);
+	if (r < 0) {
+		cmd_error("box port: %s", e.msg);
+		return r == -EINVAL || r == -EEXIST ? EXIT_USAGE : EXIT_FAIL;
+	}
+	if (argc == 3) {
+		const char *addr = cJSON_GetStringValue(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "port"), "address"));
+		printf("%s\n", addr ? addr : "");
+	} else {
+		const cJSON *p;
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "ports"))
+			print_port(p);
+	}
+	cJSON_Delete(j);
+	return 0;
+}
+
+/* ward box fork BOX [NAME]: the new box's name on stdout, what was
+ * copied (and what was not) on stderr. */
+static int sub_fork(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3) {
+		cmd_error("usage: ward box fork BOX [NAME]");
+		return EXIT_USAGE;
+	}
+	char name[BOX_NAME_MAX + 1];
+	cJSON *j = NULL;
+	struct err e = { 0 };
+	/* A fork made from a shell belongs to that shell, as a create's box. */
+	int r = box_fork(argv[1], argc == 3 ? argv[2] : NULL, getppid(), name, sizeof(name), &j, &e);
+	if (r < 0) {
+		cmd_error("cannot fork box %s: %s", argv[1], e.msg);
+		return r == -EINVAL || r == -EEXIST ? EXIT_USAGE : r == -ENOENT ? EXIT_UNKNOWN_BOX : EXIT_FAIL;
+	}
+	const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files"),
+		    *bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes_copied"),
+		    *ms = cJSON_GetObjectItemCaseSensitive(j, "ms");
+	printf("%s\n", name);
+	fprintf(stderr, "ward: forked %s as %s in %.0f ms: %.0f files, %.0f bytes copied%s; its processes, /tmp and "
+		"ports were not carried (the fork starts with none running)\n", argv[1], name,
+		cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(files) ? files->valuedouble : 0,
+		cJSON_IsNumber(bytes) ? bytes->valuedouble : 0,
+		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "frozen")) ? ""
+		: " (the parent could not be frozen: a file it wrote during the copy may be copied mid-change)");
+	cJSON_Delete(j);
+	return 0;
+}
+
 static int sub_reap(int argc, char **argv)
 {
 	unsigned n = 0;
@@ -445,6 +528,9 @@ static const struct box_sub subs[] = {
 	{ "pool", "--size N [FLAGS]", "keep N vm boxes restored and ready for create", sub_pool, true },
 	{ "hibernate", "BOX...", "save a box's files to disk and end its processes", sub_hibernate, false },
 	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_hibernate, false },
+	{ "port", "BOX [[[ADDR:]HOSTPORT:]PORT]", "open a box's port to the host and print where; list them",
+	  sub_port, false },
+	{ "fork", "BOX [NAME]", "a new box going on from BOX's files (ns; no processes carried)", sub_fork, false },
 	{ "destroy", "BOX...", "destroy boxes", sub_destroy, false },
 	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap, false },
 };

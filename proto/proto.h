@@ -50,7 +50,14 @@ enum proto_type {
 	PROTO_CLAIM = 17,	/* client -> the keeper of a pool box: JSON {owner,
 				 * persistent, ttl_ms, idle_ms, on_idle, grace_ms,
 				 * cold_after_ms, store, labels}; reply INFO {ok} or {error} */
-	PROTO_TYPE_MAX = 17,
+	PROTO_PORT = 18,	/* client -> keeper: JSON {port, host_port, addr} opens the
+				 * box's port to the host; empty lists them; reply INFO
+				 * {ok, port} or {ok, ports} or {error} */
+	PROTO_FORK = 19,	/* client -> keeper: empty: the box's options and its
+				 * cgroup frozen until the client goes (a fork copies its
+				 * layers meanwhile); reply INFO {ok, opts, backend,
+				 * frozen} or {error} */
+	PROTO_TYPE_MAX = 19,
 };
 
 #define PROTO_F_OWNER 0x1

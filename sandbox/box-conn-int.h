@@ -59,6 +59,9 @@ struct box_also {
 
 /* Write what the queue holds that the socket takes now. */
 void box_conn_flush(struct box_conn *c);
+/* box-request.c: a request answered {ok, ...} or {error, code}, bounded
+ * by ms; the error is the keeper's one line. */
+int box_request_ok(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret, struct err *e);
 /* Queue a frame for the keeper and write what goes now: 0, -ENOBUFS
  * past BOX_CONN_QUEUE, or -EMSGSIZE over a frame's maximum. */
 int box_conn_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p, size_t n);

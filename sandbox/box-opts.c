@@ -15,7 +15,7 @@
  * box_opts gets its row here and a check in tests/unit/test-boxopts.c;
  * then change the size below (a bool can hide in padding: the row is what
  * counts, the size only a tripwire). */
-_Static_assert(sizeof(struct box_opts) == 208, "struct box_opts changed: give the new field its row in box_opts_fields");
+_Static_assert(sizeof(struct box_opts) == 232, "struct box_opts changed: give the new field its row in box_opts_fields");
 
 /* The largest integer a JSON number (a double) holds exactly. */
 #define BOX_OPTS_INT_MAX 9007199254740992.0
@@ -56,6 +56,8 @@ static const struct field box_opts_fields[] = {
 	{ "owner", F_PID, AT(owner), 0, INT32_MAX },
 	{ "labels", F_LIST, AT(labels), AT(nlabels), BOX_LABELS_MAX },
 	{ "pool", F_BOOL, AT(pool) },
+	{ "publish", F_LIST, AT(publish), AT(npublish), BOX_PORTS_MAX },
+	{ "fork_of", F_STR, AT(fork_of) },
 };
 #undef AT
 _Static_assert(sizeof(enum box_on_idle) == sizeof(int) && sizeof(enum box_net) == sizeof(int),

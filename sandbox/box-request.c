@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e)
 
 /* A request answered {ok, ...} or {error, code}: the error is the
  * keeper's one line (HIBERNATE, WAKE, CLAIM). */
-static int box_request_ok(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
+int box_request_ok(struct box_conn *c, uint8_t type, const char *payload, int64_t ms, cJSON **ret,
 			  struct err *e)
 {
 	cJSON *j = NULL;
@@ -168,4 +169,25 @@ int box_destroy(const char *name, struct err *e)
 		box_reap(NULL, NULL);
 	}
 	return 0;
+}
+
+int box_port_open(struct box_conn *c, const struct box_port_spec *s, cJSON **ret, struct err *e)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "port", s->port);
+	cJSON_AddNumberToObject(j, "host_port", s->host_port);
+	if (s->addr[0])
+		cJSON_AddStringToObject(j, "addr", s->addr);
+	char *txt = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (!txt)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = box_request_ok(c, PROTO_PORT, txt, BOX_CONNECT_TIMEOUT_MS, ret, e);
+	free(txt);
+	return r;
+}
+
+int box_ports(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	return box_request_ok(c, PROTO_PORT, NULL, BOX_CONNECT_TIMEOUT_MS, ret, e);
 }

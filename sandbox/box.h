@@ -72,6 +72,14 @@ struct box_opts {
 	/* A pool box (box_pool): made as far as a guest waiting for START,
 	 * then taken by a box_create of the same kind. vm only. */
 	bool pool;
+	/* Ports of the box opened to the host as it is made (--publish):
+	 * "[[ADDR:]HOSTPORT:]PORT" each (box_port_parse), BOX_PORTS_MAX at
+	 * most. */
+	const char *const *publish;
+	size_t npublish;
+	/* A fork: the box whose layers (its workspace's and its root's
+	 * changes) this one starts from (box_fork). */
+	const char *fork_of;
 };
 
 /* Labels: metadata a box carries for whoever made it (a task, a team, a
@@ -154,6 +162,34 @@ int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e);
 /* The same, and the box outlives the ward that made it (a session's box
  * when the session ends: `ward --resume` wakes it); its TTL still holds. */
 int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e);
+/* A port of the box opened to the host (ns): the box's keeper listens at
+ * ADDR:HOSTPORT (127.0.0.1 unless an address is asked for; a port the
+ * kernel picks unless one is asked for) and carries each connection to
+ * PORT on the box's loopback. Closed with the box; connections and bytes
+ * are counted (box_info's "ports"). */
+#define BOX_PORTS_MAX 16
+struct box_port_spec {
+	char addr[16];		/* an IPv4 address; "": 127.0.0.1 */
+	uint16_t host_port;	/* 0: the kernel picks one */
+	uint16_t port;		/* in the box */
+};
+/* "[[ADDR:]HOSTPORT:]PORT", e.g. 8000, 8080:8000, 0.0.0.0:8080:8000. */
+int box_port_parse(const char *s, struct box_port_spec *ret, struct err *e);
+/* Open it, or find the one open for PORT: ret (the callee's to free)
+ * {"port":{"port","address","connections","refused","open","bytes_in","bytes_out"}}
+ * (open: held now, connecting or carried). */
+int box_port_open(struct box_conn *c, const struct box_port_spec *s, cJSON **ret, struct err *e);
+/* Every port open: {"ports":[...]} as above. */
+int box_ports(struct box_conn *c, cJSON **ret, struct err *e);
+/* Fork box parent (ns): a new box (named name, or a generated one into
+ * ret_name) with the parent's options, owned by owner, whose workspace
+ * and root layers start as copies of the parent's (made as checkpoints
+ * are: file by file, FICLONE where the file system shares extents; the
+ * parent's cgroup frozen meanwhile where it can be). Processes are not
+ * carried: the new box starts with none. ret (the callee's to free):
+ * {"name","ms","bytes","files","frozen"}. */
+int box_fork(const char *parent, const char *name, pid_t owner, char *ret_name, size_t n, cJSON **ret,
+	     struct err *e);
 /* Whether box name is alive and hibernated (or cold): nothing of it runs
  * and its keeper has let go of its workspace layer. */
 bool box_is_hibernated(const char *name);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,32 @@ void cgroup_kill(const struct cgroup_set *cg)
 {
 	if (cg->v2[0] && cg->v2_kill)
 		write_file(cg->v2, "cgroup.kill", "%llu", 1);
+}
+
+bool cgroup_freeze(const struct cgroup_set *cg, bool on, int ms)
+{
+	if (!cg->v2[0] || write_file(cg->v2, "cgroup.freeze", "%llu", on) < 0 || !on)
+		return false;
+	/* cgroup.events says "frozen 1" once every process stopped; a change
+	 * of it wakes a poll for POLLPRI. */
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/cgroup.events", cg->v2);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int64_t until = now_ms() + ms;
+	while (fd >= 0) {
+		char b[256];
+		ssize_t n = pread(fd, b, sizeof(b) - 1, 0);
+		if (n <= 0)
+			return false;
+		b[n] = 0;
+		if (strstr(b, "frozen 1"))
+			return true;
+		int64_t left = until - now_ms();
+		struct pollfd pf = { .fd = fd, .events = POLLPRI };
+		if (left <= 0 || poll(&pf, 1, (int)left) < 0)
+			return false;
+	}
+	return false;
 }
 
 static void rmdir_tree(const char *path)

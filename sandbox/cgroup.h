@@ -74,6 +74,9 @@ struct cgroup_held {
 };
 void cgroup_held_by(const struct cgroup_set *cg, pid_t pid, struct cgroup_held *ret);
 void cgroup_kill(const struct cgroup_set *cg);
+/* Freeze (or thaw) the v2 group, waiting up to ms for it to be frozen:
+ * true once it is. False where there is no v2 group or no cgroup.freeze. */
+bool cgroup_freeze(const struct cgroup_set *cg, bool on, int ms);
 /* Remove the groups; they must be empty, so call after the box is dead. */
 void cgroup_remove(const struct cgroup_set *cg);
 uint64_t cgroup_memory_current(const struct cgroup_set *cg);

@@ -132,6 +132,9 @@ void keeper_guest_down(void)
 	if (K.eg.ev_fd >= 0)
 		loop_del(K.loop, K.eg.ev_fd);
 	egress_stop(&K.eg, keeper_net_event, NULL);
+	/* The box's network namespace goes with its guest: so do the
+	 * connections into it. */
+	keeper_port_down();
 	if (K.inst.pid > 0) {
 		loop_del(K.loop, K.inst.chan_fd);
 		loop_del(K.loop, K.inst.pidfd);

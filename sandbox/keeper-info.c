@@ -103,6 +103,9 @@ void keeper_info(struct kclient *c, uint32_t id)
 		cJSON_AddNumberToObject(eg, "max_bytes",
 					(double)(K.o->net_max_bytes ? K.o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
 	}
+	/* Ports opened to the host: their connections and bytes. */
+	keeper_port_list(j);
+	keeper_fork_info(j);
 	if (K.o->image)
 		cJSON_AddStringToObject(j, "image", K.o->image);
 	if (K.o->workspace) {

@@ -91,6 +91,10 @@ struct keeper {
 	const char *why;
 	struct keeper_hib hib;	/* hibernate.c's */
 	bool kept;		/* hibernated to outlive its owner (box_hibernate_keep) */
+	/* keeper-fork.c: the client a fork copies this box's layers for,
+	 * while the box's cgroup is frozen, until it goes or thaw_at. */
+	struct kclient *freezer;
+	int64_t thaw_at;
 };
 extern struct keeper K;
 
@@ -148,6 +152,27 @@ int keeper_wake(cJSON *ret, struct err *e);
 /* A box event ({"type":"box","event":what,"box"[,"why"]}) to every
  * client. */
 void keeper_box_event(const char *what, const char *why);
+/* keeper-port.c: the box's ports opened to the host. Open one (or find
+ * the one open) into ret's "port"; every one into ret's "ports"; whether
+ * a connection is being carried (the box is not idle); the guest gone
+ * (connections and the helper end, the listeners stay); the box gone. */
+int keeper_port_open(const struct box_port_spec *s, cJSON *ret, struct err *e);
+/* A PORT frame answered; the box's --publish ports opened as it is made. */
+void keeper_port_request(struct kclient *c, const struct frame *f);
+int keeper_port_publish(struct err *e);
+void keeper_port_list(cJSON *ret);
+bool keeper_port_busy(void);
+void keeper_port_down(void);
+void keeper_port_free(void);
+/* keeper-fork.c. A FORK frame answered (the box's options, its cgroup
+ * frozen for that client); the freeze let go; a fork's layers copied from
+ * its parent's (o->fork_of) before its guest starts. */
+void keeper_fork_request(struct kclient *c, const struct frame *f);
+void keeper_fork_thaw(void);
+int keeper_fork_copy(struct err *e);
+/* What a fork copied, into info's "forked_from" (nothing for a box that
+ * is not a fork). */
+void keeper_fork_info(cJSON *j);
 /* cold.c: compress a hibernated state and move it to the store
  * (--cold-after); fetch it back for a wake (the manifest then decides);
  * remove it from the store (after a wake, or with the box). */

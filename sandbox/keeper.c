@@ -127,6 +127,8 @@ void kcall_remove(struct kcall *k)
 
 static void kclient_close(struct kclient *c)
 {
+	if (K.freezer == c)
+		keeper_fork_thaw();
 	for (struct kcall *k = K.calls, *n; k; k = n) {
 		n = k->next;
 		if (k->cl != c)
@@ -319,6 +321,12 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		cJSON_Delete(j);
 		break;
 	}
+	case PROTO_PORT:
+		keeper_port_request(c, f);
+		break;
+	case PROTO_FORK:
+		keeper_fork_request(c, f);
+		break;
 	case PROTO_DESTROY:
 		if (f->len && !K.inst.pooled)
 			break;	/* {"if_pooled":true} from a pool that is ending: taken meanwhile */
@@ -422,7 +430,7 @@ static int64_t keeper_tick(void)
 		/* Busy or attached: not idle. A box that hibernates when idle
 		 * needs nobody to detach: a call wakes it. */
 		bool hib = K.o->on_idle == BOX_IDLE_HIBERNATE;
-		bool busy = K.calls || (!hib && K.clients);
+		bool busy = K.calls || keeper_port_busy() || (!hib && K.clients);
 		int64_t idle_at = busy ? now + K.o->idle_ms : K.last_activity + K.o->idle_ms;
 		if (!busy && now >= idle_at) {
 			if (!hib) {
@@ -452,6 +460,12 @@ static int64_t keeper_tick(void)
 			return 0;
 		}
 		NEXT(cold_at);
+	}
+	if (K.freezer) {
+		if (now >= K.thaw_at)
+			keeper_fork_thaw();
+		else
+			NEXT(K.thaw_at);
 	}
 	for (struct kcall *k = K.calls; k; k = k->next) {
 		if (now >= k->deadline_ms) {
@@ -580,6 +594,8 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	loop_add(K.loop, K.sfd, EPOLLIN, on_signal, NULL);
 	keeper_guest_cgroup_create();
+	if (keeper_port_publish(&e) < 0 || keeper_fork_copy(&e) < 0)
+		goto fail;
 	if (o->net == BOX_NET_ALLOW && egress_listen(&K.eg, boxdir, &e) < 0)
 		goto fail;
 	if (keeper_guest_up(&e) < 0)
@@ -617,6 +633,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	keeper_log("keeper: destroying box %s: %s", name, K.why ? K.why : "loop error");
 	keeper_guest_down();
+	keeper_port_free();
 	keeper_guest_fail_calls("unknown", "the box was destroyed while this call ran; its outcome is unknown\n", NULL);
 	for (struct kclient *c = K.clients; c; c = c->next) {
 		const char m[] = "{\"destroyed\":true}";
@@ -643,6 +660,7 @@ fail:
 	 * first: its mounts would keep the box's directory. */
 	if (K.up)
 		keeper_guest_down();
+	keeper_port_free();
 	egress_free(&K.eg);
 	cgroup_remove(&K.cg);
 	keeper_layers_end();

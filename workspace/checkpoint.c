@@ -321,22 +321,32 @@ static int ck_chown(int dfd, const char *name, const struct ckmanifest_entry *x,
 	return 0;
 }
 
-static int ck_restore_file(int parent, const char *base, int cfiles, struct ckmanifest_entry *x)
+/* link: the checkpoint is thrown away after (checkpoint_copy), so its
+ * copy itself becomes the file where the file system allows (one copy in
+ * all, not two). */
+static int ck_restore_file(int parent, const char *base, int cfiles, struct ckmanifest_entry *x, bool link)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "%zu", x->copy);
-	_cleanup_close_ int src = openat(cfiles, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (src < 0)
-		return -errno;
+	int r;
+	_cleanup_close_ int dst = -1;
+	if (link && linkat(cfiles, name, parent, base, 0) == 0) {
+		if ((dst = openat(parent, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return -errno;
+	} else {
+		_cleanup_close_ int src = openat(cfiles, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (src < 0)
+			return -errno;
+		struct stat sst;
+		if (fstat(src, &sst) < 0)
+			return -errno;
+		dst = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (dst < 0)
+			return -errno;
+		if ((r = ws_clone_or_copy(src, dst, sst.st_size)) < 0)
+			return r;
+	}
 	struct stat st;
-	if (fstat(src, &st) < 0)
-		return -errno;
-	_cleanup_close_ int dst = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (dst < 0)
-		return -errno;
-	int r = ws_clone_or_copy(src, dst, st.st_size);
-	if (r < 0)
-		return r;
 	if (fchown(dst, x->uid, x->gid) < 0 && errno != EPERM)
 		return -errno;
 	if (fchmod(dst, x->mode & CK_MODE_MASK) < 0)
@@ -352,7 +362,7 @@ static int ck_restore_file(int parent, const char *base, int cfiles, struct ckma
 	return 0;
 }
 
-static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x)
+static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x, bool link)
 {
 	const char *base;
 	_cleanup_close_ int parent = ck_parent(root, x->path, &base);
@@ -371,7 +381,7 @@ static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x)
 		return r;
 	}
 	case 'f':
-		return ck_restore_file(parent, base, cfiles, x);
+		return ck_restore_file(parent, base, cfiles, x, link);
 	case 'l':
 		if (symlinkat(x->target, parent, base) < 0)
 			return -errno;
@@ -411,7 +421,8 @@ static int ck_restore_dirs(int root, const struct ckmanifest *l)
 	return 0;
 }
 
-int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpoint_stats *ret, struct err *e)
+static int ck_restore(const char *dir, int n, const char *upper, bool link, struct checkpoint_stats *ret,
+		      struct err *e)
 {
 	int64_t t0 = now_ms();
 	struct ckmanifest l = { 0 };
@@ -435,7 +446,7 @@ int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpo
 		goto out;
 	}
 	for (size_t i = 0; i < l.n; i++) {
-		r = ck_restore_one(root, cfiles, &l.v[i]);
+		r = ck_restore_one(root, cfiles, &l.v[i], link);
 		if (r < 0) {
 			err_setc(e, r, "cannot restore %s from checkpoint %d", l.v[i].path, n);
 			goto out;
@@ -473,6 +484,29 @@ out:
 		close(cfiles);
 	state_rm_rf(nu);	/* the old layer, or the half-made new one */
 	ckmanifest_free(&l);
+	return r;
+}
+
+int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpoint_stats *ret, struct err *e)
+{
+	return ck_restore(dir, n, upper, false, ret, e);
+}
+
+int checkpoint_copy(const char *src, const char *dst, struct checkpoint_stats *ret, struct err *e)
+{
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s.fork", dst) >= sizeof(dir))
+		return err_set(e, -ENAMETOOLONG, "the layer's path %s is too long", dst);
+	state_rm_rf(dir);	/* what a killed keeper left */
+	struct checkpoint_stats took = { 0 }, put = { 0 };
+	int r = checkpoint_take(dir, src, 1, &took, e);
+	if (r >= 0)
+		r = ck_restore(dir, 1, dst, true, &put, e);
+	state_rm_rf(dir);
+	if (r >= 0 && ret) {
+		*ret = took;
+		ret->ms = took.ms + put.ms;
+	}
 	return r;
 }
 

@@ -67,5 +67,14 @@ bool checkpoint_has(const char *dir, int n);
  * renewed to the files just written (their stamps), so that the next
  * checkpoint links to it. ret may be NULL. */
 int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpoint_stats *ret, struct err *e);
+/* Make the layer dst (an existing directory, whose mode and owner are
+ * kept) a copy of the layer src, as a checkpoint of src is taken and
+ * restored, with what that keeps and leaves out (no setuid or setgid
+ * bits; no sockets, FIFOs or devices): taken beside dst (DST.fork, on
+ * dst's file system), and each copy then linked into place, so each
+ * file's bytes are copied once (FICLONE where the file system shares
+ * extents). ret: the take's counts (copied, bytes_copied), and the time
+ * of both. A fork's layers (box_fork). */
+int checkpoint_copy(const char *src, const char *dst, struct checkpoint_stats *ret, struct err *e);
 /* Remove the checkpoints numbered above n (n = 0: all of them, and dir). */
 void checkpoint_drop_after(const char *dir, int n);

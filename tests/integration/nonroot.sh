@@ -102,6 +102,21 @@ if [ -n "$FIXD" ] && sh "$(dirname "$0")/../images/make-fixtures.sh" "$FIXD" >/d
 else
 	skip "no Debian image fixture the wardtest user can read (tests/images/make-fixtures.sh: $(cat "$FIXD/missing" 2>/dev/null))"
 fi
+# A port and a fork as an ordinary user: the keeper's helper joins the
+# box's user namespace to reach its network namespace; the fork's layers
+# are the user's to copy.
+PB=$(U "$WARD" box create --persistent --publish 8000)
+PA=$(U "$WARD" box port "$PB" 8000)
+like "$PA" '^127\.0\.0\.1:[0-9]+$' "an ordinary user's box: its port is published on the host's loopback"
+U "$WARD" box exec "$PB" --timeout 60s -- 'cd /tmp && echo user-port-ok >i.html && exec python3 -m http.server 8000 --bind 127.0.0.1' >/dev/null 2>&1 &
+PS=$!
+R=""; for _ in $(seq 75); do R=$(curl -sS -m 2 "http://$PA/i.html" 2>/dev/null) && break; sleep 0.2; done
+is "$R" user-port-ok "and the server in the box answers there"
+kill $PS 2>/dev/null; wait $PS 2>/dev/null
+U "$WARD" box exec "$PB" -- 'echo user-root-change >/etc/ward-fork-test' >/dev/null 2>&1
+PF=$(U "$WARD" box fork "$PB" 2>/dev/null)
+is "$(U "$WARD" box exec "$PF" -- 'cat /etc/ward-fork-test' 2>&1)" user-root-change "an ordinary user's box forks: the fork has its root's change"
+U "$WARD" box destroy "$PB" "$PF" >/dev/null 2>&1
 sleep 3.5
 check "no survivor wrote a canary" test ! -e "$WS/canary"
 rm -rf "$WS"

@@ -19,6 +19,7 @@ int main(void)
 {
 	static const char *const allow[] = { "example.com", "*.pypi.org", "internal.test=127.0.0.1:8080" };
 	static const char *const labels[] = { "team=infra", "cost=42" };
+	static const char *const publish[] = { "8000", "127.0.0.1:8080:80" };
 	/* Every field set, none to its default. */
 	struct box_opts a = {
 		.name = "box-a", .backend = "vm", .ttl_ms = 3600001, .idle_ms = 60002, .on_idle = BOX_IDLE_HIBERNATE,
@@ -28,7 +29,7 @@ int main(void)
 		.workspace = "/srv/ws",
 		.image = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", .rw = true, .git_rw = true, .grace_ms = 2500, .guest_path = "/usr/libexec/ward/ward-guest",
 		.keeper_path = "/usr/libexec/ward/ward-keeper", .owner = 4242, .labels = labels, .nlabels = 2,
-		.pool = true,
+		.pool = true, .publish = publish, .npublish = 2, .fork_of = "box-parent",
 	};
 	cJSON *j = box_opts_to_json(&a);
 	struct box_opts b;
@@ -52,6 +53,8 @@ int main(void)
 	is_str(b.keeper_path, a.keeper_path, "keeper_path");
 	ok(b.owner == a.owner, "owner");
 	same_list(b.labels, b.nlabels, a.labels, a.nlabels, "labels");
+	same_list(b.publish, b.npublish, a.publish, a.npublish, "publish");
+	is_str(b.fork_of, a.fork_of, "fork_of");
 	box_opts_release(&b);
 
 	/* Absent strings stay absent; empty lists stay empty. */
@@ -60,7 +63,8 @@ int main(void)
 	j = box_opts_to_json(&d);
 	is_int(box_opts_from_json(j, &b, &e), 0, "the defaults are read back");
 	cJSON_Delete(j);
-	ok(!b.name && !b.store && !b.workspace && !b.image && !b.guest_path && b.nallow == 0 && b.nlabels == 0,
+	ok(!b.name && !b.store && !b.workspace && !b.image && !b.guest_path && b.nallow == 0 && b.nlabels == 0 &&
+	   b.npublish == 0 && !b.fork_of,
 	   "absent strings and empty lists stay so");
 	ok(b.ttl_ms == d.ttl_ms && b.lim.disk == d.lim.disk && !strcmp(b.backend, "ns"), "and the defaults are kept");
 	box_opts_release(&b);

@@ -61,8 +61,12 @@ next:;
 	is_int(PROTO_HIBERNATE, 15, "HIBERNATE is type 15");
 	is_int(PROTO_WAKE, 16, "WAKE is type 16");
 	is_int(PROTO_CLAIM, 17, "CLAIM is type 17");
-	is_int(PROTO_TYPE_MAX, PROTO_CLAIM, "and the last type");
+	is_int(PROTO_PORT, 18, "PORT is type 18");
+	is_int(PROTO_FORK, 19, "FORK is type 19");
+	is_int(PROTO_TYPE_MAX, PROTO_FORK, "and the last type");
 	is_str(proto_type_name(PROTO_CLAIM), "claim", "every type has a name");
+	is_str(proto_type_name(PROTO_PORT), "port", "PORT has a name");
+	is_str(proto_type_name(PROTO_FORK), "fork", "FORK has a name");
 	is_str(proto_type_name(PROTO_INPUT), "input", "INPUT has a name");
 	proto_encode_hdr(b, PROTO_INPUT, PROTO_F_EOF, 7, 0);
 	ok(proto_decode(b, PROTO_HDR, &f, &used) == 0 && f.type == PROTO_INPUT && f.flags == PROTO_F_EOF && f.id == 7,
