@@ -161,6 +161,14 @@ bool box_is_hibernated(const char *name);
  * (-EBADMSG) and kept as it is. */
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e);
 
+/* The box's background jobs (tools/job.h), as job_list gives them: a JSON
+ * array of {id, command, state: running|ended, elapsed_ms, exit_code |
+ * signal, why?, output_bytes, dropped_bytes, ports: [{port, addr}]}, the
+ * callee's to free. A call: it wakes a hibernated box (ask
+ * box_is_hibernated first). Bounded: BOX_JOBS_TIMEOUT_MS. */
+#define BOX_JOBS_TIMEOUT_MS 3000
+int box_jobs(struct box_conn *c, cJSON **ret, struct err *e);
+
 /* Calls. There is one way to make a call: start it, then drive the
  * connection from an event loop (watch box_conn_fd for box_conn_events,
  * call box_conn_io with what it got and box_conn_tick at

@@ -329,6 +329,7 @@ void turn_calls_message(struct turn *t)
 	cJSON *content = cJSON_AddArrayToObject(m, "content");
 	for (size_t i = 0; i < t->ncalls; i++)
 		cJSON_AddItemToArray(content, turn_tool_result(t->calls[i].id, t->calls[i].result));
+	turn_job_news(t, content);
 	journal_write(&t->s->j, "message", m);
 	cJSON_AddItemToArray(t->s->messages, m);
 	turn_calls_free(t);
