@@ -9,8 +9,8 @@
 
 static const struct arg_spec bash_args[] = {
 	{ .name = "command", .type = ARG_STRING, .required = true },
-	/* A job's may be longer: bash_check bounds a command's. */
-	{ .name = "timeout", .type = ARG_INT, .min = 1, .max = JOB_TIMEOUT_MAX_S },
+	/* Its bounds depend on "background": bash_check. */
+	{ .name = "timeout", .type = ARG_INT },
 	{ .name = "idle_timeout", .type = ARG_INT, .min = 1, .max = BASH_TIMEOUT_MAX_S },
 	{ .name = "background", .type = ARG_BOOL },
 	{ .name = NULL },
@@ -19,11 +19,12 @@ static const struct arg_spec bash_args[] = {
 static int bash_check(const cJSON *args, struct err *e)
 {
 	bool bg = tool_arg_bool(args, "background", false);
-	int64_t t = tool_arg_int(args, "timeout", 0);
-	if (!bg && t > BASH_TIMEOUT_MAX_S)
-		return err_set(e, -ERANGE, "bash: field \"timeout\" must be between 1 and %d, got %lld (a command "
-			       "the call waits for; with \"background\": true a job's may be up to %d)",
-			       BASH_TIMEOUT_MAX_S, (long long)t, JOB_TIMEOUT_MAX_S);
+	int64_t t = tool_arg_int(args, "timeout", 1), max = bg ? JOB_TIMEOUT_MAX_S : BASH_TIMEOUT_MAX_S;
+	if (t < 1 || t > max)
+		return err_set(e, -ERANGE, "bash: field \"timeout\" must be between 1 and %lld, got %lld%s",
+			       (long long)max, (long long)t,
+			       bg ? "" : " (a command the call waits for; with \"background\": true a job's may be up to "
+					 JOB_TIMEOUT_MAX_STR ")");
 	if (bg && cJSON_GetObjectItemCaseSensitive(args, "idle_timeout"))
 		return err_set(e, -EINVAL, "bash: field \"idle_timeout\" is for a command the call waits for; a "
 			       "background job has only \"timeout\" (its own time limit)");
