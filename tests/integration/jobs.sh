@@ -261,4 +261,45 @@ else
 	skip "no keeper socket at the expected path"
 fi
 
+# --- The terminal session: Esc cancels the call, not the job; /jobs ends it ---
+if command -v tmux >/dev/null; then
+	TM="tmux -u -L ward-jobs-$$ -f /dev/null"
+	scr() { $TM capture-pane -p -J -S -300 -t tj 2>/dev/null; }
+	wait_scr() { # wait_scr REGEX MS
+		local until=$(($(now_ms) + $2))
+		while [ "$(now_ms)" -lt $until ]; do scr | grep -Eq -- "$1" && return 0; sleep 0.05; done
+		scr | grep -v '^$' | tail -12 | sed 's/^/#   screen| /'
+		return 1
+	}
+	V=1000.${TAG}90
+	cat >"$T_TMP/tui.json" <<EOF
+{"turns":[
+ {"text":"starting","tools":[{"name":"bash","input":{"command":"exec sleep $V","background":true}}]},
+ {"text":"holding","tools":[{"name":"bash","input":{"command":"exec sleep 107.${TAG}","timeout":300}}]},
+ {"text":"done"}]}
+EOF
+	$TM new-session -d -x 150 -y 50 -s tj "env XDG_STATE_HOME=$XDG_STATE_HOME XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR \
+WARD_GUEST=$WARD_GUEST TERM=screen '$WARD' --model replay:$T_TMP/tui.json --workspace $WS --approve auto; echo EXIT=\$?; sleep 600"
+	wait_scr '^› ?$' 15000; ok $? "session: at its prompt"
+	$TM send-keys -t tj -l "go"; $TM send-keys -t tj Enter
+	wait_alive "$V"; ok $? "session: the model's job runs"
+	wait_alive "107.${TAG}"; ok $? "session: and its second call runs"
+	$TM send-keys -t tj Escape
+	wait_scr '⎿ cancelled' 5000; ok $? "session: Esc cancels the call"
+	wait_gone "107.${TAG}" 5; ok $? "session: the call's process is gone"
+	canary_alive "$V"; ok $? "session: the job is not a call: it goes on"
+	$TM send-keys -t tj -l "/jobs"; $TM send-keys -t tj Enter
+	wait_scr "job 1: running for" 5000; ok $? "session: /jobs lists it"
+	$TM send-keys -t tj -l "/jobs kill 1"; $TM send-keys -t tj Enter
+	wait_scr "job 1 was killed by signal 15 \(TERM\)" 8000; ok $? "session: /jobs kill 1 ends it"
+	wait_gone "$V" 5; ok $? "session: its process is gone"
+	$TM send-keys -t tj -l "/jobs kill x"; $TM send-keys -t tj Enter
+	wait_scr "/jobs kill takes a job's number" 5000; ok $? "session: /jobs kill without a number says what it takes"
+	$TM send-keys -t tj C-d
+	wait_scr 'EXIT=0' 10000; ok $? "session: ends"
+	$TM kill-server 2>/dev/null
+else
+	skip "tmux is not installed: no terminal session test"
+fi
+
 done_testing
