@@ -1,7 +1,7 @@
 /* What git takes for a repository's own directory, the one place that
  * says so: the box makes each one read-only (ns.c, guest/vm.c), and the
  * workspace's changes under one are never applied unless the user asks
- * (sandbox/wsdiff.c). Its hooks and its config (core.fsmonitor,
+ * (workspace/wsdiff.c). Its hooks and its config (core.fsmonitor,
  * core.pager, a filter's command) are programs git runs on the host the
  * next time the user runs git in the tree.
  *

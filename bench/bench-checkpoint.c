@@ -14,7 +14,7 @@
 
 #include "base/parse.h"
 #include "base/timeutil.h"
-#include "sandbox/checkpoint.h"
+#include "workspace/checkpoint.h"
 
 #define RUNS 9
 

@@ -5,7 +5,7 @@
 #include "image/skopeo.h"
 #include "cmd/term.h"
 #include "sandbox/box.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "image/erofs.h"
 #include "sandbox/ns.h"
 #include "base/cleanup.h"
@@ -83,17 +83,27 @@ static int doctor_run(int argc, char **argv)
 		     c.v2_controllers, c.v2_kill ? ", cgroup.kill" : "", c.v2_freeze ? ", cgroup.freeze" : "");
 	else
 		line(false, "cgroup v2", "not mounted");
-	bool v2mem = c.v2_writable && strstr(c.v2_controllers, "memory");
-	bool v2pids = c.v2_writable && strstr(c.v2_controllers, "pids");
-	bool v2cpu = c.v2_writable && strstr(c.v2_controllers, "cpu");
-	line(v2mem || c.mem1_writable, "memory ceiling",
-	     v2mem ? "cgroup v2 memory.max" : c.mem1_writable ? "cgroup v1 memory controller (%s)" :
-	     "no cgroup: RLIMIT_AS per process stands in (a box's processes together can exceed it)%s",
-	     c.mem1_writable ? c.mem1_base : "");
-	line(v2pids || c.pids1_writable, "pids ceiling",
-	     v2pids ? "cgroup v2 pids.max" : c.pids1_writable ? "cgroup v1 pids controller (%s)" :
-	     "no cgroup: RLIMIT_NPROC per user namespace stands in%s", c.pids1_writable ? c.pids1_base : "");
-	line(v2cpu, "cpu ceiling", v2cpu ? "cgroup v2 cpu.max" : "not enforced on this machine (no writable cpu controller)");
+	/* Each ceiling: what holds a box to it, or what stands in and why
+	 * (sandbox/cgroup.c decides both, for the boxes too). */
+	bool v2mem = cgroup_can_v2(&c, "memory"), v2pids = cgroup_can_v2(&c, "pids");
+	char gap[PATH_MAX * 2 + 256];
+	cgroup_gap(&c, "memory", gap, sizeof(gap));
+	if (!cgroup_can(&c, "memory"))
+		line(false, "memory ceiling", "weaker: RLIMIT_AS per process stands in (a box's processes together can "
+		     "exceed it): %s", gap);
+	else
+		line(true, "memory ceiling", v2mem ? "cgroup v2 memory.max (%s)" : "cgroup v1 memory controller (%s)",
+		     v2mem ? c.v2_base : c.mem1_base);
+	cgroup_gap(&c, "pids", gap, sizeof(gap));
+	if (!cgroup_can(&c, "pids"))
+		line(false, "pids ceiling", "weaker: RLIMIT_NPROC per user namespace stands in: %s", gap);
+	else
+		line(true, "pids ceiling", v2pids ? "cgroup v2 pids.max (%s)" : "cgroup v1 pids controller (%s)",
+		     v2pids ? c.v2_base : c.pids1_base);
+	cgroup_gap(&c, "cpu", gap, sizeof(gap));
+	line(cgroup_can(&c, "cpu"), "cpu ceiling", cgroup_can(&c, "cpu") ? "cgroup v2 cpu.max" : "not enforced: %s", gap);
+	if (!cgroup_can(&c, "memory") && !cgroup_can(&c, "pids") && getuid() != 0)
+		line(false, "cgroup delegation", "none for this user: %s", CGROUP_DELEGATE_HINT);
 	char dwhy[160];
 	bool disk = layers_disk_capable(dwhy, sizeof(dwhy));
 	line(disk, "disk ceiling", "%s", dwhy);
@@ -101,9 +111,10 @@ static int doctor_run(int argc, char **argv)
 	uid_t owner;
 	bool range = ns_uid_range(&owner, uwhy, sizeof(uwhy));
 	line(range, "box root", "copy-on-write over the image or the host view (ns); its users: %s", uwhy);
-	line(c.v2_writable && c.v2_kill, "kill a whole box",
-	     c.v2_writable && c.v2_kill ? "cgroup.kill plus SIGKILL to the box's PID 1" :
-	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it)");
+	cgroup_gap(&c, "kill", gap, sizeof(gap));
+	line(cgroup_can(&c, "kill"), "kill a whole box",
+	     cgroup_can(&c, "kill") ? "cgroup.kill plus SIGKILL to the box's PID 1%s" :
+	     "SIGKILL to the box's PID 1 (the PID namespace ends every process in it); no cgroup.kill: %s", gap);
 	/* Hooks and --approve-cmd: their own cgroup, or their group alone. */
 	char hb[PATH_MAX];
 	bool hcg = hook_cgroup_base(hb, sizeof(hb)) == 0;

@@ -8,7 +8,7 @@
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "turn/journal.h"
 
 #include <errno.h>

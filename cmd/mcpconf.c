@@ -9,7 +9,7 @@
 #include "base/hash.h"
 #include "base/jsonstrict.h"
 #include "mcp/mcp.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "turn/journal.h"
 
 #include <errno.h>

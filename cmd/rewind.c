@@ -8,8 +8,8 @@
 #include "cmd/cmd.h"
 #include "cmd/tui.h"
 #include "sandbox/box.h"
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "turn/journal.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
  * The person's messages of a session are numbered from 1 in the order of
  * its journal. Before each, its checkpoint: the session's workspace layer
  * (s-SESSION's upper directory) kept under the state dir
- * (sandbox/checkpoint.h), and a "checkpoint" record. Rewinding to N puts
+ * (workspace/checkpoint.h), and a "checkpoint" record. Rewinding to N puts
  * the layer back as checkpoint N holds it, drops the checkpoints after N,
  * and writes a "rewind" record, after which the conversation (here and
  * for --resume) is what it was before message N; the next message is N. */
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sandbox/checkpoint.h"
+#include "workspace/checkpoint.h"
 #include "turn/turn.h"
 
 /* Before the person's message s->asked + 1: its checkpoint, of the

@@ -9,13 +9,13 @@
 #include "base/utf8.h"
 #include "cmd/cmd.h"
 #include "sandbox/box.h"
-#include "sandbox/checkpoint.h"
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/checkpoint.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "proto/budget.h"
-#include "sandbox/wsbase.h"
-#include "sandbox/wsdiff.h"
-#include "sandbox/wspatch.h"
+#include "workspace/wsbase.h"
+#include "workspace/wsdiff.h"
+#include "workspace/wspatch.h"
 
 #include <errno.h>
 #include <fcntl.h>

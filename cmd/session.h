@@ -52,7 +52,7 @@ void session_layers_drop(const struct session_ws *w);
 /* The same, and their checkpoints (a finished fleet task whose patch holds
  * its changes). */
 void session_changes_drop(const struct session_ws *w);
-/* A box may change its copy of the tree from since_ns on (sandbox/wsbase.h):
+/* A box may change its copy of the tree from since_ns on (workspace/wsbase.h):
  * before each run or turn, or the box's birth for --box. Warns on failure. */
 void session_changes_begin(const struct session_ws *w, int64_t since_ns);
 /* A turn ended: record the base of what the box changed (the terminal

@@ -5,9 +5,9 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "sandbox/box.h"
-#include "sandbox/checkpoint.h"
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/checkpoint.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "turn/journal.h"
 
 #include <errno.h>

@@ -6,8 +6,8 @@
 #include "cmd/term.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
-#include "sandbox/layers.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/layers.h"
+#include "workspace/wsdiff.h"
 #include "turn/journal.h"
 
 #include <errno.h>

@@ -5,8 +5,8 @@
 #include "base/cleanup.h"
 #include "cmd/cmd.h"
 #include "cmd/session.h"
-#include "sandbox/layers.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/layers.h"
+#include "workspace/wsdiff.h"
 
 #include <stdio.h>
 #include <stdlib.h>

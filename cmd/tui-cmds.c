@@ -10,7 +10,7 @@
 #include "base/timeutil.h"
 #include "cmd/mdterm.h"
 #include "cmd/term.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "cmd/term.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -27,8 +27,8 @@
 #include "base/parse.h"
 #include "mcp/mcp.h"
 #include "sandbox/box.h"
-#include "sandbox/layers.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/layers.h"
+#include "workspace/wsdiff.h"
 
 #include <errno.h>
 #include <getopt.h>

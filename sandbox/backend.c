@@ -82,13 +82,19 @@ const char *box_tool_cwd(const struct box_spec *s)
 	return "/workspace";
 }
 
-int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid)
+int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid, struct cgroup_held *ret_held)
 {
+	*ret_held = (struct cgroup_held){ 0 };
 	int r = fdio_write_full(sync_fd, "m", 1);
-	if (r >= 0 && cg)
+	if (r >= 0 && cg) {
+		/* A refused attach (or clone3 placement) shows in where the
+		 * child is: that, not what was asked, is what holds it. */
 		cgroup_attach_v1(cg, pid);
+		cgroup_held_by(cg, pid, ret_held);
+	}
+	char go = (char)(BOX_GO | (ret_held->memory ? BOX_GO_MEMORY : 0) | (ret_held->pids ? BOX_GO_PIDS : 0));
 	if (r >= 0)
-		r = fdio_write_full(sync_fd, "g", 1);
+		r = fdio_write_full(sync_fd, &go, 1);
 	return r;
 }
 
@@ -159,7 +165,8 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 	if (r < 0)
 		return r;
 	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
-				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory };
+				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory,
+				  .held = b.held };
 	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", b.uid_why);
 	return 0;
 }

@@ -18,6 +18,7 @@ struct box_inst {
 				 * the keeper hands it to the proxy */
 	bool net_mux;		/* net_fd is a mux port (proto/netmux.h), not a listener */
 	bool rlimit_pids, rlimit_memory;
+	struct cgroup_held held;	/* the ceilings a cgroup holds the box's first process to */
 	bool hello_done;	/* the backend already had the guest's HELLO */
 	bool restored;		/* from a snapshot */
 	bool pooled;		/* waiting for START (a pool box): the backend's go starts it */
@@ -77,8 +78,13 @@ int box_userns_map_range(pid_t pid, unsigned base, unsigned count);
  * workspace to diff). */
 const char *box_tool_cwd(const struct box_spec *s);
 /* The two go-aheads a backend's child waits for: "m" (the maps are
- * written), then the v1 cgroup attach, then "g" (the cgroups hold). */
-int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid);
+ * written), then the v1 cgroup attach, then BOX_GO with a bit for each
+ * ceiling a cgroup holds the child to (as /proc/PID/cgroup shows it, in
+ * ret_held too): where a bit is missing, the child's rlimits stand in. */
+#define BOX_GO 0x40
+#define BOX_GO_MEMORY 0x01
+#define BOX_GO_PIDS 0x02
+int box_go_ahead(int sync_fd, const struct cgroup_set *cg, pid_t pid, struct cgroup_held *ret_held);
 /* The copy-on-write workspace at target: lower, with the box's changes
  * going to upper (work: overlayfs's scratch dir). 0, or -1 with errno. */
 int box_mount_overlay(const char *lower, const char *upper, const char *work, const char *target);

@@ -3,7 +3,7 @@
  * a keeper that does not answer and removes what it left. */
 #include "sandbox/box.h"
 #include "sandbox/box-conn-int.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/timeutil.h"
 
 #include <errno.h>

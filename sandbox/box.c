@@ -2,8 +2,9 @@
  * sweeping the dead ones. The connection and its calls are box-conn.c. */
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
+#include "sandbox/cgroup.h"
 #include "image/image.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "sandbox/spawn-env.h"
 #include "proto/budget.h"
 #include "base/child.h"
@@ -111,6 +112,9 @@ static int box_spawn_keeper(const struct box_opts *o, const char *name, const ch
 		return err_set(e, -ENOMEM, "out of memory");
 	char *argv[] = { KEEPER_ARGV0, (char *)name, NULL };
 	int fds[] = { -1, -1, -1, [KEEPER_OPTS_FD] = optfd, [KEEPER_READY_FD] = ready_w };
+	/* Out of a delegated v2 group's way, so that it may enable its
+	 * controllers for the box's group: this process, and so the keeper. */
+	cgroup_leave();
 	fflush(NULL);
 	pid_t mid = fork();
 	if (mid < 0)

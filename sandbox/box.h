@@ -10,7 +10,7 @@
 
 #include "base/err.h"
 #include "sandbox/cgroup.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 
 /* Defaults, pinned in tests/unit/test-defaults.c. */
 #define BOX_DEFAULT_MEMORY (1ULL << 30)

@@ -28,12 +28,18 @@ static bool in_list(const char *list, const char *w, char sep)
 	return false;
 }
 
-/* The caller's path in a hierarchy, from /proc/self/cgroup: "0::/x" for v2,
+/* A process's path in a hierarchy, from /proc/PID/cgroup (pid 0: the
+ * caller's), as this process's cgroup namespace sees it: "0::/x" for v2,
  * "N:memory:/x" for v1. */
-static int cgroup_own_path(const char *controller, char *out, size_t n)
+static int cgroup_pid_path(pid_t pid, const char *controller, char *out, size_t n)
 {
 	_cleanup_free_ char *s = NULL;
-	if (fdio_read_file(AT_FDCWD, "/proc/self/cgroup", 65536, &s, NULL) < 0)
+	char file[64];
+	if (pid)
+		snprintf(file, sizeof(file), "/proc/%d/cgroup", pid);
+	else
+		snprintf(file, sizeof(file), "/proc/self/cgroup");
+	if (fdio_read_file(AT_FDCWD, file, 65536, &s, NULL) < 0)
 		return -ENOENT;
 	for (char *line = s, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
@@ -60,10 +66,33 @@ static int cgroup_own_path(const char *controller, char *out, size_t n)
 	return -ENOENT;
 }
 
+static int cgroup_own_path(const char *controller, char *out, size_t n)
+{
+	return cgroup_pid_path(0, controller, out, n);
+}
+
 static bool fs_is(const char *path, long magic)
 {
 	struct statfs sf;
 	return statfs(path, &sf) == 0 && sf.f_type == magic;
+}
+
+/* Where the v2 hierarchy is mounted: alone, or beside v1 (hybrid). */
+static const char *cgroup_v2_mount(void)
+{
+	return fs_is("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC)	    ? "/sys/fs/cgroup" :
+	       fs_is("/sys/fs/cgroup/unified", CGROUP2_SUPER_MAGIC) ? "/sys/fs/cgroup/unified" :
+								      NULL;
+}
+
+/* Whether pid is in the group at dir (a hierarchy mounted at mnt). */
+static bool cgroup_pid_in(pid_t pid, const char *controller, const char *mnt, const char *dir)
+{
+	char p[PATH_MAX], full[PATH_MAX * 2];
+	if (!mnt || !dir[0] || cgroup_pid_path(pid, controller, p, sizeof(p)) < 0)
+		return false;
+	snprintf(full, sizeof(full), "%s%s", mnt, strcmp(p, "/") ? p : "");
+	return !strcmp(full, dir);
 }
 
 static bool dir_writable(const char *path)
@@ -75,11 +104,29 @@ void cgroup_probe(struct cgroup_caps *c)
 {
 	*c = (struct cgroup_caps){ 0 };
 	char own[PATH_MAX];
-	const char *v2mnt = fs_is("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC) ? "/sys/fs/cgroup" :
-			    fs_is("/sys/fs/cgroup/unified", CGROUP2_SUPER_MAGIC) ? "/sys/fs/cgroup/unified" : NULL;
+	const char *v2mnt = cgroup_v2_mount();
 	if (v2mnt && cgroup_own_path(NULL, own, sizeof(own)) == 0) {
+		/* ward's own leaf (cgroup_leave) is not where boxes go: its
+		 * parent, the delegated group, is. */
+		char *slash = strrchr(own, '/');
+		if (slash && slash != own && !strcmp(slash + 1, CGROUP_LEAF))
+			*slash = 0;
 		snprintf(c->v2_base, sizeof(c->v2_base), "%s%s", v2mnt, strcmp(own, "/") ? own : "");
 		c->v2_writable = dir_writable(c->v2_base);
+		/* Not ours: the nearest ancestor delegated to this user (its
+		 * directory and cgroup.procs writable; a box placed below it
+		 * then has a common ancestor the kernel lets us move into). */
+		char up[PATH_MAX];
+		snprintf(up, sizeof(up), "%s", c->v2_base);
+		while (!c->v2_writable && strlen(up) > strlen(v2mnt) && (slash = strrchr(up, '/'))) {
+			*slash = 0;
+			char procs[PATH_MAX + 16];
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", up);
+			if (strlen(up) > strlen(v2mnt) && dir_writable(up) && access(procs, W_OK) == 0) {
+				snprintf(c->v2_base, sizeof(c->v2_base), "%s", up);
+				c->v2_writable = true;
+			}
+		}
 		char p[PATH_MAX + 32];
 		snprintf(p, sizeof(p), "%s/cgroup.kill", c->v2_base);
 		c->v2_kill = access(p, F_OK) == 0;
@@ -96,12 +143,31 @@ void cgroup_probe(struct cgroup_caps *c)
 		}
 		snprintf(p, sizeof(p), "%s/cgroup.freeze", c->v2_base);
 		c->v2_freeze = access(p, F_OK) == 0 || c->v2_kill;
-		_cleanup_free_ char *ctl = NULL;
+		_cleanup_free_ char *ctl = NULL, *sub = NULL, *procs = NULL;
 		snprintf(p, sizeof(p), "%s/cgroup.controllers", c->v2_base);
 		if (fdio_read_file(AT_FDCWD, p, 4096, &ctl, NULL) == 0) {
 			ctl[strcspn(ctl, "\n")] = 0;
 			snprintf(c->v2_controllers, sizeof(c->v2_controllers), "%s", ctl);
 		}
+		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", c->v2_base);
+		if (fdio_read_file(AT_FDCWD, p, 4096, &sub, NULL) == 0) {
+			sub[strcspn(sub, "\n")] = 0;
+			snprintf(c->v2_subtree, sizeof(c->v2_subtree), "%s", sub);
+		}
+		/* The no-internal-process rule: a group (but the root) enables
+		 * controllers for its children only while it holds no process.
+		 * ward moves itself out (cgroup_leave); others stay. */
+		snprintf(p, sizeof(p), "%s/cgroup.procs", c->v2_base);
+		c->v2_is_root = !strcmp(c->v2_base, v2mnt);
+		if (!c->v2_is_root && fdio_read_file(AT_FDCWD, p, 1 << 20, &procs, NULL) == 0)
+			for (char *q = procs, *end; *q; q = end) {
+				long pid = strtol(q, &end, 10);
+				if (end == q)
+					break;
+				end += strspn(end, "\n");
+				if (pid != getpid())
+					c->v2_others++;
+			}
 	}
 	if (fs_is("/sys/fs/cgroup/memory", CGROUP_SUPER_MAGIC) && cgroup_own_path("memory", own, sizeof(own)) == 0) {
 		snprintf(c->mem1_base, sizeof(c->mem1_base), "/sys/fs/cgroup/memory%s", strcmp(own, "/") ? own : "");
@@ -118,6 +184,48 @@ static bool has_word(const char *list, const char *w)
 	return in_list(list, w, ' ');
 }
 
+bool cgroup_can_v2(const struct cgroup_caps *c, const char *ctl)
+{
+	if (!c->v2_writable)
+		return false;
+	if (!strcmp(ctl, "kill"))
+		return c->v2_kill;
+	return has_word(c->v2_controllers, ctl) &&
+	       (c->v2_is_root || has_word(c->v2_subtree, ctl) || !c->v2_others);
+}
+
+bool cgroup_can(const struct cgroup_caps *c, const char *ctl)
+{
+	bool v2 = cgroup_can_v2(c, ctl);
+	return v2 || (!strcmp(ctl, "memory") && c->mem1_writable) || (!strcmp(ctl, "pids") && c->pids1_writable);
+}
+
+void cgroup_gap(const struct cgroup_caps *c, const char *ctl, char *out, size_t n)
+{
+	*out = 0;
+	if (cgroup_can(c, ctl))
+		return;
+	int k = 0;
+	if (!c->v2_base[0])
+		k = snprintf(out, n, "no cgroup v2");
+	else if (!c->v2_writable)
+		k = snprintf(out, n, "cgroup v2 %s is not delegated to uid %u (not writable)", c->v2_base,
+			     (unsigned)geteuid());
+	else if (!strcmp(ctl, "kill"))
+		k = snprintf(out, n, "cgroup v2 %s has no cgroup.kill (Linux 5.14+)", c->v2_base);
+	else if (has_word(c->v2_controllers, ctl))
+		k = snprintf(out, n, "cgroup v2 %s holds %u other processes, so the kernel cannot enable %s below it "
+			     "(no internal processes): run ward in a scope of its own", c->v2_base, c->v2_others, ctl);
+	else
+		k = snprintf(out, n, "cgroup v2 %s has no %s controller delegated (controllers: [%s])", c->v2_base, ctl,
+			     c->v2_controllers);
+	const char *base1 = !strcmp(ctl, "memory") ? c->mem1_base : !strcmp(ctl, "pids") ? c->pids1_base : NULL;
+	if (base1 && base1[0] && k >= 0 && (size_t)k < n)
+		snprintf(out + k, n - (size_t)k, "; cgroup v1 %s is not writable by uid %u", base1, (unsigned)geteuid());
+	else if (base1 && !base1[0] && k >= 0 && (size_t)k < n)
+		snprintf(out + k, n - (size_t)k, "; no cgroup v1 %s hierarchy", ctl);
+}
+
 static int write_file(const char *dir, const char *file, const char *fmt, unsigned long long v)
 {
 	char path[PATH_MAX + 64], val[64];
@@ -126,8 +234,32 @@ static int write_file(const char *dir, const char *file, const char *fmt, unsign
 	return fdio_write_str(AT_FDCWD, path, val);
 }
 
+int cgroup_leave(void)
+{
+	struct cgroup_caps c;
+	cgroup_probe(&c);
+	const char *mnt = cgroup_v2_mount();
+	if (!c.v2_writable || c.v2_is_root || !cgroup_pid_in(0, NULL, mnt, c.v2_base))
+		return 0;	/* nothing delegated, the root, or out of the way already */
+	bool want = false;
+	static const char *const ctls[] = { "memory", "pids", "cpu" };
+	for (size_t i = 0; i < sizeof(ctls) / sizeof(ctls[0]); i++)
+		want |= has_word(c.v2_controllers, ctls[i]) && !has_word(c.v2_subtree, ctls[i]);
+	/* Others in the group (a shell that ran ward) keep it from enabling
+	 * them whatever ward does: then ward stays where it is. */
+	if (!want || c.v2_others)
+		return 0;
+	char leaf[PATH_MAX + 32];
+	snprintf(leaf, sizeof(leaf), "%s/" CGROUP_LEAF, c.v2_base);
+	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	/* "0": the writer, all its threads. */
+	return fdio_write_str(AT_FDCWD, strcat(leaf, "/cgroup.procs"), "0") < 0 ? -errno : 1;
+}
+
 int cgroup_create(const char *name, const struct limits *lim, struct cgroup_set *ret, struct err *e)
 {
+	cgroup_leave();	/* a keeper started by other means than box_create */
 	struct cgroup_caps caps;
 	cgroup_probe(&caps);
 	struct cgroup_set cg = { 0 };
@@ -190,6 +322,28 @@ int cgroup_attach_v1(const struct cgroup_set *cg, pid_t pid)
 	return r;
 }
 
+int cgroup_attach(const struct cgroup_set *cg, pid_t pid)
+{
+	int r = 0;
+	if (cg->v2[0] && write_file(cg->v2, "cgroup.procs", "%llu", (unsigned long long)pid) < 0)
+		r = -errno;
+	int r1 = cgroup_attach_v1(cg, pid);
+	return r < 0 ? r : r1;
+}
+
+void cgroup_held_by(const struct cgroup_set *cg, pid_t pid, struct cgroup_held *h)
+{
+	bool v2 = cg->v2[0] && cgroup_pid_in(pid, NULL, cgroup_v2_mount(), cg->v2);
+	bool mem1 = cg->mem1[0] && cgroup_pid_in(pid, "memory", "/sys/fs/cgroup/memory", cg->mem1);
+	bool pids1 = cg->pids1[0] && cgroup_pid_in(pid, "pids", "/sys/fs/cgroup/pids", cg->pids1);
+	*h = (struct cgroup_held){
+		.memory = (cg->v2_memory && v2) || mem1,
+		.pids = (cg->v2_pids && v2) || pids1,
+		.cpu = cg->v2_cpu && v2,
+		.kill = cg->v2_kill && v2,
+	};
+}
+
 void cgroup_kill(const struct cgroup_set *cg)
 {
 	if (cg->v2[0] && cg->v2_kill)
@@ -222,16 +376,6 @@ void cgroup_remove(const struct cgroup_set *cg)
 		rmdir_tree(cg->mem1);
 	if (cg->pids1[0])
 		rmdir_tree(cg->pids1);
-}
-
-bool cgroup_memory_enforced(const struct cgroup_set *cg)
-{
-	return cg->v2_memory || cg->mem1[0];
-}
-
-bool cgroup_pids_enforced(const struct cgroup_set *cg)
-{
-	return cg->v2_pids || cg->pids1[0];
 }
 
 static uint64_t read_u64(const char *dir, const char *file)

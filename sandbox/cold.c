@@ -6,7 +6,7 @@
  * manifest that came with them, and deletes the objects once the box is
  * up. The workspace layer stays where it is. */
 #include "sandbox/keeper-int.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "store/store.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"

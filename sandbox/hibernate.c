@@ -9,7 +9,7 @@
  * file the manifest names and refuses anything else. */
 #include "sandbox/keeper-int.h"
 #include "sandbox/box.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/hash.h"

@@ -1,5 +1,5 @@
 #include "sandbox/hostview.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 

@@ -6,7 +6,7 @@
 #include "sandbox/box.h"
 #include "sandbox/egress.h"
 #include "sandbox/keeper-int.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "proto/proto.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -216,6 +216,14 @@ int keeper_guest_attach(struct err *e)
 			K.be->kill(&K.inst);
 			return r;
 		}
+		/* The proxy is the box's helper (the process a box might take
+		 * over): in the box's groups, or the box's ceilings are not
+		 * the groups' alone. */
+		struct cgroup_held ph;
+		cgroup_attach(&K.cg, K.eg.pid);
+		cgroup_held_by(&K.cg, K.eg.pid, &ph);
+		K.inst.held.memory &= ph.memory;
+		K.inst.held.pids &= ph.pids;
 		loop_add(K.loop, K.eg.ev_fd, EPOLLIN, on_egress, NULL);
 	}
 	loop_add(K.loop, K.inst.chan_fd, EPOLLIN, on_guest, NULL);

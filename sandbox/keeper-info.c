@@ -15,9 +15,9 @@
 
 void keeper_augment_evidence(cJSON *j)
 {
-	if (cgroup_memory_enforced(&K.cg))
+	if (K.inst.held.memory)
 		cJSON_AddNumberToObject(j, "box_memory_bytes", (double)cgroup_memory_current(&K.cg));
-	if (cgroup_pids_enforced(&K.cg))
+	if (K.inst.held.pids)
 		cJSON_AddNumberToObject(j, "box_pids", (double)cgroup_pids_current(&K.cg));
 }
 
@@ -117,15 +117,36 @@ void keeper_info(struct kclient *c, uint32_t id)
 	}
 	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
 	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);
-	cJSON_AddStringToObject(lim, "memory_by", cgroup_memory_enforced(&K.cg) ? "cgroup" :
+	/* What holds the box's processes, not what was made: a group the
+	 * box is not in holds nothing (the backend checked where it is). */
+	cJSON_AddStringToObject(lim, "memory_by", K.inst.held.memory ? "cgroup" :
 				K.inst.rlimit_memory ? "rlimit (per process)" : "not enforced");
 	cJSON_AddNumberToObject(lim, "disk_bytes", (double)K.layers.disk);
 	cJSON_AddStringToObject(lim, "disk_by", K.layers.disk_by);
 	cJSON_AddNumberToObject(lim, "pids", (double)K.o->lim.pids);
-	cJSON_AddStringToObject(lim, "pids_by", cgroup_pids_enforced(&K.cg) ? "cgroup" :
+	cJSON_AddStringToObject(lim, "pids_by", K.inst.held.pids ? "cgroup" :
 				K.inst.rlimit_pids ? "rlimit (per user namespace)" : "not enforced");
-	cJSON_AddStringToObject(lim, "cpu_by", K.cg.v2_cpu ? "cgroup" : "not enforced");
-	cJSON_AddStringToObject(lim, "kill_by", K.cg.v2_kill ? "cgroup.kill and the PID namespace" : "the PID namespace");
+	cJSON_AddStringToObject(lim, "cpu_by", K.inst.held.cpu ? "cgroup" : "not enforced");
+	cJSON_AddStringToObject(lim, "kill_by", K.inst.held.kill ? "cgroup.kill and the PID namespace" : "the PID namespace");
+	/* Each weaker ceiling, and why: the group the box could not be put
+	 * in, or what this user has no group for. */
+	struct cgroup_caps caps;
+	bool probed = false;
+	static const struct { const char *ctl, *key; } gaps[] = {
+		{ "memory", "memory_why" }, { "pids", "pids_why" }, { "cpu", "cpu_why" }, { "kill", "kill_why" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(gaps); i++) {
+		bool held = i == 0 ? K.inst.held.memory : i == 1 ? K.inst.held.pids : i == 2 ? K.inst.held.cpu : K.inst.held.kill;
+		bool asked = i == 0 ? K.o->lim.memory : i == 1 ? K.o->lim.pids : i == 2 ? K.o->lim.cpus_milli : true;
+		if (held || !asked || K.inst.pid <= 0)
+			continue;
+		if (!probed)
+			cgroup_probe(&caps);
+		probed = true;
+		char gap[PATH_MAX * 2 + 256];
+		cgroup_gap(&caps, gaps[i].ctl, gap, sizeof(gap));
+		cJSON_AddStringToObject(lim, gaps[i].key, gap[0] ? gap : "the box's processes could not be put in its group");
+	}
 	keeper_augment_evidence(j);
 	int n = 0;
 	for (struct kcall *k = K.calls; k; k = k->next)

@@ -14,7 +14,7 @@
 #include "proto/proto.h"
 #include "sandbox/backend.h"
 #include "sandbox/egress.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "image/image.h"
 
 /* Refusals of the egress proxy a call's result reports, at most. */

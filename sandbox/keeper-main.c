@@ -7,7 +7,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/egress.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/fdio.h"
 
 #include <errno.h>

@@ -97,13 +97,13 @@ static void ns_proxy_listener(struct ns_child *c)
 	c->net_fd = -1;
 }
 
-static void ns_rlimits(struct ns_child *c)
+static void ns_rlimits(struct ns_child *c, char go)
 {
 	const struct ns_spec *s = c->s;
-	/* Stand-ins where no cgroup enforces the ceiling: RLIMIT_NPROC counts
-	 * per user namespace, so it bounds the box; RLIMIT_AS bounds each
-	 * process, not the sum. */
-	if (s->lim.pids && !cgroup_pids_enforced(s->cg)) {
+	/* Stand-ins where no cgroup holds the box to the ceiling: RLIMIT_NPROC
+	 * counts per user namespace, so it bounds the box; RLIMIT_AS bounds
+	 * each process, not the sum. */
+	if (s->lim.pids && !(go & BOX_GO_PIDS)) {
 		struct rlimit rl = { s->lim.pids, s->lim.pids };
 		setrlimit(RLIMIT_NPROC, &rl);
 	}
@@ -131,7 +131,13 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 		ns_loopback_up();
 	if (s->proxy)
 		ns_proxy_listener(c);
-	ns_rlimits(c);
+	/* The keeper attached the v1 cgroups while this was built (an attach
+	 * can take milliseconds: the cgroup core waits for an RCU grace
+	 * period) and says which hold; nothing of the box runs before. */
+	char go;
+	if (fdio_read_full(c->sync_fd, &go, 1) < 0)
+		_exit(1);
+	ns_rlimits(c, go);
 
 	/* ward-guest's arguments: at most 16 of its own and the image's Env. */
 	char fdarg[16], asarg[32], portarg[16], rootarg[16], uidsarg[16];
@@ -168,18 +174,13 @@ static __attribute__((noreturn)) void ns_child_main(struct ns_child *c)
 		argv[ac++] = "--proxy-port";
 		argv[ac++] = portarg;
 	}
-	if (s->lim.memory && !cgroup_memory_enforced(s->cg)) {
+	if (s->lim.memory && !(go & BOX_GO_MEMORY)) {
 		snprintf(asarg, sizeof(asarg), "%llu", (unsigned long long)s->lim.memory);
 		argv[ac++] = "--rlimit-as";
 		argv[ac++] = asarg;
 	}
 	argv[ac] = NULL;
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	/* The keeper attached the v1 cgroups while this was built (an attach
-	 * can take milliseconds: the cgroup core waits for an RCU grace
-	 * period); nothing of the box runs before they hold. */
-	if (fdio_read_full(c->sync_fd, &b, 1) < 0)
-		_exit(1);
 	/* No descriptor of the host's goes into the box: what the guest holds
 	 * from here on is the channel, the box's own /dev/null, the box's
 	 * root (until it is its root again), and a pipe whose other end the
@@ -471,8 +472,9 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	/* Two go-aheads: "m", the maps are written, build the box; "g", the
 	 * cgroups hold, exec the guest. The attach overlaps the build. */
 	bool mapped = r >= 0;
+	struct cgroup_held held = { 0 };
 	if (r >= 0)
-		r = box_go_ahead(sync[0], s->cg, pid);
+		r = box_go_ahead(sync[0], s->cg, pid, &held);
 	int net_fd = -1;
 	if (mapped) {
 		/* EOF: the exec happened. Bytes: the child's one-line error, which
@@ -512,8 +514,9 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	fdio_set_nonblock(logp[0], true);
 	*ret = (struct ns_box){
 		.pid = pid, .pidfd = pidfd, .chan_fd = chan[0], .log_fd = logp[0], .net_fd = net_fd,
-		.rlimit_pids = s->lim.pids && !cgroup_pids_enforced(s->cg),
-		.rlimit_memory = s->lim.memory && !cgroup_memory_enforced(s->cg),
+		.rlimit_pids = s->lim.pids && !held.pids,
+		.rlimit_memory = s->lim.memory && !held.memory,
+		.held = held,
 		.uid_range = c.range,
 	};
 	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", why);

@@ -51,6 +51,7 @@ struct ns_box {
 	int log_fd;		/* the guest's stderr, to read (non-blocking) */
 	int net_fd;		/* the proxy's listener, in the box's network namespace, or -1 */
 	bool rlimit_pids, rlimit_memory; /* rlimits stood in for cgroups */
+	struct cgroup_held held;	/* the ceilings a cgroup holds the box to */
 	bool uid_range;		/* the box has NS_UIDS uids (else one) */
 	char uid_why[160];	/* why not, when it has one */
 };

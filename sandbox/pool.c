@@ -5,7 +5,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/keeper-int.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"

@@ -27,8 +27,8 @@ static const struct {
 } spawn_env_pass[] = {
 	{ "PATH", SE_KEEPER, "the programs the keeper runs: qemu-system-x86_64, mkfs.ext4, ldd, a decompressor" },
 	{ "HOME", SE_KEEPER, "ward's state, runtime and cache directories when the XDG variables are not set" },
-	{ "XDG_RUNTIME_DIR", SE_KEEPER, "the boxes' runtime directories (sandbox/state.c)" },
-	{ "XDG_STATE_HOME", SE_KEEPER, "workspace layers, hibernated states (sandbox/state.c)" },
+	{ "XDG_RUNTIME_DIR", SE_KEEPER, "the boxes' runtime directories (base/state.c)" },
+	{ "XDG_STATE_HOME", SE_KEEPER, "workspace layers, hibernated states (base/state.c)" },
 	{ "XDG_CACHE_HOME", SE_KEEPER, "vm images and snapshots (sandbox/vmimage.c)" },
 	{ "XDG_DATA_HOME", SE_KEEPER, "the image store, where a box's root image is found (image/store.c)" },
 	{ "AWS_ACCESS_KEY_ID", SE_STORE, "an s3 store's credentials (store/s3.c): the keeper is what talks to it" },

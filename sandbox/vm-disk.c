@@ -7,8 +7,8 @@
  * host (what a box wrote is parsed by the box's own kernel only). */
 #include "sandbox/vm-int.h"
 #include "sandbox/vmimage.h"
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/child.h"
 

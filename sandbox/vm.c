@@ -10,7 +10,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
-#include "sandbox/layers.h"
+#include "workspace/layers.h"
 #include "sandbox/hostview.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
@@ -371,10 +371,11 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	 * (and the host view's, where ward is root) as root's, the VM's, whom
 	 * tool commands run as. */
 	int r = box_userns_map(pid, 0, c.uid, c.gid);
+	struct cgroup_held held = { 0 };
 	if (r < 0)
 		err_setc(e, r, "cannot write the VMM's user namespace maps");
 	if (r >= 0) {
-		r = box_go_ahead(sync[0], s->cg, pid);
+		r = box_go_ahead(sync[0], s->cg, pid, &held);
 		/* A go-ahead the child could not take: it failed first, and its
 		 * one line may be there. */
 		char msg[512];
@@ -432,7 +433,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		}
 	}
 	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan, .log_fd = -1, .net_fd = net,
-				  .net_mux = true };
+				  .net_mux = true, .held = held };
 	return 0;
 }
 

@@ -2,7 +2,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/child.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 
 #include <dirent.h>
 #include <elf.h>

@@ -2,7 +2,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonprint.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "turn/compact.h"
 #include "turn/provider.h"
 #include "turn/usage.h"

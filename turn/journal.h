@@ -27,7 +27,7 @@
  *    "layer"?,"error"?}
  *                          written before the person's message N (from 1, in
  *                          the order of the journal): the workspace layer as it
- *                          was then (sandbox/checkpoint.h); layer false: the
+ *                          was then (workspace/checkpoint.h); layer false: the
  *                          session keeps none (--rw, --box, no workspace);
  *                          error: none could be taken
  *   {"type":"rewind","to","files","ms","workspace"}

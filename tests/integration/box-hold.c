@@ -6,7 +6,7 @@
  * have run out while the keeper could not answer, and the client would
  * have killed the keeper as stuck. usage: box-hold WARD BOX. TAP. */
 #include "sandbox/box.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/buf.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"

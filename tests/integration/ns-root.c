@@ -10,7 +10,7 @@
  * WARD_GUEST names the guest. Exit 0 when every call got a result. */
 #include "sandbox/hostview.h"
 #include "sandbox/ns.h"
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "base/cleanup.h"

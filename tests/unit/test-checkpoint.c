@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "sandbox/checkpoint.h"
-#include "sandbox/state.h"
+#include "workspace/checkpoint.h"
+#include "base/state.h"
 #include "tap.h"
 #include "wstest.h"
 

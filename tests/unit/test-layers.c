@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "tap.h"
 
 static char root[] = "/tmp/ward-test-layers-XXXXXX";

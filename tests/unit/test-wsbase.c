@@ -6,8 +6,8 @@
 #include <time.h>
 
 #include "base/timeutil.h"
-#include "sandbox/wsbase.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/wsbase.h"
+#include "workspace/wsdiff.h"
 #include "tap.h"
 #include "wstest.h"
 

@@ -11,7 +11,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/wsdiff.h"
 #include "tap.h"
 #include "wstest.h"
 
@@ -169,7 +169,7 @@ static bool wh(const char *dir, const char *rel)
  * spellings, in a bare repository of the tree or of the box, and the
  * deletion of a directory that holds one, are left out of an apply and
  * only named in the diff, unless allowed; files the user's tools run
- * (sandbox/wsexec.h) are applied and named. */
+ * (workspace/wsexec.h) are applied and named. */
 static void test_git(void)
 {
 	char lo[PATH_MAX], up[PATH_MAX];

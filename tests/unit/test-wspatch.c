@@ -6,8 +6,8 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
-#include "sandbox/wsdiff.h"
-#include "sandbox/wspatch.h"
+#include "workspace/wsdiff.h"
+#include "workspace/wspatch.h"
 #include "tap.h"
 #include "wstest.h"
 

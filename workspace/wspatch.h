@@ -3,7 +3,7 @@
  * object ids on the index line), text hunks from diff(1), and binary
  * content as "GIT binary patch" literal hunks (zlib, base85), so that
  * `git apply` of it to the tree gives what ws_apply gives. Nothing is
- * read through a symlink (sandbox/wsfs.h). What a git patch cannot say is
+ * read through a symlink (workspace/wsfs.h). What a git patch cannot say is
  * named on "note:" lines at the top, which git apply and patch(1) skip:
  *  - a setuid or setgid bit (ward applies none either);
  *  - a mode other than 0644 and 0755 (git has only 100644 and 100755; git
@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/wsdiff.h"
 
 /* A file whose content, either side, is larger than this is not put in a
  * patch: the patch is refused (-EFBIG), never written without it. */

@@ -1,4 +1,4 @@
-#include "sandbox/wsfs.h"
+#include "workspace/wsfs.h"
 #include "base/array.h"
 #include "base/child.h"
 #include "base/cleanup.h"

@@ -57,7 +57,7 @@ void layers_drop(const char *name);
 int layers_beside(const char *name, const char *suffix, char *out, size_t n, struct err *e);
 /* The file beside NAME's layers (outside the image, so it can be written
  * before the layers exist) that records the base of their changes
- * (sandbox/wsbase.h); its directory is made. */
+ * (workspace/wsbase.h); its directory is made. */
 int layers_base_path(const char *name, char *out, size_t n, struct err *e);
 /* Make l's root/ (empty, as a fresh box finds it: fresh) or keep what is
  * in it (a woken box), owned by uid:gid (the box's root) and 0700. */

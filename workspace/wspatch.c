@@ -1,6 +1,6 @@
-#include "sandbox/wspatch.h"
+#include "workspace/wspatch.h"
 #include "base/array.h"
-#include "sandbox/wsfs.h"
+#include "workspace/wsfs.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/hash.h"

@@ -1,4 +1,4 @@
-/* A checkpoint's manifest (sandbox/checkpoint.h): one JSON object a line,
+/* A checkpoint's manifest (workspace/checkpoint.h): one JSON object a line,
  * an entry of the layer each, in the order of the walk (a directory before
  * what is in it). Numbers that may pass 2^53 (inodes, nanoseconds) are
  * strings; the overlay's xattrs are hex. Internal to checkpoint.c. */
@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
-#include "sandbox/checkpoint.h"
+#include "workspace/checkpoint.h"
 
 /* One entry of a manifest. */
 struct ckmanifest_entry {

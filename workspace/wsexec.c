@@ -1,7 +1,7 @@
-#include "sandbox/wsexec.h"
+#include "workspace/wsexec.h"
 #include "base/cleanup.h"
 #include "base/gitdir.h"
-#include "sandbox/wsfs.h"
+#include "workspace/wsfs.h"
 
 #include <fcntl.h>
 #include <limits.h>

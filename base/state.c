@@ -1,4 +1,4 @@
-#include "sandbox/state.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 

@@ -1,14 +1,14 @@
-#include "sandbox/checkpoint.h"
-#include "sandbox/ckmanifest.h"
+#include "workspace/checkpoint.h"
+#include "workspace/ckmanifest.h"
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/hash.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
-#include "sandbox/wsfs.h"
+#include "workspace/layers.h"
+#include "base/state.h"
+#include "workspace/wsfs.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

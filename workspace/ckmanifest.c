@@ -1,4 +1,4 @@
-#include "sandbox/ckmanifest.h"
+#include "workspace/ckmanifest.h"
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "sandbox/wsdiff.h"
+#include "workspace/wsdiff.h"
 
 /* A box may change its copy of the tree from since_ns (CLOCK_REALTIME) on;
  * an earlier moment not yet recorded is kept. */

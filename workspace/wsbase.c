@@ -1,6 +1,6 @@
-#include "sandbox/wsbase.h"
+#include "workspace/wsbase.h"
 #include "base/array.h"
-#include "sandbox/wsfs.h"
+#include "workspace/wsfs.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/hash.h"

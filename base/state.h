@@ -1,5 +1,8 @@
-/* Where boxes live: runtime state (keeper socket, pid, info) under the
- * user's runtime dir; workspace layers under the user's state dir. */
+/* Where ward keeps its state on this machine: boxes' runtime state
+ * (keeper socket, pid, info) under the user's runtime dir; workspace
+ * layers, sessions, hibernated boxes and boxes' disks under the user's
+ * state dir. Here, below sandbox/, workspace/ and turn/, which all
+ * keep things there. */
 #pragma once
 #include <limits.h>
 #include <stdbool.h>

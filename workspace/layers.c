@@ -1,5 +1,5 @@
-#include "sandbox/layers.h"
-#include "sandbox/state.h"
+#include "workspace/layers.h"
+#include "base/state.h"
 #include "base/cleanup.h"
 #include "base/child.h"
 #include "base/timeutil.h"

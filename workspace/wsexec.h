@@ -8,7 +8,7 @@
  * Changes in git directories (base/gitdir.h says what one is) are marked
  * here too: never applied unless the user asks (wsdiff.h). */
 #pragma once
-#include "sandbox/wsdiff.h"
+#include "workspace/wsdiff.h"
 
 /* Why the tree's file at rel (a path relative to the workspace) runs
  * code on the host: a phrase, or NULL when it is not one of them. */

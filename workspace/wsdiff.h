@@ -13,7 +13,7 @@
  * is code git runs on the host (hooks, config): it is applied, put in a
  * patch and shown only when the caller allows it (apply_git); else it is
  * named apart, at the end of the diff and in the patch's notes. A file
- * the user's tools run by themselves (sandbox/wsexec.h) is applied as any
+ * the user's tools run by themselves (workspace/wsexec.h) is applied as any
  * other and named at the end of the diff. */
 #pragma once
 #include <stdbool.h>

@@ -1,0 +1,174 @@
+#!/bin/bash
+# The ceilings as an ordinary user, with cgroups delegated by hand as a
+# system would delegate them (a fixture: v1 memory and pids directories, and
+# a v2 directory, made below this test's own groups and given to the
+# wardtest user, its processes moved in first), and without. The tests
+# check what holds the box's processes, not what ward reports.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "run as root to delegate cgroups to the wardtest user"
+id wardtest >/dev/null 2>&1 || skip_all "no wardtest user (.ci/test creates it)"
+runuser -u wardtest -- test -x "$WARD" || skip_all "wardtest cannot reach $WARD (a parent directory is not searchable)"
+M1=/sys/fs/cgroup/memory P1=/sys/fs/cgroup/pids
+[ -w "$M1" ] && [ -w "$P1" ] && grep -q ":memory:" /proc/self/cgroup && grep -q ":pids:" /proc/self/cgroup ||
+	skip_all "no v1 memory and pids hierarchies to delegate from"
+own() { sed -n "s/^[0-9]*:$1:\(.*\)/\1/p" /proc/self/cgroup | sed 's:^/$::'; }
+FX=ward-rootless-$$
+DM=$M1$(own memory)/$FX DP=$P1$(own pids)/$FX
+CGROUP_LEAF=ward-keepers	# sandbox/cgroup.h
+V2=/sys/fs/cgroup/unified
+[ -d "$V2" ] || V2=
+DV=${V2:+$V2$(sed -n 's/^0::\(.*\)/\1/p' /proc/self/cgroup | sed 's:^/$::')/$FX}
+cleanup_fx() {
+	for d in "$DM" "$DP" "$DV"; do
+		[ -n "$d" ] && [ -d "$d" ] || continue
+		find "$d" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+		rmdir "$d" 2>/dev/null
+	done
+}
+trap 'cleanup_fx' EXIT
+mkdir "$DM" "$DP" && chown -R wardtest: "$DM" "$DP" || skip_all "cannot make the delegated groups"
+# U: as wardtest, outside any group of its own; D: as wardtest, moved into
+# the delegated v1 groups first (as a login into a delegated scope is).
+U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+D() { sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' sh "$DM" "$DP" \
+	runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+WS=$(runuser -u wardtest -- mktemp -d /tmp/ward-rootless.XXXXXX)
+
+# Delegated: doctor names the groups, and the box's processes are in them.
+DOC=$(D "$WARD" doctor 2>&1)
+like "$DOC" "memory ceiling +cgroup v1 memory controller \($DM\)" "delegated: doctor says the memory ceiling is the user's v1 group"
+like "$DOC" "pids ceiling +cgroup v1 pids controller \($DP\)" "delegated: doctor says the pids ceiling is the user's v1 group"
+# Three processes of 150 MB each, each under the old per-process limit
+# (RLIMIT_AS 256M): together they cannot pass --memory 256M.
+HOG='for i in 1 2 3; do python3 -c "x = bytearray(150 << 20); import time; time.sleep(2); print(\"alive\")" & done; wait; sed -n "s/^[0-9]*:memory://p" /proc/self/cgroup; ulimit -v'
+OUT=$(D "$WARD" box run --memory 256M --timeout 30s -- "$HOG" 2>&1)
+lt "$(grep -c '^alive$' <<<"$OUT")" 2 "delegated: three processes of 150 MB together cannot pass --memory 256M (the box's group kills)"
+like "$OUT" "Killed" "delegated: the ones over the ceiling were OOM-killed"
+like "$OUT" "^/ward-box-[^/]*\$" "delegated: the call's processes are in the box's own memory group"
+like "$OUT" "unlimited\$" "delegated: no RLIMIT_AS stands in (the group holds the box)"
+OUT=$(D "$WARD" box run --memory 640M --timeout 30s -- "$HOG" 2>&1)
+is "$(grep -c '^alive$' <<<"$OUT")" 3 "twin: within --memory 640M the three all live"
+BOMB="python3 -c '
+import os, time
+n = 0
+try:
+    while n < 300:
+        if os.fork() == 0:
+            time.sleep(4); os._exit(0)
+        n += 1
+except OSError as e:
+    print(\"stopped at\", n, e)
+'; ulimit -u"
+OUT=$(D "$WARD" box run --pids 64 --timeout 20s -- "$BOMB" 2>&1)
+like "$OUT" "stopped at [0-9]+ .*Resource temporarily unavailable" "delegated: a fork bomb stops at --pids 64"
+N=$(sed -n 's/.*stopped at \([0-9]*\).*/\1/p' <<<"$OUT")
+lt "${N:-999}" 64 "delegated: before 64 processes"
+unlike "$OUT" "^64\$" "delegated: the box's group, not RLIMIT_NPROC, stopped it (ulimit -u is not 64)"
+like "$(D "$WARD" box run --pids 64 --timeout 20s -- 'for i in $(seq 30); do sleep 1 & done; wait; echo pids-twin-ok' 2>&1)" \
+	"pids-twin-ok" "twin: 30 processes within --pids 64 run"
+B=$(D "$WARD" box create --persistent --memory 256M --pids 64 --workspace "$WS" --rw)
+INFO=$(D "$WARD" box info "$B")
+like "$INFO" '"memory_by":.*"cgroup"' "delegated: box info says memory_by cgroup"
+like "$INFO" '"pids_by":.*"cgroup"' "delegated: box info says pids_by cgroup"
+unlike "$INFO" '"memory_why"' "delegated: and names no weaker memory ceiling"
+# Destroy ends every process the box had, a setsid'd double fork too.
+D "$WARD" box exec "$B" -- '(setsid sh -c "sleep 3; touch /workspace/canary" &); sleep 30' >/dev/null 2>&1 &
+EXEC=$!
+BG=$(ls -d "$DM"/ward-"$B"-* 2>/dev/null | head -1)
+for i in $(seq 200); do
+	[ "$(wc -l <"$BG/cgroup.procs" 2>/dev/null)" -ge 5 ] && break
+	sleep 0.05
+done
+PIDS=$(cat "$BG/cgroup.procs" 2>/dev/null | tr '\n' ' ')
+lt 4 "$(wc -w <<<"$PIDS")" "the box's group holds the guest, the call and the setsid'd canary ($PIDS)"
+D "$WARD" box destroy "$B"
+dead=0
+for i in $(seq 100); do
+	alive=0
+	for p in $PIDS; do gone "$p" || alive=1; done
+	[ $alive -eq 0 ] && { dead=1; break; }
+	sleep 0.05
+done
+is "$dead" 1 "destroy kills every process of the box (each pid its group held is gone)"
+wait "$EXEC"
+check "so the canary, due after 3 s, is never written" test ! -e "$WS/canary"
+check "the box's group is removed" test ! -e "$BG"
+
+# Without delegation: each weaker ceiling, and why, in doctor and box info.
+DOC=$(U "$WARD" doctor 2>&1)
+like "$DOC" "memory ceiling +weaker: RLIMIT_AS per process stands in .*not writable by uid $(id -u wardtest)" \
+	"no delegation: doctor says the memory ceiling is weaker, and why"
+like "$DOC" "pids ceiling +weaker: RLIMIT_NPROC per user namespace stands in: .*not writable" \
+	"no delegation: doctor says the pids ceiling is weaker, and why"
+like "$DOC" "cgroup delegation +none for this user: .*Delegate=yes.*systemd-run --user --scope -p Delegate=yes" \
+	"no delegation: doctor names the systemd setting that delegates"
+unlike "$(D "$WARD" doctor 2>&1)" "cgroup delegation" "twin: delegated, doctor has no such line"
+B=$(U "$WARD" box create --persistent --memory 256M --pids 64)
+INFO=$(U "$WARD" box info "$B")
+like "$INFO" '"memory_by":.*"rlimit \(per process\)"' "no delegation: box info says memory_by rlimit"
+like "$INFO" '"memory_why":.*"cgroup v2 .* not writable by uid' "no delegation: box info says why"
+like "$INFO" '"pids_why":.*not writable' "no delegation: box info says why for pids"
+like "$INFO" '"kill_why":' "no delegation: box info says why destroy has no cgroup.kill"
+U "$WARD" box destroy "$B"
+
+# A group made but refused: a v2 directory the user may write in, under a
+# group whose cgroup.procs is not the user's, so the kernel refuses to start
+# the box in it (clone3 CLONE_INTO_CGROUP needs the common ancestor's). ward
+# must not report cgroup.kill for a box that is not in the group.
+if [ -n "$DV" ] && mkdir "$DV" 2>/dev/null && [ -e "$DV/cgroup.kill" ]; then
+	chown wardtest: "$DV"	# the directory only: its cgroup.procs stays root's
+	V() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$DV" \
+		runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+	B=$(V "$WARD" box create --persistent)
+	INFO=$(V "$WARD" box info "$B")
+	GP=$(json guest_pid <<<"$INFO")
+	unlike "$(grep '^0::' "/proc/$GP/cgroup")" "ward-$B" "a v2 group the box could not start in: the guest is not in it"
+	like "$INFO" '"kill_by":.*"the PID namespace"' "and box info does not claim cgroup.kill for it"
+	V "$WARD" box destroy "$B"
+	check "its processes are gone all the same (the PID namespace)" gone "$GP"
+	# Twin: the v2 directory delegated whole (its cgroup.procs the user's
+	# too, as systemd's Delegate=yes gives it): the box starts in its
+	# group, and destroy's cgroup.kill ends what is in it.
+	chown -R wardtest: "$DV"
+	B=$(V "$WARD" box create --persistent)
+	INFO=$(V "$WARD" box info "$B")
+	GP=$(json guest_pid <<<"$INFO")
+	like "$(grep '^0::' "/proc/$GP/cgroup")" "/ward-$B-[0-9]+\$" "twin: delegated whole, the guest starts in its v2 group"
+	like "$INFO" '"kill_by":.*"cgroup.kill and the PID namespace"' "and box info says destroy uses cgroup.kill"
+	V "$WARD" box exec "$B" -- 'setsid sleep 30 & sleep 30' >/dev/null 2>&1 &
+	EXEC=$!
+	VG=$(ls -d "$DV"/ward-"$B"-* | head -1)
+	for i in $(seq 200); do
+		[ "$(wc -l <"$VG/cgroup.procs" 2>/dev/null)" -ge 4 ] && break
+		sleep 0.05
+	done
+	PIDS=$(cat "$VG/cgroup.procs" | tr '\n' ' ')
+	lt 3 "$(wc -w <<<"$PIDS")" "the v2 group holds the guest, the call and a setsid'd sleep ($PIDS)"
+	V "$WARD" box destroy "$B"
+	wait "$EXEC"
+	for i in $(seq 100); do
+		alive=0
+		for p in $PIDS; do gone "$p" || alive=1; done
+		[ $alive -eq 0 ] && break
+		sleep 0.05
+	done
+	is "$alive" 0 "destroy (cgroup.kill of the v2 group) leaves none of them"
+	# The delegated group found from below: the user's process in a group
+	# of the delegated one that is not its own (root's), or in ward's own
+	# leaf there: the box's group goes in the delegated group.
+	for sub in rootowned "$CGROUP_LEAF"; do
+		mkdir -p "$DV/$sub"
+		[ "$sub" = rootowned ] && chown -R root: "$DV/$sub"
+		S() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$DV/$sub" \
+			runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+		B=$(S "$WARD" box create --persistent)
+		GP=$(S "$WARD" box info "$B" | json guest_pid)
+		like "$(grep '^0::' "/proc/$GP/cgroup")" "/$FX/ward-$B-[0-9]+\$" "from $sub below the delegated v2 group: the box's group is in the delegated group"
+		S "$WARD" box destroy "$B"
+	done
+else
+	skip "no v2 hierarchy with cgroup.kill to make a refused group in"
+	for i in 1 2 3 4 5 6 7 8; do skip "-"; done
+fi
+rm -rf "$WS"
+done_testing
