@@ -207,6 +207,11 @@ struct box_call_req {
 int box_call_start(struct box_conn *c, const struct box_call_req *rq, const struct box_call_cbs *cbs, void *ud,
 		   uint32_t *ret_id, struct err *e);
 int box_call_cancel(struct box_conn *c, uint32_t id);
+/* Its caller no longer waits for call id: its output and result, when
+ * they come, are dropped without a callback (its limits still hold). For
+ * a caller that leaves while the connection lives on (a turn stopped at
+ * once, after which the connection is still used). */
+void box_call_forget(struct box_conn *c, uint32_t id);
 /* Bytes for an input call's stdin, queued whole (in frames of at most
  * PROTO_MAX_PAYLOAD) and written as the connection is driven, in order.
  * -ENOENT: no such call is pending (it ended: its result came), or it has

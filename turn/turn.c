@@ -472,6 +472,10 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 		 * message (a model is never left with a call and no result). */
 		for (size_t i = 0; i < t->ncalls; i++) {
 			struct tcall *c = &t->calls[i];
+			/* Its result, if it comes, is for no one: the connection
+			 * outlives this turn (ward run lists the box's jobs). */
+			if (c->state == TC_RUNNING && !c->mcp)
+				box_call_forget(t->s->box, c->box_id);
 			if (c->state == TC_RUNNING)
 				turn_call_done(t, c,
 					  tool_result_json("unknown",
