@@ -269,8 +269,10 @@ static size_t bgjob_ports(const struct bgjob *j, struct bgjob_port *out, size_t 
 	return n;
 }
 
-/* The job as JSON: what job_list, job_output and the end event carry. */
-static cJSON *bgjob_json(const struct bgjob *j)
+/* The job as JSON: what job_list, job_output and the events carry. ports:
+ * look for them (a job just started has none yet: its start is not
+ * slowed by a walk of /proc). */
+static cJSON *bgjob_json(const struct bgjob *j, bool ports_too)
 {
 	cJSON *o = cJSON_CreateObject();
 	char cmd[BGJOB_CMD_SHOWN + 8];
@@ -293,7 +295,7 @@ static cJSON *bgjob_json(const struct bgjob *j)
 	cJSON_AddNumberToObject(o, "output_bytes", (double)j->out.total);
 	cJSON_AddNumberToObject(o, "dropped_bytes", (double)logbuf_dropped(&j->out));
 	struct bgjob_port ports[BGJOB_PORTS_MAX];
-	size_t np = bgjob_ports(j, ports, ARRAY_SIZE(ports));
+	size_t np = ports_too ? bgjob_ports(j, ports, ARRAY_SIZE(ports)) : 0;
 	cJSON *pa = cJSON_AddArrayToObject(o, "ports");
 	for (size_t i = 0; i < np; i++) {
 		cJSON *p = cJSON_CreateObject();
@@ -327,7 +329,7 @@ static void bgjob_event(const char *what, const struct bgjob *j)
 	cJSON *ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "type", "job");
 	cJSON_AddStringToObject(ev, "event", what);
-	cJSON *jj = bgjob_json(j);
+	cJSON *jj = bgjob_json(j, false);
 	cJSON_AddItemToObject(ev, "job", jj);
 	cJSON_AddNumberToObject(ev, "running", bgjob_running());
 	if (j->ended) {
@@ -399,7 +401,7 @@ static void bgjob_answer_output(struct call *c, struct bgjob *j)
 		buf_printf(&t, "[ward: more output follows: read on with offset %llu]\n", (unsigned long long)next);
 	j->read_off = next;
 	cJSON *x = cJSON_CreateObject();
-	cJSON *jj = bgjob_json(j);
+	cJSON *jj = bgjob_json(j, true);
 	cJSON_AddNumberToObject(jj, "offset", (double)from);
 	cJSON_AddNumberToObject(jj, "next_offset", (double)next);
 	cJSON_AddItemToObject(x, "job", jj);
@@ -425,7 +427,7 @@ static void bgjob_answer_kill(struct call *c, struct bgjob *j, bool was_ended)
 			buf_append(&t, "\n", 1);
 	}
 	cJSON *x = cJSON_CreateObject();
-	cJSON_AddItemToObject(x, "job", bgjob_json(j));
+	cJSON_AddItemToObject(x, "job", bgjob_json(j, true));
 	guest_result(c, OUTCOME_OK, &t, x);
 	buf_free(&t);
 }
@@ -585,7 +587,7 @@ void bgjob_start(struct call *c, const char *command)
 		   "up to N s for it to end), stop it with job_kill {\"id\": %u}. You are told when it ends.\n",
 		   j->id, j->id);
 	cJSON *x = cJSON_CreateObject();
-	cJSON_AddItemToObject(x, "job", bgjob_json(j));
+	cJSON_AddItemToObject(x, "job", bgjob_json(j, false));
 	guest_result(c, OUTCOME_OK, &t, x);
 	buf_free(&t);
 	bgjob_event("started", j);
@@ -606,7 +608,7 @@ static void bgjob_answer_list(struct call *c)
 		order[n++] = j;
 	while (n--) {
 		bgjob_line(order[n], &t);
-		cJSON_AddItemToArray(arr, bgjob_json(order[n]));
+		cJSON_AddItemToArray(arr, bgjob_json(order[n], true));
 	}
 	guest_result(c, OUTCOME_OK, &t, x);
 	buf_free(&t);
