@@ -172,7 +172,8 @@ static void dispatch(struct turn *t, struct tcall *c)
 	}
 	if (!c->tool && !c->mcp) {
 		turn_call_done(t, c,
-			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
+			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls, bash, job_output, "
+					   "job_kill and job_list",
 				     c->name ? c->name : ""),
 			  false);
 		return;
