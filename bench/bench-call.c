@@ -1,6 +1,8 @@
 /* Warm-box call latency: N calls over one connection, median and p90 in
  * microseconds, next to spawning /bin/true and `bash -c true` on the host,
- * interleaved call by call.
+ * and to starting `true` as a background job (the call's answer: the job
+ * started; its end is waited for outside the time), interleaved call by
+ * call.
  * usage: bench-call BOX N */
 #include <spawn.h>
 #include <stdio.h>
@@ -41,6 +43,31 @@ static int64_t one_call(struct box_conn *c, const char *tool, const cJSON *args)
 	return t;
 }
 
+/* A job started: the call's time; then its end, untimed (a box runs 16 at
+ * once at most). */
+static int64_t one_job(struct box_conn *c, const cJSON *args)
+{
+	struct err e = { 0 };
+	cJSON *res = NULL;
+	int64_t t0 = now_us();
+	const struct box_call_req rq = { .tool = "bash", .args = args, .left_ms = -1 };
+	int r = box_call(c, &rq, NULL, NULL, -1, &res, &e);
+	int64_t t = now_us() - t0;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "job"), "id");
+	if (r < 0 || !cJSON_IsNumber(id)) {
+		fprintf(stderr, "bash background: %s\n", r < 0 ? e.msg : "no job started");
+		cJSON_Delete(res);
+		return -1;
+	}
+	cJSON *w = cJSON_CreateObject();
+	cJSON_AddNumberToObject(w, "id", id->valuedouble);
+	cJSON_AddNumberToObject(w, "wait", 10);
+	cJSON_Delete(res);
+	r = one_call(c, "job_output", w) < 0 ? -1 : 0;
+	cJSON_Delete(w);
+	return r < 0 ? -1 : t;
+}
+
 static int64_t one_spawn(char *const *av)
 {
 	pid_t p;
@@ -58,8 +85,8 @@ int main(int argc, char **argv)
 	int n = atoi(argv[2]);
 	if (n < 1)
 		return 64;
-	int64_t *t[4];
-	for (int k = 0; k < 4; k++)
+	int64_t *t[5];
+	for (int k = 0; k < 5; k++)
 		t[k] = calloc((size_t)n, sizeof(int64_t));
 	struct err e = { 0 };
 	struct box_conn *c;
@@ -79,6 +106,7 @@ int main(int argc, char **argv)
 		return 1;
 	cJSON_Delete(w);
 	cJSON *bash = cJSON_Parse("{\"command\":\"true\"}");
+	cJSON *job = cJSON_Parse("{\"command\":\"true\",\"background\":true}");
 	cJSON *read = cJSON_Parse("{\"path\":\"/tmp/bench-4k\"}");
 	char *true_av[] = { "/bin/true", NULL };
 	char *bash_av[] = { "/bin/bash", "-c", "true", NULL };
@@ -88,7 +116,8 @@ int main(int argc, char **argv)
 		t[1][i] = one_call(c, "read", read);
 		t[2][i] = one_spawn(true_av);
 		t[3][i] = one_spawn(bash_av);
-		for (int k = 0; k < 4; k++)
+		t[4][i] = one_job(c, job);
+		for (int k = 0; k < 5; k++)
 			if (t[k][i] < 0)
 				return 1;
 	}
@@ -97,9 +126,11 @@ int main(int argc, char **argv)
 	report("read 4 KiB (warm box)", t[1], n);
 	report("spawn /bin/true (host)", t[2], n);
 	report("spawn bash -c true (host)", t[3], n);
+	report("job start true (warm box)", t[4], n);
 	cJSON_Delete(bash);
+	cJSON_Delete(job);
 	cJSON_Delete(read);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		free(t[k]);
 	return 0;
 }

@@ -340,7 +340,7 @@ static int sub_tool(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!tool_lookup(argv[2])) {
-		cmd_error("box tool: unknown tool \"%s\"; the tools are read, write, edit, grep, find, ls, bash", argv[2]);
+		cmd_error("box tool: unknown tool \"%s\"; the tools are read, write, edit, grep, find, ls, bash, job_output, job_kill, job_list", argv[2]);
 		cJSON_Delete(args);
 		return EXIT_USAGE;
 	}

@@ -76,6 +76,7 @@ void run_out_event(void *ud, const struct turn_event *ev)
 			break;
 		case EV_NET:
 		case EV_BOX:
+		case EV_JOB:
 		case EV_COMPACT:
 		case EV_HOOK:
 			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
@@ -154,6 +155,20 @@ void run_out_event(void *ud, const struct turn_event *ev)
 			_cleanup_free_ char *w = utf8_term_safe(why ? why : "", strlen(why ? why : ""));
 			term_printf(stderr, "  ✗ the box could not be woken: %s\n", w ? w : "");
 		}
+		break;
+	}
+	case EV_JOB: {
+		const char *what = json_str(ev->result, "event"), *how = json_str(ev->result, "how");
+		const cJSON *job = cJSON_GetObjectItemCaseSensitive(ev->result, "job");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
+		const char *cmd = json_str(job, "command");
+		if (!how)
+			how = "ended";
+		_cleanup_free_ char *c = utf8_term_safe(cmd ? cmd : "", strlen(cmd ? cmd : ""));
+		_cleanup_free_ char *h = utf8_term_safe(how, strlen(how));
+		if (what && !strcmp(what, "ended"))
+			term_printf(stderr, "  ⚙ job %d %s: %s\n", cJSON_IsNumber(id) ? (int)id->valuedouble : 0,
+				    h ? h : "", c ? c : "");
 		break;
 	}
 	case EV_NET: {

@@ -462,7 +462,7 @@ static int run_opt_named(void *ud, const char *name, const char *arg, const char
 /* ward run's result: what --json's last line and a task's result.json
  * hold. */
 static cJSON *run_result(const struct turn_stop *stop, int code, const struct session *s, const char *box,
-			 const char *model, cJSON *files, bool applied, const char *patch)
+			 const char *model, cJSON *files, bool applied, const char *patch, cJSON *jobs)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "type", "result");
@@ -487,10 +487,41 @@ static cJSON *run_result(const struct turn_stop *stop, int code, const struct se
 	cJSON_AddNumberToObject(j, "dispatch_us_median", (double)stop->dispatch_us_median);
 	cJSON_AddNumberToObject(j, "dispatch_us_max", (double)stop->dispatch_us_max);
 	cJSON_AddItemReferenceToObject(j, "changed_files", files);
+	cJSON_AddItemReferenceToObject(j, "jobs", jobs);
 	cJSON_AddBoolToObject(j, "applied", applied);
 	if (patch)
 		cJSON_AddStringToObject(j, "patch", patch);
 	return j;
+}
+
+/* The box's background jobs as the run leaves them. Those still running
+ * end with a run's own box (destroyed, or hibernated: no process outlives
+ * either) and go on in a box that was given (--box): each says which,
+ * in the result and, plain, on stderr. */
+static cJSON *run_jobs(struct session *s, const char *box, bool own_box, bool quiet)
+{
+	cJSON *jobs = NULL;
+	struct err e = { 0 };
+	if (!s->box || box_is_hibernated(box) || box_jobs(s->box, &jobs, &e) < 0)
+		return cJSON_CreateArray();
+	cJSON *j;
+	cJSON_ArrayForEach(j, jobs) {
+		const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "state"));
+		bool running = st && !strcmp(st, "running");
+		cJSON_AddBoolToObject(j, "running_at_end", running);
+		if (!running)
+			continue;
+		cJSON_AddBoolToObject(j, "ended_with_box", own_box);
+		if (quiet)
+			continue;
+		const char *cmd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "command"));
+		_cleanup_free_ char *c = utf8_term_safe(cmd ? cmd : "", strlen(cmd ? cmd : ""));
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+		term_printf(stderr, "ward: job %d was running when the run ended: %s: %s\n",
+			    cJSON_IsNumber(id) ? (int)id->valuedouble : 0,
+			    own_box ? "it ended with the run's box" : "it goes on in the box", c ? c : "");
+	}
+	return jobs;
 }
 
 static void out_close(struct run_out *o)
@@ -708,6 +739,7 @@ static int run_run(int argc, char **argv)
 	r = run_turn(cfg, &s, task, &stop, &e);
 	mcp_free(mcp);
 	cfg->mcp = NULL;
+	cJSON *jobs = run_jobs(&s, box_name, own_box, out.json);
 	/* A box the session kept from before is kept again (hibernated);
 	 * a run's own box goes with the run. */
 	if (own_box)
@@ -761,7 +793,7 @@ static int run_run(int argc, char **argv)
 		}
 		if (out.json || fl.file) {
 			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
-					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL);
+					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL, jobs);
 			run_out_json_line(out.to, j);
 			/* The journal on the disk first: a result names a whole one. */
 			journal_sync(&s.j);
@@ -780,6 +812,7 @@ static int run_run(int argc, char **argv)
 		if (r == EXIT_OKAY)
 			r = w;
 	}
+	cJSON_Delete(jobs);
 	session_end(&s);
 	return r;
 }

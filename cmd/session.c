@@ -310,6 +310,8 @@ void session_end(struct session *s)
 	s->box = NULL;
 	journal_close(&s->j);
 	cJSON_Delete(s->messages);
+	cJSON_Delete(s->job_news);
+	s->job_news = NULL;
 	s->messages = NULL;
 	free(s->system);
 	s->system = NULL;

@@ -30,7 +30,7 @@
 /* What of a !cmd's output the model is told. */
 #define TUI_SHELL_TELL (16u << 10)
 
-static const char *const command_names[] = { "/help", "/box", "/diff", "/apply", "/cost", "/status", "/mcp",
+static const char *const command_names[] = { "/help", "/box", "/jobs", "/diff", "/apply", "/cost", "/status", "/mcp",
 					     "/clear", "/compact", "/resume", "/rewind", "/approve", "/model",
 					     "/init", "/config", "/retry", "/quit", NULL };
 

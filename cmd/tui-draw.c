@@ -925,6 +925,19 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 				 cJSON_IsNumber(ms) ? ms->valuedouble : 0);
 		break;
 	}
+	case EV_JOB: {
+		/* A job's end, as the model is told of it. */
+		const char *what = json_str(ev->result, "event"), *how = json_str(ev->result, "how");
+		const cJSON *job = cJSON_GetObjectItemCaseSensitive(ev->result, "job");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
+		const char *cmd = json_str(job, "command");
+		if (what && !strcmp(what, "ended")) {
+			_cleanup_free_ char *c = tui_short(cmd ? cmd : "", 120), *h = tui_short(how ? how : "ended", 200);
+			tui_putf(u, DIM "  ⚙ job %d %s: %s" UNDIM "\n", cJSON_IsNumber(id) ? id->valueint : 0,
+				 h ? h : "", c ? c : "");
+		}
+		break;
+	}
 	case EV_NET: {
 		/* Between a card's output and its result: what the box reached. */
 		const char *host = json_str(ev->result, "host"), *why = json_str(ev->result, "why");

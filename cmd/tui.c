@@ -82,6 +82,8 @@ static const struct {
 	{ "/help", "this list" },
 	{ "/box", "the box: state and limits; /box recreate destroys it and makes a new one (the workspace changes "
 		  "are kept); /box destroy destroys it now" },
+	{ "/jobs", "the box's background jobs (the model's servers, watchers, builds); /jobs kill N ends one (Esc "
+		   "cancels a call, never a job)" },
 	{ "/diff", "the workspace changes so far" },
 	{ "/apply", "apply them to the workspace directory (not over files changed there since the box took its "
 		    "copy; /apply --force does)" },
@@ -404,7 +406,13 @@ static bool slash(struct tui *u, char *line)
 	if (*arg)
 		*arg++ = 0;
 	arg += strspn(arg, " \t");
-	arg[strcspn(arg, " \t")] = 0;
+	/* The word after the argument (/jobs kill N). */
+	char *more = arg + strcspn(arg, " \t");
+	if (*more) {
+		*more++ = 0;
+		more += strspn(more, " \t");
+		more[strcspn(more, " \t")] = 0;
+	}
 	if (!strcmp(line, "/help")) {
 		show_help(u);
 	} else if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) {
@@ -426,6 +434,8 @@ static bool slash(struct tui *u, char *line)
 		} else {
 			cmd_box_show(u);
 		}
+	} else if (!strcmp(line, "/jobs")) {
+		tui_jobs(u, arg, *more ? more : NULL);
 	} else if (!strcmp(line, "/diff")) {
 		tui_show_diff(u, false);
 	} else if (!strcmp(line, "/apply") || !strcmp(line, "/apply --force")) {

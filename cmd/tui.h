@@ -206,6 +206,10 @@ void tui_resume_state(struct tui *u, bool mode_given);
 /* The approval mode, in the journal (a "mode" record), for --resume. */
 void tui_journal_mode(struct tui *u);
 
+/* tui-jobs.c: /jobs lists the box's background jobs; /jobs kill N (more:
+ * the word after "kill") ends one. */
+void tui_jobs(struct tui *u, const char *arg, const char *more);
+
 /* tui-diff.c: the change a write or edit makes, as a coloured diff with
  * line numbers and +N -M (long ones cut, with a count). before: the file
  * as it was (NULL: not known; edit then shows old and new strings).

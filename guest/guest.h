@@ -105,8 +105,35 @@ struct call {
 	/* in-process */
 	struct job *job;
 
+	/* job_output with a wait, or job_kill: answered when job job_id ends
+	 * (or at wait_until; 0: only then), bgjob.c */
+	bool jobwait;
+	unsigned job_id;
+	int64_t wait_until;
+
 	struct call *next;
 };
+
+/* main.c: a call's one result (extra: more fields, taken), and frames to
+ * the host. */
+void guest_result(struct call *c, enum outcome o, const struct buf *text, cJSON *extra);
+void guest_result_simple(struct call *c, enum outcome o, const char *msg);
+void guest_send_json(uint8_t type, uint32_t id, cJSON *j);
+
+/* bgjob.c: background jobs (tools/job.h). bgjob_start answers c, the bash
+ * call that starts one; bgjob_call answers a job tool's call now, or keeps
+ * it waiting (c->jobwait) until its job ends; bgjob_call_stop answers a
+ * waiting call that was cancelled or timed out. bgjob_reaped: whether pid
+ * was a job's init (then reaped). bgjob_tick: the jobs' limits; the next
+ * time it must run, or -1. */
+struct loop;
+void bgjob_init(struct loop *l, const struct guest_cfg *cfg);
+void bgjob_start(struct call *c, const char *command);
+void bgjob_call(struct call *c);
+void bgjob_call_stop(struct call *c, enum outcome why);
+bool bgjob_reaped(pid_t pid);
+int64_t bgjob_tick(int64_t now);
+void bgjob_kill_all(void);
 
 /* vm.c: PID 1 of a microVM. */
 int vm_setup(struct guest_cfg *cfg);

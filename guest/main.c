@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "proto/proto.h"
 #include "tools/bash.h"
+#include "tools/job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +66,7 @@ static void guest_send(uint8_t type, uint8_t flags, uint32_t id, const void *p, 
 	guest_flush();
 }
 
-static void guest_send_json(uint8_t type, uint32_t id, cJSON *j)
+void guest_send_json(uint8_t type, uint32_t id, cJSON *j)
 {
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
 	if (s)
@@ -131,7 +132,7 @@ static void call_free(struct call *c)
 }
 
 /* Send the one result a call gets, and forget the call. */
-static void guest_result(struct call *c, enum outcome o, const struct buf *text, cJSON *extra)
+void guest_result(struct call *c, enum outcome o, const struct buf *text, cJSON *extra)
 {
 	cJSON *j = extra ? extra : cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "outcome", outcome_name(o));
@@ -155,7 +156,7 @@ static void guest_result(struct call *c, enum outcome o, const struct buf *text,
 	call_free(c);
 }
 
-static void guest_result_simple(struct call *c, enum outcome o, const char *msg)
+void guest_result_simple(struct call *c, enum outcome o, const char *msg)
 {
 	struct buf b;
 	buf_init(&b, TOOL_TEXT_MAX);
@@ -381,6 +382,10 @@ static void call_stop(struct call *c, enum outcome why, int64_t grace_ms)
 {
 	if (c->stopping)
 		return;
+	if (c->jobwait) {
+		bgjob_call_stop(c, why);	/* answered: c is gone */
+		return;
+	}
 	c->end = why;
 	c->stopping = true;
 	c->kill_at_ms = now_ms() + grace_ms;
@@ -399,9 +404,18 @@ static void call_stop(struct call *c, enum outcome why, int64_t grace_ms)
 static int64_t guest_tick(void)
 {
 	int64_t now = now_ms(), next = -1;
-#define NEXT(t) do { if (next < 0 || (t) < next) next = (t); } while (0)
+#define NEXT(t) do { if ((t) >= 0 && (next < 0 || (t) < next)) next = (t); } while (0)
+	NEXT(bgjob_tick(now));
 	for (struct call *c = G.calls, *n; c; c = n) {
 		n = c->next;
+		if (c->jobwait) {
+			/* Its answer waits on a job; its own deadline still holds. */
+			if (now >= c->deadline_ms)
+				call_stop(c, OUTCOME_TIMED_OUT, 0);
+			else
+				NEXT(c->deadline_ms);
+			continue;
+		}
 		if (!c->stopping) {
 			if (now >= c->deadline_ms) {
 				call_stop(c, OUTCOME_TIMED_OUT, budget_timeout_grace(&c->b));
@@ -431,6 +445,8 @@ static void guest_reap(void)
 	int st;
 	pid_t p;
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (bgjob_reaped(p))
+			continue;
 		for (struct call *c = G.calls; c; c = c->next) {
 			if (c->init_pid != p)
 				continue;
@@ -516,7 +532,8 @@ static void guest_call(const struct frame *f)
 	c->tool = tool_lookup(toolname);
 	if (!c->tool) {
 		char msg[200];
-		snprintf(msg, sizeof(msg), "unknown tool \"%.60s\": the tools are read, write, edit, grep, find, ls and bash", toolname);
+		snprintf(msg, sizeof(msg), "unknown tool \"%.60s\": the tools are read, write, edit, grep, find, ls, bash, "
+			 "job_output, job_kill and job_list", toolname);
 		guest_result_simple(c, OUTCOME_BAD_INPUT, msg);
 		return;
 	}
@@ -524,7 +541,7 @@ static void guest_call(const struct frame *f)
 		guest_result_simple(c, OUTCOME_FAILED, G.cfg.user_err);
 		return;
 	}
-	if (!c->tool->inproc && !proc_shell()) {
+	if (!c->tool->inproc && !c->tool->job && !proc_shell()) {
 		guest_result_simple(c, OUTCOME_FAILED,
 				    "this box has no shell: its root has neither /bin/bash nor /bin/sh, so no command "
 				    "can run; the file tools (read, write, edit, grep, find, ls) work without one");
@@ -539,8 +556,8 @@ static void guest_call(const struct frame *f)
 	snprintf(c->key, sizeof(c->key), "%s", key ? key : "");
 	c->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->req, "stream"));
 	c->input = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->req, "stdin"));
-	if (c->input && c->tool->inproc) {
-		guest_result_simple(c, OUTCOME_BAD_INPUT, "only a bash call can have a stdin");
+	if (c->input && (c->tool->inproc || c->tool->job || tool_arg_bool(c->args, "background", false))) {
+		guest_result_simple(c, OUTCOME_BAD_INPUT, "only a bash call that is not a background job can have a stdin");
 		return;
 	}
 	c->err_eof = !c->input;
@@ -552,6 +569,14 @@ static void guest_call(const struct frame *f)
 	}
 	c->deadline_ms = c->start_ms + c->b.limit_ms;
 
+	if (c->tool->job) {
+		bgjob_call(c);
+		return;
+	}
+	if (tool_arg_bool(c->args, "background", false)) {
+		bgjob_start(c, tool_arg_str(c->args, "command", ""));
+		return;
+	}
 	int r;
 	if (c->tool->inproc)
 		r = worker_start(c, G.done_efd);
@@ -776,6 +801,7 @@ int main(int argc, char **argv)
 	loop_add(G.loop, G.cfg.chan_fd, EPOLLIN, on_channel, NULL);
 	loop_add(G.loop, G.sfd, EPOLLIN, on_signal, NULL);
 	loop_add(G.loop, G.done_efd, EPOLLIN, on_done, NULL);
+	bgjob_init(G.loop, &G.cfg);
 
 	uint8_t hello[8];
 	proto_hello_payload(hello);
@@ -813,5 +839,6 @@ int main(int argc, char **argv)
 	/* Leaving PID 1 ends the box's PID namespace: the kernel kills all. */
 	for (struct call *c = G.calls; c; c = c->next)
 		proc_signal(c, SIGKILL);
+	bgjob_kill_all();
 	return 0;
 }

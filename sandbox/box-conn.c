@@ -322,6 +322,15 @@ int box_call_cancel(struct box_conn *c, uint32_t id)
 	return box_conn_queue(c, PROTO_CANCEL, id, NULL, 0);
 }
 
+void box_call_forget(struct box_conn *c, uint32_t id)
+{
+	struct box_pending *p = c ? box_pending_take(c, id, false) : NULL;
+	if (p) {
+		p->cbs = (struct box_call_cbs){ 0 };
+		p->ud = NULL;
+	}
+}
+
 int box_call_input(struct box_conn *c, uint32_t id, const void *p, size_t n)
 {
 	struct box_pending *pc = box_pending_take(c, id, false);

@@ -191,3 +191,24 @@ int box_ports(struct box_conn *c, cJSON **ret, struct err *e)
 {
 	return box_request_ok(c, PROTO_PORT, NULL, BOX_CONNECT_TIMEOUT_MS, ret, e);
 }
+
+int box_jobs(struct box_conn *c, cJSON **ret, struct err *e)
+{
+	cJSON *args = cJSON_CreateObject(), *res = NULL;
+	const struct box_call_req rq = { .tool = "job_list", .args = args, .left_ms = BOX_JOBS_TIMEOUT_MS };
+	int r = box_call(c, &rq, NULL, NULL, -1, &res, e);
+	cJSON_Delete(args);
+	if (r < 0)
+		return r;
+	cJSON *jobs = cJSON_DetachItemFromObjectCaseSensitive(res, "jobs");
+	if (!cJSON_IsArray(jobs)) {
+		const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "text"));
+		r = err_set(e, -EPROTO, "box %s did not list its jobs: %s", c->name, text ? text : "no answer");
+		cJSON_Delete(jobs);
+		cJSON_Delete(res);
+		return r;
+	}
+	cJSON_Delete(res);
+	*ret = jobs;
+	return 0;
+}

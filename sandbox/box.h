@@ -197,6 +197,14 @@ bool box_is_hibernated(const char *name);
  * (-EBADMSG) and kept as it is. */
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e);
 
+/* The box's background jobs (tools/job.h), as job_list gives them: a JSON
+ * array of {id, command, state: running|ended, elapsed_ms, exit_code |
+ * signal, why?, output_bytes, dropped_bytes, ports: [{port, addr}]}, the
+ * callee's to free. A call: it wakes a hibernated box (ask
+ * box_is_hibernated first). Bounded: BOX_JOBS_TIMEOUT_MS. */
+#define BOX_JOBS_TIMEOUT_MS 3000
+int box_jobs(struct box_conn *c, cJSON **ret, struct err *e);
+
 /* Calls. There is one way to make a call: start it, then drive the
  * connection from an event loop (watch box_conn_fd for box_conn_events,
  * call box_conn_io with what it got and box_conn_tick at
@@ -235,6 +243,11 @@ struct box_call_req {
 int box_call_start(struct box_conn *c, const struct box_call_req *rq, const struct box_call_cbs *cbs, void *ud,
 		   uint32_t *ret_id, struct err *e);
 int box_call_cancel(struct box_conn *c, uint32_t id);
+/* Its caller no longer waits for call id: its output and result, when
+ * they come, are dropped without a callback (its limits still hold). For
+ * a caller that leaves while the connection lives on (a turn stopped at
+ * once, after which the connection is still used). */
+void box_call_forget(struct box_conn *c, uint32_t id);
 /* Bytes for an input call's stdin, queued whole (in frames of at most
  * PROTO_MAX_PAYLOAD) and written as the connection is driven, in order.
  * -ENOENT: no such call is pending (it ended: its result came), or it has

@@ -144,6 +144,7 @@ void keeper_guest_down(void)
 		K.be->kill(&K.inst);
 	}
 	K.up = false;
+	K.jobs_running = 0;
 	K.gmask = 0;
 	proto_reader_free(&K.grd);
 	proto_writer_free(&K.gwr);
@@ -302,6 +303,20 @@ int keeper_guest_restart(struct err *e)
 	return keeper_guest_up(e);
 }
 
+/* The guest's own events: a background job started or ended. Every
+ * client is told; the keeper keeps how many run (its idle policy). */
+static void keeper_guest_event(const struct frame *f)
+{
+	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+	if (cJSON_IsString(type) && !strcmp(type->valuestring, "job")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "running");
+		K.jobs_running = cJSON_IsNumber(n) && n->valuedouble >= 0 ? (unsigned)n->valuedouble : 0;
+		keeper_broadcast(j);
+	}
+	cJSON_Delete(j);
+}
+
 static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 {
 	if (events & EPOLLOUT)
@@ -320,8 +335,13 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 		K.last_activity = now_ms();
 		struct kcall *k = f.id ? kcall_by_gid(f.id) : NULL;
 		switch (f.type) {
-		case PROTO_OUTPUT:
 		case PROTO_EVENT:
+			if (!f.id) {
+				keeper_guest_event(&f);
+				break;
+			}
+			/* fall through */
+		case PROTO_OUTPUT:
 		case PROTO_ERROR:
 		case PROTO_PONG:
 			if (k)

@@ -75,6 +75,7 @@ struct keeper {
 	struct box_inst inst;
 	struct egress eg;
 	bool up;		/* a guest is running and has said hello */
+	unsigned jobs_running;	/* the guest's background jobs that run (its events say) */
 	struct proto_reader grd;
 	struct proto_writer gwr;
 	uint32_t gmask;		/* what the loop watches for on the guest's channel */

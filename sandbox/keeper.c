@@ -430,7 +430,10 @@ static int64_t keeper_tick(void)
 		/* Busy or attached: not idle. A box that hibernates when idle
 		 * needs nobody to detach: a call wakes it. */
 		bool hib = K.o->on_idle == BOX_IDLE_HIBERNATE;
-		bool busy = K.calls || keeper_port_busy() || (!hib && K.clients);
+		/* A running job keeps a box that would hibernate awake only
+		 * while someone is attached: alone, it idles out as ever. An
+		 * open port connection keeps it awake. */
+		bool busy = K.calls || keeper_port_busy() || (K.clients && (!hib || K.jobs_running));
 		int64_t idle_at = busy ? now + K.o->idle_ms : K.last_activity + K.o->idle_ms;
 		if (!busy && now >= idle_at) {
 			if (!hib) {

@@ -1,16 +1,35 @@
 #include "tools/bash.h"
+#include "tools/job.h"
 #include "base/cleanup.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const struct arg_spec bash_args[] = {
 	{ .name = "command", .type = ARG_STRING, .required = true },
-	{ .name = "timeout", .type = ARG_INT, .min = 1, .max = BASH_TIMEOUT_MAX_S },
+	/* Its bounds depend on "background": bash_check. */
+	{ .name = "timeout", .type = ARG_INT },
 	{ .name = "idle_timeout", .type = ARG_INT, .min = 1, .max = BASH_TIMEOUT_MAX_S },
+	{ .name = "background", .type = ARG_BOOL },
 	{ .name = NULL },
 };
+
+static int bash_check(const cJSON *args, struct err *e)
+{
+	bool bg = tool_arg_bool(args, "background", false);
+	int64_t t = tool_arg_int(args, "timeout", 1), max = bg ? JOB_TIMEOUT_MAX_S : BASH_TIMEOUT_MAX_S;
+	if (t < 1 || t > max)
+		return err_set(e, -ERANGE, "bash: field \"timeout\" must be between 1 and %lld, got %lld%s",
+			       (long long)max, (long long)t,
+			       bg ? "" : " (a command the call waits for; with \"background\": true a job's may be up to "
+					 JOB_TIMEOUT_MAX_STR ")");
+	if (bg && cJSON_GetObjectItemCaseSensitive(args, "idle_timeout"))
+		return err_set(e, -EINVAL, "bash: field \"idle_timeout\" is for a command the call waits for; a "
+			       "background job has only \"timeout\" (its own time limit)");
+	return 0;
+}
 
 const struct tool tool_bash = {
 	.name = "bash",
@@ -21,10 +40,17 @@ const struct tool tool_bash = {
 		"120) bounds the wall-clock time and `idle_timeout` (seconds) the time without "
 		"output; on either, every process the command started is killed. Output "
 		"(stdout and stderr together) is cut to its first 10,000 and last 20,000 "
-		"characters. The box has no network unless it was created with one.",
+		"characters. The box has no network unless it was created with one.\n"
+		"With `background: true` the command starts as a job and the call returns at once "
+		"with the job's id: for a server, a watcher or a long build that goes on while you "
+		"work. A job lives until it ends, is killed, its own `timeout` passes (seconds, up "
+		"to 86400; none by default), or the box goes. Read its output with job_output, "
+		"stop it with job_kill, see them all with job_list; when a job ends you are told "
+		"at your next turn.",
 	.args = bash_args,
 	.inproc = false,
 	.readonly = false,
+	.check = bash_check,
 };
 
 /* Wait channels and what they tell the model. Kernel symbol names as

@@ -3,7 +3,8 @@
  * documents (Bash: command, timeout in ms, description; Read: file_path,
  * offset, limit; Write: file_path, content; Edit: file_path, old_string,
  * new_string, replace_all; Grep: pattern, path, glob, -i, output_mode,
- * -C, head_limit; Glob: pattern, path; LS: path). Claude Code's tools that
+ * -C, head_limit; Glob: pattern, path; LS: path; BashOutput: bash_id;
+ * KillShell: shell_id; Bash's run_in_background). Claude Code's tools that
  * ward has not (MultiEdit, NotebookEdit, WebFetch, WebSearch, Task,
  * TodoWrite) are not here: a matcher naming only them matches no tool. */
 #include "tools/ccshape.h"
@@ -29,7 +30,8 @@ struct cctool {
 static const char *const grep_modes[] = { "files", "files_with_matches", NULL };
 
 static const struct cctool table[] = {
-	{ "bash", "Bash", { { "timeout", "timeout", 1000, NULL }, { NULL, "description", 0, NULL } } },
+	{ "bash", "Bash", { { "timeout", "timeout", 1000, NULL }, { NULL, "description", 0, NULL },
+			    { "background", "run_in_background", 0, NULL } } },
 	{ "read", "Read", { { "path", "file_path", 0, NULL } } },
 	{ "write", "Write", { { "path", "file_path", 0, NULL } } },
 	{ "edit", "Edit", { { "path", "file_path", 0, NULL } } },
@@ -37,12 +39,15 @@ static const struct cctool table[] = {
 			    { "context", "-C", 0, NULL }, { "limit", "head_limit", 0, NULL } } },
 	{ "find", "Glob", { { NULL, NULL, 0, NULL } } },
 	{ "ls", "LS", { { NULL, NULL, 0, NULL } } },
+	{ "job_output", "BashOutput", { { "id", "bash_id", 0, NULL } } },
+	{ "job_kill", "KillShell", { { "id", "shell_id", 0, NULL } } },
 };
 
 #define NTOOLS (sizeof(table) / sizeof(table[0]))
 
-const char *const ccshape_names[] = { "bash", "read", "write", "edit", "grep", "find", "ls",
-				      "Bash", "Read", "Write", "Edit", "Grep", "Glob", "LS", NULL };
+const char *const ccshape_names[] = { "bash", "read", "write", "edit", "grep", "find", "ls", "job_output",
+				      "job_kill", "job_list", "Bash", "Read", "Write", "Edit", "Grep", "Glob", "LS",
+				      "BashOutput", "KillShell", NULL };
 
 static const struct cctool *lookup(const char *ward)
 {

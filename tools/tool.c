@@ -1,5 +1,6 @@
 #include "tools/tool.h"
 #include "tools/bash.h"
+#include "tools/job.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +11,8 @@
 #include <unistd.h>
 
 const struct tool *const tool_table[] = {
-	&tool_read, &tool_write, &tool_edit, &tool_grep, &tool_find, &tool_ls, &tool_bash, NULL,
+	&tool_read, &tool_write, &tool_edit, &tool_grep, &tool_find, &tool_ls, &tool_bash,
+	&tool_job_output, &tool_job_kill, &tool_job_list, NULL,
 };
 
 static const char *const outcome_names[] = {
@@ -120,7 +122,7 @@ int tool_check_args(const struct tool *t, const cJSON *args, struct err *e)
 	for (const struct arg_spec *s = t->args; s->name; s++)
 		if (s->required && !cJSON_GetObjectItemCaseSensitive(args, s->name))
 			return err_set(e, -EINVAL, "%s: missing required field \"%s\"", t->name, s->name);
-	return 0;
+	return t->check ? t->check(args, e) : 0;
 }
 
 cJSON *tool_schema(const struct tool *t)
@@ -184,12 +186,17 @@ int64_t tool_limit_ms(const struct tool *t, const cJSON *args)
 {
 	if (!t || t->inproc)
 		return TOOL_FILE_TIMEOUT_MS;
+	if (t->job)
+		return TOOL_FILE_TIMEOUT_MS + tool_arg_int(args, "wait", 0) * 1000;
+	/* Starting a job takes moments; the job's own limit is its own. */
+	if (tool_arg_bool(args, "background", false))
+		return TOOL_FILE_TIMEOUT_MS;
 	return tool_arg_int(args, "timeout", BASH_TIMEOUT_DEFAULT_S) * 1000;
 }
 
 int64_t tool_idle_ms(const struct tool *t, const cJSON *args)
 {
-	return t && !t->inproc ? tool_arg_int(args, "idle_timeout", 0) * 1000 : 0;
+	return t && !t->inproc && !t->job ? tool_arg_int(args, "idle_timeout", 0) * 1000 : 0;
 }
 
 const char *tool_arg_str(const cJSON *args, const char *name, const char *dflt)

@@ -63,10 +63,17 @@ struct tool {
 	const struct arg_spec *args;	/* terminated by { .name = NULL } */
 	bool inproc;			/* runs on a worker in the guest */
 	bool readonly;			/* changes nothing: may run concurrently */
+	/* A background job's tool (tools/job.h): ward-guest answers it from
+	 * the jobs it keeps. */
+	bool job;
 	int (*run)(struct tool_ctx *ctx, struct tool_result *res);
+	/* Checks the fields' table cannot say (one field's bound depending on
+	 * another's); NULL: none. */
+	int (*check)(const cJSON *args, struct err *e);
 };
 
 extern const struct tool tool_read, tool_write, tool_edit, tool_grep, tool_find, tool_ls, tool_bash;
+extern const struct tool tool_job_output, tool_job_kill, tool_job_list;
 const struct tool *tool_lookup(const char *name);
 /* NULL-terminated list of all tools. */
 extern const struct tool *const tool_table[];
@@ -79,7 +86,9 @@ cJSON *tool_schema(const struct tool *t);
 
 /* A call's own time limit, before the task's clamp (proto/budget.h):
  * in-process tools TOOL_FILE_TIMEOUT_MS; bash its timeout argument, or
- * BASH_TIMEOUT_DEFAULT_S. The idle limit: bash's idle_timeout, or none. */
+ * BASH_TIMEOUT_DEFAULT_S; a bash call that starts a job, and the job
+ * tools, TOOL_FILE_TIMEOUT_MS (job_output's wait on top). The idle limit:
+ * bash's idle_timeout, or none. */
 #define TOOL_FILE_TIMEOUT_MS 30000
 int64_t tool_limit_ms(const struct tool *t, const cJSON *args);
 int64_t tool_idle_ms(const struct tool *t, const cJSON *args);

@@ -172,7 +172,8 @@ static void dispatch(struct turn *t, struct tcall *c)
 	}
 	if (!c->tool && !c->mcp) {
 		turn_call_done(t, c,
-			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls and bash",
+			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls, bash, job_output, "
+					   "job_kill and job_list",
 				     c->name ? c->name : ""),
 			  false);
 		return;
@@ -329,6 +330,7 @@ void turn_calls_message(struct turn *t)
 	cJSON *content = cJSON_AddArrayToObject(m, "content");
 	for (size_t i = 0; i < t->ncalls; i++)
 		cJSON_AddItemToArray(content, turn_tool_result(t->calls[i].id, t->calls[i].result));
+	turn_job_news(t, content);
 	journal_write(&t->s->j, "message", m);
 	cJSON_AddItemToArray(t->s->messages, m);
 	turn_calls_free(t);

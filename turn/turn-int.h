@@ -20,6 +20,8 @@
 #define TURN_NEEDS_PERSON_MAX 3
 /* A call is not started with less time than this left. */
 #define TURN_MIN_CALL_MS 200
+/* Ended jobs the model is told of at once, at most (the latest). */
+#define TURN_JOB_NEWS_MAX 8
 
 enum tc_state { TC_WAIT, TC_RUNNING, TC_DONE };
 
@@ -144,6 +146,10 @@ void turn_wind_down(struct turn *t, enum turn_stop_kind kind, const char *why);
  * output schema, check its answer and finish, or send it back once.
  * false: there is no schema; the caller finishes. */
 bool turn_answer(struct turn *t, const char *raw);
+
+/* turn.c. What the model is told of the jobs that ended since its last
+ * message: a text block each, added to content (a user message's). */
+void turn_job_news(struct turn *t, cJSON *content);
 
 /* turn-calls.c. The calls of the message just received (n tool_use blocks
  * in content), dispatched as they may run. */

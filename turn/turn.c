@@ -26,6 +26,7 @@ const char *turn_ev_name(enum turn_ev_type t)
 		[EV_TOOL_CALL] = "tool_call", [EV_APPROVAL] = "approval", [EV_TOOL_OUTPUT] = "tool_output",
 		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop", [EV_NET] = "net",
 		[EV_COMPACT] = "compaction", [EV_HOOK] = "hook", [EV_BOX] = "box",
+		[EV_JOB] = "job",
 	};
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
@@ -471,6 +472,10 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 		 * message (a model is never left with a call and no result). */
 		for (size_t i = 0; i < t->ncalls; i++) {
 			struct tcall *c = &t->calls[i];
+			/* Its result, if it comes, is for no one: the connection
+			 * outlives this turn (ward run lists the box's jobs). */
+			if (c->state == TC_RUNNING && !c->mcp)
+				box_call_forget(t->s->box, c->box_id);
 			if (c->state == TC_RUNNING)
 				turn_call_done(t, c,
 					  tool_result_json("unknown",
@@ -548,8 +553,50 @@ static void on_box_event(void *ud, cJSON *ev)
 		journal_write(&t->s->j, net ? "net" : "box", ev);
 		struct turn_event te = { .type = net ? EV_NET : EV_BOX, .result = ev };
 		turn_emit(t, &te);
+	} else if (type && !strcmp(type, "job")) {
+		journal_write(&t->s->j, "job", ev);
+		struct turn_event te = { .type = EV_JOB, .result = ev };
+		turn_emit(t, &te);
+		const char *what = json_str(ev, "event");
+		if (what && !strcmp(what, "ended")) {
+			if (!t->s->job_news)
+				t->s->job_news = cJSON_CreateArray();
+			/* A model that never reads them is told of the last few. */
+			if (cJSON_GetArraySize(t->s->job_news) >= TURN_JOB_NEWS_MAX)
+				cJSON_DeleteItemFromArray(t->s->job_news, 0);
+			cJSON_AddItemToArray(t->s->job_news, ev);
+			return;
+		}
 	}
 	cJSON_Delete(ev);
+}
+
+void turn_job_news(struct turn *t, cJSON *content)
+{
+	cJSON *news = t->s->job_news;
+	const cJSON *ev;
+	cJSON_ArrayForEach(ev, news) {
+		const cJSON *job = cJSON_GetObjectItemCaseSensitive(ev, "job");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
+		const char *cmd = json_str(job, "command"), *how = json_str(ev, "how"), *tail = json_str(ev, "tail");
+		struct buf b;
+		buf_init(&b, 8192);
+		int n = cJSON_IsNumber(id) ? (int)id->valuedouble : 0;
+		buf_printf(&b, "[ward: background job %d (%s) %s.", n, cmd ? cmd : "?", how ? how : "ended");
+		if (tail && *tail)
+			buf_printf(&b, " The end of its output:\n%s%s", tail, tail[strlen(tail) - 1] == '\n' ? "" : "\n");
+		else
+			buf_printf(&b, " It wrote no output.\n");
+		buf_printf(&b, "(job_output {\"id\": %d} reads the rest of it)]", n);
+		buf_cstr(&b);
+		cJSON *blk = cJSON_CreateObject();
+		cJSON_AddStringToObject(blk, "type", "text");
+		cJSON_AddStringToObject(blk, "text", b.data ? b.data : "");
+		cJSON_AddItemToArray(content, blk);
+		buf_free(&b);
+	}
+	cJSON_Delete(news);
+	t->s->job_news = NULL;
 }
 
 static int64_t dmin(int64_t a, int64_t b)
@@ -591,6 +638,12 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 	if (s->box) {
 		t.box_watched = loop_add(t.loop, box_conn_fd(s->box), EPOLLIN, on_box, &t) == 0;
 		box_conn_on_event(s->box, on_box_event, &t);
+		/* What the box said while no turn ran (a job that ended between
+		 * two messages) is read before the first round's message. */
+		if (t.box_watched && box_conn_io(s->box, EPOLLIN) < 0) {
+			loop_del(t.loop, box_conn_fd(s->box));
+			t.box_watched = false;
+		}
 	}
 	/* The MCP servers over HTTP: their own loop, one fd of this one. */
 	int mfd = mcp_fd(cfg->mcp);
@@ -619,6 +672,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 			cJSON_AddStringToObject(b, "text", hctx);
 			cJSON_AddItemToArray(c, b);
 		}
+		turn_job_news(&t, cJSON_GetObjectItemCaseSensitive(m, "content"));
 		journal_write(&s->j, "message", m);
 		cJSON_AddItemToArray(s->messages, m);
 	}

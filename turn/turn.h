@@ -73,6 +73,9 @@ enum turn_ev_type {
 	EV_BOX,			/* result: the box woke for a call, or hibernated
 				 * {event: waking|woken|wake_failed|hibernated, box, ms?,
 				 * disk_bytes?, why?} */
+	EV_JOB,			/* result: a background job of the box started or ended
+				 * {event: started|ended, job: {id, command, state, ...},
+				 * running, how?, tail?} (guest/bgjob.c) */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 
@@ -177,6 +180,9 @@ struct session {
 	/* The last request's whole prompt (input + cache reads and writes) and
 	 * its body's bytes: what compaction is decided on; 0: not known. */
 	int64_t prompt_tokens, prompt_bytes;
+	/* The box's jobs that ended and the model was not told of yet (their
+	 * EV_JOB results): the next message to it says (turn_job_news). */
+	cJSON *job_news;
 };
 
 /* Run until a stop; the stop is always filled. Returns 0, or <0 for a

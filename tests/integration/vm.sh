@@ -75,6 +75,25 @@ like "$R" "uevent_helper: Read-only file system" "nor the VM's /sys"
 like "$R" "(^|[^0-9])5($|[^0-9])" "the box's /dev has none of the VM's disks, serial console or kernel log"
 like "$R" "no-initramfs" "ward-guest's own files (/init, its modules) are not in the box's root"
 
+# A background job through the VM's guest (tests/integration/jobs.sh has
+# the whole of it on ns): it serves later calls, its port is listed, its
+# time limit and job_kill end it.
+like "$(T bash '{"command":"mkdir -p /tmp/j && echo served-in-a-vm > /tmp/j/p.txt && cd /tmp/j && exec python3 -m http.server 8765 --bind 127.0.0.1","background":true}')" \
+	'started job 1 in the background' "vm: a background bash call starts a job"
+for _ in $(seq 150); do T job_list '{}' | grep -q '"port":[[:space:]]*8765' && break; sleep 0.2; done
+like "$(T job_list '{}')" '"port":[[:space:]]*8765' "vm: job_list lists the port it listens on (the VM's /proc/net)"
+for i in 1 2; do
+	like "$(txt "$(T bash '{"command":"python3 -c \"import urllib.request; print(urllib.request.urlopen(\\\"http://127.0.0.1:8765/p.txt\\\", timeout=20).read().decode())\""}')")" \
+		"served-in-a-vm" "vm: a later call ($i) reaches the job's server"
+done
+like "$(txt "$(T job_kill '{"id":1}')")" "job 1 was killed by signal 15 \(TERM\).*killed by job_kill" "vm: job_kill ends it"
+T0=$(now_ms)
+T bash '{"command":"exec sleep 1000","background":true,"timeout":2}' >/dev/null
+R=$(txt "$(T job_output '{"id":2,"wait":60}')")
+MS=$(( $(now_ms) - T0 ))
+like "$R" "its time limit \(2 s\) ran out" "vm: a job's time limit ends it"
+lt "$MS" 15000 "vm: within moments of it under emulation (${MS} ms)"
+
 # The root: copy-on-write over the host view, its changes on the box's
 # own disk, which the host never mounts.
 DISK=$XDG_STATE_HOME/ward/disks/$B.img

@@ -30,7 +30,8 @@ int main(void)
 {
 	static const char *const names[][2] = { { "bash", "Bash" }, { "read", "Read" }, { "write", "Write" },
 						{ "edit", "Edit" }, { "grep", "Grep" }, { "find", "Glob" },
-						{ "ls", "LS" }, { "mcp__gh__issue", "mcp__gh__issue" } };
+						{ "ls", "LS" }, { "job_output", "BashOutput" }, { "job_kill", "KillShell" },
+						{ "job_list", "job_list" }, { "mcp__gh__issue", "mcp__gh__issue" } };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		is_str(ccshape_name(names[i][0]), names[i][1], "%s is Claude Code's %s", names[i][0], names[i][1]);
 	/* Every built-in tool has its Claude Code name in the matcher's list. */
@@ -74,7 +75,12 @@ int main(void)
 	       "{\"pattern\":\"x\",\"mode\":\"files\",\"limit\":3}", "back: grep's fields and mode");
 	free(s);
 	is_str(s = from_cc("bash", "{\"command\":\"x\",\"run_in_background\":true}", &e),
-	       "{\"command\":\"x\",\"run_in_background\":true}", "back: a field ward has not is kept (the tool refuses it)");
+	       "{\"command\":\"x\",\"background\":true}", "back: Bash's run_in_background is bash's background");
+	free(s);
+	is_str(s = from_cc("job_kill", "{\"shell_id\":3}", &e), "{\"id\":3}", "back: KillShell's shell_id is job_kill's id");
+	free(s);
+	is_str(s = from_cc("bash", "{\"command\":\"x\",\"dangerouslyDisableSandbox\":true}", &e),
+	       "{\"command\":\"x\",\"dangerouslyDisableSandbox\":true}", "back: a field ward has not is kept (the tool refuses it)");
 	free(s);
 	ok(!(s = from_cc("read", "{\"file_path\":\"a\",\"path\":\"b\"}", &e)), "back: file_path and path together refused");
 	like(e.msg, "\"path\" is given twice", "saying so: %s", e.msg);

@@ -14,6 +14,7 @@
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "tools/bash.h"
+#include "tools/job.h"
 #include "tap.h"
 
 int main(void)
@@ -45,6 +46,18 @@ int main(void)
 	is_int(GUEST_STREAM_QUEUE, 8u << 20, "output queued for the host before it is dropped (or paused) 8 MiB");
 	is_int(GUEST_STDIN_PENDING, 16u << 20, "a stdin call's unread input at most 16 MiB");
 	is_int(BOX_INPUT_MAX, 4u << 20, "one box_call_input at most 4 MiB");
+	/* Background jobs (tools/job.h). */
+	is_int(JOB_TIMEOUT_MAX_S, 86400, "a job's own limit at most a day");
+	is_str(JOB_TIMEOUT_MAX_STR, "86400", "and its words say the same");
+	is_int(JOB_RUNNING_MAX, 16, "16 jobs running in a box at once");
+	is_int(JOB_KEPT_MAX, 64, "64 jobs remembered, ended ones included");
+	is_int(JOB_OUT_HEAD, 64u * 1024, "a job's output keeps its first 64 KiB");
+	is_int(JOB_OUT_TAIL, 1024u * 1024, "and its last 1 MiB");
+	is_int(JOB_READ_MAX, 30000, "one job_output gives 30,000 bytes at most");
+	is_int(JOB_WAIT_MAX_S, 600, "job_output waits 600 s at most");
+	is_int(JOB_KILL_GRACE_MS, 2000, "job_kill: SIGKILL 2 s after SIGTERM");
+	is_int(JOB_TOLD_TAIL, 1500, "the model is told a job's last 1,500 bytes with its end");
+	is_int(BOX_JOBS_TIMEOUT_MS, 3000, "ward run lists its box's jobs within 3 s");
 	struct box_opts o;
 	box_opts_default(&o);
 	ok(!o.net && !o.rw && !o.persistent, "no network, copy-on-write, dies with its owner by default");
