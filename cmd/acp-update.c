@@ -2,6 +2,7 @@
  * (message and thought chunks, tool calls and their updates), and the
  * stop reason a prompt is answered with. */
 #include "cmd/acp.h"
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
 #include "cmd/session.h"
@@ -206,4 +207,73 @@ const char *acp_stop_reason(enum turn_stop_kind k, bool cancelled)
 		return NULL;
 	}
 	return NULL;
+}
+
+/* A tool_result block's text: a string, or its text blocks. */
+static void result_text(const cJSON *content, struct buf *b)
+{
+	if (cJSON_IsString(content)) {
+		buf_printf(b, "%s", content->valuestring);
+		return;
+	}
+	const cJSON *c;
+	cJSON_ArrayForEach(c, content) {
+		const char *t = json_str(c, "text");
+		if (t)
+			buf_printf(b, "%s%s", b->len ? "\n" : "", t);
+	}
+}
+
+void acp_update_replay(const cJSON *messages, const char *ws, void (*send)(void *ud, cJSON *update), void *ud)
+{
+	const cJSON *m;
+	cJSON_ArrayForEach(m, messages) {
+		const char *role = json_str(m, "role");
+		bool user = role && !strcmp(role, "user");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+		if (cJSON_IsString(content)) {
+			const char *t = content->valuestring;
+			send(ud, chunk(user ? "user_message_chunk" : "agent_message_chunk", t, strlen(t)));
+			continue;
+		}
+		const cJSON *b;
+		cJSON_ArrayForEach(b, content) {
+			const char *type = json_str(b, "type");
+			const char *t = json_str(b, "text");
+			if (!type)
+				continue;
+			if (!strcmp(type, "text") && t) {
+				send(ud, chunk(user ? "user_message_chunk" : "agent_message_chunk", t, strlen(t)));
+			} else if (!strcmp(type, "thinking") && json_str(b, "thinking")) {
+				t = json_str(b, "thinking");
+				send(ud, chunk("agent_thought_chunk", t, strlen(t)));
+			} else if (!strcmp(type, "tool_use") && !user) {
+				cJSON *u = cJSON_CreateObject();
+				cJSON_AddStringToObject(u, "sessionUpdate", "tool_call");
+				acp_update_call(u, b, ws, "pending");
+				send(ud, u);
+			} else if (!strcmp(type, "tool_result") && user) {
+				cJSON *u = cJSON_CreateObject();
+				cJSON_AddStringToObject(u, "sessionUpdate", "tool_call_update");
+				const char *id = json_str(b, "tool_use_id");
+				cJSON_AddStringToObject(u, "toolCallId", id ? id : "");
+				bool err = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "is_error"));
+				cJSON_AddStringToObject(u, "status", err ? "failed" : "completed");
+				struct buf tb;
+				buf_init(&tb, 1u << 20);
+				result_text(cJSON_GetObjectItemCaseSensitive(b, "content"), &tb);
+				cJSON *cl = cJSON_AddArrayToObject(u, "content");
+				if (buf_cstr(&tb) == 0 && tb.len) {
+					cJSON *c = cJSON_CreateObject();
+					cJSON_AddStringToObject(c, "type", "content");
+					cJSON *tc = cJSON_AddObjectToObject(c, "content");
+					cJSON_AddStringToObject(tc, "type", "text");
+					cJSON_AddStringToObject(tc, "text", tb.data);
+					cJSON_AddItemToArray(cl, c);
+				}
+				buf_free(&tb);
+				send(ud, u);
+			}
+		}
+	}
 }

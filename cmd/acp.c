@@ -84,6 +84,7 @@ struct acp {
 	bool eof;		/* the editor is gone (stdin closed, stdout broken) or a signal came */
 	bool initialized;
 	struct run_flags f;
+	struct run_flags f0;	/* as the command line and the settings made them: each session starts from these */
 	struct hooks *hooks;
 	struct mcpconf mc;
 	bool mc_loaded;
@@ -341,7 +342,7 @@ static void m_initialize(struct acp *a, const cJSON *id, const cJSON *params)
 	 * client then decides whether it can go on. */
 	cJSON_AddNumberToObject(r, "protocolVersion", ACP_PROTOCOL_VERSION);
 	cJSON *caps = cJSON_AddObjectToObject(r, "agentCapabilities");
-	cJSON_AddBoolToObject(caps, "loadSession", 0);
+	cJSON_AddBoolToObject(caps, "loadSession", 1);
 	cJSON *pc = cJSON_AddObjectToObject(caps, "promptCapabilities");
 	cJSON_AddBoolToObject(pc, "image", 0);
 	cJSON_AddBoolToObject(pc, "audio", 0);
@@ -364,54 +365,81 @@ static bool empty_array(const cJSON *v)
 	return !v || cJSON_IsNull(v) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0);
 }
 
-static void m_session_new(struct acp *a, const cJSON *id, const cJSON *params)
+static void send_update(void *ud, cJSON *u)
 {
+	struct acp *a = ud;
+	cJSON *p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "sessionId", a->s.j.id);
+	cJSON_AddItemToObject(p, "update", u);
+	notify(a, "session/update", p);
+}
+
+/* session/new, and session/load (load: the session's ID, its conversation
+ * replayed as updates before the answer). */
+static void m_session_open(struct acp *a, const cJSON *id, const cJSON *params, const char *load)
+{
+	const char *method = load ? "session/load" : "session/new";
 	const char *cwd = json_str(params, "cwd");
 	const cJSON *mcps = cJSON_GetObjectItemCaseSensitive(params, "mcpServers");
 	if (!cwd || cwd[0] != '/') {
-		reply_error(a, id, RPC_PARAMS, "session/new: cwd must be an absolute path");
+		reply_error(a, id, RPC_PARAMS, "%s: cwd must be an absolute path", method);
 		return;
 	}
 	if (mcps && !cJSON_IsArray(mcps) && !cJSON_IsNull(mcps)) {
-		reply_error(a, id, RPC_PARAMS, "session/new: mcpServers must be an array");
+		reply_error(a, id, RPC_PARAMS, "%s: mcpServers must be an array", method);
 		return;
 	}
 	if (!empty_array(mcps)) {
 		reply_error(a, id, RPC_PARAMS,
-			    "session/new: ward acp does not start an editor's MCP servers yet; give them in the project's "
-			    ".mcp.json or with --mcp-config");
+			    "%s: ward acp does not start an editor's MCP servers yet; give them in the project's "
+			    ".mcp.json or with --mcp-config", method);
 		return;
 	}
 	if (!empty_array(cJSON_GetObjectItemCaseSensitive(params, "additionalDirectories"))) {
-		reply_error(a, id, RPC_PARAMS, "session/new: a ward session has one workspace: additionalDirectories are "
-					       "not supported");
+		reply_error(a, id, RPC_PARAMS, "%s: a ward session has one workspace: additionalDirectories are "
+					       "not supported", method);
 		return;
 	}
+	char real[PATH_MAX];
 	struct stat st;
-	if (strlen(cwd) >= sizeof(a->cwd) || stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		reply_error(a, id, RPC_PARAMS, "session/new: cwd %.300s: not a directory ward can open", cwd);
+	if (strlen(cwd) >= sizeof(a->cwd) || stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(cwd, real)) {
+		reply_error(a, id, RPC_PARAMS, "%s: cwd %.300s: not a directory ward can open", method, cwd);
 		return;
 	}
 	/* One session at a time: a new one ends the one before (its changes
 	 * stay in its layers, for ward diff and ward apply). */
 	session_close(a);
+	a->f = a->f0;
 	snprintf(a->cwd, sizeof(a->cwd), "%s", cwd);
 	a->f.workspace = a->cwd;
-	if (session_start(&a->f, &a->s, a->ws) != 0) {
-		reply_error(a, id, RPC_INTERNAL, "session/new: the session could not be started (ward's log says why)");
+	a->f.resume = load;
+	int r = session_start(&a->f, &a->s, a->ws);
+	a->f.resume = NULL;	/* (params' string) */
+	if (r != 0) {
+		reply_error(a, id, RPC_INTERNAL, "%s: the session could not be %s (ward's log says why)", method,
+			    load ? "loaded" : "started");
 		return;
 	}
 	a->open = true;
-	turn_session_start(&a->f.cfg, &a->s, "startup");
+	if (load && strcmp(a->ws, real)) {
+		reply_error(a, id, RPC_PARAMS, "session/load: session %s works on %.300s, not on %.300s", load,
+			    a->ws[0] ? a->ws : "no directory", real);
+		session_close(a);
+		return;
+	}
+	turn_session_start(&a->f.cfg, &a->s, load ? "resume" : "startup");
 	if (box_up(a) < 0) {
-		reply_error(a, id, RPC_INTERNAL, "session/new: no box could be made for %.300s (ward's log says why)", cwd);
+		reply_error(a, id, RPC_INTERNAL, "%s: no box could be made for %.300s (ward's log says why)", method, cwd);
 		session_close(a);
 		return;
 	}
 	fprintf(stderr, "ward acp: session %s, box %s, workspace %s\n", a->s.j.id, a->box, a->ws);
-	cJSON *r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "sessionId", a->s.j.id);
-	reply(a, id, r);
+	if (load)
+		acp_update_replay(a->s.messages, a->ws, send_update, a);
+	cJSON *res = cJSON_CreateObject();
+	if (!load)
+		cJSON_AddStringToObject(res, "sessionId", a->s.j.id);
+	reply(a, id, res);
 }
 
 /* A prompt's content blocks as the instruction's text: text, an
@@ -621,7 +649,7 @@ static void acp_message(struct acp *a, const char *line, size_t n)
 		m_initialize(a, id, params);
 		return;
 	}
-	if (!strcmp(name, "session/new") || !strcmp(name, "session/prompt")) {
+	if (!strcmp(name, "session/new") || !strcmp(name, "session/load") || !strcmp(name, "session/prompt")) {
 		if (!a->initialized) {
 			reply_error(a, id, RPC_INVALID, "%s: call initialize first", name);
 			return;
@@ -631,14 +659,21 @@ static void acp_message(struct acp *a, const char *line, size_t n)
 				    "%s: a prompt is running; wait for its answer, or send session/cancel", name);
 			return;
 		}
-		if (!strcmp(name, "session/new"))
-			m_session_new(a, id, params);
-		else
+		if (!strcmp(name, "session/new")) {
+			m_session_open(a, id, params, NULL);
+		} else if (!strcmp(name, "session/load")) {
+			const char *sid = json_str(params, "sessionId");
+			if (!sid || !*sid)
+				reply_error(a, id, RPC_PARAMS, "session/load: give the sessionId");
+			else
+				m_session_open(a, id, params, sid);
+		} else {
 			m_session_prompt(a, id, params);
+		}
 		return;
 	}
 	reply_error(a, id, RPC_NO_METHOD,
-		    "no method %.100s in ward acp (it has initialize, session/new, session/prompt and session/cancel)", name);
+		    "no method %.100s in ward acp (it has initialize, session/new, session/load, session/prompt and session/cancel)", name);
 }
 
 /* One read of stdin (the caller knows it is readable, or waits), and each
@@ -719,6 +754,7 @@ static int acp_run(int argc, char **argv)
 		return EXIT_USAGE;
 	a->f.gate.ask = acp_ask;
 	a->f.gate.ask_ud = a;
+	a->f0 = a->f;
 	/* The protocol's fd is a copy of stdout; fd 1 becomes stderr's. */
 	a->out = fcntl(1, F_DUPFD_CLOEXEC, 3);
 	if (a->out < 0 || dup2(2, 1) < 0) {

@@ -19,6 +19,10 @@ cJSON *acp_update_for(const struct turn_event *ev, const char *ws);
 /* The ToolCall fields of a tool_use block (toolCallId, title, kind,
  * status, rawInput, locations, and for write and edit a diff), added to o. */
 void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *status);
+/* session/load: a session's conversation as the updates that would have
+ * shown it (the person's messages as user_message_chunk), each passed to
+ * send. */
+void acp_update_replay(const cJSON *messages, const char *ws, void (*send)(void *ud, cJSON *update), void *ud);
 /* ward's stop as ACP's stopReason; NULL for a stop that is an error
  * (the prompt is answered with a JSON-RPC error saying why). */
 const char *acp_stop_reason(enum turn_stop_kind k, bool cancelled);

@@ -59,6 +59,22 @@ try {
 	await app.connectWith(stream, async (ctx) => {
 		const init = await ctx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
 		res.initialize = init;
+		const load = process.env.ACP_LOAD;
+		if (load) {
+			// session/load: a bad ID, the wrong directory, then the session.
+			const tryLoad = async (sessionId, dir) => {
+				try {
+					await ctx.request("session/load", { sessionId, cwd: dir, mcpServers: [] });
+					return "loaded";
+				} catch (e) {
+					return String(e?.message ?? e) + " " + JSON.stringify(e?.data ?? "");
+				}
+			};
+			res.badLoad = await tryLoad("../" + load, cwd);
+			res.wrongCwd = await tryLoad(load, "/");
+			res.load = await tryLoad(load, cwd);
+			return;
+		}
 		const s = await ctx.request("session/new", { cwd, mcpServers: [] });
 		res.sessionId = s.sessionId;
 		// A bad request: an error, and the connection goes on.

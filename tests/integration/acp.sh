@@ -82,6 +82,33 @@ is "$(r canary)" absent "its background child never made the canary"
 is "$(r written)" made "twin: the box is there, and the allowed write's file in it"
 is "$(r exit)" 0 "ward acp exits 0 when the editor closes stdin"
 
+# session/load in a new ward acp: the conversation replayed as updates.
+SID=$(r sessionId)
+ACP_LOAD=$SID node "$CLIENT" "$SDK" "$T_TMP/res2.json" "$WS" -- sh -c \
+	'exec "$WARD" acp --approve ask --model "replay:$1" 2>>"$2" | tee -a "$3"' sh "$T_TMP/script.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>>"$T_TMP/client-err"
+ok $? "a second client ran to its end"
+r2() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res2.json" "$1" 2>/dev/null; }
+is "$(r2 error)" null "no error in the second client"
+is "$(r2 initialize.agentCapabilities.loadSession)" true "initialize: loadSession"
+like "$(r2 badLoad)" "session/load: the session could not be loaded" "session/load of a bad ID: an error"
+like "$(cat "$T_TMP/err")" "invalid session id \"\.\./$SID\"" "and ward's log says why"
+like "$(r2 wrongCwd)" "works on $WS, not on /" "session/load in another directory: refused, saying which"
+is "$(r2 load)" loaded "session/load of the session: answered"
+H=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+for u in res["updates"]:
+    c=u.get("content")
+    print(u["sessionUpdate"], c["text"] if isinstance(c,dict) else u.get("title", u.get("status","")))' "$T_TMP/res2.json")
+like "$H" "^user_message_chunk hello" "the replay: the person's first message"
+like "$H" "^agent_message_chunk Hello from ward." "the model's answer"
+like "$H" "^tool_call write a.txt" "the write's tool call"
+like "$H" "^tool_call edit a.txt" "the edit's"
+like "$H" "^user_message_chunk sleep" "the last prompt too"
+is "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 6 "a result for each of the six calls (the cancelled one too)"
+
 # stdout: nothing but JSON-RPC messages, one a line.
 V=$(python3 -c 'import json,sys
 n=0
@@ -107,7 +134,7 @@ for l in open(sys.argv[2]):
         check("RequestPermissionRequest", m["params"])
     elif "result" in m:
         r = m["result"]
-        check({"protocolVersion": "InitializeResponse", "stopReason": "PromptResponse"}.get(next(iter(r), ""), "NewSessionResponse"), r)
+        check({"protocolVersion": "InitializeResponse", "stopReason": "PromptResponse", "sessionId": "NewSessionResponse"}.get(next(iter(r), ""), "LoadSessionResponse"), r)
     elif "error" in m:
         check("Error", m["error"])
     else:
@@ -127,7 +154,7 @@ like "$V" "^valid [0-9]+$" "every message validates against the ACP v1 schema"
 		'{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1}}' \
 		'{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}' \
 		'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"x","prompt":[]}}' \
-		'{"jsonrpc":"2.0","id":8,"method":"session/load","params":{}}' \
+		'{"jsonrpc":"2.0","id":8,"method":"session/nope","params":{}}' \
 		'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"x"}}' \
 		'{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1}}'
 	head -c 17000000 /dev/zero | tr '\0' 'x'; printf '\n'
