@@ -365,6 +365,50 @@ static bool empty_array(const cJSON *v)
 	return !v || cJSON_IsNull(v) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0);
 }
 
+/* ACP's session modes are ward's approval modes. */
+static const struct {
+	enum gate_mode mode;
+	const char *name, *what;
+} acp_modes[] = {
+	{ GATE_ASK, "Ask", "every change and every command asks first" },
+	{ GATE_EDITS, "Edits", "file changes run (in the copy-on-write workspace); commands ask" },
+	{ GATE_AUTO, "Auto", "everything runs inside the box without asking" },
+};
+
+static cJSON *modes(struct acp *a)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "currentModeId", gate_mode_name(a->f.gate.mode));
+	cJSON *list = cJSON_AddArrayToObject(m, "availableModes");
+	for (size_t i = 0; i < ARRAY_SIZE(acp_modes); i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "id", gate_mode_name(acp_modes[i].mode));
+		cJSON_AddStringToObject(o, "name", acp_modes[i].name);
+		cJSON_AddStringToObject(o, "description", acp_modes[i].what);
+		cJSON_AddItemToArray(list, o);
+	}
+	return m;
+}
+
+static bool session_is(struct acp *a, const cJSON *id, const char *method, const cJSON *params);
+
+/* session/set_mode: the gate's mode from now on, a running prompt's next
+ * calls included. */
+static void m_session_set_mode(struct acp *a, const cJSON *id, const cJSON *params)
+{
+	if (!session_is(a, id, "session/set_mode", params))
+		return;
+	const char *mid = json_str(params, "modeId");
+	enum gate_mode m;
+	if (!mid || gate_mode_parse(mid, &m) < 0) {
+		reply_error(a, id, RPC_PARAMS, "session/set_mode: modeId must be ask, edits or auto");
+		return;
+	}
+	a->f.gate.mode = m;
+	fprintf(stderr, "ward acp: approvals: %s\n", gate_mode_name(m));
+	reply(a, id, cJSON_CreateObject());
+}
+
 static void send_update(void *ud, cJSON *u)
 {
 	struct acp *a = ud;
@@ -439,6 +483,7 @@ static void m_session_open(struct acp *a, const cJSON *id, const cJSON *params, 
 	cJSON *res = cJSON_CreateObject();
 	if (!load)
 		cJSON_AddStringToObject(res, "sessionId", a->s.j.id);
+	cJSON_AddItemToObject(res, "modes", modes(a));
 	reply(a, id, res);
 }
 
@@ -649,6 +694,10 @@ static void acp_message(struct acp *a, const char *line, size_t n)
 		m_initialize(a, id, params);
 		return;
 	}
+	if (!strcmp(name, "session/set_mode")) {
+		m_session_set_mode(a, id, params);
+		return;
+	}
 	if (!strcmp(name, "session/new") || !strcmp(name, "session/load") || !strcmp(name, "session/prompt")) {
 		if (!a->initialized) {
 			reply_error(a, id, RPC_INVALID, "%s: call initialize first", name);
@@ -673,7 +722,7 @@ static void acp_message(struct acp *a, const char *line, size_t n)
 		return;
 	}
 	reply_error(a, id, RPC_NO_METHOD,
-		    "no method %.100s in ward acp (it has initialize, session/new, session/load, session/prompt and session/cancel)", name);
+		    "no method %.100s in ward acp (it has initialize, session/new, session/load, session/prompt, session/set_mode and session/cancel)", name);
 }
 
 /* One read of stdin (the caller knows it is readable, or waits), and each

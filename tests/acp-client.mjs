@@ -21,7 +21,7 @@ const acp = await import(pathToFileURL(path.join(sdkDir, "node_modules/@agentcli
 const res = { updates: [], permissions: [], prompts: {} };
 const save = () => writeFileSync(resultPath, JSON.stringify(res, null, 1));
 // Answers for the permission requests, in order.
-const answers = ["allow_once", "reject_once", "allow_once"];
+const answers = ["allow_once", "reject_once"];
 let waiters = [];
 const seen = (pred) =>
 	new Promise((resolve, reject) => {
@@ -77,6 +77,7 @@ try {
 		}
 		const s = await ctx.request("session/new", { cwd, mcpServers: [] });
 		res.sessionId = s.sessionId;
+		res.modes = s.modes;
 		// A bad request: an error, and the connection goes on.
 		try {
 			await ctx.request("session/prompt", { sessionId: "no-such", prompt: [{ type: "text", text: "x" }] });
@@ -87,9 +88,19 @@ try {
 		const prompt = (text) => ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text }] });
 		await timed("hello", prompt("hello"));
 		await timed("change", prompt("change a file"));
+		// Modes are ward's approval modes: auto runs the sleep unasked.
+		try {
+			await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "nope" });
+			res.badMode = "answered";
+		} catch (e) {
+			res.badMode = String(e?.message ?? e);
+		}
+		await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "auto" });
 		// The cancel: once the sleep runs in the box, session/cancel.
 		const p = prompt("sleep");
-		await seen((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress" && res.permissions.length === 3);
+		await seen((u) => u.sessionUpdate === "tool_call" && u.kind === "execute");
+		const bash = res.updates.find((u) => u.sessionUpdate === "tool_call" && u.kind === "execute").toolCallId;
+		await seen((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === bash && u.status === "in_progress");
 		for (let i = 0; i < 100; i++) {
 			try {
 				execFileSync("pgrep", ["-f", "sleep 97.3"]);

@@ -74,6 +74,12 @@ like "$LOC" "^a.txt \[\{\"path\": \"$WS/a.txt\"\}\]" "a call's location: the edi
 like "$LOC" "/etc/hostname \[\]" "a box's own file (/etc/hostname) is given to the editor as no location of its"
 like "$LOC" "\.\./\.\./etc/hostname \[\]" "nor is a path that climbs out with .."
 is "$(r prompts.change.stopReason)" end_turn "the prompt with the calls: end_turn"
+is "$(r modes.currentModeId)" ask "session/new: the mode is the approval mode (--approve ask)"
+is "$(python3 -c 'import json,sys; print(" ".join(m["id"] for m in json.load(open(sys.argv[1]))["modes"]["availableModes"]))' "$T_TMP/res.json")" \
+	"ask edits auto" "the modes: ask, edits, auto"
+like "$(r badMode)" "modeId must be ask, edits or auto" "session/set_mode to no mode: an error"
+is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["permissions"]))' "$T_TMP/res.json")" 2 \
+	"after session/set_mode auto the bash ran without asking (twin: in ask the write and the edit asked)"
 is "$(r sleepSeen)" true "the sleep ran in the box"
 is "$(r prompts.sleep.stopReason)" cancelled "session/cancel: stopReason cancelled"
 lt "$(r prompts.sleep.ms)" 3000 "session/cancel answered within 3 s (a 97 s sleep)"
