@@ -54,17 +54,17 @@ static const char *tool_kind(const char *name)
 	return "other";
 }
 
-/* write and edit as ACP's diff: write's new text whole (its old text is
- * not read here: null, as for a new file), edit's replaced text and its
- * replacement. */
-static cJSON *call_diff(const char *name, const cJSON *in, const char *path)
+/* write and edit as ACP's diff: write's new text whole over the file as
+ * it was (old: a string, null for a new file; no diff when not known),
+ * edit's replaced text and its replacement. */
+static cJSON *call_diff(const char *name, const cJSON *in, const char *path, const cJSON *old)
 {
 	bool w = name && !strcmp(name, "write"), ed = name && !strcmp(name, "edit");
 	if (!path || (!w && !ed))
 		return NULL;
 	const char *newt = json_str(in, w ? "content" : "new_string");
-	const char *oldt = ed ? json_str(in, "old_string") : NULL;
-	if (!newt || (ed && !oldt))
+	const char *oldt = ed ? json_str(in, "old_string") : cJSON_IsString(old) ? old->valuestring : NULL;
+	if (!newt || (ed && !oldt) || (w && !cJSON_IsString(old) && !cJSON_IsNull(old)))
 		return NULL;
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "type", "diff");
@@ -77,7 +77,7 @@ static cJSON *call_diff(const char *name, const cJSON *in, const char *path)
 	return d;
 }
 
-void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *status)
+void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *status, const cJSON *olds)
 {
 	const char *name = json_str(call, "name");
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
@@ -99,7 +99,7 @@ void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *st
 		cJSON_AddItemToArray(loc, l);
 	}
 	cJSON *content = cJSON_AddArrayToObject(o, "content");
-	cJSON *d = call_diff(name, in, path);
+	cJSON *d = call_diff(name, in, path, cJSON_GetObjectItemCaseSensitive(olds, json_str(call, "id") ? json_str(call, "id") : ""));
 	if (d)
 		cJSON_AddItemToArray(content, d);
 }
@@ -117,7 +117,7 @@ static cJSON *chunk(const char *kind, const char *text, size_t len)
 	return u;
 }
 
-static cJSON *result_update(const cJSON *call, const cJSON *result, const char *ws)
+static cJSON *result_update(const cJSON *call, const cJSON *result, const char *ws, const cJSON *olds)
 {
 	cJSON *u = cJSON_CreateObject();
 	cJSON_AddStringToObject(u, "sessionUpdate", "tool_call_update");
@@ -131,7 +131,9 @@ static cJSON *result_update(const cJSON *call, const cJSON *result, const char *
 		char hp[PATH_MAX];
 		const char *name = json_str(call, "name");
 		const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
-		cJSON *d = call_diff(name, in, host_path(json_str(in, "path"), ws, hp, sizeof(hp)));
+		const char *id = json_str(call, "id");
+		cJSON *d = call_diff(name, in, host_path(json_str(in, "path"), ws, hp, sizeof(hp)),
+				     cJSON_GetObjectItemCaseSensitive(olds, id ? id : ""));
 		if (d)
 			cJSON_AddItemToArray(content, d);
 	}
@@ -148,7 +150,7 @@ static cJSON *result_update(const cJSON *call, const cJSON *result, const char *
 	return u;
 }
 
-cJSON *acp_update_for(const struct turn_event *ev, const char *ws)
+cJSON *acp_update_for(const struct turn_event *ev, const char *ws, const cJSON *olds)
 {
 	switch (ev->type) {
 	case EV_TEXT:
@@ -158,7 +160,7 @@ cJSON *acp_update_for(const struct turn_event *ev, const char *ws)
 	case EV_TOOL_CALL: {
 		cJSON *u = cJSON_CreateObject();
 		cJSON_AddStringToObject(u, "sessionUpdate", "tool_call");
-		acp_update_call(u, ev->call, ws, "pending");
+		acp_update_call(u, ev->call, ws, "pending", olds);
 		return u;
 	}
 	case EV_APPROVAL: {
@@ -172,7 +174,7 @@ cJSON *acp_update_for(const struct turn_event *ev, const char *ws)
 		return u;
 	}
 	case EV_TOOL_RESULT:
-		return result_update(ev->call, ev->result, ws);
+		return result_update(ev->call, ev->result, ws, olds);
 	default:
 		return NULL;
 	}
@@ -250,7 +252,7 @@ void acp_update_replay(const cJSON *messages, const char *ws, void (*send)(void 
 			} else if (!strcmp(type, "tool_use") && !user) {
 				cJSON *u = cJSON_CreateObject();
 				cJSON_AddStringToObject(u, "sessionUpdate", "tool_call");
-				acp_update_call(u, b, ws, "pending");
+				acp_update_call(u, b, ws, "pending", NULL);
 				send(ud, u);
 			} else if (!strcmp(type, "tool_result") && user) {
 				cJSON *u = cJSON_CreateObject();

@@ -15,6 +15,7 @@
 #include "base/jsonprint.h"
 #include "base/jsonstrict.h"
 #include "base/timeutil.h"
+#include "base/utf8.h"
 #include "cmd/cmd.h"
 #include "cmd/hook.h"
 #include "cmd/mcpconf.h"
@@ -42,6 +43,8 @@
 /* One message's ceiling: a prompt with files embedded fits; past it the
  * line is refused (an error with id null) and skipped to its end. */
 #define ACP_LINE_MAX (16u << 20)
+/* A write's old text shown in its diff, at most. */
+#define ACP_OLD_MAX (1u << 20)
 /* A prompt's text, as ward run's task. */
 #define ACP_PROMPT_MAX (1u << 20)
 
@@ -96,6 +99,7 @@ struct acp {
 	bool busy, cancel;
 	struct turn *t;		/* from the loop's input callback; NULL before one */
 	cJSON *call;		/* the call the gate is about to ask about (its EV_TOOL_CALL) */
+	cJSON *olds;		/* each write's file before it, by call id (acp_update_for) */
 	int64_t deadline;
 	/* ward's own requests (session/request_permission). */
 	int64_t next_id;
@@ -164,14 +168,40 @@ static void notify(struct acp *a, const char *method, cJSON *params)
 	acp_send(a, m);
 }
 
+/* A write's file as the box sees it before the call: its diff's old
+ * text (null: there is none; left out when it cannot be read, is past
+ * the cap or is not UTF-8 text, and then no diff is shown). */
+static void old_text(struct acp *a, const cJSON *call)
+{
+	const char *name = json_str(call, "name"), *id = json_str(call, "id");
+	const char *path = json_str(cJSON_GetObjectItemCaseSensitive(call, "input"), "path");
+	if (!name || strcmp(name, "write") || !id || !path || !a->olds)
+		return;
+	struct session_ws sw = { .session = a->s.j.id, .workspace = a->ws };
+	char *d = NULL;
+	size_t n = 0;
+	int r = session_file_read(&sw, a->f.rw, path, ACP_OLD_MAX, &d, &n);
+	if (r == -ENOENT) {
+		cJSON_AddNullToObject(a->olds, id);
+		return;
+	}
+	if (r < 0)
+		return;
+	_cleanup_free_ char *safe = utf8_dup(d, n);
+	if (safe && strlen(d) == n && !strcmp(safe, d))
+		cJSON_AddStringToObject(a->olds, id, d);
+	free(d);
+}
+
 static void on_event(void *ud, const struct turn_event *ev)
 {
 	struct acp *a = ud;
 	if (ev->type == EV_TOOL_CALL) {
 		cJSON_Delete(a->call);
 		a->call = cJSON_Duplicate(ev->call, 1);
+		old_text(a, ev->call);
 	}
-	cJSON *u = acp_update_for(ev, a->ws);
+	cJSON *u = acp_update_for(ev, a->ws, a->olds);
 	if (!u)
 		return;
 	cJSON *p = cJSON_CreateObject();
@@ -197,7 +227,7 @@ static int acp_ask(void *ud, const char *tool, const cJSON *input, char *reason,
 	cJSON_AddStringToObject(call, "name", tool);
 	cJSON_AddItemToObject(call, "input", cJSON_Duplicate(input, 1));
 	cJSON *tc = cJSON_CreateObject();
-	acp_update_call(tc, call, a->ws, "pending");
+	acp_update_call(tc, call, a->ws, "pending", a->olds);
 	cJSON_Delete(call);
 	char rules[GATE_ALWAYS_MAX][GATE_SPEC_MAX], scope[200];
 	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
@@ -577,6 +607,7 @@ static void m_session_prompt(struct acp *a, const cJSON *id, const cJSON *params
 	cfg.b.deadline_ms = a->deadline;
 	a->busy = true;
 	a->cancel = false;
+	a->olds = cJSON_CreateObject();
 	a->t = NULL;
 	struct turn_stop stop = { 0 };
 	struct err e = { 0 };
@@ -586,6 +617,8 @@ static void m_session_prompt(struct acp *a, const cJSON *id, const cJSON *params
 	a->t = NULL;
 	cJSON_Delete(a->call);
 	a->call = NULL;
+	cJSON_Delete(a->olds);
+	a->olds = NULL;
 	cJSON_Delete(stop.output);
 	if (changes)
 		session_changes_record(&sw);

@@ -14,11 +14,12 @@
 
 /* A turn's event as a session/update's "update" object, or NULL when it
  * has none. ws: the session's workspace on the host, so that the paths an
- * editor is given are its own files' (absolute). */
-cJSON *acp_update_for(const struct turn_event *ev, const char *ws);
+ * editor is given are its own files' (absolute). olds: each write's file
+ * as it was before the call, by call id (a string, or null for none). */
+cJSON *acp_update_for(const struct turn_event *ev, const char *ws, const cJSON *olds);
 /* The ToolCall fields of a tool_use block (toolCallId, title, kind,
  * status, rawInput, locations, and for write and edit a diff), added to o. */
-void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *status);
+void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *status, const cJSON *olds);
 /* session/load: a session's conversation as the updates that would have
  * shown it (the person's messages as user_message_chunk), each passed to
  * send. */

@@ -21,7 +21,7 @@ const acp = await import(pathToFileURL(path.join(sdkDir, "node_modules/@agentcli
 const res = { updates: [], permissions: [], prompts: {} };
 const save = () => writeFileSync(resultPath, JSON.stringify(res, null, 1));
 // Answers for the permission requests, in order.
-const answers = ["allow_once", "reject_once"];
+const answers = ["allow_once", "allow_once", "reject_once"];
 let waiters = [];
 const seen = (pred) =>
 	new Promise((resolve, reject) => {

@@ -19,11 +19,11 @@ fi
 CLIENT=$(dirname "$0")/../acp-client.mjs
 export WARD
 
-WS=$T_TMP/ws; mkdir -p "$WS"
+WS=$T_TMP/ws; mkdir -p "$WS"; printf 'old\n' >"$WS/b.txt"
 cat >"$T_TMP/script.json" <<'JSON'
 {"turns": [
  {"expect": "hello", "text": "Hello from ward."},
- {"expect": "change", "tools": [{"name": "write", "input": {"path": "a.txt", "content": "one\n"}}]},
+ {"expect": "change", "tools": [{"name": "write", "input": {"path": "a.txt", "content": "one\n"}}, {"name": "write", "input": {"path": "/workspace/b.txt", "content": "new\n"}}]},
  {"tools": [{"name": "edit", "input": {"path": "a.txt", "old_string": "one", "new_string": "two"}}]},
  {"tools": [{"name": "read", "input": {"path": "a.txt"}}]},
  {"tools": [{"name": "read", "input": {"path": "/etc/hostname"}}, {"name": "read", "input": {"path": "../../etc/hostname"}}]},
@@ -59,12 +59,13 @@ like "$U" '"status": "completed"' "a tool_call_update: completed"
 P=$(r permissions)
 is "$(r permissions.0.params.toolCall.kind)" edit "the write asked permission (approve ask)"
 like "$(r permissions.0.params.options)" '"allow_once".*"allow_always".*"reject_once"' "options: allow once, always, reject"
-is "$(r permissions.1.params.toolCall.rawInput.new_string)" two "the edit asked permission next (and was rejected)"
-like "$(r permissions.1.params.toolCall.content)" '"oldText": "one", "newText": "two"' "the permission request carries the edit's diff"
+like "$(r permissions.1.params.toolCall.content)" "\"path\": \"$WS/b.txt\", \"oldText\": \"old\\\\n\", \"newText\": \"new\\\\n\"" "a write over a file: its diff has the file's old text"
+is "$(r permissions.2.params.toolCall.rawInput.new_string)" two "the edit asked permission next (and was rejected)"
+like "$(r permissions.2.params.toolCall.content)" '"oldText": "one", "newText": "two"' "the permission request carries the edit's diff"
 like "$U" '"rawOutput": \{"outcome": "refused".*"status": "failed"' "the rejected edit: failed, refused"
 like "$U" 'one' "the read after it sees the file"
 READ=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
-print([u.get("rawOutput") for u in res["updates"] if u.get("sessionUpdate")=="tool_call_update" and u.get("rawOutput")][2])' "$T_TMP/res.json")
+print([u.get("rawOutput") for u in res["updates"] if u.get("sessionUpdate")=="tool_call_update" and u.get("rawOutput")][3])' "$T_TMP/res.json")
 like "$READ" "one" "twin: the allowed write was made (the read after shows it)"
 unlike "$READ" "two" "the rejected edit was not made"
 LOC=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
@@ -78,7 +79,7 @@ is "$(r modes.currentModeId)" ask "session/new: the mode is the approval mode (-
 is "$(python3 -c 'import json,sys; print(" ".join(m["id"] for m in json.load(open(sys.argv[1]))["modes"]["availableModes"]))' "$T_TMP/res.json")" \
 	"ask edits auto" "the modes: ask, edits, auto"
 like "$(r badMode)" "modeId must be ask, edits or auto" "session/set_mode to no mode: an error"
-is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["permissions"]))' "$T_TMP/res.json")" 2 \
+is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["permissions"]))' "$T_TMP/res.json")" 3 \
 	"after session/set_mode auto the bash ran without asking (twin: in ask the write and the edit asked)"
 is "$(r sleepSeen)" true "the sleep ran in the box"
 is "$(r prompts.sleep.stopReason)" cancelled "session/cancel: stopReason cancelled"
@@ -113,7 +114,7 @@ like "$H" "^tool_call write a.txt" "the write's tool call"
 like "$H" "^tool_call edit a.txt" "the edit's"
 like "$H" "^user_message_chunk sleep" "the last prompt too"
 is "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
-print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 6 "a result for each of the six calls (the cancelled one too)"
+print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 7 "a result for each of the seven calls (the cancelled one too)"
 
 # stdout: nothing but JSON-RPC messages, one a line.
 V=$(python3 -c 'import json,sys
