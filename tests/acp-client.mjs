@@ -23,6 +23,7 @@ const save = () => writeFileSync(resultPath, JSON.stringify(res, null, 1));
 // Answers for the permission requests, in order.
 const answers = ["allow_once", "allow_once", "reject_once"];
 let waiters = [];
+let agentCtx = null;
 const seen = (pred) =>
 	new Promise((resolve, reject) => {
 		if (res.updates.some(pred)) return resolve();
@@ -34,7 +35,14 @@ const child = spawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "inherit"] }
 const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 const app = acp
 	.client({ name: "ward-test" })
-	.onRequest("session/request_permission", ({ params }) => {
+	.onRequest("session/request_permission", async ({ params }) => {
+		// As an editor does when the person cancels while it asks: the
+		// cancel, then the pending request answered cancelled.
+		if (String(params.toolCall?.rawInput?.command ?? "").includes("canary-perm")) {
+			res.permissions.push({ params, answered: "cancelled" });
+			await agentCtx.notify("session/cancel", { sessionId: params.sessionId });
+			return { outcome: { outcome: "cancelled" } };
+		}
 		const optionId = answers[res.permissions.length] ?? "reject_once";
 		res.permissions.push({ params, answered: optionId });
 		return { outcome: { outcome: "selected", optionId } };
@@ -57,6 +65,7 @@ const timed = async (name, p) => {
 
 try {
 	await app.connectWith(stream, async (ctx) => {
+		agentCtx = ctx;
 		const init = await ctx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
 		res.initialize = init;
 		const load = process.env.ACP_LOAD;
@@ -120,6 +129,9 @@ try {
 		} catch {
 			res.sleepAfter = "gone";
 		}
+		// A cancel while a permission is asked: the call never runs.
+		await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "ask" });
+		await timed("permCancel", prompt("ask again"));
 		// The background child of the cancelled call would make the canary
 		// 2 s after it started; 3 s on, ask the box whether it did.
 		await new Promise((r) => setTimeout(r, 3000));
@@ -129,6 +141,7 @@ try {
 				.toString()
 				.trim();
 		res.canary = ask("canary-acp");
+		res.canaryPerm = ask("canary-perm");
 		res.written = ask("a.txt");
 	});
 } catch (e) {

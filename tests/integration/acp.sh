@@ -28,7 +28,8 @@ cat >"$T_TMP/script.json" <<'JSON'
  {"tools": [{"name": "read", "input": {"path": "a.txt"}}]},
  {"tools": [{"name": "read", "input": {"path": "/etc/hostname"}}, {"name": "read", "input": {"path": "../../etc/hostname"}}]},
  {"text": "done"},
- {"expect": "sleep", "tools": [{"name": "bash", "input": {"command": "(sleep 2; touch /workspace/canary-acp) & sleep 97.3"}}]}
+ {"expect": "sleep", "tools": [{"name": "bash", "input": {"command": "(sleep 2; touch /workspace/canary-acp) & sleep 97.3"}}]},
+ {"expect": "ask again", "tools": [{"name": "bash", "input": {"command": "touch /workspace/canary-perm"}}]}
 ]}
 JSON
 
@@ -79,13 +80,15 @@ is "$(r modes.currentModeId)" ask "session/new: the mode is the approval mode (-
 is "$(python3 -c 'import json,sys; print(" ".join(m["id"] for m in json.load(open(sys.argv[1]))["modes"]["availableModes"]))' "$T_TMP/res.json")" \
 	"ask edits auto" "the modes: ask, edits, auto"
 like "$(r badMode)" "modeId must be ask, edits or auto" "session/set_mode to no mode: an error"
-is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["permissions"]))' "$T_TMP/res.json")" 3 \
+is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["permissions"]))' "$T_TMP/res.json")" 4 \
 	"after session/set_mode auto the bash ran without asking (twin: in ask the write and the edit asked)"
 is "$(r sleepSeen)" true "the sleep ran in the box"
 is "$(r prompts.sleep.stopReason)" cancelled "session/cancel: stopReason cancelled"
 lt "$(r prompts.sleep.ms)" 3000 "session/cancel answered within 3 s (a 97 s sleep)"
 is "$(r sleepAfter)" gone "the call's sleep is gone"
 is "$(r canary)" absent "its background child never made the canary"
+is "$(r prompts.permCancel.stopReason)" cancelled "a cancel while the editor asks: stopReason cancelled"
+is "$(r canaryPerm)" absent "and the call it asked about never ran (no canary)"
 is "$(r written)" made "twin: the box is there, and the allowed write's file in it"
 is "$(r exit)" 0 "ward acp exits 0 when the editor closes stdin"
 
@@ -114,7 +117,7 @@ like "$H" "^tool_call write a.txt" "the write's tool call"
 like "$H" "^tool_call edit a.txt" "the edit's"
 like "$H" "^user_message_chunk sleep" "the last prompt too"
 is "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
-print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 7 "a result for each of the seven calls (the cancelled one too)"
+print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 8 "a result for each of the eight calls (the cancelled ones too)"
 
 # stdout: nothing but JSON-RPC messages, one a line.
 V=$(python3 -c 'import json,sys
