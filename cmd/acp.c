@@ -90,7 +90,6 @@ struct acp {
 	struct run_flags f0;	/* as the command line and the settings made them: each session starts from these */
 	struct hooks *hooks;
 	struct mcpconf mc;
-	bool mc_loaded;
 	struct mcp *mcp;
 	bool open;		/* a session is */
 	struct session s;
@@ -349,11 +348,6 @@ static int box_up(struct acp *a)
 		a->box[0] = 0;
 		return -1;
 	}
-	if (!a->mc_loaded) {
-		if (mcpconf_load(&a->mc, a->ws, NULL, NULL) != 0)
-			return -1;
-		a->mc_loaded = true;
-	}
 	return mcpconf_start(&a->mc, a->s.box, &a->s.j, &a->mcp) ? -1 : 0;
 }
 
@@ -378,7 +372,7 @@ static void m_initialize(struct acp *a, const cJSON *id, const cJSON *params)
 	cJSON_AddBoolToObject(pc, "audio", 0);
 	cJSON_AddBoolToObject(pc, "embeddedContext", 1);
 	cJSON *mc = cJSON_AddObjectToObject(caps, "mcpCapabilities");
-	cJSON_AddBoolToObject(mc, "http", 0);
+	cJSON_AddBoolToObject(mc, "http", 0);	/* stdio servers only: HTTP ones through .mcp.json */
 	cJSON_AddBoolToObject(mc, "sse", 0);
 	/* The provider's key comes from the environment or ward's config,
 	 * before any session: nothing to authenticate over the protocol. */
@@ -393,6 +387,69 @@ static void m_initialize(struct acp *a, const cJSON *id, const cJSON *params)
 static bool empty_array(const cJSON *v)
 {
 	return !v || cJSON_IsNull(v) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0);
+}
+
+/* session/new's mcpServers (ACP's stdio servers: name, command, args,
+ * env as [{name, value}]) in .mcp.json's shape, for mcp_config_add: they
+ * start in the box as the project's do. NULL and why when one is not
+ * taken. ward's config reads ${VAR} in these values from ward's
+ * environment; the editor's are literal, so a value holding "${" is
+ * refused rather than read another way. */
+static bool mcp_literal(const char *v)
+{
+	return v && !strstr(v, "${");
+}
+
+static cJSON *mcp_servers(const cJSON *list, char *why, size_t cap)
+{
+	cJSON *out = cJSON_CreateObject();
+	int i = 0;
+	const cJSON *m;
+	cJSON_ArrayForEach(m, list) {
+		const char *name = json_str(m, "name"), *cmd = json_str(m, "command");
+		const cJSON *args = cJSON_GetObjectItemCaseSensitive(m, "args");
+		const cJSON *env = cJSON_GetObjectItemCaseSensitive(m, "env");
+		if (cJSON_GetObjectItemCaseSensitive(m, "type") || !cmd) {
+			snprintf(why, cap, "mcpServers[%d]: ward acp takes stdio servers ({name, command, args, env}); "
+					   "give HTTP ones in .mcp.json", i);
+			goto fail;
+		}
+		if (!name || !*name || cJSON_GetObjectItemCaseSensitive(out, name)) {
+			snprintf(why, cap, "mcpServers[%d]: a server needs a name of its own", i);
+			goto fail;
+		}
+		if ((args && !cJSON_IsArray(args)) || (env && !cJSON_IsArray(env)) || !mcp_literal(cmd)) {
+			snprintf(why, cap, "mcpServers[%d] (%.40s): command a string, args an array of strings, env an array "
+					   "of {name, value}, with no ${", i, name);
+			goto fail;
+		}
+		cJSON *srv = cJSON_AddObjectToObject(out, name);
+		cJSON_AddStringToObject(srv, "command", cmd);
+		cJSON *ja = cJSON_AddArrayToObject(srv, "args");
+		const cJSON *x;
+		cJSON_ArrayForEach(x, args) {
+			if (!cJSON_IsString(x) || !mcp_literal(x->valuestring)) {
+				snprintf(why, cap, "mcpServers[%d] (%.40s): each arg a string, with no ${", i, name);
+				goto fail;
+			}
+			cJSON_AddItemToArray(ja, cJSON_CreateString(x->valuestring));
+		}
+		cJSON *je = cJSON_AddObjectToObject(srv, "env");
+		cJSON_ArrayForEach(x, env) {
+			const char *k = json_str(x, "name"), *v = json_str(x, "value");
+			if (!k || !*k || !mcp_literal(v) || cJSON_GetObjectItemCaseSensitive(je, k)) {
+				snprintf(why, cap, "mcpServers[%d] (%.40s): each env entry {name, value}, names once, values "
+						   "with no ${", i, name);
+				goto fail;
+			}
+			cJSON_AddStringToObject(je, k, v);
+		}
+		i++;
+	}
+	return out;
+fail:
+	cJSON_Delete(out);
+	return NULL;
 }
 
 /* ACP's session modes are ward's approval modes. */
@@ -463,10 +520,10 @@ static void m_session_open(struct acp *a, const cJSON *id, const cJSON *params, 
 		reply_error(a, id, RPC_PARAMS, "%s: mcpServers must be an array", method);
 		return;
 	}
-	if (!empty_array(mcps)) {
-		reply_error(a, id, RPC_PARAMS,
-			    "%s: ward acp does not start an editor's MCP servers yet; give them in the project's "
-			    ".mcp.json or with --mcp-config", method);
+	char why[300];
+	__attribute__((cleanup(json_freep))) cJSON *servers = empty_array(mcps) ? NULL : mcp_servers(mcps, why, sizeof(why));
+	if (!empty_array(mcps) && !servers) {
+		reply_error(a, id, RPC_PARAMS, "%s: %s", method, why);
 		return;
 	}
 	if (!empty_array(cJSON_GetObjectItemCaseSensitive(params, "additionalDirectories"))) {
@@ -498,6 +555,17 @@ static void m_session_open(struct acp *a, const cJSON *id, const cJSON *params, 
 	if (load && strcmp(a->ws, real)) {
 		reply_error(a, id, RPC_PARAMS, "session/load: session %s works on %.300s, not on %.300s", load,
 			    a->ws[0] ? a->ws : "no directory", real);
+		session_close(a);
+		return;
+	}
+	/* The servers of the user's config, the project's .mcp.json (trusted
+	 * by --trust-project-mcp or at a terminal before), --mcp-config, then
+	 * the editor's. */
+	struct err e = { 0 };
+	if (mcpconf_load(&a->mc, a->ws, NULL, NULL) != 0 ||
+	    (servers && mcp_config_add(&a->mc.cfg, servers, method, &e) < 0)) {
+		reply_error(a, id, e.msg[0] ? RPC_PARAMS : RPC_INTERNAL, "%s: MCP servers: %s", method,
+			    e.msg[0] ? e.msg : "the configuration could not be read (ward's log says why)");
 		session_close(a);
 		return;
 	}

@@ -68,6 +68,24 @@ try {
 		agentCtx = ctx;
 		const init = await ctx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
 		res.initialize = init;
+		const mcp = process.env.ACP_MCP;
+		if (mcp) {
+			// The editor's MCP servers: one ward would read another way
+			// (${...}) refused, then the given ones started in the box.
+			try {
+				await ctx.request("session/new", {
+					cwd,
+					mcpServers: [{ name: "bad", command: "sh", args: ["-c", "echo ${ANTHROPIC_API_KEY}"], env: [] }],
+				});
+				res.badMcp = "answered";
+			} catch (e) {
+				res.badMcp = String(e?.message ?? e) + " " + JSON.stringify(e?.data ?? "");
+			}
+			const s = await ctx.request("session/new", { cwd, mcpServers: JSON.parse(mcp) });
+			res.sessionId = s.sessionId;
+			await timed("mcp", ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: "mcp" }] }));
+			return;
+		}
 		const load = process.env.ACP_LOAD;
 		if (load) {
 			// session/load: a bad ID, the wrong directory, then the session.

@@ -119,6 +119,24 @@ like "$H" "^user_message_chunk sleep" "the last prompt too"
 is "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
 print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 8 "a result for each of the eight calls (the cancelled ones too)"
 
+# The editor's MCP servers (session/new's mcpServers) start in the box.
+WS3=$T_TMP/ws3; mkdir -p "$WS3"; cp "$(dirname "$0")/../mcp-server.py" "$WS3/srv.py"
+printf '%s\n' '{"turns": [{"expect": "mcp", "tools": [{"name": "mcp__t__echo", "input": {"text": "hi from the editor"}}]}, {"text": "ok"}]}' >"$T_TMP/script3.json"
+ACP_MCP='[{"name": "t", "command": "python3", "args": ["/workspace/srv.py", "--log", "/workspace/mcp-log.jsonl"], "env": [{"name": "WARD_TEST_X", "value": "1"}]}]' \
+	node "$CLIENT" "$SDK" "$T_TMP/res3.json" "$WS3" -- sh -c \
+	'exec "$WARD" acp --approve auto --model "replay:$1" 2>>"$2" | tee -a "$3"' sh "$T_TMP/script3.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>>"$T_TMP/client-err"
+ok $? "a third client ran to its end"
+r3() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res3.json" "$1" 2>/dev/null; }
+is "$(r3 error)" null "no error in the third client"
+like "$(r3 badMcp)" 'mcpServers\[0\] \(bad\): each arg a string, with no \$\{' "an MCP server's value with \${ (ward would expand it): refused"
+is "$(r3 prompts.mcp.stopReason)" end_turn "a prompt calling the editor's MCP server: end_turn"
+like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([u.get("rawOutput") for u in res["updates"] if u.get("sessionUpdate")=="tool_call_update" and u.get("status")=="completed"])' "$T_TMP/res3.json")" \
+	"hi from the editor" "the editor's MCP server ran in the box and answered (mcp__t__echo)"
+
 # stdout: nothing but JSON-RPC messages, one a line.
 V=$(python3 -c 'import json,sys
 n=0
