@@ -37,7 +37,7 @@ struct command {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct command cmd_apply, cmd_box, cmd_chat, cmd_config, cmd_mcp, cmd_diff, cmd_doctor, cmd_image, cmd_vm_image, cmd_report, cmd_rewind, cmd_run, cmd_sessions, cmd_version;
+extern const struct command cmd_acp, cmd_apply, cmd_box, cmd_chat, cmd_config, cmd_mcp, cmd_diff, cmd_doctor, cmd_image, cmd_vm_image, cmd_report, cmd_rewind, cmd_run, cmd_sessions, cmd_version;
 
 /* One line on stderr: "ward: ..." */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -13,7 +13,7 @@
 #include <getopt.h>
 #include <unistd.h>
 
-static const struct command *const commands[] = { &cmd_run, &cmd_chat, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_rewind, &cmd_box, &cmd_image, &cmd_vm_image, &cmd_config, &cmd_mcp, &cmd_report, &cmd_doctor, &cmd_version, NULL };
+static const struct command *const commands[] = { &cmd_run, &cmd_chat, &cmd_sessions, &cmd_diff, &cmd_apply, &cmd_rewind, &cmd_box, &cmd_image, &cmd_vm_image, &cmd_config, &cmd_mcp, &cmd_acp, &cmd_report, &cmd_doctor, &cmd_version, NULL };
 
 static const char *error_context;
 

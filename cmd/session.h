@@ -75,6 +75,13 @@ struct session_changes_opts {
  * the rest is applied, and the layers are kept with what was left out. 
  * ret_patched (or NULL): whether the patch was written, whole. */
 int session_changes(const struct session_ws *w, const struct session_changes_opts *o, bool *ret_patched);
+/* A file of the workspace as the session's box sees it (path: under
+ * /workspace, or relative to it), read on the host: its copy-on-write
+ * layer over the tree, or the tree itself when rw; no symlink followed.
+ * 0 and *ret (malloc'd, NUL-terminated) and *len; -ENOENT when it is not
+ * there (or deleted in the box); -EOPNOTSUPP for a path outside the
+ * workspace or through a symlink; -EFBIG past cap. */
+int session_file_read(const struct session_ws *w, bool rw, const char *path, size_t cap, char **ret, size_t *len);
 /* The sessions, oldest first: [{session, stop, model, workspace, first,
  * compactions}] (first: the first thing the person asked). */
 int session_list(cJSON **ret, struct err *e);

@@ -5,6 +5,7 @@
 #include "cmd/tui.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
+#include "cmd/session.h"
 #include "cmd/term.h"
 #include "workspace/layers.h"
 
@@ -25,83 +26,12 @@
 #define DIFF_LCS_MAX 2000
 #define DIFF_CONTEXT 3
 
-/* rel beneath root, no symlink followed anywhere on the way. */
-static int read_beneath(const char *root, const char *rel, char **ret, size_t *len)
-{
-	_cleanup_close_ int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	_cleanup_close_ int fd = (int)syscall(SYS_openat2, dir, rel, &how, sizeof(how));
-	if (fd < 0)
-		return errno == ELOOP ? -EOPNOTSUPP : -errno;
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	/* An overlay whiteout: deleted in the box. */
-	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0))
-		return -ENOENT;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if (st.st_size > TUI_FILE_MAX)
-		return -EFBIG;
-	char *d = malloc((size_t)st.st_size + 1);
-	if (!d)
-		return -ENOMEM;
-	size_t n = 0;
-	for (;;) {
-		ssize_t r = read(fd, d + n, (size_t)st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		if (n == (size_t)st.st_size)
-			break;
-	}
-	d[n] = 0;
-	*ret = d;
-	*len = n;
-	return 0;
-}
-
 int tui_file_read(struct tui *u, const char *path, char **ret, size_t *len)
 {
-	if (!path || !*path || !u->ws[0] || !u->own_box)
+	if (!u->ws[0] || !u->own_box)
 		return -EOPNOTSUPP;
-	const char *rel = path;
-	if (!strncmp(rel, "/workspace", 10) && (rel[10] == '/' || !rel[10]))
-		rel += 10;
-	else if (rel[0] == '/')
-		return -EOPNOTSUPP;	/* outside the workspace: the box's own files */
-	while (*rel == '/')
-		rel++;
-	while (!strncmp(rel, "./", 2))
-		rel += 2;
-	if (!*rel)
-		return -EINVAL;
-	if (u->f.rw)
-		return read_beneath(u->ws, rel, ret, len);
-	struct layers L = { .lock_fd = -1 };
 	struct session_ws sw = tui_changes_at(u);
-	int k = session_changes_read(&sw, &L, NULL, NULL);
-	int r = -ENOENT;
-	if (k > 0) {
-		r = read_beneath(L.upper, rel, ret, len);
-		layers_release(&L);
-		if (r == 0 || (r != -ENOENT && r != -ENOTDIR))
-			return r;
-		/* A whiteout in the layer: deleted. */
-		if (r == -ENOENT) {
-			char p[PATH_MAX];
-			snprintf(p, sizeof(p), "%s/%s", L.upper, rel);
-			struct stat st;
-			if (lstat(p, &st) == 0)
-				return -ENOENT;
-		}
-	}
-	return read_beneath(u->ws, rel, ret, len);
+	return session_file_read(&sw, u->f.rw, path, TUI_FILE_MAX, ret, len);
 }
 
 struct lines {

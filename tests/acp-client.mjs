@@ -1,0 +1,172 @@
+// An editor's side of ACP, driven by the protocol's own TypeScript library
+// (@agentclientprotocol/sdk, resolved from NODE_PATH's package), against
+// `ward acp` with a replayed model. What it saw goes to a JSON file that
+// tests/integration/acp.sh checks:
+//   node acp-client.mjs SDK_DIR RESULT.json CWD -- COMMAND...
+// COMMAND is ward acp (through a tee of its stdout, so the test can check
+// every line ward wrote). The replay script's turns are acp.sh's.
+import { spawn, execFileSync } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [sdkDir, resultPath, cwd, sep, ...cmd] = process.argv.slice(2);
+if (sep !== "--" || !cmd.length) {
+	console.error("usage: acp-client.mjs SDK_DIR RESULT.json CWD -- COMMAND...");
+	process.exit(64);
+}
+const acp = await import(pathToFileURL(path.join(sdkDir, "node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")));
+
+const res = { updates: [], permissions: [], prompts: {} };
+const save = () => writeFileSync(resultPath, JSON.stringify(res, null, 1));
+// Answers for the permission requests, in order.
+const answers = ["allow_once", "allow_once", "reject_once"];
+let waiters = [];
+let agentCtx = null;
+const seen = (pred) =>
+	new Promise((resolve, reject) => {
+		if (res.updates.some(pred)) return resolve();
+		const t = setTimeout(() => reject(new Error("timed out waiting for an update")), 20000);
+		waiters.push({ pred, resolve: () => { clearTimeout(t); resolve(); } });
+	});
+
+const child = spawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+const app = acp
+	.client({ name: "ward-test" })
+	.onRequest("session/request_permission", async ({ params }) => {
+		// As an editor does when the person cancels while it asks: the
+		// cancel, then the pending request answered cancelled.
+		if (String(params.toolCall?.rawInput?.command ?? "").includes("canary-perm")) {
+			res.permissions.push({ params, answered: "cancelled" });
+			await agentCtx.notify("session/cancel", { sessionId: params.sessionId });
+			return { outcome: { outcome: "cancelled" } };
+		}
+		const optionId = answers[res.permissions.length] ?? "reject_once";
+		res.permissions.push({ params, answered: optionId });
+		return { outcome: { outcome: "selected", optionId } };
+	})
+	.onNotification("session/update", ({ params }) => {
+		res.updates.push(params.update);
+		waiters = waiters.filter((w) => (w.pred(params.update) ? (w.resolve(), false) : true));
+	});
+
+const timed = async (name, p) => {
+	const t0 = Date.now();
+	try {
+		const r = await p;
+		res.prompts[name] = { stopReason: r.stopReason, ms: Date.now() - t0 };
+	} catch (e) {
+		res.prompts[name] = { error: String(e?.message ?? e), ms: Date.now() - t0 };
+	}
+	save();
+};
+
+try {
+	await app.connectWith(stream, async (ctx) => {
+		agentCtx = ctx;
+		const init = await ctx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+		res.initialize = init;
+		const mcp = process.env.ACP_MCP;
+		if (mcp) {
+			// The editor's MCP servers: one ward would read another way
+			// (${...}) refused, then the given ones started in the box.
+			try {
+				await ctx.request("session/new", {
+					cwd,
+					mcpServers: [{ name: "bad", command: "sh", args: ["-c", "echo ${ANTHROPIC_API_KEY}"], env: [] }],
+				});
+				res.badMcp = "answered";
+			} catch (e) {
+				res.badMcp = String(e?.message ?? e) + " " + JSON.stringify(e?.data ?? "");
+			}
+			const s = await ctx.request("session/new", { cwd, mcpServers: JSON.parse(mcp) });
+			res.sessionId = s.sessionId;
+			await timed("mcp", ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: "mcp" }] }));
+			return;
+		}
+		const load = process.env.ACP_LOAD;
+		if (load) {
+			// session/load: a bad ID, the wrong directory, then the session.
+			const tryLoad = async (sessionId, dir) => {
+				try {
+					await ctx.request("session/load", { sessionId, cwd: dir, mcpServers: [] });
+					return "loaded";
+				} catch (e) {
+					return String(e?.message ?? e) + " " + JSON.stringify(e?.data ?? "");
+				}
+			};
+			res.badLoad = await tryLoad("../" + load, cwd);
+			res.wrongCwd = await tryLoad(load, "/");
+			res.load = await tryLoad(load, cwd);
+			return;
+		}
+		const s = await ctx.request("session/new", { cwd, mcpServers: [] });
+		res.sessionId = s.sessionId;
+		res.modes = s.modes;
+		// A bad request: an error, and the connection goes on.
+		try {
+			await ctx.request("session/prompt", { sessionId: "no-such", prompt: [{ type: "text", text: "x" }] });
+			res.badSession = "answered";
+		} catch (e) {
+			res.badSession = String(e?.message ?? e);
+		}
+		const prompt = (text) => ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text }] });
+		await timed("hello", prompt("hello"));
+		await timed("change", prompt("change a file"));
+		// Modes are ward's approval modes: auto runs the sleep unasked.
+		try {
+			await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "nope" });
+			res.badMode = "answered";
+		} catch (e) {
+			res.badMode = String(e?.message ?? e);
+		}
+		await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "auto" });
+		// The cancel: once the sleep runs in the box, session/cancel.
+		const p = prompt("sleep");
+		await seen((u) => u.sessionUpdate === "tool_call" && u.kind === "execute");
+		const bash = res.updates.find((u) => u.sessionUpdate === "tool_call" && u.kind === "execute").toolCallId;
+		await seen((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === bash && u.status === "in_progress");
+		for (let i = 0; i < 100; i++) {
+			try {
+				execFileSync("pgrep", ["-f", "sleep 97.3"]);
+				break;
+			} catch {
+				await new Promise((r) => setTimeout(r, 50));
+			}
+		}
+		res.sleepSeen = true;
+		const t0 = Date.now();
+		await ctx.notify("session/cancel", { sessionId: s.sessionId });
+		await timed("sleep", p);
+		res.prompts.sleep.ms = Date.now() - t0;
+		try {
+			execFileSync("pgrep", ["-f", "sleep 97.3"]);
+			res.sleepAfter = "running";
+		} catch {
+			res.sleepAfter = "gone";
+		}
+		// A cancel while a permission is asked: the call never runs.
+		await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "ask" });
+		await timed("permCancel", prompt("ask again"));
+		// The background child of the cancelled call would make the canary
+		// 2 s after it started; 3 s on, ask the box whether it did.
+		await new Promise((r) => setTimeout(r, 3000));
+		const box = "s-" + s.sessionId;
+		const ask = (f) =>
+			execFileSync(process.env.WARD, ["box", "exec", box, "--", "sh", "-c", `test -e /workspace/${f} && echo made || echo absent`])
+				.toString()
+				.trim();
+		res.canary = ask("canary-acp");
+		res.canaryPerm = ask("canary-perm");
+		res.written = ask("a.txt");
+	});
+} catch (e) {
+	res.error = String(e?.stack ?? e);
+}
+save();
+child.stdin.end();
+const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ?? c)));
+res.exit = code;
+save();

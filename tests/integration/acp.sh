@@ -1,0 +1,206 @@
+#!/bin/bash
+# ward acp, end to end, driven by the Agent Client Protocol's own client
+# library (@agentclientprotocol/sdk from the npm registry, cached under the
+# build directory) against a replayed model: initialize, a streamed answer,
+# a write whose update carries a diff, a permission allowed and one
+# rejected (the rejected edit is not made), a cancel of a sleep (in bounded
+# time, its processes gone: a canary), malformed requests answered with
+# errors, and stdout carrying protocol messages alone.
+. "$(dirname "$0")/lib.sh"
+ACP_SDK_VERSION=2.4.0
+SDK=${ACP_SDK_DIR:?set ACP_SDK_DIR to a cache directory}
+command -v node >/dev/null && command -v npm >/dev/null || skip_all "node and npm are needed (apt-get install nodejs npm)"
+if [ ! -e "$SDK/node_modules/@agentclientprotocol/sdk/package.json" ] ||
+	! grep -q "\"version\": \"$ACP_SDK_VERSION\"" "$SDK/node_modules/@agentclientprotocol/sdk/package.json"; then
+	mkdir -p "$SDK"
+	timeout 300 npm install --prefix "$SDK" --no-audit --no-fund --loglevel=error "@agentclientprotocol/sdk@$ACP_SDK_VERSION" >"$T_TMP/npm.log" 2>&1 ||
+		skip_all "npm could not install @agentclientprotocol/sdk@$ACP_SDK_VERSION: $(tail -1 "$T_TMP/npm.log")"
+fi
+CLIENT=$(dirname "$0")/../acp-client.mjs
+export WARD
+
+WS=$T_TMP/ws; mkdir -p "$WS"; printf 'old\n' >"$WS/b.txt"
+cat >"$T_TMP/script.json" <<'JSON'
+{"turns": [
+ {"expect": "hello", "text": "Hello from ward."},
+ {"expect": "change", "tools": [{"name": "write", "input": {"path": "a.txt", "content": "one\n"}}, {"name": "write", "input": {"path": "/workspace/b.txt", "content": "new\n"}}]},
+ {"tools": [{"name": "edit", "input": {"path": "a.txt", "old_string": "one", "new_string": "two"}}]},
+ {"tools": [{"name": "read", "input": {"path": "a.txt"}}]},
+ {"tools": [{"name": "read", "input": {"path": "/etc/hostname"}}, {"name": "read", "input": {"path": "../../etc/hostname"}}]},
+ {"text": "done"},
+ {"expect": "sleep", "tools": [{"name": "bash", "input": {"command": "(sleep 2; touch /workspace/canary-acp) & sleep 97.3"}}]},
+ {"expect": "ask again", "tools": [{"name": "bash", "input": {"command": "touch /workspace/canary-perm"}}]}
+]}
+JSON
+
+# ward's stdout through tee: every line it wrote is checked below. Junk
+# written to ward's stderr paths never reaches it (a config line, a log).
+node "$CLIENT" "$SDK" "$T_TMP/res.json" "$WS" -- sh -c \
+	'exec "$WARD" acp --approve ask --model "replay:$1" 2>"$2" | tee "$3"' sh "$T_TMP/script.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>"$T_TMP/client-err"
+ok $? "the client ran to its end"
+R=$(cat "$T_TMP/res.json" 2>/dev/null)
+r() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res.json" "$1" 2>/dev/null; }
+is "$(r error)" null "no error in the client (its library accepted every message): $(r error | head -c 300)"
+is "$(r initialize.protocolVersion)" 1 "initialize: protocol version 1"
+is "$(r initialize.agentCapabilities.promptCapabilities.embeddedContext)" true "initialize: capabilities"
+is "$(r initialize.authMethods)" "[]" "initialize: no auth methods (the key is ward's config)"
+like "$(r badSession)" "no session no-such" "a prompt for an unknown session: an error naming it"
+is "$(r prompts.hello.stopReason)" end_turn "a prompt: end_turn"
+like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([u["content"]["text"] for u in res["updates"] if u["sessionUpdate"]=="agent_message_chunk"])' "$T_TMP/res.json")" "'Hello from ward.'" "its answer streamed as agent_message_chunk"
+U=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+for u in res["updates"]:
+    if u["sessionUpdate"] in ("tool_call","tool_call_update"): print(json.dumps(u, sort_keys=True))' "$T_TMP/res.json")
+like "$U" '"kind": "edit".*"sessionUpdate": "tool_call", "status": "pending"' "a write: tool_call, kind edit, pending"
+like "$U" "\"content\": \[\{\"newText\": \"one\\\\n\", \"oldText\": null, \"path\": \"$WS/a.txt\", \"type\": \"diff\"\}" "its diff: the editor's file, the new text"
+like "$U" '"status": "completed"' "a tool_call_update: completed"
+P=$(r permissions)
+is "$(r permissions.0.params.toolCall.kind)" edit "the write asked permission (approve ask)"
+like "$(r permissions.0.params.options)" '"allow_once".*"allow_always".*"reject_once"' "options: allow once, always, reject"
+like "$(r permissions.1.params.toolCall.content)" "\"path\": \"$WS/b.txt\", \"oldText\": \"old\\\\n\", \"newText\": \"new\\\\n\"" "a write over a file: its diff has the file's old text"
+is "$(r permissions.2.params.toolCall.rawInput.new_string)" two "the edit asked permission next (and was rejected)"
+like "$(r permissions.2.params.toolCall.content)" '"oldText": "one", "newText": "two"' "the permission request carries the edit's diff"
+like "$U" '"rawOutput": \{"outcome": "refused".*"status": "failed"' "the rejected edit: failed, refused"
+like "$U" 'one' "the read after it sees the file"
+READ=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([u.get("rawOutput") for u in res["updates"] if u.get("sessionUpdate")=="tool_call_update" and u.get("rawOutput")][3])' "$T_TMP/res.json")
+like "$READ" "one" "twin: the allowed write was made (the read after shows it)"
+unlike "$READ" "two" "the rejected edit was not made"
+LOC=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+for u in res["updates"]:
+    if u["sessionUpdate"]=="tool_call": print(u["rawInput"]["path"], json.dumps(u["locations"]))' "$T_TMP/res.json")
+like "$LOC" "^a.txt \[\{\"path\": \"$WS/a.txt\"\}\]" "a call's location: the editor's own file under the workspace"
+like "$LOC" "/etc/hostname \[\]" "a box's own file (/etc/hostname) is given to the editor as no location of its"
+like "$LOC" "\.\./\.\./etc/hostname \[\]" "nor is a path that climbs out with .."
+is "$(r prompts.change.stopReason)" end_turn "the prompt with the calls: end_turn"
+is "$(r modes.currentModeId)" ask "session/new: the mode is the approval mode (--approve ask)"
+is "$(python3 -c 'import json,sys; print(" ".join(m["id"] for m in json.load(open(sys.argv[1]))["modes"]["availableModes"]))' "$T_TMP/res.json")" \
+	"ask edits auto" "the modes: ask, edits, auto"
+like "$(r badMode)" "modeId must be ask, edits or auto" "session/set_mode to no mode: an error"
+is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["permissions"]))' "$T_TMP/res.json")" 4 \
+	"after session/set_mode auto the bash ran without asking (twin: in ask the write and the edit asked)"
+is "$(r sleepSeen)" true "the sleep ran in the box"
+is "$(r prompts.sleep.stopReason)" cancelled "session/cancel: stopReason cancelled"
+lt "$(r prompts.sleep.ms)" 3000 "session/cancel answered within 3 s (a 97 s sleep)"
+is "$(r sleepAfter)" gone "the call's sleep is gone"
+is "$(r canary)" absent "its background child never made the canary"
+is "$(r prompts.permCancel.stopReason)" cancelled "a cancel while the editor asks: stopReason cancelled"
+is "$(r canaryPerm)" absent "and the call it asked about never ran (no canary)"
+is "$(r written)" made "twin: the box is there, and the allowed write's file in it"
+is "$(r exit)" 0 "ward acp exits 0 when the editor closes stdin"
+
+# session/load in a new ward acp: the conversation replayed as updates.
+SID=$(r sessionId)
+ACP_LOAD=$SID node "$CLIENT" "$SDK" "$T_TMP/res2.json" "$WS" -- sh -c \
+	'exec "$WARD" acp --approve ask --model "replay:$1" 2>>"$2" | tee -a "$3"' sh "$T_TMP/script.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>>"$T_TMP/client-err"
+ok $? "a second client ran to its end"
+r2() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res2.json" "$1" 2>/dev/null; }
+is "$(r2 error)" null "no error in the second client"
+is "$(r2 initialize.agentCapabilities.loadSession)" true "initialize: loadSession"
+like "$(r2 badLoad)" "session/load: the session could not be loaded" "session/load of a bad ID: an error"
+like "$(cat "$T_TMP/err")" "invalid session id \"\.\./$SID\"" "and ward's log says why"
+like "$(r2 wrongCwd)" "works on $WS, not on /" "session/load in another directory: refused, saying which"
+is "$(r2 load)" loaded "session/load of the session: answered"
+H=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+for u in res["updates"]:
+    c=u.get("content")
+    print(u["sessionUpdate"], c["text"] if isinstance(c,dict) else u.get("title", u.get("status","")))' "$T_TMP/res2.json")
+like "$H" "^user_message_chunk hello" "the replay: the person's first message"
+like "$H" "^agent_message_chunk Hello from ward." "the model's answer"
+like "$H" "^tool_call write a.txt" "the write's tool call"
+like "$H" "^tool_call edit a.txt" "the edit's"
+like "$H" "^user_message_chunk sleep" "the last prompt too"
+is "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print(sum(1 for u in res["updates"] if u["sessionUpdate"]=="tool_call_update"))' "$T_TMP/res2.json")" 8 "a result for each of the eight calls (the cancelled ones too)"
+
+# The editor's MCP servers (session/new's mcpServers) start in the box.
+WS3=$T_TMP/ws3; mkdir -p "$WS3"; cp "$(dirname "$0")/../mcp-server.py" "$WS3/srv.py"
+printf '%s\n' '{"turns": [{"expect": "mcp", "tools": [{"name": "mcp__t__echo", "input": {"text": "hi from the editor"}}]}, {"text": "ok"}]}' >"$T_TMP/script3.json"
+ACP_MCP='[{"name": "t", "command": "python3", "args": ["/workspace/srv.py", "--log", "/workspace/mcp-log.jsonl"], "env": [{"name": "WARD_TEST_X", "value": "1"}]}]' \
+	node "$CLIENT" "$SDK" "$T_TMP/res3.json" "$WS3" -- sh -c \
+	'exec "$WARD" acp --approve auto --model "replay:$1" 2>>"$2" | tee -a "$3"' sh "$T_TMP/script3.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>>"$T_TMP/client-err"
+ok $? "a third client ran to its end"
+r3() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res3.json" "$1" 2>/dev/null; }
+is "$(r3 error)" null "no error in the third client"
+like "$(r3 badMcp)" 'mcpServers\[0\] \(bad\): each arg a string, with no \$\{' "an MCP server's value with \${ (ward would expand it): refused"
+is "$(r3 prompts.mcp.stopReason)" end_turn "a prompt calling the editor's MCP server: end_turn"
+like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([u.get("rawOutput") for u in res["updates"] if u.get("sessionUpdate")=="tool_call_update" and u.get("status")=="completed"])' "$T_TMP/res3.json")" \
+	"hi from the editor" "the editor's MCP server ran in the box and answered (mcp__t__echo)"
+
+# stdout: nothing but JSON-RPC messages, one a line.
+V=$(python3 -c 'import json,sys
+n=0
+for l in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    m=json.loads(l); n+=1
+    assert m["jsonrpc"]=="2.0", l
+print("ok", n)' "$T_TMP/out" 2>&1)
+like "$V" "^ok [0-9]+$" "every line ward wrote on stdout is one JSON-RPC message"
+
+# Every message ward sent validates against the protocol's own schema.
+V=$(python3 - "$SDK/node_modules/@agentclientprotocol/sdk/schema/v1/schema.json" "$T_TMP/out" <<'PY' 2>&1
+import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+def check(name, v):
+    jsonschema.validate(v, {"$ref": "#/$defs/" + name, "$defs": s["$defs"]})
+ids = {}
+n = 0
+for l in open(sys.argv[2]):
+    m = json.loads(l)
+    if m.get("method") == "session/update":
+        check("SessionNotification", m["params"])
+    elif m.get("method") == "session/request_permission":
+        check("RequestPermissionRequest", m["params"])
+    elif "result" in m:
+        r = m["result"]
+        check({"protocolVersion": "InitializeResponse", "stopReason": "PromptResponse", "sessionId": "NewSessionResponse"}.get(next(iter(r), ""), "LoadSessionResponse"), r)
+    elif "error" in m:
+        check("Error", m["error"])
+    else:
+        raise SystemExit("unknown message: " + l)
+    n += 1
+print("valid", n)
+PY
+)
+like "$V" "^valid [0-9]+$" "every message validates against the ACP v1 schema"
+
+# Malformed requests: errors, never a crash or a hang; the next one works.
+{
+	printf '%s\n' 'junk' '[1]' '{"jsonrpc":"1.0","id":1,"method":"initialize"}' '{"jsonrpc":"2.0","id":{},"method":"x"}' \
+		'{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1"}}' \
+		'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1,"protocolVersion":2}}' \
+		'{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}' \
+		'{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1}}' \
+		'{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}' \
+		'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"x","prompt":[]}}' \
+		'{"jsonrpc":"2.0","id":8,"method":"session/nope","params":{}}' \
+		'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"x"}}' \
+		'{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1}}'
+	head -c 17000000 /dev/zero | tr '\0' 'x'; printf '\n'
+	printf '%s\n' '{"jsonrpc":"2.0","id":10,"method":"initialize","params":{"protocolVersion":1}}'
+} | timeout 20 "$WARD" acp --model "replay:$T_TMP/script.json" >"$T_TMP/bad" 2>"$T_TMP/bad-err"
+is $? 0 "malformed requests: ward acp exits 0 at EOF (no crash, no hang)"
+B=$(cat "$T_TMP/bad")
+like "$B" '"id":null,"error":\{"code":-32700,"message":"not one JSON value' "junk: a parse error"
+like "$B" '"id":null,"error":\{"code":-32600,"message":"a message is a JSON object"' "an array: invalid request"
+like "$B" '"id":1,"error":\{"code":-32600,"message":"\\"jsonrpc\\" must be \\"2.0\\""' "jsonrpc 1.0: refused"
+like "$B" '"id":null,"error":\{"code":-32600,"message":"id must be a string or a number"' "an object id: refused"
+like "$B" '"id":2,"error":\{"code":-32602,"message":"initialize: protocolVersion must be an integer' "a string protocolVersion: invalid params"
+like "$B" '"id":null,"error":\{"code":-32700,"message":"not one JSON value: the key.*given twice' "a key given twice: refused (jsonstrict)"
+like "$B" '"id":4,"error":\{"code":-32600,"message":"session/new: call initialize first' "session/new before initialize: refused"
+like "$B" '"id":6,"error":\{"code":-32602,"message":"session/new: cwd must be an absolute path' "a relative cwd: refused"
+like "$B" '"id":7,"error":\{"code":-32600,"message":"session/prompt: no session' "a prompt without a session: refused"
+like "$B" '"id":8,"error":\{"code":-32601' "an unknown method: method not found"
+like "$B" '"code":-32600,"message":"a message longer than 16 MiB: skipped' "a line past 16 MiB: refused and skipped"
+like "$B" '"id":10,"result":\{"protocolVersion":1' "twin: the request after all of them is answered"
+is "$(grep -c . "$T_TMP/bad")" 14 "one line per request, none for the notification"
+done_testing
