@@ -144,8 +144,16 @@ void mcp_free(struct mcp *m)
 		mcp_srv_call_free(c);
 	}
 	m->calls = NULL;
-	for (size_t i = 0; i < m->n; i++)
-		mcp_srv_kill(&m->v[i]);
+	/* Each stdio server's box call is cancelled and forgotten: the
+	 * connection may be used after this (ward run lists the box's jobs
+	 * over it), and the call's result must then reach no freed server. */
+	for (size_t i = 0; i < m->n; i++) {
+		struct srv *s = &m->v[i];
+		bool call = !s->http && s->live;
+		mcp_srv_kill(s);
+		if (call)
+			box_call_forget(m->c, s->box_id);
+	}
 	/* The HTTP servers are told their sessions are over, briefly. */
 	mhub_close(m->hub, now_ms() + MCP_HTTP_BYE_MS);
 	for (size_t i = 0; i < m->n; i++) {
