@@ -105,6 +105,9 @@ extern struct keeper K;
 
 void keeper_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j);
+/* A request's answer: j with "ok" (r >= 0) or e's "error" and r as
+ * "code", sent as INFO; j is freed. */
+void kclient_reply(struct kclient *c, uint32_t id, cJSON *j, int r, const struct err *e);
 /* A box-wide event ({"type":"box",...}) to every client. */
 void keeper_broadcast(cJSON *ev);
 /* Which of the guest's channel and the clients the loop reads and

@@ -479,14 +479,7 @@ void keeper_port_request(struct kclient *c, const struct frame *f)
 		}
 		cJSON_Delete(req);
 	}
-	if (r < 0) {
-		cJSON_AddStringToObject(j, "error", e.msg);
-		cJSON_AddNumberToObject(j, "code", r);
-	} else {
-		cJSON_AddBoolToObject(j, "ok", 1);
-	}
-	kclient_send_json(c, PROTO_INFO, f->id, j);
-	cJSON_Delete(j);
+	kclient_reply(c, f->id, j, r, &e);
 }
 
 int keeper_port_publish(struct err *e)

@@ -99,6 +99,18 @@ void kclient_send_json(struct kclient *c, uint8_t type, uint32_t id, cJSON *j)
 		kclient_send(c, type, 0, id, s, strlen(s));
 }
 
+void kclient_reply(struct kclient *c, uint32_t id, cJSON *j, int r, const struct err *e)
+{
+	if (r < 0) {
+		cJSON_AddStringToObject(j, "error", e->msg);
+		cJSON_AddNumberToObject(j, "code", r);
+	} else {
+		cJSON_AddBoolToObject(j, "ok", 1);
+	}
+	kclient_send_json(c, PROTO_INFO, id, j);
+	cJSON_Delete(j);
+}
+
 void keeper_broadcast(cJSON *ev)
 {
 	for (struct kclient *c = K.clients; c; c = c->next)
@@ -294,14 +306,7 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 				K.ttl_at = now_ms() + K.o->ttl_ms;
 		}
 		cJSON_Delete(req);
-		if (r < 0) {
-			cJSON_AddStringToObject(j, "error", e.msg);
-			cJSON_AddNumberToObject(j, "code", r);
-		} else {
-			cJSON_AddBoolToObject(j, "ok", 1);
-		}
-		kclient_send_json(c, PROTO_INFO, f->id, j);
-		cJSON_Delete(j);
+		kclient_reply(c, f->id, j, r, &e);
 		break;
 	}
 	case PROTO_CLAIM: {
