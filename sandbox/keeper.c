@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,15 @@
  * this much queued for the guest, no client is read: INPUT waits in the
  * clients' queues rather than being dropped here. */
 #define KEEPER_PACE (4u << 20)
+/* A client with more than this queued and unread is not listened to: its
+ * requests wait in its socket (and what was read of them, in its reader)
+ * until it reads, so asking without reading the answers makes no work. */
+#define KEEPER_BACKLOG (1u << 20)
+/* How long a destroyed box's keeper goes on giving its clients what they
+ * were sent (the last frames, "destroyed") before it removes the box: a
+ * client that stopped reading (SIGSTOP, a full socket) is left behind
+ * after this, never waited for. */
+#define KEEPER_DRAIN_MS 1000
 
 struct keeper K;
 
@@ -69,7 +79,8 @@ void keeper_pace(void)
 	}
 	bool read_clients = proto_queued(&K.gwr) <= KEEPER_PACE;
 	for (struct kclient *c = K.clients; c; c = c->next) {
-		uint32_t m = (read_clients ? EPOLLIN : 0) | (proto_pending(&c->wr) ? EPOLLOUT : 0);
+		bool read = read_clients && proto_queued(&c->wr) <= KEEPER_BACKLOG;
+		uint32_t m = (read ? EPOLLIN : 0) | (proto_pending(&c->wr) ? EPOLLOUT : 0);
 		if (m != c->mask) {
 			loop_mod(K.loop, c->fd, m);
 			c->mask = m;
@@ -109,6 +120,38 @@ void kclient_reply(struct kclient *c, uint32_t id, cJSON *j, int r, const struct
 	}
 	kclient_send_json(c, PROTO_INFO, id, j);
 	cJSON_Delete(j);
+}
+
+/* Tell every client the box is destroyed and give each what it was sent,
+ * until `until` at the latest: the sockets stay non-blocking, and a
+ * client that reads nothing holds the teardown for no longer than that. */
+static void keeper_drain_clients(int64_t until)
+{
+	size_t n = 0;
+	for (struct kclient *c = K.clients; c; c = c->next) {
+		const char m[] = "{\"destroyed\":true}";
+		proto_queue(&c->wr, PROTO_INFO, 0, 0, m, sizeof(m) - 1);
+		n++;
+	}
+	_cleanup_free_ struct pollfd *p = calloc(n ? n : 1, sizeof(*p));
+	if (!p)
+		return;
+	for (;;) {
+		size_t k = 0;
+		for (struct kclient *c = K.clients; c; c = c->next) {
+			if (!proto_pending(&c->wr))
+				continue;
+			int r = proto_flush(&c->wr, c->fd);
+			if (r == -EAGAIN) {
+				p[k++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+			}
+		}
+		int64_t left = until - now_ms();
+		if (!k || left <= 0)
+			return;
+		if (poll(p, k, (int)left) < 0 && errno != EINTR)
+			return;
+	}
 }
 
 void keeper_broadcast(cJSON *ev)
@@ -347,11 +390,32 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 	}
 }
 
+/* Act on what was read of a client's requests while its backlog allows;
+ * false when it sent something that is not a frame. */
+static bool kclient_take(struct kclient *c)
+{
+	struct frame f;
+	int r = -EAGAIN;
+	while (proto_queued(&c->wr) <= KEEPER_BACKLOG && (r = proto_reader_next(&c->rd, &f)) == 0) {
+		kclient_frame(c, &f);
+		if (K.quit)
+			return true;
+	}
+	return proto_queued(&c->wr) > KEEPER_BACKLOG || r == -EAGAIN;
+}
+
 static void on_client(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct kclient *c = data;
-	if (events & EPOLLOUT)
+	if (events & EPOLLOUT) {
 		kclient_flush(c);
+		if (!kclient_take(c)) {
+			kclient_close(c);
+			return;
+		}
+		if (K.quit)
+			return;
+	}
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
 	int r = proto_reader_fill(&c->rd, fd);
@@ -361,13 +425,7 @@ static void on_client(struct loop *l, int fd, uint32_t events, void *data)
 		kclient_close(c);
 		return;
 	}
-	struct frame f;
-	while ((r = proto_reader_next(&c->rd, &f)) == 0) {
-		kclient_frame(c, &f);
-		if (K.quit)
-			return;
-	}
-	if (r != -EAGAIN)
+	if (!kclient_take(c))
 		kclient_close(c);
 }
 
@@ -643,12 +701,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	keeper_guest_down();
 	keeper_port_free();
 	keeper_guest_fail_calls("unknown", "the box was destroyed while this call ran; its outcome is unknown\n", NULL);
-	for (struct kclient *c = K.clients; c; c = c->next) {
-		const char m[] = "{\"destroyed\":true}";
-		proto_queue(&c->wr, PROTO_INFO, 0, 0, m, sizeof(m) - 1);
-		fdio_set_nonblock(c->fd, false);
-		proto_flush(&c->wr, c->fd);
-	}
+	keeper_drain_clients(now_ms() + KEEPER_DRAIN_MS);
 	cgroup_remove(&K.cg);
 	unlink(K.sock);
 	egress_free(&K.eg);

@@ -236,4 +236,55 @@ LS=$("$WARD" box ls)
 like "$(printf '%s\n' "$LS" | head -1)" "^NAME {31} STATE" "the NAME column is as wide as the longest name"
 like "$(printf '%s\n' "$LS" | grep "^$LB ")" "^$LB +running +ns +[0-9]+s +(4m5[0-9]s|5m0s) " "a box with --idle 5m ends in 300 s, not in its 8 h TTL"
 "$WARD" box destroy "$LB"
+# A client that stopped reading does not hold a box's teardown: a client
+# asks the keeper for its info 20,000 times without reading a reply (its
+# socket and the keeper's queue for it fill) and is SIGSTOPped; a destroy
+# from another client ends the box within the keeper's drain bound (1 s),
+# not at destroy's own 3 s fallback of SIGKILL, and the box's call dies with
+# it (a process named so the host can look for it).
+FB=$(box_new)
+FD="${XDG_RUNTIME_DIR:-/run}"/ward/boxes/$FB
+FK=$(cat "$FD/keeper.pid")
+"$WARD" box exec "$FB" -- 'touch /tmp/flood-go; exec -a ward-flood-canary-'"$$"' sleep 600' >/dev/null 2>&1 &
+FE=$!
+wait_until 20 "$WARD" box exec "$FB" -- 'test -e /tmp/flood-go'
+ok $? "the box's call started"
+pgrep -f "^ward-flood-canary-$$" >/dev/null
+ok $? "its process runs on the host, named"
+python3 - "$FD/sock" "$T_TMP/flood-sent" <<'PY' &
+import os, socket, struct, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+frame = lambda t, p=b"": struct.pack("<IBBHI", len(p), t, 0, 0, 0) + p
+s.sendall(frame(1, struct.pack("<II", 0x44524157, 2)))	# HELLO: magic, version
+s.sendall(frame(12) * 20000)				# INFO, never read
+open(sys.argv[2], "w").close()
+time.sleep(600)
+PY
+FP=$!
+wait_until 30 test -e "$T_TMP/flood-sent"
+ok $? "the client sent its requests and reads nothing"
+kill -STOP "$FP"
+t0=$(now_ms)
+timeout 30 "$WARD" box destroy "$FB"
+rc=$?
+MS=$(( $(now_ms) - t0 ))
+is "$rc" 0 "destroy with a stopped client succeeds"
+wait_until 10 gone "$FK"
+ok $? "the keeper is gone although its client never read"
+KMS=$(( $(now_ms) - t0 ))
+lt "$KMS" 2900 "within the drain bound, before destroy's fallback SIGKILL at 3 s ($KMS ms)"
+ok "$([ ! -e "$FD" ]; echo $?)" "the box's runtime directory is gone"
+wait_until 5 sh -c "! pgrep -f '^ward-flood-canary-$$' >/dev/null"
+ok $? "and the box's call's process is dead"
+kill -CONT "$FP"; kill -KILL "$FP" 2>/dev/null; wait "$FP" "$FE" 2>/dev/null
+RB=$("$WARD" box create --persistent)
+"$WARD" box exec "$RB" -- 'touch /tmp/go; sleep 60' >"$T_TMP/reader.out" 2>&1 &
+RP=$!
+wait_until 20 "$WARD" box exec "$RB" -- 'test -e /tmp/go'
+"$WARD" box destroy "$RB"
+wait_until 10 gone "$RP"
+ok $? "twin: a reading client's call ends at the destroy"
+wait "$RP" 2>/dev/null
+like "$(cat "$T_TMP/reader.out")" "destroyed" "and it was told the box was destroyed"
 done_testing
