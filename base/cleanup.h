@@ -27,5 +27,9 @@ static inline void cleanup_closedirp(DIR **d) { if (*d) closedir(*d); }
 #define TAKE_FD(fd) ({ int _t = (fd); (fd) = -1; _t; })
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* A constant's digits as a string literal, for text built at compile time
+ * from the constant itself (a tool's description), never a copy of it. */
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -192,9 +192,9 @@ static int read_task(const char *arg, char **ret)
 /* --approve-cmd: a program that answers for the person. It gets the call
  * as JSON on stdin ({"tool","input"}) and WARD_TOOL in its environment;
  * exit 0 allows the call, 2 stops the turn, anything else refuses it (the
- * first line it prints is the reason the model is told). 60 s at most, and
- * never past the run's deadline. */
-#define RUN_APPROVER_TIMEOUT_MS 60000
+ * first line it prints is the reason the model is told). It runs as a
+ * PreToolUse hook does, with a hook's time limit, and never past the
+ * run's deadline. */
 
 struct approver {
 	const char *cmd;
@@ -216,7 +216,7 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 	}
 	/* The one way ward runs a program of the user's (cmd/hook.c): its own
 	 * process group, killed whole when it answers or runs out of time. */
-	int r = hook_exec(ap->cmd, s, tool, RUN_APPROVER_TIMEOUT_MS, *ap->deadline_ms, hr);
+	int r = hook_exec(ap->cmd, s, tool, HOOK_TIMEOUT_MS_DEFAULT, *ap->deadline_ms, hr);
 	if (r < 0) {
 		snprintf(reason, cap, "the approver could not be started: %s", strerror(-r));
 		return 'n';
@@ -229,7 +229,7 @@ static int approver_ask(void *ud, const char *tool, const cJSON *input, char *re
 		if (hr->by_deadline)
 			snprintf(reason, cap, "the approver did not answer before the run's deadline");
 		else
-			snprintf(reason, cap, "the approver did not answer within %d s", RUN_APPROVER_TIMEOUT_MS / 1000);
+			snprintf(reason, cap, "the approver did not answer within %d s", HOOK_TIMEOUT_MS_DEFAULT / 1000);
 		return 'n';
 	}
 	hr->out[strcspn(hr->out, "\n")] = 0;

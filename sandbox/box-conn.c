@@ -113,8 +113,10 @@ static int box_connect_as(const char *name, bool wait_busy, struct box_conn **re
 		close(c->fd);
 		proto_reader_free(&c->rd);
 		proto_writer_free(&c->wr);
-		return err_set(e, r, "box %s did not answer (%s)", name,
-			       r == -ETIMEDOUT ? "no hello within 2 s: is its keeper stopped?" : strerror(-r));
+		if (r == -ETIMEDOUT)
+			return err_set(e, r, "box %s did not answer (no hello within %lld ms: is its keeper stopped?)", name,
+				       (long long)(now_ms() - t0));
+		return err_set(e, r, "box %s did not answer (%s)", name, strerror(-r));
 	}
 	uint8_t hello[8];
 	proto_hello_payload(hello);

@@ -24,7 +24,7 @@ static int bash_check(const cJSON *args, struct err *e)
 		return err_set(e, -ERANGE, "bash: field \"timeout\" must be between 1 and %lld, got %lld%s",
 			       (long long)max, (long long)t,
 			       bg ? "" : " (a command the call waits for; with \"background\": true a job's may be up to "
-					 JOB_TIMEOUT_MAX_STR ")");
+					 STRINGIFY(JOB_TIMEOUT_MAX_S) ")");
 	if (bg && cJSON_GetObjectItemCaseSensitive(args, "idle_timeout"))
 		return err_set(e, -EINVAL, "bash: field \"idle_timeout\" is for a command the call waits for; a "
 			       "background job has only \"timeout\" (its own time limit)");
@@ -37,14 +37,15 @@ const struct tool tool_bash = {
 		"Run a command with `bash -c` inside the task's box. The working directory is "
 		"/workspace. stdin is /dev/null and there is no terminal: interactive prompts "
 		"fail at once, so pass input through files or flags. `timeout` (seconds, default "
-		"120) bounds the wall-clock time and `idle_timeout` (seconds) the time without "
-		"output; on either, every process the command started is killed. Output "
-		"(stdout and stderr together) is cut to its first 10,000 and last 20,000 "
-		"characters. The box has no network unless it was created with one.\n"
+		STRINGIFY(BASH_TIMEOUT_DEFAULT_S) ", at most " STRINGIFY(BASH_TIMEOUT_MAX_S) ") bounds the wall-clock "
+		"time and `idle_timeout` (seconds) the time without output; on either, every process "
+		"the command started is killed. Output (stdout and stderr together) is cut to its first "
+		STRINGIFY(BASH_OUT_HEAD) " and last " STRINGIFY(BASH_OUT_TAIL) " bytes. The box has no network "
+		"unless it was created with one.\n"
 		"With `background: true` the command starts as a job and the call returns at once "
 		"with the job's id: for a server, a watcher or a long build that goes on while you "
 		"work. A job lives until it ends, is killed, its own `timeout` passes (seconds, up "
-		"to 86400; none by default), or the box goes. Read its output with job_output, "
+		"to " STRINGIFY(JOB_TIMEOUT_MAX_S) "; none by default), or the box goes. Read its output with job_output, "
 		"stop it with job_kill, see them all with job_list; when a job ends you are told "
 		"at your next turn.",
 	.args = bash_args,

@@ -7,7 +7,6 @@
 
 /* Defaults, pinned in tests/unit/test-defaults.c. */
 #define JOB_TIMEOUT_MAX_S 86400		/* a job's own limit, at most a day (the box's TTL bounds it too) */
-#define JOB_TIMEOUT_MAX_STR "86400"
 #define JOB_RUNNING_MAX 16		/* jobs running in one box at once */
 #define JOB_KEPT_MAX 64			/* jobs a box remembers, ended ones included */
 #define JOB_OUT_HEAD (64u * 1024)	/* a job's output: its first 64 KiB... */

@@ -48,7 +48,6 @@ int main(void)
 	is_int(BOX_INPUT_MAX, 4u << 20, "one box_call_input at most 4 MiB");
 	/* Background jobs (tools/job.h). */
 	is_int(JOB_TIMEOUT_MAX_S, 86400, "a job's own limit at most a day");
-	is_str(JOB_TIMEOUT_MAX_STR, "86400", "and its words say the same");
 	is_int(JOB_RUNNING_MAX, 16, "16 jobs running in a box at once");
 	is_int(JOB_KEPT_MAX, 64, "64 jobs remembered, ended ones included");
 	is_int(JOB_OUT_HEAD, 64u * 1024, "a job's output keeps its first 64 KiB");
