@@ -189,17 +189,13 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 			break;
 		}
 		case 'm':
-			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
-				cmd_error("--memory: \"%s\" is not a size of at least 16M (e.g. 512M, 2G)", optarg);
+			if (box_flag_size("memory", optarg, "512M, 2G", &v) < 0)
 				return -1;
-			}
 			o->lim.memory = v;
 			break;
 		case 'K':
-			if (parse_size(optarg, &v) < 0 || v < (16u << 20)) {
-				cmd_error("--disk: \"%s\" is not a size of at least 16M (e.g. 512M, 10G)", optarg);
+			if (box_flag_size("disk", optarg, "512M, 10G", &v) < 0)
 				return -1;
-			}
 			o->lim.disk = v;
 			break;
 		case 'P':
@@ -270,5 +266,14 @@ int box_flags_workspace(struct box_opts *o, char *buf, size_t n)
 	}
 	o->workspace = buf;
 	(void)n;
+	return 0;
+}
+
+int box_flag_size(const char *flag, const char *arg, const char *eg, uint64_t *ret)
+{
+	if (parse_size(arg, ret) < 0 || *ret < BOX_SIZE_MIN) {
+		cmd_error("--%s: \"%s\" is not a size of at least %uM (e.g. %s)", flag, arg, BOX_SIZE_MIN >> 20, eg);
+		return -1;
+	}
 	return 0;
 }

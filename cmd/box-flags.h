@@ -14,3 +14,6 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 /* --workspace made absolute (into buf, n bytes): 0, or -1 after printing
  * that it does not exist. */
 int box_flags_workspace(struct box_opts *o, char *buf, size_t n);
+/* --memory or --disk (flag names it, eg is an example): a size of at least
+ * BOX_SIZE_MIN into *ret; -1 after printing why it is not one. */
+int box_flag_size(const char *flag, const char *arg, const char *eg, uint64_t *ret);

@@ -2,6 +2,7 @@
  * struct run_flags; run_flags_finish rebuilds the settings from the
  * defaults, the config files, the environment and the flags. */
 #include "cmd/run-flags.h"
+#include "cmd/box-flags.h"
 #include "cmd/term.h"
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
@@ -99,10 +100,8 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 			f->cfg.idle_ms = ms;
 		return 1;
 	case 'K':
-		if (parse_size(arg, &v) < 0 || v < (16u << 20)) {
-			cmd_error("--disk: \"%s\" is not a size of at least 16M (e.g. 512M, 10G)", arg);
+		if (box_flag_size("disk", arg, "512M, 10G", &v) < 0)
 			return -1;
-		}
 		f->disk = v;
 		return 1;
 	case 'R':

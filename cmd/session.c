@@ -273,9 +273,11 @@ int session_box_end(struct session *s, const char *name, bool keep)
 	struct box_conn *c = NULL;
 	if (keep && box_connect(name, &c, &e) < 0)
 		c = NULL;
-	/* Calls just cancelled end within the box's grace: until then the
+	/* Calls just cancelled are over within the box's grace (its own
+	 * --grace), as this client's layer counts it: until then the
 	 * hibernate is refused. */
-	for (int64_t until = now_ms() + BUDGET_GRACE_MS + 2000; c;) {
+	int64_t until = c ? budget_cancelled_by(box_conn_grace(c), BUDGET_CLIENT, now_ms()) : 0;
+	while (c) {
 		int r = box_hibernate_keep(c, &j, &e);
 		cJSON_Delete(j);
 		j = NULL;

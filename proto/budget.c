@@ -33,6 +33,11 @@ int64_t budget_deadline(const struct budget *b, enum budget_layer layer, int64_t
 	return d + (int64_t)layer * b->margin_ms;
 }
 
+int64_t budget_cancelled_by(int64_t grace_ms, enum budget_layer layer, int64_t cancel_ms)
+{
+	return cancel_ms + (grace_ms > 0 ? grace_ms : BUDGET_GRACE_MS) + (int64_t)layer * BUDGET_MARGIN_MS;
+}
+
 cJSON *budget_to_json(const struct budget *b)
 {
 	cJSON *j = cJSON_CreateObject();

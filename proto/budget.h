@@ -43,6 +43,9 @@ int64_t budget_timeout_grace(const struct budget *b);
 /* When a layer gives up on the call: from its start (and its cancel, 0 if
  * none). The guest's is when it sends SIGKILL. */
 int64_t budget_deadline(const struct budget *b, enum budget_layer layer, int64_t start_ms, int64_t cancel_ms);
+/* When a call cancelled at cancel_ms is over at a layer, whatever its
+ * limit, in a box whose grace is grace_ms (<= 0: the default). */
+int64_t budget_cancelled_by(int64_t grace_ms, enum budget_layer layer, int64_t cancel_ms);
 /* As the CALL frame carries it: {"limit_ms","idle_ms","grace_ms","margin_ms"}. */
 cJSON *budget_to_json(const struct budget *b);
 /* -EINVAL when a field is missing or out of range (limit_ms and idle_ms:

@@ -126,6 +126,11 @@ static int box_connect_as(const char *name, bool wait_busy, struct box_conn **re
 	return 0;
 }
 
+int64_t box_conn_grace(const struct box_conn *c)
+{
+	return c->grace_ms;
+}
+
 int box_connect(const char *name, struct box_conn **ret, struct err *e)
 {
 	return box_connect_as(name, true, ret, e);

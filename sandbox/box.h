@@ -39,6 +39,9 @@ enum box_on_idle {
 	BOX_IDLE_HIBERNATE,
 };
 
+/* The least --memory and --disk a box may be given. */
+#define BOX_SIZE_MIN (16u << 20)
+
 struct box_opts {
 	const char *name;	/* NULL: generated */
 	const char *backend;	/* "ns" */
@@ -137,6 +140,8 @@ int box_connect_quick(const char *name, struct box_conn **ret, struct err *e);
 /* Close the connection. Calls still pending are dropped without a result
  * callback: disconnect after the results that matter have come. */
 void box_disconnect(struct box_conn *c);
+/* The box's cancel grace, as its keeper's hello said (its --grace). */
+int64_t box_conn_grace(const struct box_conn *c);
 /* Box-wide events as they come while the connection is driven: each
  * connection the box's egress proxy carried or refused,
  * {"type":"net","host","port","method","allowed","why","addr","up","down",

@@ -34,6 +34,10 @@ int main(void)
 	is_int(budget_deadline(&b, BUDGET_GUEST, 1000, 5000), 15000, "cancel: the guest kills at cancel + grace");
 	is_int(budget_deadline(&b, BUDGET_CLIENT, 1000, 5000), 17000,
 	       "cancel: the client waits grace + two margins, not a fixed few seconds");
+	is_int(budget_cancelled_by(10000, BUDGET_CLIENT, 5000), budget_deadline(&b, BUDGET_CLIENT, 1000, 5000),
+	       "a call cancelled at 5000 is over for the client when its budget says, whatever its limit");
+	is_int(budget_cancelled_by(0, BUDGET_KEEPER, 5000), 5000 + BUDGET_GRACE_MS + BUDGET_MARGIN_MS,
+	       "with no grace given: the default grace, one margin for the keeper");
 	/* A cancel after the time-out's kill: the earlier moment stands. */
 	is_int(budget_deadline(&b, BUDGET_GUEST, 1000, 200000), g, "a late cancel does not extend the budget");
 
