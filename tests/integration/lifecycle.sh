@@ -214,6 +214,16 @@ for c in "run" "sessions" "diff" "box create" "box ls" "box info" "box reap" "im
 	ok $? "ward $c --bogus: one line naming the flag, exit 64 ($rc)"
 done
 like "$("$WARD" run --deadline 2>&1)" "needs a value" "a flag without its value says so"
+# Sizes: the least --memory and --disk is said the same way by every command.
+for c in "box create" "run"; do
+	out=$("$WARD" $c --disk 1M x 2>&1); rc=$?
+	is "$rc" 64 "ward $c --disk 1M: refused (exit 64)"
+	like "$out" '^ward: --disk: "1M" is not a size of at least 16M' "ward $c --disk 1M: the least size, said once"
+done
+like "$("$WARD" box create --memory 15M 2>&1)" '--memory: "15M" is not a size of at least 16M' "--memory 15M: refused with the least size"
+SB=$("$WARD" box create --persistent --memory 16M --disk 16M 2>&1)
+like "$SB" "^box-[0-9a-f]+$" "twin: --memory 16M --disk 16M, the least sizes, make a box"
+"$WARD" box destroy "$SB" >/dev/null 2>&1
 # Durations: the common forms, never a bare number.
 like "$("$WARD" box run --timeout 1.5s -- 'echo t-ok' 2>&1)" "t-ok" "--timeout 1.5s is a duration"
 like "$("$WARD" box run --timeout 1m30s -- 'echo t-ok' 2>&1)" "t-ok" "--timeout 1m30s is a duration"
