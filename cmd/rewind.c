@@ -9,7 +9,6 @@
 #include "cmd/tui.h"
 #include "sandbox/box.h"
 #include "workspace/layers.h"
-#include "base/state.h"
 #include "turn/journal.h"
 
 #include <errno.h>
@@ -88,11 +87,9 @@ int rewind_list(const char *id, cJSON **ret, struct err *e)
 static int rewind_hold(const char *id, const char *name, uint64_t disk, struct layers *L)
 {
 	struct err e = { 0 };
-	char boxdir[PATH_MAX];
 	/* A hibernated box holds nothing of the layers: they can be rewound
 	 * under it, and its next wake sees the rewound files. */
-	if (state_box_dir(name, boxdir, sizeof(boxdir), &e) == 0 && state_keeper_pid(boxdir) > 0 &&
-	    !box_is_hibernated(name)) {
+	if (box_has_keeper(name) && !box_is_hibernated(name)) {
 		cmd_error("box %s is running over session %s's workspace; end the ward that runs it, or `ward box destroy "
 			  "%s`, then rewind; nothing changed", name, id, name);
 		return EXIT_TEMPFAIL;

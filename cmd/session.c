@@ -11,7 +11,6 @@
 #include "sandbox/box.h"
 #include "workspace/checkpoint.h"
 #include "workspace/layers.h"
-#include "base/state.h"
 #include "proto/budget.h"
 #include "workspace/wsbase.h"
 #include "workspace/wsdiff.h"
@@ -193,9 +192,7 @@ int session_box(struct session *s, const struct run_flags *f, const char *worksp
 	snprintf(bname, sizeof(bname), "s-%s", s->j.id);
 	/* Kept from the session's last run (hibernated at its end): its next
 	 * call wakes it, with /tmp, the home, as it was. */
-	char bdir[PATH_MAX];
-	if (state_box_dir(bname, bdir, sizeof(bdir), NULL) == 0 && state_keeper_pid(bdir) > 0 &&
-	    box_connect(bname, &s->box, &e) == 0) {
+	if (box_has_keeper(bname) && box_connect(bname, &s->box, &e) == 0) {
 		snprintf(name, n, "%s", bname);
 		*ret_kept = true;
 		if (box_is_hibernated(bname))

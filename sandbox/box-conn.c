@@ -6,6 +6,7 @@
  * each call's deadline on this side comes from its budget. */
 #include "sandbox/box.h"
 #include "sandbox/box-conn-int.h"
+#include "sandbox/box-int.h"
 #include "sandbox/egress.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -66,7 +67,7 @@ static int box_connect_as(const char *name, bool wait_busy, struct box_conn **re
 		return r;
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	char sock[PATH_MAX + 8];
-	snprintf(sock, sizeof(sock), "%s/sock", c->boxdir);
+	snprintf(sock, sizeof(sock), "%s/" BOX_SOCK, c->boxdir);
 	c->fd = fdio_unix_connect(sock, false);
 	if (c->fd == -ENAMETOOLONG)
 		return err_set(e, -ENAMETOOLONG, "box socket path too long");
@@ -218,9 +219,11 @@ int box_conn_queue(struct box_conn *c, uint8_t type, uint32_t id, const void *p,
  * box dies with it (PDEATHSIG). */
 static void box_kill_keeper(struct box_conn *c)
 {
-	pid_t k = state_keeper_pid(c->boxdir);
-	if (k > 0)
-		kill(k, SIGKILL);
+	int pfd = box_keeper_pidfd(c->boxdir);
+	if (pfd >= 0) {
+		box_pidfd_end(pfd, SIGKILL, 0);
+		close(pfd);
+	}
 }
 
 /* A result ward makes up for a call the box could not answer. */

@@ -21,6 +21,17 @@ void box_pool_key(const struct box_opts *o, char *out, size_t n);
 /* pool.c: a box of o's kind from a pool, into ret_name: 0, or -ENOENT
  * when no pool holds one. */
 int box_pool_take(const struct box_opts *o, char *ret_name, size_t n, struct err *e);
+/* The name of a box's socket in its runtime directory, where its keeper
+ * listens. */
+#define BOX_SOCK "sock"
+/* box-request.c: a pidfd of the keeper listening on boxdir's socket, or
+ * -errno (-ESRCH: none there). The keeper is whoever listens there
+ * (SO_PEERCRED), and the pidfd is taken while that connection stands, so
+ * it is the keeper's own: a pid read from a file may be another
+ * process's by the time it is signalled. */
+int box_keeper_pidfd(const char *boxdir);
+/* Signal a pidfd; wait up to ms for its process to end: true if it did. */
+bool box_pidfd_end(int pidfd, int sig, int64_t ms);
 /* The ward-keeper program (keeper-main.c), as box_create starts it:
  * `ward-keeper NAME`, the box's options as JSON ({"boxdir","opts"}, the
  * latter box_opts_to_json's) on KEEPER_OPTS_FD, and the pipe on which it

@@ -5,13 +5,18 @@
 #include "sandbox/box-conn-int.h"
 #include "sandbox/box-int.h"
 #include "base/state.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/timeutil.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static bool box_reply_done(void *ud)
@@ -130,6 +135,61 @@ int box_destroy_if_pooled(const char *name)
 	return 0;
 }
 
+bool box_has_keeper(const char *name)
+{
+	char boxdir[PATH_MAX];
+	return state_box_dir(name, boxdir, sizeof(boxdir), NULL) == 0 && state_keeper_pid(boxdir) > 0;
+}
+
+int box_keeper_pidfd(const char *boxdir)
+{
+	char sock[PATH_MAX];
+	if ((size_t)snprintf(sock, sizeof(sock), "%s/" BOX_SOCK, boxdir) >= sizeof(sock))
+		return -ENAMETOOLONG;
+	/* A keeper that is stopped still has its socket listening: the
+	 * connection is made by the kernel, and says who listens. */
+	_cleanup_close_ int fd = fdio_unix_connect(sock, true);
+	if (fd < 0)
+		return fd == -ENOENT || fd == -ECONNREFUSED ? -ESRCH : fd;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return -errno;
+	if (cr.pid <= 1)
+		return -ESRCH;
+	int pfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
+	if (pfd < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	/* The connection still stands: its keeper has not ended, so the pid
+	 * was not reused, and the pidfd is the keeper's. */
+	struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
+	if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+		close(pfd);
+		return -ESRCH;
+	}
+	return pfd;
+}
+
+bool box_pidfd_end(int pidfd, int sig, int64_t ms)
+{
+	if (sig)
+		syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+	for (int64_t until = now_ms() + ms;;) {
+		struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+		int64_t left = until - now_ms();
+		int r = poll(&pf, 1, left > 0 ? (int)left : 0);
+		if (r > 0)
+			return true;
+		if ((r < 0 && errno != EINTR) || left <= 0)
+			return false;
+	}
+}
+
+/* How long a destroyed box's keeper has to end on its own, and then (when
+ * it was killed) to be gone before what it left is removed here. */
+#define BOX_DESTROY_WAIT_MS 3000
+#define BOX_DESTROY_KILLED_MS 2000
+
 int box_destroy(const char *name, struct err *e)
 {
 	struct box_conn *c;
@@ -137,35 +197,30 @@ int box_destroy(const char *name, struct err *e)
 	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
 	if (r < 0)
 		return r;
-	pid_t keeper = state_keeper_pid(boxdir);
+	_cleanup_close_ int keeper = box_keeper_pidfd(boxdir);
 	bool killed = false;
 	/* A keeper busy hibernating is not waited for: killed, its torn state
 	 * removed below. */
 	r = box_connect_quick(name, &c, e);
 	if (r < 0) {
-		if (!keeper)
+		if (keeper < 0)
 			return r;
 		/* A keeper that does not answer is killed; the box dies with it. */
-		kill(keeper, SIGKILL);
+		box_pidfd_end(keeper, SIGKILL, 0);
 		killed = true;
 	} else {
 		box_send_destroy(c, NULL);
 		box_disconnect(c);
 	}
-	int64_t until = now_ms() + 3000;
-	while (keeper && state_keeper_alive(keeper) && now_ms() < until)
-		usleep(1000);
-	if (keeper && state_keeper_alive(keeper)) {
+	if (keeper >= 0 && !killed && !box_pidfd_end(keeper, 0, BOX_DESTROY_WAIT_MS)) {
 		/* Stuck (stopped, or blocked in a long hibernate). */
-		kill(keeper, SIGKILL);
+		box_pidfd_end(keeper, SIGKILL, 0);
 		killed = true;
 	}
 	if (killed) {
 		/* What the keeper would have removed is removed here, as reap
 		 * does, rather than at the next ward's start. */
-		until = now_ms() + 2000;
-		while (state_keeper_alive(keeper) && now_ms() < until)
-			usleep(1000);
+		box_pidfd_end(keeper, 0, BOX_DESTROY_KILLED_MS);
 		box_reap(NULL, NULL);
 	}
 	return 0;

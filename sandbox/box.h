@@ -198,6 +198,8 @@ int box_fork(const char *parent, const char *name, pid_t owner, char *ret_name, 
 /* Whether box name is alive and hibernated (or cold): nothing of it runs
  * and its keeper has let go of its workspace layer. */
 bool box_is_hibernated(const char *name);
+/* Whether NAME has a keeper running (a box, in whatever state). */
+bool box_has_keeper(const char *name);
 /* Wake it now: {"ms"} or {"already":true}; a torn saved state is refused
  * (-EBADMSG) and kept as it is. */
 int box_wake(struct box_conn *c, cJSON **ret, struct err *e);

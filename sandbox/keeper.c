@@ -619,7 +619,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	K.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	snprintf(K.root, sizeof(K.root), "%s/root", boxdir);
-	snprintf(K.sock, sizeof(K.sock), "%s/sock", boxdir);
+	snprintf(K.sock, sizeof(K.sock), "%s/" BOX_SOCK, boxdir);
 	snprintf(K.cgname, sizeof(K.cgname), "ward-%s-%d", name, getpid());
 	mkdir(K.root, 0700);
 	/* The box's own disk is made for it at its first start: one a box of
