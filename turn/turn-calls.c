@@ -261,6 +261,12 @@ static void dispatch(struct turn *t, struct tcall *c)
 		cJSON_AddBoolToObject(intent, "hook_updated", 1);
 	journal_write(&t->s->j, "intent", intent);
 	cJSON_Delete(intent);
+	cJSON *own = !c->mcp && t->cfg->answer.call ? t->cfg->answer.call(t->cfg->answer.ud, c->name, input) : NULL;
+	if (own) {
+		t->s->calls++;
+		turn_call_done(t, c, own, true);
+		return;
+	}
 	static const struct box_call_cbs cbs = { .output = on_box_output, .result = on_box_result };
 	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
 	int r = c->mcp ? mcp_call_start(t->cfg->mcp, c->name, input, left, on_mcp_result, t, &c->box_id, &e)

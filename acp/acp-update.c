@@ -1,23 +1,20 @@
 /* What ward's turn events become in ACP: session/update notifications
  * (message and thought chunks, tool calls and their updates), and the
  * stop reason a prompt is answered with. */
-#include "cmd/acp.h"
+#include "acp/acp.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
-#include "cmd/session.h"
 #include "tools/tool.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-/* A tool's path as the editor's file: a path under /workspace, or a
- * relative one, is the workspace's on the host. NULL for any other (the
- * box's own files: an editor must not be shown /etc/passwd of the host as
- * the file a call changed) and for one with a ".." segment, whose meaning
- * beneath the box's root is not the host's. */
-static const char *host_path(const char *p, const char *ws, char *out, size_t n)
+/* (An editor must not be shown /etc/passwd of the host as the file a call
+ * changed; a ".." segment's meaning beneath the box's root is not the
+ * host's.) */
+const char *acp_update_path(const char *p, const char *ws, char *out, size_t n)
 {
 	if (!p || !*p || !ws || !*ws)
 		return NULL;
@@ -83,7 +80,7 @@ void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *st
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
 	cJSON_AddStringToObject(o, "toolCallId", json_str(call, "id") ? json_str(call, "id") : "");
 	char title[300];
-	const char *arg = session_call_arg(call);
+	const char *arg = tool_call_arg(call);
 	snprintf(title, sizeof(title), "%s%s%.200s", name ? name : "?", *arg ? " " : "", arg);
 	cJSON_AddStringToObject(o, "title", title);
 	cJSON_AddStringToObject(o, "kind", tool_kind(name));
@@ -91,7 +88,7 @@ void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *st
 	if (cJSON_IsObject(in))
 		cJSON_AddItemToObject(o, "rawInput", cJSON_Duplicate(in, 1));
 	char hp[PATH_MAX];
-	const char *path = host_path(json_str(in, "path"), ws, hp, sizeof(hp));
+	const char *path = acp_update_path(json_str(in, "path"), ws, hp, sizeof(hp));
 	cJSON *loc = cJSON_AddArrayToObject(o, "locations");
 	if (path) {
 		cJSON *l = cJSON_CreateObject();
@@ -132,7 +129,7 @@ static cJSON *result_update(const cJSON *call, const cJSON *result, const char *
 		const char *name = json_str(call, "name");
 		const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
 		const char *id = json_str(call, "id");
-		cJSON *d = call_diff(name, in, host_path(json_str(in, "path"), ws, hp, sizeof(hp)),
+		cJSON *d = call_diff(name, in, acp_update_path(json_str(in, "path"), ws, hp, sizeof(hp)),
 				     cJSON_GetObjectItemCaseSensitive(olds, id ? id : ""));
 		if (d)
 			cJSON_AddItemToArray(content, d);
