@@ -246,7 +246,7 @@ static int on_ask(void *ud, const char *tool, const cJSON *input, char *reason, 
  * process in the box could turn the path into a symlink between ward's
  * look and the editor's read, and the editor follows links). NULL: the
  * box reads it. */
-static cJSON *on_answer(void *ud, const char *tool, const cJSON *input)
+static cJSON *on_answer(void *ud, const char *tool, const cJSON *input, char *stop, size_t cap)
 {
 	struct acp_sess *s = ud;
 	struct acp *a = s->a;
@@ -266,6 +266,11 @@ static cJSON *on_answer(void *ud, const char *tool, const cJSON *input)
 	cJSON_AddStringToObject(p, "path", hp);
 	int64_t rid = rpc_request(&a->rpc, "fs/read_text_file", p);
 	__attribute__((cleanup(json_freep))) cJSON *ans = await(a, s, rid, ACP_FS_WAIT_MS);
+	if (a->rpc.eof || s->cancel) {
+		/* The cancel was read here, not by the loop: the turn is told. */
+		snprintf(stop, cap, "%s", a->rpc.eof ? "the editor closed ward's stdin" : "cancelled by the editor (session/cancel)");
+		return tool_result_json("cancelled", "not run: the editor cancelled the prompt");
+	}
 	const char *text = json_str(cJSON_GetObjectItemCaseSensitive(ans, "result"), "content");
 	if (!text) {
 		say(a, "fs/read_text_file %s: no content came (%s): the box reads it", hp,

@@ -230,6 +230,18 @@ static int host_changes(void *ud, void *h, bool apply, char **ret, struct err *e
 		*ret = text;
 		return 0;
 	}
+	/* The box goes first (its changes are kept), as at the terminal: the
+	 * next prompt gets a new one over the updated directory. */
+	mcp_free(hs->mcp);
+	hs->mcp = NULL;
+	if (hs->s.box)
+		box_disconnect(hs->s.box);
+	hs->s.box = NULL;
+	if (hs->box[0]) {
+		struct err de = { 0 };
+		box_destroy(hs->box, &de);
+		hs->box[0] = 0;
+	}
 	cJSON *files = cJSON_CreateArray();
 	struct session_changes_opts co = { .json = true, .apply = true, .allow_git = hs->f.allow_git, .files = files };
 	int r = session_changes(&sw, &co, NULL);
@@ -239,7 +251,7 @@ static int host_changes(void *ud, void *h, bool apply, char **ret, struct err *e
 	const cJSON *f;
 	cJSON_ArrayForEach(f, files) {
 		bool git = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "git")) && !hs->f.allow_git;
-		bool conflict = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "conflict"));
+		bool conflict = cJSON_GetObjectItemCaseSensitive(f, "conflict") != NULL;
 		const char *p = json_str(f, "path"), *what = json_str(f, "change");
 		left += git;
 		n += !git && !conflict;

@@ -13,7 +13,7 @@
 
 const struct tool *const tool_table[] = {
 	&tool_read, &tool_write, &tool_edit, &tool_grep, &tool_find, &tool_ls, &tool_bash,
-	&tool_job_output, &tool_job_kill, &tool_job_list, NULL,
+	&tool_job_output, &tool_job_kill, &tool_job_list, &tool_todo, NULL,
 };
 
 static const char *const outcome_names[] = {

@@ -144,9 +144,11 @@ struct turn_hooks {
  * from the editor's buffer). call returns the result ({outcome, text},
  * the turn's to free), journalled and shown as the box's would be, or
  * NULL: the box runs the call. Asked after the gate and the intent
- * record, for built-in tools only. */
+ * record, for built-in tools only. A call that writes a reason to stop
+ * (an editor's cancel read while it waited) stops the turn as cancelled,
+ * the calls after it not run. */
 struct turn_answer {
-	cJSON *(*call)(void *ud, const char *tool, const cJSON *input);
+	cJSON *(*call)(void *ud, const char *tool, const cJSON *input, char *stop, size_t cap);
 	void *ud;
 };
 
