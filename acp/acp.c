@@ -1,18 +1,16 @@
 /* ACP's agent side: the methods (initialize, session/new, session/load,
  * session/prompt, session/set_mode, session/cancel), the sessions of one
- * connection, and ward's own requests to the editor (permission, a
- * file's buffer). A prompt is one run_turn; the turn's loop watches the
+ * connection (ward's own requests to the editor: acp/acp-ask.c). A
+ * prompt is one run_turn; the turn's loop watches the
  * connection, so a cancel or a permission's answer is read while it
  * runs. One prompt runs at a time: a prompt (or a new session) sent while
  * another runs waits in order, and is answered after it. */
-#include "acp/acp.h"
+#include "acp/acp-int.h"
 #include "acp/acp-params.h"
-#include "acp/rpc.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
 #include "config.h"
-#include "tools/read.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,45 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A prompt's text, as ward run's task. */
-#define ACP_PROMPT_MAX (1u << 20)
-/* Requests held while a prompt runs, at most. */
-#define ACP_QUEUE_MAX 64
-/* How long the editor has to give a file's buffer. */
-#define ACP_FS_WAIT_MS 10000
-
-struct acp_sess {
-	struct acp_opened o;
-	struct acp *a;
-	bool cancel;		/* while it prompts: the editor cancelled */
-	cJSON *call;		/* the call the gate is about to ask about (its EV_TOOL_CALL) */
-	cJSON *olds;		/* each write's file before it, by call id (acp_update_for) */
-};
-
-struct acp {
-	const struct acp_host *host;
-	void *ud;
-	struct rpc rpc;
-	bool initialized;
-	bool fs_read;		/* the client offers fs/read_text_file */
-	struct acp_sess *sess[ACP_SESSIONS_MAX];
-	struct acp_sess *busy;	/* the session whose prompt runs */
-	struct turn *t;		/* its turn, from the loop's input callback */
-	int64_t deadline;
-	/* A request of ward's awaiting its response. */
-	bool waiting;
-	int64_t wait_id;
-	cJSON *answer;
-	cJSON *queue;		/* requests that came while a prompt ran */
-};
-
 static void json_freep(cJSON **p)
 {
 	cJSON_Delete(*p);
 }
 
-static void say(struct acp *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct acp *a, const char *fmt, ...)
+void acp_say(struct acp *a, const char *fmt, ...)
 {
 	char line[1200];
 	va_list ap;
@@ -76,7 +41,7 @@ static void say(struct acp *a, const char *fmt, ...)
 
 static void rpc_said(void *ud, const char *line)
 {
-	say(ud, "%s", line);
+	acp_say(ud, "%s", line);
 }
 
 static const char *sid(const struct acp_sess *s)
@@ -93,36 +58,7 @@ static void send_update(void *ud, cJSON *u)
 	rpc_notify(&s->a->rpc, "session/update", p);
 }
 
-static void on_message(void *ud, const struct rpc_msg *m);
 
-/* ward's request sent: wait for its response (the connection read
- * meanwhile, a session/cancel of s ending the wait) until ms from now or
- * the prompt's deadline. The response, or NULL. */
-static cJSON *await(struct acp *a, struct acp_sess *s, int64_t id, int64_t ms)
-{
-	a->waiting = true;
-	a->wait_id = id;
-	int64_t until = now_ms() + ms;
-	if (a->deadline && a->deadline < until)
-		until = a->deadline;
-	while (a->waiting && !a->rpc.eof && !s->cancel) {
-		int64_t left = until - now_ms();
-		if (left <= 0)
-			break;
-		struct pollfd pf = { .fd = a->rpc.in, .events = POLLIN };
-		int k = poll(&pf, 1, (int)MIN(left, INT32_MAX));
-		if (k < 0 && errno != EINTR)
-			break;
-		if (k > 0)
-			rpc_read(&a->rpc, on_message, a);
-	}
-	cJSON *ans = a->waiting ? NULL : a->answer;
-	if (a->waiting)
-		cJSON_Delete(a->answer);
-	a->answer = NULL;
-	a->waiting = false;
-	return ans;
-}
 
 /* A write's file as the box sees it before the call: its diff's old
  * text (null: there is none; left out when it cannot be read, is past
@@ -161,160 +97,13 @@ static void on_event(void *ud, const struct turn_event *ev)
 		send_update(s, u);
 }
 
-/* The gate asks: a session/request_permission, and the answer awaited. */
-static int on_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
-{
-	struct acp_sess *s = ud;
-	struct acp *a = s->a;
-	if (a->rpc.eof || s->cancel) {
-		snprintf(reason, cap, "the editor cancelled the prompt");
-		return 'q';
-	}
-	const char *id = json_str(s->call, "id");
-	cJSON *call = cJSON_CreateObject();
-	cJSON_AddStringToObject(call, "id", id ? id : "");
-	cJSON_AddStringToObject(call, "name", tool);
-	cJSON_AddItemToObject(call, "input", cJSON_Duplicate(input, 1));
-	cJSON *tc = cJSON_CreateObject();
-	acp_update_call(tc, call, s->o.ws, "pending", s->olds);
-	cJSON_Delete(call);
-	char rules[GATE_ALWAYS_MAX][GATE_SPEC_MAX], scope[200];
-	int nrules = gate_always(tool, input, rules, scope, sizeof(scope));
-	cJSON *opts = cJSON_CreateArray();
-	static const struct {
-		const char *id, *name;
-	} choice[] = { { "allow_once", "Allow once" }, { "allow_always", "Allow always" }, { "reject_once", "Reject" } };
-	for (size_t i = 0; i < ARRAY_SIZE(choice); i++) {
-		if (i == 1 && !nrules)
-			continue;	/* no rule fits the call: always would be once */
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "optionId", choice[i].id);
-		char name[300];
-		snprintf(name, sizeof(name), "%s%s%s", choice[i].name, i == 1 ? ": " : "", i == 1 ? scope : "");
-		cJSON_AddStringToObject(o, "name", name);
-		cJSON_AddStringToObject(o, "kind", choice[i].id);
-		cJSON_AddItemToArray(opts, o);
-	}
-	cJSON *p = cJSON_CreateObject();
-	cJSON_AddStringToObject(p, "sessionId", sid(s));
-	cJSON_AddItemToObject(p, "toolCall", tc);
-	cJSON_AddItemToObject(p, "options", opts);
-	int64_t rid = rpc_request(&a->rpc, "session/request_permission", p);
-	/* Until the prompt's deadline: a person answers in their time. */
-	__attribute__((cleanup(json_freep))) cJSON *ans = await(a, s, rid, INT32_MAX);
-	if (a->rpc.eof || s->cancel) {
-		snprintf(reason, cap, "the editor cancelled the prompt");
-		return 'q';
-	}
-	if (!ans) {
-		snprintf(reason, cap, "no answer came before the deadline");
-		return 'n';
-	}
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
-	if (err) {
-		const char *em = json_str(err, "message");
-		snprintf(reason, cap, "the editor could not ask: %.300s", em ? em : "an error");
-		return 'n';
-	}
-	const cJSON *oc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ans, "result"), "outcome");
-	const char *kind = json_str(oc, "outcome"), *opt = json_str(oc, "optionId");
-	if (kind && !strcmp(kind, "cancelled")) {
-		s->cancel = true;
-		snprintf(reason, cap, "the editor cancelled the prompt");
-		return 'q';
-	}
-	if (kind && !strcmp(kind, "selected") && opt) {
-		if (!strcmp(opt, "allow_once"))
-			return 'y';
-		if (!strcmp(opt, "allow_always") && nrules)
-			return 'a';
-		if (!strcmp(opt, "reject_once")) {
-			snprintf(reason, cap, "the person refused it (in the editor)");
-			return 'n';
-		}
-	}
-	say(a, "the answer to a permission request named none of its options: refused");
-	snprintf(reason, cap, "the editor's answer named none of the options: refused");
-	return 'n';
-}
-
-/* A read of a workspace file the editor holds with changes it has not
- * saved: answered from the editor's buffer (fs/read_text_file), as the
- * read tool formats a file, and said so. Only where the box's copy is
- * the tree's own (the box has not changed the file: its own change is
- * what the model must see) and the box works on a copy (with --rw a
- * process in the box could turn the path into a symlink between ward's
- * look and the editor's read, and the editor follows links). NULL: the
- * box reads it. */
-static cJSON *on_answer(void *ud, const char *tool, const cJSON *input, char *stop, size_t cap)
-{
-	struct acp_sess *s = ud;
-	struct acp *a = s->a;
-	const char *path = json_str(input, "path");
-	char hp[PATH_MAX];
-	if (!a->fs_read || s->o.rw || strcmp(tool, "read") || !path ||
-	    !acp_update_path(path, s->o.ws, hp, sizeof(hp)))
-		return NULL;
-	_cleanup_free_ char *box = NULL, *tree = NULL;
-	size_t nb = 0, nt = 0;
-	if (a->host->file_read(a->ud, s->o.h, path, false, ACP_TEXT_MAX, &box, &nb) < 0 ||
-	    a->host->file_read(a->ud, s->o.h, path, true, ACP_TEXT_MAX, &tree, &nt) < 0 || nb != nt ||
-	    memcmp(box, tree, nb))
-		return NULL;
-	cJSON *p = cJSON_CreateObject();
-	cJSON_AddStringToObject(p, "sessionId", sid(s));
-	cJSON_AddStringToObject(p, "path", hp);
-	int64_t rid = rpc_request(&a->rpc, "fs/read_text_file", p);
-	__attribute__((cleanup(json_freep))) cJSON *ans = await(a, s, rid, ACP_FS_WAIT_MS);
-	if (a->rpc.eof || s->cancel) {
-		/* The cancel was read here, not by the loop: the turn is told. */
-		snprintf(stop, cap, "%s", a->rpc.eof ? "the editor closed ward's stdin" : "cancelled by the editor (session/cancel)");
-		return tool_result_json("cancelled", "not run: the editor cancelled the prompt");
-	}
-	const char *text = json_str(cJSON_GetObjectItemCaseSensitive(ans, "result"), "content");
-	if (!text) {
-		say(a, "fs/read_text_file %s: no content came (%s): the box reads it", hp,
-		    ans ? "an error" : "no answer in time");
-		return NULL;
-	}
-	size_t n = strlen(text);
-	if (n > ACP_TEXT_MAX || (n == nt && !memcmp(text, tree, n)))
-		return NULL;
-	char shown[PATH_MAX + 16];
-	snprintf(shown, sizeof(shown), "/workspace/%s", hp + strlen(s->o.ws) + (hp[strlen(s->o.ws)] == '/'));
-	struct tool_result res;
-	tool_result_init(&res);
-	read_lines(shown, text, n, tool_arg_int(input, "offset", 1), tool_arg_int(input, "limit", READ_DEFAULT_LINES),
-		   NULL, &res);
-	static const char note[] = "\n[This is the editor's buffer of %s, with changes not saved yet. The file in the "
-				   "box, which edit, grep and bash see, is the saved one: an edit must match the saved "
-				   "text, or write the file whole.]";
-	if (buf_printf(&res.text, note, shown) < 0) {
-		/* The note goes in whole: the lines before it give way. */
-		res.text.len = res.text.cap > sizeof(note) + PATH_MAX + 64 ? res.text.cap - sizeof(note) - PATH_MAX - 64 : 0;
-		buf_printf(&res.text, "\n[cut]");
-		buf_printf(&res.text, note, shown);
-	}
-	if (buf_cstr(&res.text) < 0) {
-		buf_free(&res.text);
-		return NULL;
-	}
-	cJSON *r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "outcome", outcome_name(res.outcome));
-	cJSON_AddStringToObject(r, "text", res.text.data);
-	cJSON_AddStringToObject(r, "source", "editor");
-	buf_free(&res.text);
-	say(a, "read %s: the editor's unsaved buffer", hp);
-	return r;
-}
-
 /* The loop's input: the connection is readable while the turn runs. */
 static void on_input(void *ud, struct turn *t)
 {
 	struct acp_sess *s = ud;
 	struct acp *a = s->a;
 	a->t = t;
-	rpc_read(&a->rpc, on_message, a);
+	rpc_read(&a->rpc, acp_message, a);
 	if (turn_stopping(t))
 		return;
 	if (a->rpc.eof)
@@ -456,7 +245,7 @@ static void m_session_set_mode(struct acp *a, const cJSON *id, const cJSON *para
 		return;
 	}
 	s->o.gate->mode = m;
-	say(a, "session %s: approvals: %s", sid(s), gate_mode_name(m));
+	acp_say(a, "session %s: approvals: %s", sid(s), gate_mode_name(m));
 	rpc_reply(&a->rpc, id, NULL);
 }
 
@@ -526,7 +315,7 @@ static void m_session_open(struct acp *a, const cJSON *id, const cJSON *params, 
 		return;
 	}
 	a->sess[slot] = s;
-	s->o.gate->ask = on_ask;
+	s->o.gate->ask = acp_ask_permission;
 	s->o.gate->ask_ud = s;
 	if (load)
 		acp_update_replay(s->o.s->messages, s->o.ws, send_update, s);
@@ -615,7 +404,7 @@ static void m_session_prompt(struct acp *a, const cJSON *id, const cJSON *params
 	if (cfg.nsinks < TURN_SINKS_MAX)
 		cfg.sinks[cfg.nsinks++] = (struct turn_sink){ on_event, s };
 	cfg.input = (struct turn_input){ .fd = a->rpc.in, .on_ready = on_input, .ud = s };
-	cfg.answer = (struct turn_answer){ on_answer, s };
+	cfg.answer = (struct turn_answer){ acp_ask_buffer, s };
 	a->deadline = cfg.b.deadline_ms;
 	a->busy = s;
 	a->t = NULL;
@@ -637,7 +426,7 @@ static void m_session_prompt(struct acp *a, const cJSON *id, const cJSON *params
 		rpc_error(&a->rpc, id, RPC_INTERNAL, "session/prompt: %s", e.msg);
 		return;
 	}
-	say(a, "session %s: %s: %s (%d rounds, %d calls)", sid(s), turn_stop_name(stop.kind), stop.why, stop.rounds,
+	acp_say(a, "session %s: %s: %s (%d rounds, %d calls)", sid(s), turn_stop_name(stop.kind), stop.why, stop.rounds,
 	    stop.calls);
 	if (stop.signal)
 		a->rpc.eof = true;
@@ -656,7 +445,7 @@ static void n_session_cancel(struct acp *a, const cJSON *params)
 	const char *want = json_str(params, "sessionId");
 	struct acp_sess *s = sess_find(a, want);
 	if (!s) {
-		say(a, "session/cancel for no session of this connection's: ignored");
+		acp_say(a, "session/cancel for no session of this connection's: ignored");
 		return;
 	}
 	if (a->busy == s) {
@@ -719,12 +508,12 @@ static void request(struct acp *a, const cJSON *id, const char *name, const cJSO
 	}
 }
 
-static void on_message(void *ud, const struct rpc_msg *m)
+void acp_message(void *ud, const struct rpc_msg *m)
 {
 	struct acp *a = ud;
 	if (!m->method) {
 		if (!a->waiting || !rpc_is_response(m, a->wait_id)) {
-			say(a, "a response to no request of ward's: ignored");
+			acp_say(a, "a response to no request of ward's: ignored");
 			return;
 		}
 		cJSON_Delete(a->answer);
@@ -736,7 +525,7 @@ static void on_message(void *ud, const struct rpc_msg *m)
 		if (!strcmp(m->method, "session/cancel"))
 			n_session_cancel(a, m->params);
 		else
-			say(a, "notification %.100s: ward has none by that name: ignored", m->method);
+			acp_say(a, "notification %.100s: ward has none by that name: ignored", m->method);
 		return;
 	}
 	if (a->busy && waits_its_turn(m->method)) {
@@ -789,7 +578,7 @@ int acp_serve(struct acp *a, int sigfd)
 			break;
 		}
 		if (pf[0].revents)
-			rpc_read(&a->rpc, on_message, a);
+			rpc_read(&a->rpc, acp_message, a);
 	}
 	for (size_t i = 0; i < ACP_SESSIONS_MAX; i++)
 		if (a->sess[i])
