@@ -2,6 +2,7 @@
 #include "cmd/session.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
+#include "tools/tool.h"
 #include "base/fdio.h"
 #include "base/jsonprint.h"
 #include "base/utf8.h"
@@ -111,7 +112,7 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		}
 		/* One line each, as the session's card: a newline in them
 		 * would start a line that looks like ward's. */
-		const char *arg = session_call_arg(ev->call), *name = json_str(ev->call, "name");
+		const char *arg = tool_call_arg(ev->call), *name = json_str(ev->call, "name");
 		_cleanup_free_ char *n = term_line(name ? name : "?", strlen(name ? name : "?"), 60);
 		_cleanup_free_ char *a = term_line(arg, strlen(arg), 200);
 		term_printf(stderr, "● %s %s\n", n ? n : "", a ? a : "");

@@ -647,15 +647,3 @@ int session_list(cJSON **ret, struct err *e)
 	*ret = list;
 	return 0;
 }
-
-const char *session_call_arg(const cJSON *call)
-{
-	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
-	static const char *const keys[] = { "command", "path", "pattern" };
-	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		const char *v = json_str(in, keys[i]);
-		if (v)
-			return v;
-	}
-	return "";
-}

@@ -85,6 +85,3 @@ int session_file_read(const struct session_ws *w, bool rw, const char *path, siz
 /* The sessions, oldest first: [{session, stop, model, workspace, first,
  * compactions}] (first: the first thing the person asked). */
 int session_list(cJSON **ret, struct err *e);
-/* A call's key argument, for a one-line card: bash's command, a file
- * tool's path, grep's pattern. */
-const char *session_call_arg(const cJSON *call);

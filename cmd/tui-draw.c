@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "cmd/mdterm.h"
 #include "cmd/term.h"
+#include "tools/tool.h"
 #include "turn/window.h"
 
 #include <errno.h>
@@ -707,7 +708,7 @@ static void card_result(struct tui *u, const cJSON *call, const cJSON *result)
 	if (label) {
 		/* Calls that ran side by side: say whose result this is. */
 		_cleanup_free_ char *n = tui_short(tool, 31);
-		_cleanup_free_ char *a = tui_short(session_call_arg(call), 50);
+		_cleanup_free_ char *a = tui_short(tool_call_arg(call), 50);
 		buf_printf(&line, BOLD "%s" RESET " %s ", n ? n : "", a ? a : "");
 	}
 	buf_printf(&line, "%s%s" RESET, ok ? GREEN : cancelled ? YELLOW : RED,
@@ -760,7 +761,7 @@ static void card_result(struct tui *u, const cJSON *call, const cJSON *result)
 		u->card.len = 0;
 		u->last_cut = u->card_total > TUI_CARD_MAX;
 		_cleanup_free_ char *n = tui_short(tool, 31);
-		_cleanup_free_ char *a = tui_short(session_call_arg(call), 120);
+		_cleanup_free_ char *a = tui_short(tool_call_arg(call), 120);
 		snprintf(u->last_title, sizeof(u->last_title), "%s %s", n ? n : "", a ? a : "");
 		if (!u->last_out.len && text) {
 			u->last_out.len = 0;
@@ -777,7 +778,7 @@ static void card_begin(struct tui *u, const cJSON *call)
 	_cleanup_free_ char *n = tui_short(name ? name : "?", 24);
 	snprintf(u->call_name, sizeof(u->call_name), "%s", n ? n : "?");
 	const cJSON *input = cJSON_GetObjectItemCaseSensitive(call, "input");
-	const char *a = session_call_arg(call);
+	const char *a = tool_call_arg(call);
 	_cleanup_free_ char *args = NULL;
 	if (name && !strncmp(name, "mcp__", 5)) {
 		/* An MCP tool's arguments, on one line. */

@@ -7,7 +7,7 @@
 // every line ward wrote). The replay script's turns are acp.sh's.
 import { spawn, execFileSync } from "node:child_process";
 import { Readable, Writable } from "node:stream";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -18,12 +18,16 @@ if (sep !== "--" || !cmd.length) {
 }
 const acp = await import(pathToFileURL(path.join(sdkDir, "node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")));
 
-const res = { updates: [], permissions: [], prompts: {} };
+const res = { updates: [], permissions: [], prompts: {}, fsReads: [], order: [], sids: [] };
+// The editor's unsaved buffers, by absolute path (ACP_BUFFERS, JSON); a
+// file with none is read from disk, as an editor does.
+const buffers = JSON.parse(process.env.ACP_BUFFERS ?? "{}");
 const save = () => writeFileSync(resultPath, JSON.stringify(res, null, 1));
 // Answers for the permission requests, in order.
 const answers = ["allow_once", "allow_once", "reject_once"];
 let waiters = [];
 let agentCtx = null;
+let slowRead = false;
 const seen = (pred) =>
 	new Promise((resolve, reject) => {
 		if (res.updates.some(pred)) return resolve();
@@ -47,8 +51,20 @@ const app = acp
 		res.permissions.push({ params, answered: optionId });
 		return { outcome: { outcome: "selected", optionId } };
 	})
+	.onRequest("fs/read_text_file", async ({ params }) => {
+		res.fsReads.push(params);
+		if (slowRead) {
+			// The person cancels while the editor is slow to answer.
+			slowRead = false;
+			await agentCtx.notify("session/cancel", { sessionId: params.sessionId });
+			await new Promise((r) => setTimeout(r, 3000));
+		}
+		if (params.path in buffers) return { content: buffers[params.path] };
+		return { content: readFileSync(params.path, "utf8") };
+	})
 	.onNotification("session/update", ({ params }) => {
 		res.updates.push(params.update);
+		res.sids.push(params.sessionId);
 		waiters = waiters.filter((w) => (w.pred(params.update) ? (w.resolve(), false) : true));
 	});
 
@@ -66,8 +82,51 @@ const timed = async (name, p) => {
 try {
 	await app.connectWith(stream, async (ctx) => {
 		agentCtx = ctx;
-		const init = await ctx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+		const multi = !!process.env.ACP_MULTI;
+		const init = await ctx.request("initialize", {
+			protocolVersion: acp.PROTOCOL_VERSION,
+			clientCapabilities: multi ? { fs: { readTextFile: true, writeTextFile: false } } : {},
+		});
 		res.initialize = init;
+		if (multi) {
+			// Two sessions over one directory, each its own box; their
+			// prompts sent at once (the second waits for the first), a
+			// queued one cancelled, then /diff and /apply.
+			const a = await ctx.request("session/new", { cwd, mcpServers: [] });
+			const b = await ctx.request("session/new", { cwd, mcpServers: [] });
+			res.sessions = [a.sessionId, b.sessionId];
+			const ask = (sessionId, text) => ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+			const pa = timed("a", ask(a.sessionId, "look")).then(() => res.order.push("a"));
+			const pb = timed("b", ask(b.sessionId, "look")).then(() => res.order.push("b"));
+			await Promise.all([pa, pb]);
+			// A prompt waiting for another session's, cancelled: answered
+			// cancelled at once, the running one goes on.
+			const pa2 = timed("a2", ask(a.sessionId, "wait")).then(() => res.order.push("a2"));
+			await seen((u) => u.sessionUpdate === "tool_call" && u.rawInput?.command === "sleep 2");
+			const pc = timed("queuedCancel", ask(b.sessionId, "never")).then(() => res.order.push("queuedCancel"));
+			await new Promise((r) => setTimeout(r, 200));
+			await ctx.notify("session/cancel", { sessionId: b.sessionId });
+			await Promise.all([pa2, pc]);
+			const box = (sid, f) =>
+				execFileSync(process.env.WARD, ["box", "exec", "s-" + sid, "--", "cat", "/workspace/" + f]).toString();
+			res.boxA = box(a.sessionId, "unsaved.txt");
+			res.boxB = box(b.sessionId, "unsaved.txt");
+			res.treeBefore = readFileSync(path.join(cwd, "unsaved.txt"), "utf8");
+			const cmd = async (name, text) => {
+				const n = res.updates.length;
+				await timed(name, ask(a.sessionId, text));
+				res[name + "Text"] = res.updates.slice(n).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+			};
+			await cmd("diff", "/diff");
+			res.treeAfterDiff = readFileSync(path.join(cwd, "unsaved.txt"), "utf8");
+			await cmd("apply", "/apply");
+			res.treeAfterApply = readFileSync(path.join(cwd, "unsaved.txt"), "utf8");
+			// A cancel while ward waits for the editor's buffer.
+			const c3 = await ctx.request("session/new", { cwd, mcpServers: [] });
+			slowRead = true;
+			await timed("fsCancel", ask(c3.sessionId, "look"));
+			return;
+		}
 		const mcp = process.env.ACP_MCP;
 		if (mcp) {
 			// The editor's MCP servers: one ward would read another way

@@ -234,6 +234,16 @@ def sc_loop(n, msgs):
     return tool("bash", {"command": "echo round %d" % n})
 
 
+def sc_acp_bench(n, msgs):
+    """bench/acp.py: a prompt that says sleep runs a long sleep (to be
+    cancelled); any other is answered at once."""
+    last = msgs[-1] if msgs else {}
+    if "sleep" in last_user_text(msgs) and not any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in (last.get("content") or [])):
+        return tool("bash", {"command": "sleep 60.%d" % os.getpid(), "timeout": 120})
+    return text("Hello.")
+
+
 def sc_sleep(n, msgs):
     if n == 1:
         # 100.PID seconds: a sleep of this server's own, told apart from any
@@ -911,6 +921,11 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         try:
+            if self.server.first_byte:
+                # When the stream's first byte goes out (CLOCK_MONOTONIC,
+                # as the reader's): bench/acp.py measures from here.
+                with open(self.server.first_byte, "a") as f:
+                    f.write("%d\n" % time.monotonic_ns())
             for i, e in enumerate(events):
                 if t.cut_after is not None and i == t.cut_after:
                     # Cut mid-event: half an event, then the connection goes.
@@ -953,12 +968,14 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--cache-sim", action="store_true", help="report prompt caching as the API would")
+    ap.add_argument("--first-byte", help="append each stream's first byte's CLOCK_MONOTONIC ns to this file")
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     srv.scenario = SCENARIOS[a.scenario]
     srv.log_path = a.log
     srv.cache_sim = a.cache_sim
+    srv.first_byte = a.first_byte
     open(a.log, "w").close()
     with open(a.port_file + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))

@@ -6,7 +6,9 @@
  * -C, head_limit; Glob: pattern, path; LS: path; BashOutput: bash_id;
  * KillShell: shell_id; Bash's run_in_background). Claude Code's tools that
  * ward has not (MultiEdit, NotebookEdit, WebFetch, WebSearch, Task,
- * TodoWrite) are not here: a matcher naming only them matches no tool. */
+ * TodoWrite) are not here: a matcher naming only them matches no tool.
+ * ward's todo takes one string, not TodoWrite's list: hooks see it, as
+ * job_list, by ward's own name. */
 #include "tools/ccshape.h"
 
 #include <errno.h>
@@ -46,7 +48,7 @@ static const struct cctool table[] = {
 #define NTOOLS (sizeof(table) / sizeof(table[0]))
 
 const char *const ccshape_names[] = { "bash", "read", "write", "edit", "grep", "find", "ls", "job_output",
-				      "job_kill", "job_list", "Bash", "Read", "Write", "Edit", "Grep", "Glob", "LS",
+				      "job_kill", "job_list", "todo", "Bash", "Read", "Write", "Edit", "Grep", "Glob", "LS",
 				      "BashOutput", "KillShell", NULL };
 
 static const struct cctool *lookup(const char *ward)

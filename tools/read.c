@@ -1,3 +1,4 @@
+#include "tools/read.h"
 #include "tools/fsutil.h"
 #include "tools/uio.h"
 #include "base/cleanup.h"
@@ -9,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define READ_DEFAULT_LINES 2000
 #define READ_MAX_LINE 2000
 /* Past this size the model must say which part it wants. */
 #define READ_WHOLE_MAX (16u << 20)
@@ -52,6 +52,12 @@ static int read_run(struct tool_ctx *ctx, struct tool_result *res)
 	int r = uio_read_file(ctx->uio, fd, READ_FILE_MAX, &data, &len);
 	if (r < 0)
 		return fs_open_error(res, "read", path, -r);
+	return read_lines(path, data, len, offset, limit, ctx->cancel, res);
+}
+
+int read_lines(const char *path, const char *data, size_t len, int64_t offset, int64_t limit, struct cancel *cancel,
+	       struct tool_result *res)
+{
 	if (len == 0)
 		return tool_result_set(res, OUTCOME_OK, "(%s is empty)\n", path);
 	if (fs_looks_binary(data, len))
@@ -63,7 +69,7 @@ static int read_run(struct tool_ctx *ctx, struct tool_result *res)
 	const char *p = data, *end = data + len;
 	bool full = false;
 	while (p < end) {
-		if ((line & 4095) == 0 && cancel_is_set(ctx->cancel))
+		if ((line & 4095) == 0 && cancel && cancel_is_set(cancel))
 			return tool_result_set(res, OUTCOME_CANCELLED, "read: cancelled");
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;

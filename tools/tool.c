@@ -1,6 +1,7 @@
 #include "tools/tool.h"
 #include "tools/bash.h"
 #include "tools/job.h"
+#include "base/cleanup.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,7 +13,7 @@
 
 const struct tool *const tool_table[] = {
 	&tool_read, &tool_write, &tool_edit, &tool_grep, &tool_find, &tool_ls, &tool_bash,
-	&tool_job_output, &tool_job_kill, &tool_job_list, NULL,
+	&tool_job_output, &tool_job_kill, &tool_job_list, &tool_todo, NULL,
 };
 
 static const char *const outcome_names[] = {
@@ -68,6 +69,18 @@ const struct tool *tool_lookup(const char *name)
 		if (name && !strcmp((*t)->name, name))
 			return *t;
 	return NULL;
+}
+
+const char *tool_call_arg(const cJSON *call)
+{
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
+	static const char *const keys[] = { "command", "path", "pattern" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, keys[i]));
+		if (v)
+			return v;
+	}
+	return "";
 }
 
 static const char *arg_type_name(enum arg_type t)

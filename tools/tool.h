@@ -73,8 +73,11 @@ struct tool {
 };
 
 extern const struct tool tool_read, tool_write, tool_edit, tool_grep, tool_find, tool_ls, tool_bash;
-extern const struct tool tool_job_output, tool_job_kill, tool_job_list;
+extern const struct tool tool_job_output, tool_job_kill, tool_job_list, tool_todo;
 const struct tool *tool_lookup(const char *name);
+/* A tool_use block's key argument, for a one-line card or a title: bash's
+ * command, a file tool's path, grep's pattern; "" when none. */
+const char *tool_call_arg(const cJSON *call);
 /* NULL-terminated list of all tools. */
 extern const struct tool *const tool_table[];
 

@@ -173,7 +173,7 @@ static void dispatch(struct turn *t, struct tcall *c)
 	if (!c->tool && !c->mcp) {
 		turn_call_done(t, c,
 			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls, bash, job_output, "
-					   "job_kill and job_list",
+					   "job_kill, job_list and todo",
 				     c->name ? c->name : ""),
 			  false);
 		return;
@@ -261,6 +261,18 @@ static void dispatch(struct turn *t, struct tcall *c)
 		cJSON_AddBoolToObject(intent, "hook_updated", 1);
 	journal_write(&t->s->j, "intent", intent);
 	cJSON_Delete(intent);
+	char stop[256] = "";
+	cJSON *own = !c->mcp && t->cfg->answer.call ? t->cfg->answer.call(t->cfg->answer.ud, c->name, input, stop, sizeof(stop))
+						    : NULL;
+	if (own) {
+		t->s->calls++;
+		turn_call_done(t, c, own, true);
+		/* Not turn_wind_down here: it would end the calls this one is
+		 * among while their dispatch runs. */
+		if (stop[0])
+			turn_stop_request(t, TURN_CANCELLED, stop);
+		return;
+	}
 	static const struct box_call_cbs cbs = { .output = on_box_output, .result = on_box_result };
 	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
 	int r = c->mcp ? mcp_call_start(t->cfg->mcp, c->name, input, left, on_mcp_result, t, &c->box_id, &e)

@@ -143,6 +143,19 @@ struct turn_hooks {
 	void *ud;
 };
 
+/* A front end's own answer to a call the gate allowed, instead of the
+ * box's (ward acp: a read of a file the editor holds unsaved is answered
+ * from the editor's buffer). call returns the result ({outcome, text},
+ * the turn's to free), journalled and shown as the box's would be, or
+ * NULL: the box runs the call. Asked after the gate and the intent
+ * record, for built-in tools only. A call that writes a reason to stop
+ * (an editor's cancel read while it waited) stops the turn as cancelled,
+ * the calls after it not run. */
+struct turn_answer {
+	cJSON *(*call)(void *ud, const char *tool, const cJSON *input, char *stop, size_t cap);
+	void *ud;
+};
+
 struct turn_cfg {
 	const struct provider *provider;	/* NULL with replay */
 	struct provider_cfg pcfg;
@@ -164,6 +177,7 @@ struct turn_cfg {
 	 * their tools are offered as mcp__SERVER__TOOL and gated as tools.
 	 * NULL: none. */
 	struct mcp *mcp;
+	struct turn_answer answer;	/* call NULL: the box runs every call */
 };
 
 /* A session: the conversation so far, its journal, its box. */

@@ -44,6 +44,7 @@ for k in sys.argv[2].split("."):
     v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
 print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res.json" "$1" 2>/dev/null; }
 is "$(r error)" null "no error in the client (its library accepted every message): $(r error | head -c 300)"
+is "$(r fsReads)" "[]" "a client that offers no fs.readTextFile is never asked for a file"
 is "$(r initialize.protocolVersion)" 1 "initialize: protocol version 1"
 is "$(r initialize.agentCapabilities.promptCapabilities.embeddedContext)" true "initialize: capabilities"
 is "$(r initialize.authMethods)" "[]" "initialize: no auth methods (the key is ward's config)"
@@ -137,6 +138,79 @@ like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
 print([u.get("rawOutput") for u in res["updates"] if u.get("sessionUpdate")=="tool_call_update" and u.get("status")=="completed"])' "$T_TMP/res3.json")" \
 	"hi from the editor" "the editor's MCP server ran in the box and answered (mcp__t__echo)"
 
+# Two sessions of one ward acp over one directory, with the editor's
+# buffers (fs.readTextFile offered): a read of a file the editor holds
+# unsaved gets the buffer; one the box changed gets the box's copy; a
+# symlink or a file outside the workspace is never read through the
+# editor. The second session's prompt, sent while the first's runs, waits
+# for it; a waiting one cancelled is answered at once. /diff and /apply.
+WS4=$T_TMP/ws4; mkdir -p "$WS4"; printf 'saved\n' >"$WS4/unsaved.txt"; printf 'plain\n' >"$WS4/saved.txt"
+ln -s /etc/hostname "$WS4/link.txt"
+cat >"$T_TMP/script4.json" <<'JSON'
+{"turns": [
+ {"expect": "look", "tools": [{"name": "read", "input": {"path": "unsaved.txt"}}, {"name": "read", "input": {"path": "/workspace/saved.txt"}}, {"name": "read", "input": {"path": "link.txt"}}, {"name": "read", "input": {"path": "/etc/hostname"}}, {"name": "bash", "input": {"command": "sleep 1"}}]},
+ {"tools": [{"name": "write", "input": {"path": "unsaved.txt", "content": "box version\n"}}]},
+ {"tools": [{"name": "read", "input": {"path": "unsaved.txt"}}]},
+ {"tools": [{"name": "todo", "input": {"plan": "- [x] read the files\n- [~] change unsaved.txt\n- [ ] show the diff"}}, {"name": "todo", "input": {"plan": "- [x] fine\nnot a step"}}]},
+ {"text": "seen"},
+ {"expect": "wait", "tools": [{"name": "bash", "input": {"command": "sleep 2"}}]},
+ {"text": "waited"}
+]}
+JSON
+ACP_MULTI=1 ACP_BUFFERS="{\"$WS4/unsaved.txt\": \"unsaved buffer\\n\", \"$WS4/link.txt\": \"LEAKED\\n\"}" \
+	node "$CLIENT" "$SDK" "$T_TMP/res4.json" "$WS4" -- sh -c \
+	'exec "$WARD" acp --approve auto --model "replay:$1" 2>>"$2" | tee -a "$3"' sh "$T_TMP/script4.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>>"$T_TMP/client-err"
+ok $? "a fourth client (two sessions) ran to its end"
+r4() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res4.json" "$1" 2>/dev/null; }
+is "$(r4 error)" null "no error in the fourth client"
+# Each read's result, per session, in order: "SESSION PATH SOURCE TEXT".
+READS=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+names={s:"ab"[i] for i,s in enumerate(res["sessions"])}
+calls={}
+for u,s in zip(res["updates"],res["sids"]):
+    if u["sessionUpdate"]=="tool_call" and u["title"].startswith("read"): calls[u["toolCallId"]]=u["rawInput"]["path"]
+    if u["sessionUpdate"]=="tool_call_update" and u["toolCallId"] in calls and u.get("rawOutput"):
+        o=u["rawOutput"]; print(names[s], calls[u["toolCallId"]], o.get("source","box"), o["text"].replace("\n"," | ")[:200])' "$T_TMP/res4.json")
+like "$READS" "^a unsaved.txt editor .*unsaved buffer.*the editor's buffer of /workspace/unsaved.txt" "a read of a file the editor holds unsaved: the editor's buffer, said so"
+unlike "$(grep '^a unsaved.txt editor' <<<"$READS")" "saved \|" "and not the saved file"
+like "$(r4 fsReads.0.path)" "^$WS4/unsaved.txt$" "fs/read_text_file was asked for the editor's own path"
+like "$READS" "^a /workspace/saved.txt box .*plain" "twin: a file the editor's buffer matches is the box's read"
+like "$READS" "^a unsaved.txt box .*box version" "a file the box changed: the box's copy, not the editor's buffer"
+like "$READS" "^b unsaved.txt editor .*unsaved buffer" "the second session's box had not changed it: the editor's buffer there (each session its own box)"
+unlike "$(r4 fsReads)" "link.txt|hostname" "a symlink and a file outside the workspace are never read through the editor"
+unlike "$READS" "LEAKED" "the symlink's read is the box's (no editor text)"
+PLAN=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+for u,s in zip(res["updates"],res["sids"]):
+    if s!=res["sessions"][0]: continue
+    if u["sessionUpdate"]=="plan": print("plan", json.dumps(u["entries"]))
+    if u["sessionUpdate"]=="tool_call" and u["title"].startswith("todo"): print("card", u["toolCallId"])
+    if u["sessionUpdate"]=="tool_call_update" and (u.get("rawOutput") or {}).get("outcome")=="bad_input": print("bad", u["rawOutput"]["text"])' "$T_TMP/res4.json")
+like "$PLAN" '^plan \[\{"content": "read the files", "priority": "medium", "status": "completed"\}, \{"content": "change unsaved.txt", "priority": "medium", "status": "in_progress"\}, \{"content": "show the diff", "priority": "medium", "status": "pending"\}\]$' \
+	"the model's todo plan: a plan update, each step with its status"
+is "$(grep -c '^card' <<<"$PLAN")" 1 "the plan is no tool card; a plan that does not read is one"
+like "$PLAN" '^bad todo: line 2 is not a step' "and its error is the model's (bad_input, naming the line)"
+is "$(r4 prompts.a.stopReason) $(r4 prompts.b.stopReason)" "end_turn end_turn" "both sessions' prompts: end_turn"
+is "$(r4 order)" '["a", "b", "queuedCancel", "a2"]' "the second session's prompt, sent while the first ran, was answered after it; a waiting one cancelled at once"
+is "$(r4 prompts.queuedCancel.stopReason)" cancelled "the waiting prompt cancelled: stopReason cancelled"
+is "$(r4 prompts.a2.stopReason)" end_turn "twin: the running prompt went on to end_turn"
+is "$(r4 boxA)|$(r4 boxB)|$(r4 treeBefore)" "box version|box version|saved" "each session's box has its own copy; the directory is untouched"
+like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([c["name"] for u in res["updates"] if u["sessionUpdate"]=="available_commands_update" for c in u["availableCommands"]])' "$T_TMP/res4.json")" \
+	"'diff', 'apply', 'diff', 'apply'" "each session offers /diff and /apply (available_commands_update)"
+D=$(r4 diffText)
+like "$D" '^```diff' "/diff: the session's changes as a diff"
+like "$D" '^-saved$' "its old line"
+like "$D" '^\+box version$' "and its new one"
+is "$(r4 treeAfterDiff)" "saved" "/diff changes nothing"
+like "$(r4 applyText)" "Applied 1 change to $WS4" "/apply: applied, saying so"
+lt "$(r4 prompts.apply.ms)" 5000 "/apply answers promptly"
+is "$(r4 prompts.fsCancel.stopReason)" cancelled "a cancel while ward waits for the editor's buffer: stopReason cancelled"
+lt "$(r4 prompts.fsCancel.ms)" 2500 "answered without waiting for the editor (it answered 3 s later)"
+is "$(r4 treeAfterApply)" "box version" "/apply: the directory has the session's change"
+
 # stdout: nothing but JSON-RPC messages, one a line.
 V=$(python3 -c 'import json,sys
 n=0
@@ -150,8 +224,14 @@ like "$V" "^ok [0-9]+$" "every line ward wrote on stdout is one JSON-RPC message
 V=$(python3 - "$SDK/node_modules/@agentclientprotocol/sdk/schema/v1/schema.json" "$T_TMP/out" <<'PY' 2>&1
 import json, sys, jsonschema
 s = json.load(open(sys.argv[1]))
+vs = {}
 def check(name, v):
-    jsonschema.validate(v, {"$ref": "#/$defs/" + name, "$defs": s["$defs"]})
+    # One validator a type (jsonschema.validate would check the whole
+    # schema again for every message).
+    if name not in vs:
+        sch = {"$ref": "#/$defs/" + name, "$defs": s["$defs"]}
+        vs[name] = jsonschema.validators.validator_for(s)(sch)
+    vs[name].validate(v)
 ids = {}
 n = 0
 for l in open(sys.argv[2]):
@@ -163,6 +243,8 @@ for l in open(sys.argv[2]):
     elif "result" in m:
         r = m["result"]
         check({"protocolVersion": "InitializeResponse", "stopReason": "PromptResponse", "sessionId": "NewSessionResponse"}.get(next(iter(r), ""), "LoadSessionResponse"), r)
+    elif m.get("method") == "fs/read_text_file":
+        check("ReadTextFileRequest", m["params"])
     elif "error" in m:
         check("Error", m["error"])
     else:

@@ -1,23 +1,21 @@
 /* What ward's turn events become in ACP: session/update notifications
  * (message and thought chunks, tool calls and their updates), and the
  * stop reason a prompt is answered with. */
-#include "cmd/acp.h"
+#include "acp/acp.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
-#include "cmd/session.h"
+#include "tools/todo.h"
 #include "tools/tool.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-/* A tool's path as the editor's file: a path under /workspace, or a
- * relative one, is the workspace's on the host. NULL for any other (the
- * box's own files: an editor must not be shown /etc/passwd of the host as
- * the file a call changed) and for one with a ".." segment, whose meaning
- * beneath the box's root is not the host's. */
-static const char *host_path(const char *p, const char *ws, char *out, size_t n)
+/* (An editor must not be shown /etc/passwd of the host as the file a call
+ * changed; a ".." segment's meaning beneath the box's root is not the
+ * host's.) */
+const char *acp_update_path(const char *p, const char *ws, char *out, size_t n)
 {
 	if (!p || !*p || !ws || !*ws)
 		return NULL;
@@ -83,7 +81,7 @@ void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *st
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
 	cJSON_AddStringToObject(o, "toolCallId", json_str(call, "id") ? json_str(call, "id") : "");
 	char title[300];
-	const char *arg = session_call_arg(call);
+	const char *arg = tool_call_arg(call);
 	snprintf(title, sizeof(title), "%s%s%.200s", name ? name : "?", *arg ? " " : "", arg);
 	cJSON_AddStringToObject(o, "title", title);
 	cJSON_AddStringToObject(o, "kind", tool_kind(name));
@@ -91,7 +89,7 @@ void acp_update_call(cJSON *o, const cJSON *call, const char *ws, const char *st
 	if (cJSON_IsObject(in))
 		cJSON_AddItemToObject(o, "rawInput", cJSON_Duplicate(in, 1));
 	char hp[PATH_MAX];
-	const char *path = host_path(json_str(in, "path"), ws, hp, sizeof(hp));
+	const char *path = acp_update_path(json_str(in, "path"), ws, hp, sizeof(hp));
 	cJSON *loc = cJSON_AddArrayToObject(o, "locations");
 	if (path) {
 		cJSON *l = cJSON_CreateObject();
@@ -132,7 +130,7 @@ static cJSON *result_update(const cJSON *call, const cJSON *result, const char *
 		const char *name = json_str(call, "name");
 		const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
 		const char *id = json_str(call, "id");
-		cJSON *d = call_diff(name, in, host_path(json_str(in, "path"), ws, hp, sizeof(hp)),
+		cJSON *d = call_diff(name, in, acp_update_path(json_str(in, "path"), ws, hp, sizeof(hp)),
 				     cJSON_GetObjectItemCaseSensitive(olds, id ? id : ""));
 		if (d)
 			cJSON_AddItemToArray(content, d);
@@ -150,8 +148,47 @@ static cJSON *result_update(const cJSON *call, const cJSON *result, const char *
 	return u;
 }
 
+/* A todo call whose plan reads as one: ACP's plan (the whole list, which
+ * the editor shows in place of the one before), and no tool card; NULL
+ * for any other call (a plan that does not read is a call like any, so
+ * that its error is seen). */
+static cJSON *plan_update(const cJSON *call)
+{
+	const char *name = json_str(call, "name");
+	const char *plan = json_str(cJSON_GetObjectItemCaseSensitive(call, "input"), "plan");
+	struct todo_step v[TODO_STEPS_MAX];
+	size_t n;
+	if (!name || strcmp(name, "todo") || !plan || todo_parse(plan, v, &n, NULL) < 0)
+		return NULL;
+	static const char *const states[] = {
+		[TODO_PENDING] = "pending", [TODO_IN_PROGRESS] = "in_progress", [TODO_DONE] = "completed"
+	};
+	cJSON *u = cJSON_CreateObject();
+	cJSON_AddStringToObject(u, "sessionUpdate", "plan");
+	cJSON *list = cJSON_AddArrayToObject(u, "entries");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *e = cJSON_CreateObject();
+		_cleanup_free_ char *t = strndup(v[i].text, v[i].len);
+		cJSON_AddStringToObject(e, "content", t ? t : "");
+		/* ward's steps have no priority of their own. */
+		cJSON_AddStringToObject(e, "priority", "medium");
+		cJSON_AddStringToObject(e, "status", states[v[i].state]);
+		cJSON_AddItemToArray(list, e);
+	}
+	return u;
+}
+
 cJSON *acp_update_for(const struct turn_event *ev, const char *ws, const cJSON *olds)
 {
+	if (ev->type == EV_TOOL_CALL || ev->type == EV_APPROVAL || ev->type == EV_TOOL_RESULT) {
+		cJSON *plan = plan_update(ev->call);
+		if (plan && ev->type != EV_TOOL_CALL) {
+			cJSON_Delete(plan);
+			return NULL;	/* shown as the plan */
+		}
+		if (plan)
+			return plan;
+	}
 	switch (ev->type) {
 	case EV_TEXT:
 		return chunk("agent_message_chunk", ev->text, ev->len);
@@ -211,6 +248,11 @@ const char *acp_stop_reason(enum turn_stop_kind k, bool cancelled)
 	return NULL;
 }
 
+static void cjson_deletep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+
 /* A tool_result block's text: a string, or its text blocks. */
 static void result_text(const cJSON *content, struct buf *b)
 {
@@ -228,6 +270,8 @@ static void result_text(const cJSON *content, struct buf *b)
 
 void acp_update_replay(const cJSON *messages, const char *ws, void (*send)(void *ud, cJSON *update), void *ud)
 {
+	/* The todo calls shown as plans: their results are not shown. */
+	__attribute__((cleanup(cjson_deletep))) cJSON *plans = cJSON_CreateObject();
 	const cJSON *m;
 	cJSON_ArrayForEach(m, messages) {
 		const char *role = json_str(m, "role");
@@ -250,11 +294,20 @@ void acp_update_replay(const cJSON *messages, const char *ws, void (*send)(void 
 				t = json_str(b, "thinking");
 				send(ud, chunk("agent_thought_chunk", t, strlen(t)));
 			} else if (!strcmp(type, "tool_use") && !user) {
+				cJSON *plan = plan_update(b);
+				if (plan) {
+					if (json_str(b, "id"))
+						cJSON_AddBoolToObject(plans, json_str(b, "id"), 1);
+					send(ud, plan);
+					continue;
+				}
 				cJSON *u = cJSON_CreateObject();
 				cJSON_AddStringToObject(u, "sessionUpdate", "tool_call");
 				acp_update_call(u, b, ws, "pending", NULL);
 				send(ud, u);
 			} else if (!strcmp(type, "tool_result") && user) {
+				if (json_str(b, "tool_use_id") && cJSON_GetObjectItemCaseSensitive(plans, json_str(b, "tool_use_id")))
+					continue;
 				cJSON *u = cJSON_CreateObject();
 				cJSON_AddStringToObject(u, "sessionUpdate", "tool_call_update");
 				const char *id = json_str(b, "tool_use_id");
