@@ -131,6 +131,20 @@ N=$(python3 -c 'import json,sys; print(sum(a.get("calls",0) for a in json.loads(
 [ "$N" -le 1 ]; ok $? "the children made at most the one call left of the task's four ($N)"
 like "$(mine tool_result)" "call cap" "a child stopped by the task's cap says so"
 
+# Depth: a child may start its own (a1.a1), whose task tool is gone.
+for d in 1 2 3; do
+	cat >"$R/d$d.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "deeper", "model": "replay:d$((d + 1)).json"}}]}, {"text": "d$d done"}]}
+J
+done
+parent deep d1
+ws deep
+run deep
+is "$RC" 0 "a child that starts a child: exit 0"
+like "$(grep '"agent":"a1.a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'no tool named \\"task\\"' \
+	"the grandchild (a1.a1) has no task tool: the depth limit"
+like "$(grep '"agent":"a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'subagent a1.a1' "(twin: the child a1 started a1.a1)"
+
 # A bad model name: a host file is never read as a script.
 cat >"$R/bad.json" <<'J'
 {"turns": [{"tools": [{"name": "task", "input": {"prompt": "x", "model": "replay:../x.json"}}]}, {"text": "ok"}]}
@@ -168,9 +182,12 @@ is "$(ls "$WS"/canary* 2>/dev/null | wc -l)$(find "$XDG_STATE_HOME" -name 'canar
 export ANTHROPIC_API_KEY=sk-ant-fake-key
 serve agents
 ws cost
-"$WARD" run --json --provider anthropic --base-url "$URL" --model claude-sonnet-4-fake --workspace "$WS" --max-cost 0.02 go \
-	>"$T_TMP/out" 2>"$T_TMP/err" </dev/null
-OUT=$(tail -1 "$T_TMP/out")
+# As a fleet's task: its result.json, and ward report over it.
+printf '{"id": "t1", "task": "go", "workspace": "%s"}\n' "$WS" >"$T_TMP/tasks.jsonl"
+"$WARD" run --provider anthropic --base-url "$URL" --model claude-sonnet-4-fake --max-cost 0.02 \
+	--task-file "$T_TMP/tasks.jsonl" --task-index 0 --out "$T_TMP/fleet" >/dev/null 2>"$T_TMP/err" </dev/null
+OUT=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), separators=(",", ":")))' "$T_TMP/fleet/t1/result.json")
+cp "$T_TMP/fleet/t1/events.jsonl" "$T_TMP/out"
 TOTAL=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(round(r["cost_usd"] + sum(a.get("cost_usd") or 0 for a in r["agents"]), 6))' "$OUT")
 python3 -c 'import sys; sys.exit(not 0 < float(sys.argv[1]) <= 0.02)' "$TOTAL"; ok $? "the task's total cost (parent and children) is within --max-cost 0.02 (\$$TOTAL)"
 N=$(nreq)
@@ -180,7 +197,24 @@ is "$STOPS" "cost_budget cost_budget cost_budget" "each child is stopped by the 
 C=$(python3 -c 'import json,sys; print(sum(1 for a in json.loads(sys.argv[1])["agents"] if a.get("calls", 0) >= 1))' "$OUT")
 [ "$C" -ge 1 ]; ok $? "mid-run: a child had made calls when it was stopped ($C)"
 like "$(json stop <<<"$OUT")" '^(cost_budget|done)$' "the parent stops at the budget too, or is done"
+REP=$("$WARD" report --json "$T_TMP/fleet" 2>&1)
+is "$(python3 -c 'import json,sys; t=json.loads(sys.argv[1])["tasks"][0]; print(round(t["cost_usd"], 6), len(t["agents"]), " ".join(a["id"] for a in t["agents"]))' "$REP")" \
+	"$TOTAL 3 a1 a2 a3" "ward report: the task's cost is the parent's and its children's, broken down per child"
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+
+# SIGTERM of the parent (a CI runner's stop): the same, at once.
+for i in 1 2 3; do child "k$i" "sleep 7.$$$i && touch /workspace/canary$i; sleep 100"; done
+ws term
+"$WARD" run --json --model "replay:$R/cancel.json" --workspace "$WS" go >"$T_TMP/out-term" 2>"$T_TMP/err" </dev/null &
+P=$!
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 7\.$$[123]\$")" -ge 3 ] && break; sleep 0.1; done
+is "$(pgrep -fc "^sleep 7\.$$[123]\$")" 3 "SIGTERM: three children's commands run"
+t0=$(now_ms)
+kill -TERM $P
+wait $P
+MS=$(( $(now_ms) - t0 ))
+[ "$MS" -lt 10000 ]; ok $? "SIGTERM: the parent ends within 10 s ($MS ms)"
+is "$(pgrep -fc "^sleep 7\.$$[123]\$") $(boxes | wc -l)" "0 0" "SIGTERM: no child's process or box is left"
 
 V=$(validate_events "$T_TMP/out" 2>&1)
 like "$V" "^valid [0-9]+" "--json with subagents validates against the event schema ($V)"
