@@ -108,6 +108,21 @@ like "$R1" "from-x2" "and the second's"
 is "$(changed)" own.txt "the workspace holds neither child's version (shared.txt is unchanged; only own.txt changed)"
 is "$(cat "$WS/shared.txt")" base "and the user's tree is untouched"
 
+# The merge follows no symlink: the parent's layer has d -> a host
+# directory; a child replaces d with a directory holding x. Its x is not
+# written through the link (a conflict saying so), and d itself goes.
+mkdir -p "$T_TMP/outside"
+child esc "rm /workspace/d && mkdir /workspace/d && echo escaped >/workspace/d/x"
+cat >"$R/linkp.json" <<J
+{"turns": [{"tools": [{"name": "bash", "input": {"command": "ln -s $T_TMP/outside /workspace/d"}}]},
+ {"tools": [{"name": "task", "input": {"prompt": "do esc", "model": "replay:esc.json"}}]}, {"text": "ok"}]}
+J
+ws link
+run linkp
+is "$RC" 0 "a child under a parent's symlink: exit 0"
+[ ! -e "$T_TMP/outside/x" ]; ok $? "the merge did not write through the parent's symlink (nothing in the host directory)"
+like "$(mine tool_result | tail -1)" 'CONFLICT, not merged: d/x: it could not be written' "the file is a conflict that says why"
+
 # Read-only: the child shares the parent's box and may not change it.
 cat >"$R/ro.json" <<'J'
 {"turns": [{"tools": [{"name": "task", "input": {"prompt": "look", "tools": "read-only", "model": "replay:look.json"}}]}, {"text": "ok"}]}
