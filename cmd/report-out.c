@@ -302,6 +302,8 @@ static cJSON *task_json(const struct report_task *t)
 	add_num(o, "cost_usd", res && t->cost_known, t->cost_usd);
 	add_num(o, "duration_ms", res, (double)t->duration_ms);
 	add_num(o, "changed_files", res, (double)t->files);
+	if (res && t->agents)
+		cJSON_AddItemToObject(o, "agents", cJSON_Duplicate(t->agents, 1));
 	return o;
 }
 

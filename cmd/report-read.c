@@ -154,6 +154,39 @@ static int result_fields(struct report_task *t, const cJSON *o, struct err *e)
 		t->cost_known = true;
 		t->cost_usd = cost->valuedouble;
 	}
+	/* Subagents: their spend is the task's (their budgets were). */
+	const cJSON *ag = cJSON_GetObjectItemCaseSensitive(o, "agents");
+	if (ag && !cJSON_IsArray(ag))
+		return err_set(e, -EINVAL, "\"agents\" is not an array");
+	const cJSON *a;
+	cJSON_ArrayForEach(a, ag) {
+		if (cJSON_GetArraySize(t->agents) >= REPORT_AGENTS_MAX)
+			break;
+		uint64_t in = 0, out = 0;
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(a, "usage");
+		if (!cJSON_IsObject(a) || (u && (get_count(u, "input_tokens", false, &in, e) < 0 ||
+						 get_count(u, "output_tokens", false, &out, e) < 0)))
+			return err_set(e, -EINVAL, "an entry of \"agents\" is not a subagent's");
+		const cJSON *ac = cJSON_GetObjectItemCaseSensitive(a, "cost_usd");
+		double c = cJSON_IsNumber(ac) && ac->valuedouble >= 0 && isfinite(ac->valuedouble) ? ac->valuedouble : 0;
+		char id[64], st[33];
+		const char *ids = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "id"));
+		const char *sts = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "stop"));
+		snprintf(id, sizeof(id), "%s", ids && name_ok(ids, sizeof(id) - 1) ? ids : "?");
+		snprintf(st, sizeof(st), "%s", sts && name_ok(sts, sizeof(st) - 1) ? sts : "?");
+		if (!t->agents)
+			t->agents = cJSON_CreateArray();
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "id", id);
+		cJSON_AddStringToObject(x, "stop", st);
+		cJSON_AddNumberToObject(x, "input_tokens", (double)in);
+		cJSON_AddNumberToObject(x, "output_tokens", (double)out);
+		cJSON_AddNumberToObject(x, "cost_usd", c);
+		cJSON_AddItemToArray(t->agents, x);
+		t->in += in;
+		t->out += out;
+		t->cost_usd += c;
+	}
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "final");
 	if (fin && !cJSON_IsBool(fin))
 		return err_set(e, -EINVAL, "\"final\" is not true or false");
@@ -175,6 +208,8 @@ static void task_clear(struct report_task *t)
 	free(t->session);
 	free(t->model);
 	t->why = t->task = t->task_file = t->session = t->model = NULL;
+	cJSON_Delete(t->agents);
+	t->agents = NULL;
 }
 
 /* result.json of one task: 1 read, 0 when there is none, -ENOMEM, or

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/err.h"
 
 /* A result.json larger than this is unreadable, not read. */
@@ -18,6 +20,8 @@
 #define REPORT_ID_MAX 64
 /* The why kept of each task, in bytes; a longer one is cut and marked. */
 #define REPORT_WHY_MAX 1000
+/* Subagents of one task it lists, at most. */
+#define REPORT_AGENTS_MAX 64
 
 enum report_state {
 	REPORT_RESULT,		/* result.json read */
@@ -44,6 +48,10 @@ struct report_task {
 	double cost_usd;
 	uint64_t files;		/* changed files */
 	uint64_t duration_ms;
+	/* Its subagents' spend, each [{id, stop, input_tokens, output_tokens,
+	 * cost_usd}] (owned; NULL: none): in, out and cost_usd above are the
+	 * task's whole, theirs included, as its budgets are. */
+	cJSON *agents;
 };
 
 struct report_stop_count {

@@ -27,9 +27,23 @@ void run_out_json_line(FILE *to, cJSON *j)
 	}
 }
 
+void run_out_agent(const struct run_out *o, cJSON *j)
+{
+	cJSON_AddStringToObject(j, "agent", o->agent ? o->agent : "main");
+	if (o->parent)
+		cJSON_AddStringToObject(j, "parent", o->parent);
+	else
+		cJSON_AddNullToObject(j, "parent");
+}
+
 void run_out_event(void *ud, const struct turn_event *ev)
 {
 	struct run_out *o = ud;
+	if (o->json && ev->type == EV_AGENT) {
+		/* A subagent's line, as it wrote it (its agent and parent in it). */
+		run_out_json_line(o->to, (cJSON *)ev->result);
+		return;
+	}
 	if (o->json) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "type", turn_ev_name(ev->type));
@@ -80,11 +94,14 @@ void run_out_event(void *ud, const struct turn_event *ev)
 		case EV_JOB:
 		case EV_COMPACT:
 		case EV_HOOK:
+		case EV_AGENT:
 			for (const cJSON *f = ev->result ? ev->result->child : NULL; f; f = f->next)
 				if (f->string && strcmp(f->string, "type"))
 					cJSON_AddItemToObject(j, f->string, cJSON_Duplicate(f, 1));
 			break;
 		}
+		/* Last: a line's fields as before, whose it is after them. */
+		run_out_agent(o, j);
 		run_out_json_line(o->to, j);
 		cJSON_Delete(j);
 		return;

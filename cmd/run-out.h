@@ -15,10 +15,15 @@ struct run_out {
 	bool json;
 	bool text_open;		/* stderr's last byte of model text was not a newline */
 	bool thinking_open;
+	/* --json: every line's "agent" (this run's id: "main", or a
+	 * subagent's) and "parent" (NULL: none). */
+	const char *agent, *parent;
 };
 
 /* One JSON object as one line (to NULL: stdout), flushed. */
 void run_out_json_line(FILE *to, cJSON *j);
+/* Add "agent" and "parent" to a line of its. */
+void run_out_agent(const struct run_out *o, cJSON *j);
 /* A turn's sink (ud: the run_out). */
 void run_out_event(void *ud, const struct turn_event *ev);
 /* The final answer (the last message's text, or with --output-schema the

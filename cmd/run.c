@@ -26,6 +26,8 @@
 #include "tools/tool.h"
 #include "turn/schema.h"
 #include "turn/turn.h"
+#include "turn/agent.h"
+#include "turn/ledger.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,7 +47,19 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
-enum { OPT_TASK_FILE = 1000, OPT_TASK_INDEX, OPT_OUT, OPT_TRUST_TASKS, OPT_TASK_ROOT, OPT_KEEP_CHANGES };
+enum {
+	OPT_TASK_FILE = 1000,
+	OPT_TASK_INDEX,
+	OPT_OUT,
+	OPT_TRUST_TASKS,
+	OPT_TASK_ROOT,
+	OPT_KEEP_CHANGES,
+	OPT_MAX_SUBAGENTS,
+	OPT_AGENT_DEPTH,
+	OPT_AGENT_LEDGER,
+	OPT_AGENT_ID,
+	OPT_AGENT_PARENT,
+};
 
 static const struct option run_opts[] = {
 	RUN_FLAG_OPTIONS,
@@ -61,6 +75,12 @@ static const struct option run_opts[] = {
 	{ "trust-task-file", no_argument, NULL, OPT_TRUST_TASKS },
 	{ "task-root", required_argument, NULL, OPT_TASK_ROOT },
 	{ "keep-changes", no_argument, NULL, OPT_KEEP_CHANGES },
+	{ "max-subagents", required_argument, NULL, OPT_MAX_SUBAGENTS },
+	/* A subagent's, from its parent (turn/agent.c): not for people. */
+	{ "agent-depth", required_argument, NULL, OPT_AGENT_DEPTH },
+	{ "agent-ledger", required_argument, NULL, OPT_AGENT_LEDGER },
+	{ "agent-id", required_argument, NULL, OPT_AGENT_ID },
+	{ "agent-parent", required_argument, NULL, OPT_AGENT_PARENT },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -83,6 +103,9 @@ static const char run_help[] =
 	"  --max-calls N      at most N tool calls\n"
 	"  --max-tokens N     at most N tokens (input + output)\n"
 	"  --max-cost USD     at most this much, for models whose prices ward knows\n"
+	"                     (each budget is the whole task's: the run and its subagents together)\n"
+	"  --max-subagents N  subagents (the task tool) running at once, the rest wait (default 3; 0: no\n"
+	"                     task tool)\n"
 	"  --box NAME         use this existing box (default: a new one for the run)\n"
 	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
 	"  --image REF        the box's root: an image (pulled when not here; see ward image) instead of\n"
@@ -377,6 +400,9 @@ struct run_ctx {
 	struct approver *approver;
 	struct mcpconf *mc;
 	struct fleet *fl;
+	int max_subagents;	/* -1: the default */
+	int agent_depth;
+	int agent_ledger;	/* -1: none */
 };
 
 /* One flag by its getopt value: 0, 1 for --help, or -1 after an error
@@ -426,6 +452,35 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 	case OPT_KEEP_CHANGES:
 		x->keep_changes = true;
 		return 0;
+	case OPT_AGENT_ID:
+	case OPT_AGENT_PARENT:
+		if (!*arg || strlen(arg) > 60 || arg[strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789.")]) {
+			cmd_error("--%s: \"%s\" is not an agent id (a1, a1.a2, ...)", c == OPT_AGENT_ID ? "agent-id" : "agent-parent",
+				  arg);
+			return -1;
+		}
+		if (c == OPT_AGENT_ID)
+			x->out->agent = arg;
+		else
+			x->out->parent = arg;
+		return 0;
+	case OPT_MAX_SUBAGENTS:
+	case OPT_AGENT_DEPTH:
+	case OPT_AGENT_LEDGER: {
+		uint64_t v;
+		const char *name = c == OPT_MAX_SUBAGENTS ? "max-subagents" : c == OPT_AGENT_DEPTH ? "agent-depth" : "agent-ledger";
+		if (parse_u64(arg, &v) < 0 || v > 64) {
+			cmd_error("--%s: \"%s\" is not a number from 0 to 64", name, arg);
+			return -1;
+		}
+		if (c == OPT_MAX_SUBAGENTS)
+			x->max_subagents = (int)v;
+		else if (c == OPT_AGENT_DEPTH)
+			x->agent_depth = (int)v;
+		else
+			x->agent_ledger = (int)v;
+		return 0;
+	}
 	case 'h':
 		return 1;
 	}
@@ -531,6 +586,52 @@ static void out_close(struct run_out *o)
 	o->to = NULL;
 }
 
+/* The task tool (turn/agent.h) and the task's ledger: a subagent's from
+ * its parent (--agent-ledger), a run's own otherwise. A live tree (--rw)
+ * and a run as deep as AGENT_DEPTH_MAX offer no task tool. */
+static int run_agents(struct run_ctx *x, struct turn_cfg *cfg, const char *box, const char *workspace,
+		      const char *const *argv, size_t nargv, struct ledger *led, struct agents **ret)
+{
+	struct err e = { 0 };
+	if (x->agent_ledger >= 0) {
+		if (ledger_attach(x->agent_ledger, led, &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_USAGE;
+		}
+		cfg->ledger = led;
+	}
+	if (x->max_subagents == 0 || x->agent_depth >= AGENT_DEPTH_MAX || x->f->rw)
+		return 0;
+	if (!cfg->ledger) {
+		if (ledger_new(led, &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_FAIL;
+		}
+		cfg->ledger = led;
+	}
+	static char exe[PATH_MAX], rdir[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (k <= 0)
+		return 0;	/* no subagents where ward cannot find itself */
+	exe[k] = 0;
+	const char *replay_dir = NULL;
+	if (cfg->replay_path && realpath(cfg->replay_path, rdir)) {
+		char *sl = strrchr(rdir, '/');
+		if (sl)
+			*sl = 0;
+		replay_dir = rdir;
+	}
+	struct agents_cfg ac = { .exe = exe, .argv = argv, .nargv = nargv, .box = box, .workspace = workspace,
+				 .max = x->max_subagents, .depth = x->agent_depth, .ledger = cfg->ledger, .b = &cfg->b,
+				 .replay_dir = replay_dir, .id = x->out->agent };
+	if (agents_new(&ac, ret, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	cfg->agents = *ret;
+	return 0;
+}
+
 static void fleet_freep(struct fleet *fl)
 {
 	fleet_free(fl);
@@ -547,7 +648,16 @@ static int run_run(int argc, char **argv)
 	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
 	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
 	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
-	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema };
+	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema,
+			     .max_subagents = -1, .agent_ledger = -1 };
+	/* The flags a subagent is given as they were given here: the same
+	 * provider, model, gate rules and limits of a stream. */
+	static const char *const passed[] = { "provider", "base-url", "model", "approve", "allow", "deny",
+					      "approve-cmd", "retries", "idle-timeout", "context-window",
+					      "compact-at", "cache-ttl", NULL };
+	const char *pass_argv[96];
+	char pass_names[96][24];
+	size_t npass = 0;
 	/* Signals are read by the loop; block them from the start (a task's
 	 * SIGTERM before its box is up is then seen by the loop, not lost). An
 	 * inherited SIG_IGN (a background job of a script) would discard them
@@ -572,6 +682,19 @@ static int run_run(int argc, char **argv)
 		int k = run_opt(&x, c, optarg);
 		if (k < 0)
 			return EXIT_USAGE;
+		for (const struct option *o = run_opts; o->name && npass + 2 <= ARRAY_SIZE(pass_argv); o++) {
+			if (o->val != c)
+				continue;
+			for (const char *const *p = passed; *p; p++)
+				if (!strcmp(*p, o->name)) {
+					snprintf(pass_names[npass], sizeof(pass_names[0]), "--%s", o->name);
+					pass_argv[npass] = pass_names[npass];
+					npass++;
+					if (o->has_arg)
+						pass_argv[npass++] = optarg;
+				}
+			break;
+		}
 		if (k > 0) {
 			fputs(run_help, stdout);
 			return 0;
@@ -735,8 +858,21 @@ static int run_run(int argc, char **argv)
 
 	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
 	rewind_checkpoint(&s, own_box && !f.rw && workspace);
+	__attribute__((cleanup(ledger_free))) struct ledger led = { .fd = -1 };
+	struct agents *agents = NULL;
+	r = run_agents(&x, cfg, box_name, f.rw ? NULL : workspace, pass_argv, npass, &led, &agents);
+	if (r) {
+		mcp_free(mcp);
+		if (own_box)
+			session_box_end(&s, box_name, kept);
+		session_end(&s);
+		return r;
+	}
 	struct turn_stop stop;
 	r = run_turn(cfg, &s, task, &stop, &e);
+	cJSON *agents_j = agents ? agents_report(agents) : NULL;
+	agents_free(agents);
+	cfg->agents = NULL;
 	mcp_free(mcp);
 	cfg->mcp = NULL;
 	cJSON *jobs = run_jobs(&s, box_name, own_box, out.json);
@@ -794,6 +930,9 @@ static int run_run(int argc, char **argv)
 		if (out.json || fl.file) {
 			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
 					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL, jobs);
+			if (agents_j)
+				cJSON_AddItemReferenceToObject(j, "agents", agents_j);
+			run_out_agent(&out, j);
 			run_out_json_line(out.to, j);
 			/* The journal on the disk first: a result names a whole one. */
 			journal_sync(&s.j);
@@ -813,6 +952,7 @@ static int run_run(int argc, char **argv)
 			r = w;
 	}
 	cJSON_Delete(jobs);
+	cJSON_Delete(agents_j);
 	session_end(&s);
 	return r;
 }

@@ -939,6 +939,8 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 		}
 		break;
 	}
+	case EV_AGENT:
+		break;	/* (ward run's: the terminal session offers no task tool yet) */
 	case EV_NET: {
 		/* Between a card's output and its result: what the box reached. */
 		const char *host = json_str(ev->result, "host"), *why = json_str(ev->result, "why");

@@ -319,6 +319,20 @@ def first_user_text(messages):
     return ""
 
 
+def sc_agents(n, msgs):
+    """Subagents (tests/integration/agents.sh): the parent (its task "go")
+    hands three parts to children with the task tool, then is done; a
+    child (its task "do ...") runs a short bash call each round, forever,
+    until a budget stops it. Every reply: 1000 tokens in, 20 out."""
+    u = {"input_tokens": 1000}
+    if first_user_text(msgs).startswith("do "):
+        return tool("bash", {"command": "sleep 0.2"}, usage=u)
+    if count_results(msgs) == 0:
+        return Turn([("tool", "task", {"prompt": "do part %d" % i, "description": "part %d" % i}) for i in (1, 2, 3)],
+                    usage=u)
+    return text("The parts are done.", usage=u)
+
+
 def sc_escape_fd(n, msgs):
     """The task names a host file (SECRET=path) and a host dir (DIR=path);
     every file tool tries to reach them through /proc magic links."""

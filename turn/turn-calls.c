@@ -72,11 +72,14 @@ static void on_box_output(void *ud, uint32_t id, const char *p, size_t n)
 		}
 }
 
-static void call_result(struct turn *t, bool mcp, uint32_t id, cJSON *result)
+enum call_kind { CK_BOX, CK_MCP, CK_AGENT };
+
+static void call_result(struct turn *t, enum call_kind kind, uint32_t id, cJSON *result)
 {
 	for (size_t i = 0; i < t->ncalls; i++) {
 		struct tcall *c = &t->calls[i];
-		if (c->state != TC_RUNNING || c->box_id != id || c->mcp != mcp)
+		enum call_kind k = c->mcp ? CK_MCP : c->agent ? CK_AGENT : CK_BOX;
+		if (c->state != TC_RUNNING || c->box_id != id || k != kind)
 			continue;
 		t->running--;
 		if (!c->ro)
@@ -90,12 +93,32 @@ static void call_result(struct turn *t, bool mcp, uint32_t id, cJSON *result)
 
 static void on_box_result(void *ud, uint32_t id, cJSON *result)
 {
-	call_result(ud, false, id, result);
+	call_result(ud, CK_BOX, id, result);
 }
 
 static void on_mcp_result(void *ud, uint32_t id, cJSON *result)
 {
-	call_result(ud, true, id, result);
+	call_result(ud, CK_MCP, id, result);
+}
+
+static void on_agent_result(void *ud, uint32_t id, cJSON *result)
+{
+	struct turn *t = ud;
+	/* The journal records each merge: what was taken, what conflicted. */
+	const cJSON *ag = cJSON_GetObjectItemCaseSensitive(result, "agent");
+	if (cJSON_GetObjectItemCaseSensitive(ag, "merged")) {
+		cJSON *rec = cJSON_Duplicate(ag, 1);
+		journal_write(&t->s->j, "merge", rec);
+		cJSON_Delete(rec);
+	}
+	call_result(t, CK_AGENT, id, result);
+}
+
+static void on_agent_event(void *ud, uint32_t id, const char *agent, cJSON *ev)
+{
+	struct turn_event te = { .type = EV_AGENT, .result = ev, .text = agent, .len = strlen(agent) };
+	turn_emit(ud, &te);
+	cJSON_Delete(ev);
 }
 
 /* A call refused before the gate (a PreToolUse hook's no, or the input it
@@ -170,7 +193,7 @@ static void dispatch(struct turn *t, struct tcall *c)
 		turn_call_done(t, c, tool_result_json("bad_input", "not run: %s", werr), false);
 		return;
 	}
-	if (!c->tool && !c->mcp) {
+	if (!c->tool && !c->mcp && !c->agent) {
 		turn_call_done(t, c,
 			  tool_result_json("bad_input", "no tool named \"%.60s\"; the tools are read, write, edit, grep, find, ls, bash, job_output, "
 					   "job_kill, job_list and todo",
@@ -185,6 +208,10 @@ static void dispatch(struct turn *t, struct tcall *c)
 		return;
 	}
 	if (c->tool && tool_check_args(c->tool, input, &e) < 0) {
+		turn_call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
+		return;
+	}
+	if (c->agent && agents_check(t->cfg->agents, input, &e) < 0) {
 		turn_call_done(t, c, tool_result_json("bad_input", "%s", e.msg), false);
 		return;
 	}
@@ -226,7 +253,8 @@ static void dispatch(struct turn *t, struct tcall *c)
 	}
 	const struct budgets *b = &t->cfg->b;
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
-	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, c->ro, word, why, sizeof(why));
+	bool gro = c->agent ? agents_readonly(input) : c->ro;
+	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, gro, word, why, sizeof(why));
 	const char *hook = word != GATE_HOOK_NONE ? gate_hook_name(word) : NULL;
 	cJSON *g = cJSON_CreateObject();
 	cJSON_AddStringToObject(g, "call_id", c->id);
@@ -252,6 +280,17 @@ static void dispatch(struct turn *t, struct tcall *c)
 		turn_call_done(t, c, tool_result_json("refused", "%s", why), false);
 		return;
 	}
+	/* The task's last call is taken by one agent only (the ledger counts
+	 * it now); the rest are told the cap is reached. */
+	if (t->cfg->ledger && !ledger_take_call(t->cfg->ledger, t->cfg->b.max_calls)) {
+		snprintf(why, sizeof(why), "%s tool-call cap (%d) was reached",
+			 t->cfg->ledger->shared ? "the task's (with its subagents')" : "the run's", t->cfg->b.max_calls);
+		turn_call_done(t, c, tool_result_json("cancelled", "not run: %s", why), false);
+		turn_stop_request(t, TURN_CALL_CAP, why);
+		return;
+	}
+	if (t->cfg->ledger)
+		t->s->led_calls++;
 	cJSON *intent = cJSON_CreateObject();
 	cJSON_AddStringToObject(intent, "call_id", c->id);
 	cJSON_AddStringToObject(intent, "key", c->key);
@@ -275,8 +314,10 @@ static void dispatch(struct turn *t, struct tcall *c)
 	}
 	static const struct box_call_cbs cbs = { .output = on_box_output, .result = on_box_result };
 	const struct box_call_req rq = { .tool = c->name, .args = input, .key = c->key, .left_ms = left, .stream = true };
-	int r = c->mcp ? mcp_call_start(t->cfg->mcp, c->name, input, left, on_mcp_result, t, &c->box_id, &e)
-		       : box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
+	int r = c->mcp	   ? mcp_call_start(t->cfg->mcp, c->name, input, left, on_mcp_result, t, &c->box_id, &e)
+		: c->agent ? agents_start(t->cfg->agents, t->loop, input, on_agent_result, on_agent_event, t,
+					    &c->box_id, &e)
+			   : box_call_start(t->s->box, &rq, &cbs, t, &c->box_id, &e);
 	t->s->calls++;
 	if (r >= 0 && t->stream_end_us) {
 		int64_t us = now_us() - t->stream_end_us;
@@ -289,7 +330,7 @@ static void dispatch(struct turn *t, struct tcall *c)
 		t->stream_end_us = 0;
 	}
 	if (r < 0) {
-		if (c->mcp)
+		if (c->mcp || c->agent)
 			turn_call_done(t, c, tool_result_json("failed", "%s", e.msg), true);
 		else
 			turn_call_done(t, c, tool_result_json("unknown", "the call could not be sent to the box: %s", e.msg), true);
@@ -404,6 +445,10 @@ void turn_calls_begin(struct turn *t, const cJSON *content, size_t n)
 		c->name = json_str(b, "name") ? json_str(b, "name") : "";
 		c->tool = tool_lookup(c->name);
 		c->ro = c->tool && c->tool->readonly;
+		c->agent = !c->tool && t->cfg->agents && !strcmp(c->name, AGENT_TOOL);
+		/* Subagents run side by side (each in its own box), as reads do. */
+		if (c->agent)
+			c->ro = true;
 		if (!c->tool && mcp_is_name(c->name)) {
 			c->mcp = true;
 			mcp_tool_check(t->cfg->mcp, c->name, &c->ro, NULL);
@@ -420,6 +465,8 @@ void turn_calls_cancel(struct turn *t)
 	for (size_t i = 0; i < t->ncalls; i++)
 		if (t->calls[i].state == TC_RUNNING && t->calls[i].mcp)
 			mcp_call_cancel(t->cfg->mcp, t->calls[i].box_id);
+		else if (t->calls[i].state == TC_RUNNING && t->calls[i].agent)
+			agents_cancel(t->cfg->agents, t->calls[i].box_id);
 		else if (t->calls[i].state == TC_RUNNING)
 			box_call_cancel(t->s->box, t->calls[i].box_id);
 }

@@ -12,6 +12,8 @@
 #include "base/loop.h"
 #include "tools/tool.h"
 #include "mcp/mcp.h"
+#include "turn/agent.h"
+#include "turn/ledger.h"
 
 #define TURN_ERRBODY_MAX (64u * 1024)
 #define TURN_SSE_EVENT_MAX (16u << 20)
@@ -30,6 +32,7 @@ struct tcall {
 	const char *id, *name;
 	const struct tool *tool;
 	bool mcp;		/* an MCP server's tool (mcp__SERVER__TOOL) */
+	bool agent;		/* the task tool: a subagent (runs beside reads and other subagents) */
 	bool ro;		/* it only reads: runs beside other reads */
 	enum tc_state state;
 	uint32_t box_id;	/* or the MCP client's call id */

@@ -44,6 +44,7 @@ void turn_finish(struct turn *t, enum turn_stop_kind kind, const char *fmt, ...)
 	if (t->finished)
 		return;
 	t->finished = true;
+	ledger_release(t->cfg->ledger);
 	struct turn_stop *st = t->stop;
 	st->kind = kind;
 	va_list ap;
@@ -83,10 +84,31 @@ void turn_stop_request(struct turn *t, enum turn_stop_kind kind, const char *why
 	snprintf(t->stop_why, sizeof(t->stop_why), "%s", why);
 }
 
+/* The task's totals: this session's, and what the rest of the task (a
+ * parent, other children) added to the ledger. */
+static int64_t total_tokens(const struct turn *t)
+{
+	const struct session *s = t->s;
+	return usage_prompt(&s->usage) + s->usage.output + ledger_tokens(t->cfg->ledger) - s->led_tokens;
+}
+
+static int64_t total_calls(const struct turn *t)
+{
+	return t->s->calls + ledger_calls(t->cfg->ledger) - t->s->led_calls;
+}
+
+static double total_cost(const struct turn *t)
+{
+	double c = turn_cost(t);
+	return c < 0 ? c : c + ledger_cost(t->cfg->ledger) - t->s->led_cost;
+}
+
 bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_kind, char *why, size_t n)
 {
 	const struct budgets *b = &t->cfg->b;
-	const struct session *s = t->s;
+	/* Worded for the task once it has subagents (its ledger shared). */
+	bool shared = t->cfg->ledger && t->cfg->ledger->shared;
+	const char *whose = shared ? "the task's (with its subagents')" : "the run's";
 	/* A call is not started with less than TURN_MIN_CALL_MS left. */
 	if (b->deadline_ms && now_ms() + (before_call ? TURN_MIN_CALL_MS : 0) >= b->deadline_ms) {
 		*ret_kind = TURN_DEADLINE;
@@ -94,16 +116,21 @@ bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_k
 	} else if (!before_call && b->max_rounds > 0 && t->round_no >= b->max_rounds) {
 		*ret_kind = TURN_ROUND_CAP;
 		snprintf(why, n, "the round cap (%d) was reached", b->max_rounds);
-	} else if (before_call && b->max_calls > 0 && s->calls >= b->max_calls) {
+	} else if (before_call && b->max_calls > 0 && total_calls(t) >= b->max_calls) {
 		*ret_kind = TURN_CALL_CAP;
-		snprintf(why, n, "the run's tool-call cap (%d) was reached", b->max_calls);
-	} else if (b->max_tokens > 0 && usage_prompt(&s->usage) + s->usage.output >= b->max_tokens) {
+		snprintf(why, n, "%s tool-call cap (%d) was reached", whose, b->max_calls);
+	} else if (b->max_tokens > 0 && total_tokens(t) >= b->max_tokens) {
 		*ret_kind = TURN_TOKENS;
-		snprintf(why, n, "the token budget (%lld) was used: %lld in, %lld out", (long long)b->max_tokens,
-			 (long long)usage_prompt(&s->usage), (long long)s->usage.output);
-	} else if (b->max_cost > 0 && turn_cost(t) >= b->max_cost) {
+		if (shared)
+			snprintf(why, n, "the task's token budget (%lld) was used: %lld by it and its subagents",
+				 (long long)b->max_tokens, (long long)total_tokens(t));
+		else
+			snprintf(why, n, "the token budget (%lld) was used: %lld in, %lld out", (long long)b->max_tokens,
+				 (long long)usage_prompt(&t->s->usage), (long long)t->s->usage.output);
+	} else if (b->max_cost > 0 && total_cost(t) >= b->max_cost) {
 		*ret_kind = TURN_COST;
-		snprintf(why, n, "the cost budget ($%.2f) was used: $%.4f", b->max_cost, turn_cost(t));
+		snprintf(why, n, "%s cost budget ($%.2f) was used: $%.4f", shared ? whose : "the", b->max_cost,
+			 total_cost(t));
 	} else {
 		return true;
 	}

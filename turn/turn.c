@@ -26,7 +26,7 @@ const char *turn_ev_name(enum turn_ev_type t)
 		[EV_TOOL_CALL] = "tool_call", [EV_APPROVAL] = "approval", [EV_TOOL_OUTPUT] = "tool_output",
 		[EV_TOOL_RESULT] = "tool_result", [EV_USAGE] = "usage", [EV_STOP] = "stop", [EV_NET] = "net",
 		[EV_COMPACT] = "compaction", [EV_HOOK] = "hook", [EV_BOX] = "box",
-		[EV_JOB] = "job",
+		[EV_JOB] = "job", [EV_AGENT] = "agent",
 	};
 	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
 }
@@ -112,6 +112,14 @@ void turn_add_usage(struct turn *t, const struct usage *u)
 {
 	struct session *s = t->s;
 	usage_add(&s->usage, u);
+	if (t->cfg->ledger) {
+		int64_t tok = usage_prompt(u) + u->output;
+		double cost = t->priced ? price_cost(&t->price, u) : -1;
+		ledger_add(t->cfg->ledger, tok, 0, cost);
+		s->led_tokens += tok;
+		if (cost > 0)
+			s->led_cost += cost;
+	}
 	/* Each request's usage and cost in the journal, as it comes: a
 	 * resumed session's totals are the sum of these (journal_load), a
 	 * run killed before its stop included. */
@@ -202,10 +210,24 @@ static bool budget_check(struct turn *t)
 {
 	enum turn_stop_kind kind;
 	char why[300];
-	if (turn_budget_ok(t, false, &kind, why, sizeof(why)))
-		return true;
-	turn_finish(t, kind, "%s", why);
-	return false;
+	if (!turn_budget_ok(t, false, &kind, why, sizeof(why))) {
+		turn_finish(t, kind, "%s", why);
+		return false;
+	}
+	/* A subagent's request holds room for itself first: the task's
+	 * total is never passed by agents asking at once. */
+	struct ledger *l = t->cfg->ledger;
+	const struct budgets *b = &t->cfg->b;
+	if (l && l->shared && !ledger_reserve(l, b->max_tokens, b->max_cost)) {
+		bool cost = b->max_cost > 0 && !ledger_reserve(l, 0, b->max_cost);
+		ledger_release(l);
+		turn_finish(t, cost ? TURN_COST : TURN_TOKENS,
+			    "the task's %s budget would be passed by another request (its largest reply so far, with "
+			    "what the task's agents spent and hold)",
+			    cost ? "cost" : "token");
+		return false;
+	}
+	return true;
 }
 
 /* The built-in tools, then the MCP servers' as they are listed now. */
@@ -214,6 +236,8 @@ static cJSON *tool_schemas(struct turn *t)
 	cJSON *a = cJSON_CreateArray();
 	for (const struct tool *const *tp = tool_table; *tp; tp++)
 		cJSON_AddItemToArray(a, tool_schema(*tp));
+	if (agents_offered(t->cfg->agents))
+		cJSON_AddItemToArray(a, agents_schema());
 	t->tools_gen = mcp_generation(t->cfg->mcp);
 	cJSON *m = mcp_tools(t->cfg->mcp);
 	cJSON *it;
@@ -466,6 +490,8 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 		http_abort(t->req);
 		t->req = NULL;
 	}
+	/* The children are killed now, their boxes destroyed. */
+	agents_forget(t->cfg->agents);
 	if (t->phase == PH_CALLS) {
 		/* Not waiting for the cancelled calls' results: each gets one
 		 * that says so, and the conversation stays whole for the next
@@ -474,7 +500,7 @@ void turn_interrupt(struct turn *t, bool now, const char *why)
 			struct tcall *c = &t->calls[i];
 			/* Its result, if it comes, is for no one: the connection
 			 * outlives this turn (ward run lists the box's jobs). */
-			if (c->state == TC_RUNNING && !c->mcp)
+			if (c->state == TC_RUNNING && !c->mcp && !c->agent)
 				box_call_forget(t->s->box, c->box_id);
 			if (c->state == TC_RUNNING)
 				turn_call_done(t, c,
@@ -690,6 +716,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		if (s->box)
 			d = dmin(d, box_conn_deadline(s->box));
 		d = dmin(d, mcp_deadline(cfg->mcp));
+		d = dmin(d, agents_deadline(cfg->agents));
 		if (t.phase == PH_RETRY_WAIT)
 			d = dmin(d, t.retry_at);
 		if (t.phase == PH_STREAM && t.replay)
@@ -711,6 +738,7 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 		if (s->box)
 			box_conn_tick(s->box);
 		mcp_tick(cfg->mcp);
+		agents_tick(cfg->agents);
 		if (t.finished)
 			break;
 		if (t.phase == PH_RETRY_WAIT && now_ms() >= t.retry_at)
@@ -725,6 +753,8 @@ static int turn_run(const struct turn_cfg *cfg, struct session *s, const char *i
 	if (t.req)
 		http_abort(t.req);
 	round_reset(&t);
+	/* No child outlives the turn whose loop watches it. */
+	agents_forget(cfg->agents);
 	turn_calls_free(&t);
 	turn_compact_free(&t);
 	buf_free(&t.errbody);

@@ -80,6 +80,8 @@ enum turn_ev_type {
 	EV_JOB,			/* result: a background job of the box started or ended
 				 * {event: started|ended, job: {id, command, state, ...},
 				 * running, how?, tail?} (guest/bgjob.c) */
+	EV_AGENT,		/* result: one event line of a subagent's (its own
+				 * type, and its agent and parent ids), as it wrote it */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 
@@ -178,6 +180,12 @@ struct turn_cfg {
 	 * NULL: none. */
 	struct mcp *mcp;
 	struct turn_answer answer;	/* call NULL: the box runs every call */
+	/* Subagents (turn/agent.h): the task tool; NULL: not offered. */
+	struct agents *agents;
+	/* The task's spend shared with its parent and children
+	 * (turn/ledger.h): the budgets are checked against its totals. NULL:
+	 * this run's alone. */
+	struct ledger *ledger;
 };
 
 /* A session: the conversation so far, its journal, its box. */
@@ -201,6 +209,9 @@ struct session {
 	/* The box's jobs that ended and the model was not told of yet (their
 	 * EV_JOB results): the next message to it says (turn_job_news). */
 	cJSON *job_news;
+	/* What this session added to the task's ledger (its own spend). */
+	int64_t led_tokens, led_calls;
+	double led_cost;
 };
 
 /* Run until a stop; the stop is always filled. Returns 0, or <0 for a

@@ -88,7 +88,7 @@ serve compact-grow; ws grow
 run anthropic --json --context-window 100000 "grow the conversation"
 is "$RC" 0 "growing prompt: the run finishes"
 is "$(nreq)" 7 "six rounds and one summary request"
-is "$(q 1 tools)$(q 2 tools)$(q 3 tools)$(q 4 tools)" "11111111" "no compaction before the prompt reached 80 % (requests 1-4 are rounds, with the 11 tools)"
+is "$(q 1 tools)$(q 2 tools)$(q 3 tools)$(q 4 tools)" "12121212" "no compaction before the prompt reached 80 % (requests 1-4 are rounds, with the 12 tools: todo and task among them)"
 is "$(q 5 tools)" 0 "the summary request, right after the 80k prompt, has no tools"
 like "$(req 5)" '"max_tokens": 4096' "and its own max_tokens"
 like "$(req 5)" "mark-1" "it carries the replaced rounds"

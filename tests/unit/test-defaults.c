@@ -15,11 +15,19 @@
 #include "proto/proto.h"
 #include "tools/bash.h"
 #include "tools/job.h"
+#include "turn/agent.h"
+#include "workspace/wsmerge.h"
 #include "tap.h"
 
 int main(void)
 {
 	is_int(BASH_TIMEOUT_DEFAULT_S, 120, "bash default limit 120 s");
+	is_int(AGENT_MAX_DEFAULT, 3, "--max-subagents: 3 children run at once");
+	is_int(AGENT_DEPTH_MAX, 2, "a subagent's subagent is the deepest");
+	is_int(AGENT_CHILDREN_MAX, 64, "at most 64 subagents over one run");
+	is_int(AGENT_STOP_GRACE_MS, 5000, "a subagent asked to stop is killed 5 s later");
+	is_int(WSMERGE_SHOW_MAX, 2000, "a conflict shows each version's first 2,000 bytes");
+	is_int(WSMERGE_ENTRIES_MAX, 200000, "a merge reads layers of up to 200,000 entries");
 	is_int(BASH_TIMEOUT_MAX_S, 600, "bash maximum limit 600 s");
 	is_int(BASH_OUT_HEAD, 10000, "output head 10,000 bytes");
 	is_int(BASH_OUT_TAIL, 20000, "output tail 20,000 bytes");

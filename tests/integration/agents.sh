@@ -1,0 +1,236 @@
+#!/bin/bash
+# Subagents (the task tool): children of a replayed parent, each a ward run
+# in a box forked from the parent's, side by side up to --max-subagents;
+# their changes merged back, conflicts reported and never applied; the
+# budgets the whole task's; a cancel ends every child and its box.
+. "$(dirname "$0")/lib.sh"
+
+R=$T_TMP/scripts; mkdir -p "$R"
+child() { # child NAME BASH-COMMAND: a child's script: one bash call, then its answer
+	cat >"$R/$1.json" <<J
+{"turns": [{"tools": [{"name": "bash", "input": {"command": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$2")}}]},
+ {"text": "$1 finished"}]}
+J
+}
+parent() { # parent NAME CHILD...: one round of task calls, then done
+	local n=$1; shift
+	local calls="" c
+	for c in "$@"; do
+		calls="$calls${calls:+,}{\"name\": \"task\", \"input\": {\"prompt\": \"do $c\", \"description\": \"$c\", \"model\": \"replay:$c.json\"}}"
+	done
+	printf '{"turns": [{"tools": [%s]}, {"text": "parent finished"}]}\n' "$calls" >"$R/$n.json"
+}
+ws() { WS=$T_TMP/ws-$1; rm -rf "$WS"; mkdir -p "$WS"; echo base >"$WS/shared.txt"; }
+run() { # run PARENT [flags] -> OUT (the result line), RC, MS
+	local p=$1; shift
+	local t0; t0=$(now_ms)
+	"$WARD" run --json --model "replay:$R/$p.json" --workspace "$WS" "$@" "go" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+	RC=$?
+	MS=$(( $(now_ms) - t0 ))
+	OUT=$(tail -1 "$T_TMP/out")
+}
+mine() { # mine TYPE: the parent's own lines of that type (its children's come through too)
+	grep "^{\"type\":\"$1\"" "$T_TMP/out" | grep '"agent":"main","parent":null}$'
+}
+changed() { # the result's changed files, one line each
+	python3 -c 'import json,sys; print("\n".join(f["path"] for f in json.loads(sys.argv[1])["changed_files"]))' "$OUT"
+}
+boxes() { # the boxes on $WS now (a child's box has its parent's workspace; other people's boxes are on theirs)
+	"$WARD" box ls 2>/dev/null | awk -v ws="$WS" 'NR > 1 && $NF == ws { print $1 }' | sort
+}
+overlap() { # overlap: the largest number of children running at one moment, from the result's agents
+	python3 -c '
+import json, sys
+ag = json.loads(sys.argv[1])["agents"]
+ev = sorted([(a["started_ms"], 1) for a in ag] + [(a["ended_ms"], -1) for a in ag], key=lambda e: (e[0], e[1]))
+n = m = 0
+for _, d in ev:
+    n += d; m = max(m, n)
+print(m)' "$OUT"
+}
+
+# Three children in one round: each writes its own file after 1.5 s.
+for i in 1 2 3 4; do child "c$i" "sleep 2.5; echo child$i >/workspace/f$i.txt"; done
+parent three c1 c2 c3
+ws three
+run three
+is "$RC" 0 "three children: the parent finishes (exit 0)"
+is "$(overlap)" 3 "the three run at the same time (all three overlap)"
+like "$OUT" '"changed_files":\[\{"path":"f1.txt","change":"added"\},\{"path":"f2.txt","change":"added"\},\{"path":"f3.txt","change":"added"\}' \
+	"each child's file is in the parent's workspace afterwards"
+MS3=$MS
+like "$(mine tool_result | head -1)" 'Files it changed, merged into your workspace' "a child's result says what was merged"
+like "$(mine tool_result | head -1)" 'c[123] finished' "and carries its final answer"
+like "$(cat "$XDG_STATE_HOME"/ward/sessions/"$(json session <<<"$OUT")".jsonl)" '"type":"merge"' "the journal records each merge"
+is "$(boxes)" "" "no child's box is left (none works on the workspace)"
+# --json: every line says whose it is; the children's lines come through.
+is "$(python3 -c '
+import json, sys
+seen = set()
+for l in open(sys.argv[1]):
+    j = json.loads(l)
+    seen.add((j["agent"], j["parent"]))
+print(" ".join(sorted("%s<%s" % (a, p) for a, p in seen)))' "$T_TMP/out")" "a1<main a2<main a3<main main<None" \
+	"--json: each line carries its agent and parent (main's, and its children a1, a2, a3's)"
+like "$(grep '"agent":"a2"' "$T_TMP/out" | grep '"type":"tool_call"')" '"name":"bash"' "a child's own tool call is among them"
+like "$(tail -1 "$T_TMP/out")" '^\{"type":"result",.*"agent":"main","parent":null\}$' "the last line is the parent's result"
+V=$(validate_events "$T_TMP/out" 2>&1)
+like "$V" "^valid [0-9]+" "three children's --json validates against the event schema ($V)"
+
+# A fourth with --max-subagents 3 waits for one of the three.
+parent four c1 c2 c3 c4
+ws four
+run four --max-subagents 3
+is "$RC" 0 "four children, --max-subagents 3: exit 0"
+is "$(overlap)" 3 "at most three run at once"
+like "$OUT" '"path":"f4.txt"' "the fourth ran too, after one of the others"
+run four --max-subagents 4
+is "$(overlap)" 4 "(twin: with --max-subagents 4 all four run at once)"
+parent three c1 c2 c3
+ws serial
+run three --max-subagents 1
+is "$(overlap)" 1 "with --max-subagents 1 they run one after another"
+like "$OUT" '"path":"f3.txt"' "and all land too"
+[ "$MS3" -lt "$MS" ]; ok $? "three side by side take less time than one after another ($MS3 ms, $MS ms)"
+
+# Two children change the same file: a conflict, neither applied.
+child x1 "echo from-x1 >/workspace/shared.txt"
+child x2 "echo from-x2 >/workspace/shared.txt; echo only-x2 >/workspace/own.txt"
+parent conflict x1 x2
+ws conflict
+run conflict
+is "$RC" 0 "two children change shared.txt: the parent goes on"
+R1=$(mine tool_result | head -2)
+like "$R1" 'CONFLICT, not merged: shared.txt: another subagent changed it too' "the tool results report the conflict"
+like "$R1" "the workspace's version ---.{1,4}base" "with the workspace's version"
+like "$R1" "from-x1" "and the first child's"
+like "$R1" "from-x2" "and the second's"
+is "$(changed)" own.txt "the workspace holds neither child's version (shared.txt is unchanged; only own.txt changed)"
+is "$(cat "$WS/shared.txt")" base "and the user's tree is untouched"
+
+# The merge follows no symlink: the parent's layer has d -> a host
+# directory; a child replaces d with a directory holding x. Its x is not
+# written through the link (a conflict saying so), and d itself goes.
+mkdir -p "$T_TMP/outside"
+child esc "rm /workspace/d && mkdir /workspace/d && echo escaped >/workspace/d/x"
+cat >"$R/linkp.json" <<J
+{"turns": [{"tools": [{"name": "bash", "input": {"command": "ln -s $T_TMP/outside /workspace/d"}}]},
+ {"tools": [{"name": "task", "input": {"prompt": "do esc", "model": "replay:esc.json"}}]}, {"text": "ok"}]}
+J
+ws link
+run linkp
+is "$RC" 0 "a child under a parent's symlink: exit 0"
+[ ! -e "$T_TMP/outside/x" ]; ok $? "the merge did not write through the parent's symlink (nothing in the host directory)"
+like "$(mine tool_result | tail -1)" 'CONFLICT, not merged: d/x: it could not be written' "the file is a conflict that says why"
+
+# Read-only: the child shares the parent's box and may not change it.
+cat >"$R/ro.json" <<'J'
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "look", "tools": "read-only", "model": "replay:look.json"}}]}, {"text": "ok"}]}
+J
+cat >"$R/look.json" <<'J'
+{"turns": [{"tools": [{"name": "read", "input": {"path": "shared.txt"}}, {"name": "write", "input": {"path": "x.txt", "content": "no"}}]}, {"text": "looked"}]}
+J
+ws ro
+run ro
+is "$RC" 0 "a read-only child: exit 0"
+unlike "$OUT" '"path":"x.txt"' "its write was refused: nothing changed"
+like "$(mine tool_result)" 'read-only: it changed nothing' "its result says it changed nothing"
+
+# The budgets are the task's: --max-calls 4 over the parent (3 task
+# calls) and its children (a call each): the children's calls are cut.
+parent budget c1 c2 c3
+ws budget
+run budget --max-calls 4
+like "$OUT" '"stop":"call_cap"' "--max-calls over parent and children: the parent stops at the cap"
+N=$(python3 -c 'import json,sys; print(sum(a.get("calls",0) for a in json.loads(sys.argv[1])["agents"]))' "$OUT")
+[ "$N" -le 1 ]; ok $? "the children made at most the one call left of the task's four ($N)"
+like "$(mine tool_result)" "call cap" "a child stopped by the task's cap says so"
+
+# Depth: a child may start its own (a1.a1), whose task tool is gone.
+for d in 1 2 3; do
+	cat >"$R/d$d.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "deeper", "model": "replay:d$((d + 1)).json"}}]}, {"text": "d$d done"}]}
+J
+done
+parent deep d1
+ws deep
+run deep
+is "$RC" 0 "a child that starts a child: exit 0"
+like "$(grep '"agent":"a1.a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'no tool named \\"task\\"' \
+	"the grandchild (a1.a1) has no task tool: the depth limit"
+like "$(grep '"agent":"a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'subagent a1.a1' "(twin: the child a1 started a1.a1)"
+
+# A bad model name: a host file is never read as a script.
+cat >"$R/bad.json" <<'J'
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "x", "model": "replay:../x.json"}}]}, {"text": "ok"}]}
+J
+ws bad
+run bad
+like "$(mine tool_result)" 'replay:NAME is only for a replayed run, NAME a script beside its own' \
+	"a child's replay script must lie beside the parent's (bad_input)"
+
+# Cancel: SIGINT (Esc's interrupt) during three running children: every
+# child, its processes and its box gone within the bound; the canary
+# (a child's process that would write a file after 6 s) never fires.
+for i in 1 2 3; do child "k$i" "sleep 6.$$$i && touch /workspace/canary$i; sleep 100"; done
+parent cancel k1 k2 k3
+ws cancel
+"$WARD" run --json --model "replay:$R/cancel.json" --workspace "$WS" go >"$T_TMP/out" 2>"$T_TMP/err" </dev/null &
+P=$!
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 6\.$$[123]\$")" -ge 3 ] && break; sleep 0.1; done
+is "$(pgrep -fc "^sleep 6\.$$[123]\$")" 3 "three children's commands run"
+is "$(boxes | wc -l)" 4 "(twin: while they run, the parent's box and three children's work on the workspace)"
+t0=$(now_ms)
+kill -INT $P
+wait $P
+MS=$(( $(now_ms) - t0 ))
+[ "$MS" -lt 10000 ]; ok $? "the parent ends within 10 s of the interrupt ($MS ms)"
+is "$(pgrep -fc "^sleep 6\.$$[123]\$")" 0 "no child's process is left"
+is "$(pgrep -fc -- "--agent-depth 1")" 0 "no child ward is left"
+is "$(boxes)" "" "no child's box is left (none works on the workspace)"
+sleep 6.5
+is "$(ls "$WS"/canary* 2>/dev/null | wc -l)$(find "$XDG_STATE_HOME" -name 'canary*' 2>/dev/null | wc -l)" 00 "the canaries never fire"
+
+# --max-cost over parent and three children, with the stand-in server's
+# usage ($0.0033 a reply): the total is never passed, and the children,
+# which would go on forever, are stopped mid-run.
+export ANTHROPIC_API_KEY=sk-ant-fake-key
+serve agents
+ws cost
+# As a fleet's task: its result.json, and ward report over it.
+printf '{"id": "t1", "task": "go", "workspace": "%s"}\n' "$WS" >"$T_TMP/tasks.jsonl"
+"$WARD" run --provider anthropic --base-url "$URL" --model claude-sonnet-4-fake --max-cost 0.02 \
+	--task-file "$T_TMP/tasks.jsonl" --task-index 0 --out "$T_TMP/fleet" >/dev/null 2>"$T_TMP/err" </dev/null
+OUT=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), separators=(",", ":")))' "$T_TMP/fleet/t1/result.json")
+cp "$T_TMP/fleet/t1/events.jsonl" "$T_TMP/out"
+TOTAL=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(round(r["cost_usd"] + sum(a.get("cost_usd") or 0 for a in r["agents"]), 6))' "$OUT")
+python3 -c 'import sys; sys.exit(not 0 < float(sys.argv[1]) <= 0.02)' "$TOTAL"; ok $? "the task's total cost (parent and children) is within --max-cost 0.02 (\$$TOTAL)"
+N=$(nreq)
+[ "$N" -le 6 ] && [ "$N" -ge 4 ]; ok $? "the server answered at most the six replies \$0.02 pays for ($N)"
+STOPS=$(python3 -c 'import json,sys; print(" ".join(sorted(a["stop"] for a in json.loads(sys.argv[1])["agents"])))' "$OUT")
+is "$STOPS" "cost_budget cost_budget cost_budget" "each child is stopped by the task's budget"
+C=$(python3 -c 'import json,sys; print(sum(1 for a in json.loads(sys.argv[1])["agents"] if a.get("calls", 0) >= 1))' "$OUT")
+[ "$C" -ge 1 ]; ok $? "mid-run: a child had made calls when it was stopped ($C)"
+like "$(json stop <<<"$OUT")" '^(cost_budget|done)$' "the parent stops at the budget too, or is done"
+REP=$("$WARD" report --json "$T_TMP/fleet" 2>&1)
+is "$(python3 -c 'import json,sys; t=json.loads(sys.argv[1])["tasks"][0]; print(round(t["cost_usd"], 6), len(t["agents"]), " ".join(a["id"] for a in t["agents"]))' "$REP")" \
+	"$TOTAL 3 a1 a2 a3" "ward report: the task's cost is the parent's and its children's, broken down per child"
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+
+# SIGTERM of the parent (a CI runner's stop): the same, at once.
+for i in 1 2 3; do child "k$i" "sleep 7.$$$i && touch /workspace/canary$i; sleep 100"; done
+ws term
+"$WARD" run --json --model "replay:$R/cancel.json" --workspace "$WS" go >"$T_TMP/out-term" 2>"$T_TMP/err" </dev/null &
+P=$!
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 7\.$$[123]\$")" -ge 3 ] && break; sleep 0.1; done
+is "$(pgrep -fc "^sleep 7\.$$[123]\$")" 3 "SIGTERM: three children's commands run"
+t0=$(now_ms)
+kill -TERM $P
+wait $P
+MS=$(( $(now_ms) - t0 ))
+[ "$MS" -lt 10000 ]; ok $? "SIGTERM: the parent ends within 10 s ($MS ms)"
+is "$(pgrep -fc "^sleep 7\.$$[123]\$") $(boxes | wc -l)" "0 0" "SIGTERM: no child's process or box is left"
+
+V=$(validate_events "$T_TMP/out" 2>&1)
+like "$V" "^valid [0-9]+" "--json with subagents validates against the event schema ($V)"
+done_testing
