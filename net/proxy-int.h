@@ -16,6 +16,7 @@
 #include "net/proxy.h"
 #include "net/reqhead.h"
 #include "net/resolve.h"
+#include "net/secret.h"
 #include "net/sni.h"
 
 #define PROXY_PIPE_SIZE (256 * 1024)	/* asked of each pipe; the kernel may give less */
@@ -78,6 +79,8 @@ struct proxy_conn {
 	uint64_t nup, ndown;	/* bytes written upstream, and to the client */
 	size_t drained;		/* PROXY_LINGER: client bytes read and dropped */
 
+	unsigned substituted;	/* bit i: cfg.secrets[i]'s placeholder replaced */
+	const char *secret;	/* refused for carrying this secret, or NULL */
 	bool allowed, logged;
 	char why[320];
 	const char *end;	/* why an allowed connection was cut, or NULL */

@@ -71,6 +71,14 @@ static void proxy_event(struct proxy_conn *c)
 	cJSON_AddNumberToObject(o, "ms", (double)(now_ms() - c->t0));
 	if (c->allowed && c->end)
 		cJSON_AddStringToObject(o, "end", c->end);
+	if (c->substituted) {
+		cJSON *a = cJSON_AddArrayToObject(o, "substituted");
+		for (size_t i = 0; a && i < p->cfg.nsecrets; i++)
+			if (c->substituted & (1u << i))
+				cJSON_AddItemToArray(a, cJSON_CreateString(p->cfg.secrets[i].name));
+	}
+	if (c->secret)
+		cJSON_AddStringToObject(o, "secret", c->secret);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!s)
@@ -518,6 +526,8 @@ static void proxy_rlimit(unsigned max_conns)
 
 int net_proxy_new(const struct net_proxy_cfg *cfg, struct net_proxy **ret, struct err *e)
 {
+	if (cfg->nsecrets > NET_SECRET_MAX)
+		return err_set(e, -E2BIG, "more than %d secrets", NET_SECRET_MAX);
 	struct net_proxy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return err_setc(e, -ENOMEM, "proxy");

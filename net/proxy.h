@@ -21,7 +21,10 @@
  *    "allowed":true,"why":"","addr":"93.184.215.14","up":517,"down":4242,
  *    "ms":120,"end":"idle"}
  * why is "" when allowed; addr only when connected; end only when an
- * allowed connection was cut ("idle", "budget", "reset", "stopped"). */
+ * allowed connection was cut ("idle", "budget", "reset", "stopped").
+ * With secrets: "substituted":["NAME",...] on a request whose placeholders
+ * were replaced, "secret":"NAME" on one refused for carrying NAME (or a
+ * credential of its own to NAME's host); names only, never a value. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +54,11 @@ struct net_proxy_cfg {
 	int64_t idle_ms;	/* a tunnel with no bytes either way this long is closed; 0: 120 s */
 	int64_t connect_ms;	/* resolve + connect upstream; 0: 10 s */
 	int64_t head_ms;	/* the client's request head (and a CONNECT's ClientHello); 0: 10 s */
+	/* The box's secrets (net/secret.h), the caller's: a forwarded request
+	 * to a secret's host has its placeholder replaced by the value; a
+	 * request to any other host that carries either is refused. */
+	const struct net_secret *secrets;
+	size_t nsecrets;
 };
 
 struct net_proxy_stats {
