@@ -48,6 +48,10 @@ struct box_spec {
 	 * the first start and keeps it between starts; the keeper removes it
 	 * with the box. */
 	const char *disk_path;
+	/* "NAME=VALUE" each, for every command's environment after the
+	 * image's: a secret's placeholder (sandbox/egress.h). */
+	const char *const *env;
+	size_t nenv;
 };
 struct box_backend {
 	const char *name;

@@ -1170,7 +1170,7 @@ static void test_secrets(void)
 	net_allow_host("api.test", 8, &sec.host[0], &e);
 	struct px x;
 	px_start(&x, (struct net_proxy_cfg){ .secrets = &sec, .nsecrets = 1 },
-		 (const char *const[]){ allow_own, allow_other, NULL });
+		 (const char *const[]){ allow_own, allow_other, "*.wild.test", NULL });
 	char req[1024], resp[4096];
 
 	snprintf(req, sizeof(req), "GET http://api.test:%d/v1?key=%s HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n",
@@ -1225,6 +1225,15 @@ static void test_secrets(void)
 		   "%s: event refused, secret API_KEY", forms[i][1]);
 		cJSON_Delete(j);
 	}
+	/* A CONNECT's target is what leaves: a name made of the placeholder. */
+	char target[128], st[1024];
+	snprintf(target, sizeof(target), "%s.wild.test:443", sec.ph);
+	int fd = connect_tunnel(x.port, target, st, sizeof(st));
+	like(st, "403 Forbidden by ward: the request carries secret API_KEY", "the placeholder as a CONNECT's name: refused");
+	close(fd);
+	fd = connect_tunnel(x.port, "plain.wild.test:443", st, sizeof(st));
+	unlike(st, "carries secret", "twin: another name under the same wildcard is not refused for a secret");
+	close(fd);
 	snprintf(req, sizeof(req), "GET http://other.test:%d/plain HTTP/1.1\r\n\r\n", other.port);
 	http_req(x.port, req, resp, sizeof(resp));
 	like(resp, "HTTP/1.1 200 OK", "twin: another host without the secret passes");
