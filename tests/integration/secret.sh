@@ -70,6 +70,41 @@ lt 0 "$(printf '%s\n' "$R" | sed -n 1p)" "(and the placeholder is there: the sca
 unlike "$(X 'grep -rl "sk-live-REAL" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr 2>/dev/null | head -3')" "." \
 	"no file in the box holds the value"
 
+# The memory of a box process: its whole address space (read through
+# /proc/PID/mem, as a core would have it) holds the placeholder, never the
+# value. The value to look for comes in on stdin, split, so that the
+# scanning process's own memory is no false hit.
+cat >"$D/memscan.py" <<'PY'
+import os, subprocess
+ph = os.environ["WARD_TEST_KEY"].encode()
+value = (os.environ.pop("VALUE_A") + os.environ.pop("VALUE_B")).encode()
+env = dict(os.environ)
+if env.pop("PLANT", None):
+    env["PLANTED"] = value.decode()	# the scan's twin: a value it must find
+child = subprocess.Popen(["sleep", "30"], env=env)	# without VALUE_*
+seen = set()
+with open("/proc/%d/maps" % child.pid) as m, open("/proc/%d/mem" % child.pid, "rb", 0) as mem:
+    for line in m:
+        span, perms = line.split()[:2]
+        if "r" not in perms:
+            continue
+        a, b = (int(x, 16) for x in span.split("-"))
+        try:
+            mem.seek(a)
+            chunk = mem.read(b - a)
+        except (OSError, ValueError, OverflowError):
+            continue
+        seen |= {"placeholder"} if ph in chunk else set()
+        seen |= {"value"} if value in chunk else set()
+child.kill()
+print("placeholder" if "placeholder" in seen else "no-placeholder", "value" if "value" in seen else "no-value")
+PY
+SCAN=$(base64 -w0 <"$D/memscan.py")
+R=$(X "echo $SCAN | base64 -d >/tmp/memscan.py; VALUE_A='${WARD_TEST_KEY:0:10}' VALUE_B='${WARD_TEST_KEY:10}' python3 /tmp/memscan.py")
+is "$R" "placeholder no-value" "a box process's memory holds the placeholder and never the value"
+R=$(X "PLANT=1 VALUE_A='${WARD_TEST_KEY:0:10}' VALUE_B='${WARD_TEST_KEY:10}' python3 /tmp/memscan.py")
+is "$R" "placeholder value" "(twin: the same scan finds a value planted in that memory)"
+
 # Refusals: the placeholder to another host (header, URL, body not: see
 # SECURITY.md); another credential to the secret's host.
 N2=$(wc -l <"$D/other.log" 2>/dev/null || echo 0)
@@ -85,6 +120,18 @@ R=$(X 'curl -sS -v -H "Authorization: Bearer attackers-own-key" http://api.test:
 like "$R" "403 Forbidden by ward: a credential that is not secret WARD_TEST_KEY's placeholder" \
 	"another Authorization to the secret's host (an attacker's key): refused"
 is "$(wc -l <"$D/api.log")" "$N1" "and it did not reach the server"
+
+# Hibernate: nothing saved holds the value, and the woken box's proxy
+# still has it.
+"$WARD" box hibernate "$B" >/dev/null
+is "$?" 0 "the box hibernates"
+if [ -n "${XDG_RUNTIME_DIR:-}" ]; then RT=$XDG_RUNTIME_DIR/ward; elif [ "$(id -u)" = 0 ]; then RT=/run/ward; else RT=/tmp/ward-$(id -u); fi
+ls "$RT/boxes/$B" >/dev/null 2>&1; ok $? "(the box's runtime directory is where this test looks: $RT/boxes/$B)"
+is "$(grep -rl "$WARD_TEST_KEY" "$XDG_STATE_HOME" "$RT/boxes/$B" 2>/dev/null | head -3)" "" \
+	"no file of ward's state (the hibernated box's included) holds the value"
+R=$(X 'curl -sS -H "Authorization: Bearer $WARD_TEST_KEY" "http://api.test:'"$API"'/woken"')
+is "$R" "ok" "woken: the placeholder still reaches its host"
+like "$(tail -n1 "$D/api.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "and the server still gets the real key"
 
 # The value from a file, and box info of a second secret.
 printf 'file-value-%s\n' "$$" >"$D/key"
