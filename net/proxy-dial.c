@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <unistd.h>
 
 #include "base/loop.h"
@@ -19,6 +20,47 @@
 #include "net/proxy-int.h"
 
 static void dial_next(struct proxy_conn *c);
+
+static const struct net_secret *body_hit(struct proxy_conn *c, const char *p, size_t n)
+{
+	struct net_proxy *px = c->p;
+	for (size_t i = 0; i < px->cfg.nsecrets; i++) {
+		const struct net_secret *s = &px->cfg.secrets[i];
+		if (!net_secret_owns(s, &c->req.host) && net_secret_carried(s, p, n))
+			return s;
+	}
+	return NULL;
+}
+
+bool proxy_dial_body_carries(struct proxy_conn *c, const char *p, size_t n)
+{
+	if (!c->scan_body || !n)
+		return false;
+	if (!c->scan_tail && !(c->scan_tail = malloc(2 * PROXY_SCAN_TAIL)))
+		return true;	/* cannot look: not carried unlooked */
+	/* Across the seam: the tail before, and the first bytes of these. */
+	size_t k = MIN(n, (size_t)PROXY_SCAN_TAIL);
+	memcpy(c->scan_tail + c->scan_tail_len, p, k);
+	const struct net_secret *s = body_hit(c, c->scan_tail, c->scan_tail_len + k);
+	if (!s)
+		s = body_hit(c, p, n);
+	if (s) {
+		c->secret = s->name;
+		return true;
+	}
+	/* The new tail: the last PROXY_SCAN_TAIL - 1 bytes of tail + p. */
+	size_t keep = PROXY_SCAN_TAIL - 1;
+	if (n >= keep) {
+		memcpy(c->scan_tail, p + n - keep, keep);
+		c->scan_tail_len = keep;
+	} else {
+		size_t all = c->scan_tail_len + n, drop = all > keep ? all - keep : 0;
+		memmove(c->scan_tail, c->scan_tail + drop, c->scan_tail_len - drop);
+		memcpy(c->scan_tail + c->scan_tail_len - drop, p, n);
+		c->scan_tail_len = all - drop;
+	}
+	return false;
+}
 
 /* The box's secrets against an allowed request: a forwarded one to a
  * secret's own host gets the value in place of the placeholder (and is
@@ -45,6 +87,8 @@ static int dial_secrets(struct proxy_conn *c)
 					  s->name, s->host[0].name);
 			return -EPERM;
 		}
+		if (!own && r->kind == NET_REQ_FORWARD && r->body != NET_BODY_NONE)
+			c->scan_body = true;
 		if (!own || r->kind != NET_REQ_FORWARD)
 			continue;
 		if (net_secret_foreign_cred(s, head, n)) {

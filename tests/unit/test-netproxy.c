@@ -1225,6 +1225,46 @@ static void test_secrets(void)
 		   "%s: event refused, secret API_KEY", forms[i][1]);
 		cJSON_Delete(j);
 	}
+	/* Bodies to another host: a length body, a chunked one with the
+	 * placeholder split across chunks, one split across two sends. */
+	char body[256];
+	snprintf(body, sizeof(body), "{\"key\": \"%s\"}", sec.ph);
+	snprintf(req, sizeof(req), "POST http://other.test:%d/b HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%s", other.port,
+		 strlen(body), body);
+	before = atomic_load(&other.conns);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "403 Forbidden by ward: the request body carries secret API_KEY", "the placeholder in a body to another host: refused");
+	j = px_event(&x, "other.test");
+	ok(j && !strcmp(jstr(j, "secret"), "API_KEY"), "event: the body's secret named");
+	cJSON_Delete(j);
+	snprintf(req, sizeof(req),
+		 "POST http://other.test:%d/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nk=%.3s\r\n%zx\r\n%s\r\n0\r\n\r\n",
+		 other.port, sec.ph, strlen(sec.ph) - 3, sec.ph + 3);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "403 Forbidden by ward: the request body carries secret API_KEY",
+	     "the placeholder split across two chunks: refused");
+	int fd2 = dial(x.port);
+	snprintf(req, sizeof(req), "POST http://other.test:%d/d HTTP/1.1\r\nContent-Length: %zu\r\n\r\nsk-REAL", other.port,
+		 strlen("sk-REAL-7f3a"));
+	send_str(fd2, req);
+	sleep_ms(100);
+	send_str(fd2, "-7f3a");
+	size_t rn = read_all(fd2, resp, sizeof(resp) - 1);
+	resp[rn] = 0;
+	close(fd2);
+	ok(strstr(resp, "403 Forbidden by ward: the request body carries secret API_KEY") || rn == 0,
+	   "the real value split across two sends: refused or cut");
+	pthread_mutex_lock(&other.mu);
+	unlike(other.got, "sk-REAL-7f3a", "and the other host never got the value whole");
+	pthread_mutex_unlock(&other.mu);
+	snprintf(req, sizeof(req), "POST http://other.test:%d/e HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world", other.port);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "twin: a body without the secret to another host passes");
+	snprintf(req, sizeof(req), "POST http://api.test:%d/f HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%s", own.port,
+		 strlen(body), body);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "twin: the placeholder in a body to its own host passes (not substituted)");
+
 	/* A CONNECT's target is what leaves: a name made of the placeholder. */
 	char target[128], st[1024];
 	snprintf(target, sizeof(target), "%s.wild.test:443", sec.ph);
