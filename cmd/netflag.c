@@ -110,6 +110,20 @@ int netflag_parse(struct netflag *f, int c, const char *arg)
 	}
 	if (c == 'k')
 		return netflag_secret(f, arg);
+	if (c == 'q') {
+		char *v = NULL;
+		size_t n = 0;
+		int r = fdio_read_file(AT_FDCWD, arg, 1u << 20, &v, &n);
+		if (r < 0 || !strstr(v, "-----BEGIN CERTIFICATE-----")) {
+			cmd_error("--secret-ca: %s %s; give a file of PEM certificates", arg,
+				  r < 0 ? strerror(-r) : "holds no certificate");
+			free(v);
+			return -1;
+		}
+		free(f->secret_ca);	/* (ward's for its life: the last one counts) */
+		f->secret_ca = v;
+		return 1;
+	}
 	if (c != 'H')
 		return 0;
 	struct net_allow_rule rule;
@@ -185,6 +199,7 @@ int netflag_finish(struct netflag *f, struct box_opts *o)
 	o->nsecrets = f->nsecret;
 	o->secret_values = f->value_p;
 	o->nsecret_values = f->nsecret;
+	o->secret_ca = f->secret_ca;
 	return 0;
 }
 

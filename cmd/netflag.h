@@ -9,7 +9,8 @@
 
 #define NETFLAG_OPTIONS                                                                                    \
 	{ "net", required_argument, NULL, 'N' }, { "allow-host", required_argument, NULL, 'H' },             \
-	{ "net-max-bytes", required_argument, NULL, 'Q' }, { "secret", required_argument, NULL, 'k' }
+	{ "net-max-bytes", required_argument, NULL, 'Q' }, { "secret", required_argument, NULL, 'k' },      \
+	{ "secret-ca", required_argument, NULL, 'q' }
 
 #define NETFLAG_HELP                                                                                       \
 	"  --allow-host PAT   let the box reach PAT through ward's egress proxy (repeatable): a name\n"        \
@@ -24,7 +25,10 @@
 	"                     $NAME is a placeholder, and the egress proxy puts the value ($NAME of\n"     \
 	"                     ward's environment, or NAME=@FILE@HOST to read FILE) on requests to\n"       \
 	"                     HOST only (added to the allow-list); it refuses the placeholder or the\n"    \
-	"                     value to any other host, and another credential to HOST\n"
+	"                     value to any other host, and another credential to HOST. HTTPS to HOST\n"   \
+	"                     is terminated at the proxy (a CA made for the box, in its trust store)\n"   \
+	"  --secret-ca FILE   trust FILE's certificates (PEM), beside the host's CAs, for a secret's\n"   \
+	"                     host (a test server, a private CA)\n"
 
 struct netflag {
 	enum box_net net;
@@ -45,6 +49,7 @@ struct netflag {
 	/* netflag_finish: the specs and values as box_opts takes them. */
 	const char *secret[NET_SECRET_MAX];
 	const char *value_p[NET_SECRET_MAX];
+	char *secret_ca;	/* --secret-ca's file, read (ward's for its life) */
 	/* netflag_finish: the allow-list with the secrets' hosts not on it. */
 	const char *all[BOX_ALLOW_MAX];
 	char added[BOX_ALLOW_MAX][NET_HOST_MAX + 8];

@@ -68,6 +68,10 @@ static const struct settings_key keys[] = {
 	KEY("network.secrets", 'k', LIST, NEVER, NEVER,
 	    .why = "this would send your credentials to those hosts (put them in your own file, or give --secret)",
 	    .dflt = "(none)", .eg = "[\"API_KEY@api.example.com\"]"),
+	KEY("network.secret_ca", 'q', STR, NEVER, NEVER,
+	    .why = "this would trust a certificate authority for the hosts your secrets go to (put it in your own "
+		   "file, or give --secret-ca)",
+	    .dflt = "(none)", .eg = "\"/etc/ssl/private-ca.pem\""),
 	KEY("network.max_bytes", 'Q', STR, RANK, RANK, .dflt = "10G", .eg = "\"500M\""),
 	/* A bigger window, a later compaction: bigger prompts. */
 	KEY("context_window", 'W', NUM, RANK, RANK, .eg = "200000"),

@@ -271,6 +271,8 @@ static int carry_body(struct proxy_conn *c)
 void proxy_carry_start(struct proxy_conn *c)
 {
 	struct net_proxy *p = c->p;
+	if (proxy_tls_wanted(c))
+		return proxy_tls_start(c);
 	if (c->req.kind == NET_REQ_CONNECT) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		buf_append(&c->out_c, ok, sizeof(ok) - 1);

@@ -4,6 +4,7 @@
  * ClientHello, tunnel, forwarded body). */
 #pragma once
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #define PROXY_LINGER_MS 2000		/* reading a refused client's leftovers after the answer */
 #define PROXY_LINGER_MAX (64 * 1024)
 #define PROXY_SCAN_TAIL NET_SECRET_VALUE_MAX
+#define PROXY_TLS_MAX 16	/* terminated connections at once */
 
 enum proxy_state {
 	PROXY_HEAD,	/* reading the request head */
@@ -108,6 +110,11 @@ struct net_proxy {
 	uint64_t used;		/* bytes taken in to carry, for max_bytes */
 	bool close_all;		/* max_bytes reached: end the tunnels after this turn */
 	struct net_proxy_stats st;
+	/* Connections to a secret's host, on threads of their own
+	 * (proxy-tls.c): their sockets, for net_proxy_free to end. */
+	pthread_mutex_t tls_mu;
+	int tls_fd[PROXY_TLS_MAX][2];
+	int tls_n;
 };
 
 /* proxy.c */
@@ -133,6 +140,11 @@ void proxy_dial_resolver_io(struct loop *l, int fd, uint32_t events, void *data)
 /* proxy-dial.c: whether a forwarded body's payload bytes p[0..n), after
  * those scanned before, carry a secret of another host (c->secret set). */
 bool proxy_dial_body_carries(struct proxy_conn *c, const char *p, size_t n);
+
+/* proxy-tls.c */
+bool proxy_tls_wanted(const struct proxy_conn *c);
+void proxy_tls_start(struct proxy_conn *c);
+void proxy_tls_stop_all(struct net_proxy *p);
 
 /* proxy-carry.c */
 void proxy_carry_start(struct proxy_conn *c);

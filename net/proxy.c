@@ -533,6 +533,9 @@ int net_proxy_new(const struct net_proxy_cfg *cfg, struct net_proxy **ret, struc
 	if (!p)
 		return err_setc(e, -ENOMEM, "proxy");
 	p->cfg = *cfg;
+	pthread_mutex_init(&p->tls_mu, NULL);
+	for (int i = 0; i < PROXY_TLS_MAX; i++)
+		p->tls_fd[i][0] = p->tls_fd[i][1] = -1;
 	p->wake = -1;
 	p->listen_resume = -1;
 	if (!p->cfg.max_conns)
@@ -595,6 +598,8 @@ void net_proxy_free(struct net_proxy *p)
 		return;
 	while (p->conns)
 		proxy_conn_end(p->conns, "stopped");
+	proxy_tls_stop_all(p);
+	pthread_mutex_destroy(&p->tls_mu);
 	while (p->dead) {
 		struct proxy_conn *c = p->dead;
 		p->dead = c->next;

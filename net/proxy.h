@@ -13,7 +13,8 @@
  * why and what to do ("403 Forbidden by ward: x:443 is not on this box's
  * allow-list (to allow it: --allow-host x)"): 400 malformed, 403 policy,
  * 408 head too slow, 502 resolve or connect failed, 503 at the connection
- * cap, 504 connect timed out. TLS is never terminated.
+ * cap, 504 connect timed out. TLS is never terminated, except with
+ * cfg.tls for a secret's host (net/tlsterm.h, proxy-tls.c).
  *
  * Each connection, when it ends (a refused one at once), is one JSON line
  * on event_fd, never blocking (a full pipe drops the line and counts it):
@@ -59,6 +60,9 @@ struct net_proxy_cfg {
 	 * request to any other host that carries either is refused. */
 	const struct net_secret *secrets;
 	size_t nsecrets;
+	/* With it (the caller's, net/tlsterm.h), a CONNECT to a secret's host
+	 * is terminated and its request substituted; NULL: tunnelled. */
+	struct net_tls *tls;
 };
 
 struct net_proxy_stats {
@@ -71,6 +75,7 @@ struct net_proxy_stats {
 };
 
 struct net_proxy;
+struct net_tls;
 
 /* The listener and event_fd stay the caller's (both are made
  * non-blocking). Lowers the calling process's soft RLIMIT_NOFILE to

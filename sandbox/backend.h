@@ -52,7 +52,11 @@ struct box_spec {
 	 * image's: a secret's placeholder (sandbox/egress.h). */
 	const char *const *env;
 	size_t nenv;
+	/* With secrets: the box's trust bundle (the host's CAs and the box's
+	 * own), for /etc/BOX_CA_FILE in the box; or NULL. */
+	const char *ca_bundle;
 };
+#define BOX_CA_FILE "ward-ca.pem"
 struct box_backend {
 	const char *name;
 	/* The host uid that owns the box's root layer (the box's root), and

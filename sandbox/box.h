@@ -64,6 +64,9 @@ struct box_opts {
 	size_t nsecrets;
 	const char *const *secret_values;
 	size_t nsecret_values;
+	/* PEM certificates the proxy trusts, beside the host's CAs, for the
+	 * secrets' hosts it terminates TLS for (--secret-ca); or NULL. */
+	const char *secret_ca;
 	const char *workspace;	/* host directory; NULL: an empty one */
 	/* The box's root: an image by its manifest digest ("sha256:<64
 	 * hex>", image/image.h), or NULL for the host's own view. */

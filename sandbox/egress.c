@@ -2,10 +2,12 @@
 #include "sandbox/box-start.h"
 #include "sandbox/box.h"
 #include "net/proxy.h"
+#include "net/tlsterm.h"
 #include "proto/netmux.h"
 #include "sandbox/spawn-env.h"
 #include "base/child.h"
 #include "base/cleanup.h"
+#include "sandbox/backend.h"
 #include "base/fdio.h"
 #include "base/loop.h"
 
@@ -36,7 +38,39 @@ void egress_init(struct egress *g)
 	buf_init(&g->line, EGRESS_LINE_MAX);
 }
 
-int egress_secrets(struct egress *g, const struct box_opts *o, struct err *e)
+/* Where curl, Python (ssl, requests), Node and git look for CAs. */
+static const char *const egress_ca_vars[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+					      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO" };
+
+static int egress_ca(struct egress *g, const char *name, struct err *e)
+{
+	int r = net_tls_ca_make(name, &g->ca_key, &g->ca_cert, e);
+	if (r < 0)
+		return r;
+	char *sys = NULL;
+	size_t n = 0;
+	if (fdio_read_file(AT_FDCWD, NET_TLS_SYSTEM_CAS, 16u << 20, &sys, &n) < 0)
+		n = 0;
+	size_t cl = strlen(g->ca_cert);
+	g->ca_bundle = malloc(n + cl + 2);
+	if (!g->ca_bundle) {
+		free(sys);
+		return err_set(e, -ENOMEM, "out of memory");
+	}
+	memcpy(g->ca_bundle, sys ? sys : "", n);
+	if (n && g->ca_bundle[n - 1] != '\n')
+		g->ca_bundle[n++] = '\n';
+	memcpy(g->ca_bundle + n, g->ca_cert, cl + 1);
+	free(sys);
+	static char kv[ARRAY_SIZE(egress_ca_vars)][64];
+	for (size_t i = 0; i < ARRAY_SIZE(egress_ca_vars); i++) {
+		snprintf(kv[i], sizeof(kv[i]), "%s=/etc/" BOX_CA_FILE, egress_ca_vars[i]);
+		g->env[g->nenv++] = kv[i];
+	}
+	return 0;
+}
+
+int egress_secrets(struct egress *g, const char *name, const struct box_opts *o, struct err *e)
 {
 	if (o->nsecrets > NET_SECRET_MAX || o->nsecret_values != o->nsecrets)
 		return err_set(e, -EINVAL, "the box's secrets are not what ward writes");
@@ -54,7 +88,7 @@ int egress_secrets(struct egress *g, const struct box_opts *o, struct err *e)
 		g->env[i] = g->env_kv[i];
 	}
 	g->nenv = o->nsecrets;
-	return 0;
+	return o->nsecrets ? egress_ca(g, name, e) : 0;
 }
 
 int egress_listen(struct egress *g, const char *boxdir, struct err *e)
@@ -78,6 +112,12 @@ void egress_free(struct egress *g)
 	}
 	g->host_fd = -1;
 	buf_free(&g->line);
+	if (g->ca_key)
+		explicit_bzero(g->ca_key, strlen(g->ca_key));
+	free(g->ca_key);
+	free(g->ca_cert);
+	free(g->ca_bundle);
+	g->ca_key = g->ca_cert = g->ca_bundle = NULL;
 }
 
 /* The host's connections (ward's, for the box): its owner's only. */
@@ -198,6 +238,15 @@ static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *
 	}
 	cfg->secrets = secrets;
 	cfg->nsecrets = ns;
+	const char *ck = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "ca_key"));
+	const char *cc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "ca_cert"));
+	const char *uc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "upstream_ca"));
+	if (ns && ck && cc) {
+		struct err te = { 0 };
+		if (net_tls_new(ck, cc, uc, &cfg->tls, &te) < 0)
+			egress_die("%s", te.msg);
+		explicit_bzero((char *)ck, strlen(ck));
+	}
 	*mux = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "mux"));
 	*host = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "host"));
 	*keeper = (pid_t)kp->valuedouble;
@@ -275,12 +324,17 @@ int egress_start(struct egress *g, const char *name, const struct box_opts *o, s
 	/* Secrets: in this sealed memfd only, which the proxy reads and
 	 * closes; never a file, never its command line or environment. */
 	cJSON *sa = cJSON_AddArrayToObject(j, "secrets");
-	for (size_t i = 0; sa && i < g->nenv; i++) {
+	for (size_t i = 0; sa && i < o->nsecrets; i++) {
 		cJSON *so = cJSON_CreateObject();
 		cJSON_AddStringToObject(so, "spec", o->secrets[i]);
 		cJSON_AddStringToObject(so, "ph", g->ph[i]);
 		cJSON_AddStringToObject(so, "value", o->secret_values[i]);
 		cJSON_AddItemToArray(sa, so);
+	}
+	if (g->ca_key) {
+		cJSON_AddStringToObject(j, "ca_key", g->ca_key);
+		cJSON_AddStringToObject(j, "ca_cert", g->ca_cert);
+		cJSON_AddStringToObject(j, "upstream_ca", o->secret_ca ? o->secret_ca : "");
 	}
 	char *txt = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);

@@ -609,7 +609,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	keeper_guest_cgroup_create();
 	if (keeper_port_publish(&e) < 0 || keeper_fork_copy(&e) < 0)
 		goto fail;
-	if (o->net == BOX_NET_ALLOW && (egress_secrets(&K.eg, o, &e) < 0 || egress_listen(&K.eg, boxdir, &e) < 0))
+	if (o->net == BOX_NET_ALLOW && (egress_secrets(&K.eg, name, o, &e) < 0 || egress_listen(&K.eg, boxdir, &e) < 0))
 		goto fail;
 	if (keeper_guest_up(&e) < 0)
 		goto fail;

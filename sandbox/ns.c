@@ -570,6 +570,7 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.hostview = s->image_root ? NULL : hostview,
 		.env = env,
 		.nenv = nenv,
+		.ca_bundle = s->ca_bundle,
 		.user = s->image ? s->image->user : NULL,
 		.cwd = box_tool_cwd(s),
 		.workspace_rw = o->rw,

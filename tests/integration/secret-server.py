@@ -1,4 +1,4 @@
-"""A plain HTTP server on loopback for secret.sh: it records each request's
+"""A plain HTTP (or, with --cert, HTTPS) server on loopback for secret.sh: it records each request's
 method, path and headers as one JSON line in --log, and answers 200 "ok"
 (never echoing what it got: the value must not come back into the box)."""
 import argparse
@@ -9,6 +9,8 @@ import socketserver
 ap = argparse.ArgumentParser()
 ap.add_argument("--log", required=True)
 ap.add_argument("--port-file", required=True)
+ap.add_argument("--cert")
+ap.add_argument("--key")
 a = ap.parse_args()
 
 
@@ -39,6 +41,11 @@ class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 s = S(("127.0.0.1", 0), H)
+if a.cert:
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
 with open(a.port_file + ".tmp", "w") as f:
     f.write(str(s.server_address[1]))
 import os

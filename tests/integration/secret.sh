@@ -16,6 +16,7 @@ S1=$!
 python3 "$HERE/secret-server.py" --log "$D/other.log" --port-file "$D/other.port" &
 S2=$!
 finish() { kill "$S1" "$S2" 2>/dev/null; wait "$S1" "$S2" 2>/dev/null; done_testing; }
+S3=
 wait_until 10 test -s "$D/api.port" -a -s "$D/other.port"
 API=$(cat "$D/api.port"); OTHER=$(cat "$D/other.port")
 export WARD_TEST_KEY="sk-live-REAL-$$-7f3a9c"
@@ -195,4 +196,58 @@ N1=$(wc -l <"$D/api.log")
 	--trust-task-file >/dev/null 2>"$T_TMP/tr.err" </dev/null
 is "$?" 0 "a task line with secrets and --trust-task-file: exit 0"
 like "$(sed -n "$((N1 + 1)),\$p" "$D/api.log")" "Bearer $WARD_TEST_KEY" "the line's secret reached its host"
+
+# HTTPS: the proxy terminates TLS for the secret's host (a certificate
+# from the box's own CA, which the box trusts through SSL_CERT_FILE and
+# the like), verifies the real server against --secret-ca, and puts the
+# value in. Another host stays TLS end to end.
+ossl() { openssl "$@" >/dev/null 2>&1; }
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$D/ca.key" -out "$D/ca.pem" \
+	-days 2 -subj /CN=ward-test-ca
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$D/srv.key" -out "$D/srv.csr" -subj /CN=api.test
+printf 'subjectAltName=DNS:api.test,DNS:other.test\n' >"$D/ext"
+ossl x509 -req -in "$D/srv.csr" -CA "$D/ca.pem" -CAkey "$D/ca.key" -CAcreateserial -out "$D/srv.pem" -days 2 -extfile "$D/ext"
+: >"$D/tls.log"
+python3 "$HERE/secret-server.py" --log "$D/tls.log" --port-file "$D/tls.port" --cert "$D/srv.pem" --key "$D/srv.key" &
+S3=$!
+finish() { kill "$S1" "$S2" "$S3" 2>/dev/null; wait "$S1" "$S2" "$S3" 2>/dev/null; done_testing; }
+wait_until 10 test -s "$D/tls.port"
+TLS=$(cat "$D/tls.port")
+T=$(box_new --allow-host "api.test=127.0.0.1:$TLS" --allow-host "other.test=127.0.0.1:$TLS" --secret WARD_TEST_KEY@api.test \
+	--secret-ca "$D/ca.pem")
+XT() { "$WARD" box exec "$T" --timeout 60s -- "$1" 2>&1; }
+like "$(XT 'echo $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS $GIT_SSL_CAINFO; grep -c "BEGIN CERT" /etc/ward-ca.pem')" \
+	'^/etc/ward-ca.pem /etc/ward-ca.pem /etc/ward-ca.pem /etc/ward-ca.pem
+[0-9]+$' "the box trusts its CA: SSL_CERT_FILE and the like name /etc/ward-ca.pem"
+R=$(XT 'curl -sS -H "Authorization: Bearer $WARD_TEST_KEY" https://api.test:'"$TLS"'/v1/tls')
+is "$R" "ok" "HTTPS: curl with the placeholder reaches the secret's host"
+like "$(tail -n1 "$D/tls.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: the server got the real key"
+R=$(XT 'python3 -c "
+import os, urllib.request
+r = urllib.request.Request(\"https://api.test:'"$TLS"'/py\", headers={\"Authorization\": \"Bearer \" + os.environ[\"WARD_TEST_KEY\"]})
+print(urllib.request.urlopen(r, timeout=20).read().decode().strip())"')
+is "$R" "ok" "HTTPS: python urllib with the placeholder reaches it"
+like "$(tail -n1 "$D/tls.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: the server got the real key from urllib"
+XT 'git -c http.extraHeader="Authorization: Bearer $WARD_TEST_KEY" ls-remote https://api.test:'"$TLS"'/repo.git' >/dev/null
+like "$(tail -n1 "$D/tls.log")" "/repo.git/info/refs.*\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: git's request carried the real key"
+unlike "$(cat "$D/tls.log")" "ward-secret-" "HTTPS: the server never got the placeholder"
+R=$(XT 'curl -sS -v -H "Authorization: Bearer attackers-own-key" https://api.test:'"$TLS"'/up 2>&1')
+like "$R" "403 Forbidden by ward: a credential that is not secret WARD_TEST_KEY's placeholder" \
+	"HTTPS: another Authorization to the secret's host: refused"
+is "$(XT 'curl -sS https://api.test:'"$TLS"'/none')" "ok" "HTTPS: twin: no credential passes"
+# Another host: end to end. The box's curl, given the real server's CA,
+# reaches it: its certificate is the server's own, not one of the box CA.
+CAB=$(base64 -w0 <"$D/ca.pem")
+is "$(XT "echo $CAB | base64 -d >/tmp/srvca.pem; curl -sS --cacert /tmp/srvca.pem https://other.test:$TLS/x 2>&1")" "ok" \
+	"HTTPS to another host is TLS end to end (the real server's certificate, through the tunnel)"
+like "$(XT 'curl -sS https://other.test:'"$TLS"'/x 2>&1')" "certificate" \
+	"(and the box's trust alone does not take it: it is not the box CA's)"
+# Upstream is verified: without --secret-ca the test server's certificate
+# is no CA's the host trusts, and the proxy refuses to carry the secret.
+U=$(box_new --allow-host "api.test=127.0.0.1:$TLS" --secret WARD_TEST_KEY@api.test)
+N3=$(wc -l <"$D/tls.log")
+R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_KEY" https://api.test:'"$TLS"'/unverified 2>&1')
+like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed: (unable to get local issuer certificate|certificate verify failed)" \
+	"upstream not verified (no --secret-ca): 502, the secret not sent"
+is "$(wc -l <"$D/tls.log")" "$N3" "and the server got no request"
 finish

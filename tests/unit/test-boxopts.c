@@ -29,6 +29,7 @@ int main(void)
 		.no_snapshot = true, .lim = { .memory = 3ULL << 30, .pids = 77, .cpus_milli = 1500, .disk = 5ULL << 30 },
 		.net = BOX_NET_ALLOW, .allow = allow, .nallow = 3, .net_max_bytes = 12345678901ULL,
 		.secrets = secrets, .nsecrets = 2, .secret_values = values, .nsecret_values = 2,
+		.secret_ca = "-----BEGIN CERTIFICATE-----\n",
 		.workspace = "/srv/ws",
 		.image = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", .rw = true, .git_rw = true, .grace_ms = 2500, .guest_path = "/usr/libexec/ward/ward-guest",
 		.keeper_path = "/usr/libexec/ward/ward-keeper", .owner = 4242, .labels = labels, .nlabels = 2,
@@ -52,6 +53,7 @@ int main(void)
 	same_list(b.allow, b.nallow, a.allow, a.nallow, "allow");
 	same_list(b.secrets, b.nsecrets, a.secrets, a.nsecrets, "secrets");
 	same_list(b.secret_values, b.nsecret_values, a.secret_values, a.nsecret_values, "secret_values");
+	is_str(b.secret_ca, a.secret_ca, "secret_ca");
 	is_str(b.workspace, a.workspace, "workspace");
 	is_str(b.image, a.image, "image");
 	is_str(b.guest_path, a.guest_path, "guest_path");
