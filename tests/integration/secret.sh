@@ -250,4 +250,21 @@ R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_K
 like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed: (unable to get local issuer certificate|certificate verify failed)" \
 	"upstream not verified (no --secret-ca): 502, the secret not sent"
 is "$(wc -l <"$D/tls.log")" "$N3" "and the server got no request"
+# --json: the terminated request is one net event, substitution named.
+cat >"$T_TMP/t.json" <<EOS
+{"turns": [
+ {"text": "Calling.", "tools": [{"name": "bash", "input": {"command": "curl -sS -H \"Authorization: Bearer \$WARD_TEST_KEY\" https://api.test:$TLS/json; curl -sS -H \"Authorization: Bearer mine\" https://api.test:$TLS/json2 || true"}}]},
+ {"text": "Done."}
+]}
+EOS
+"$WARD" run --json --model "replay:$T_TMP/t.json" --workspace "$WS" --allow-host "api.test=127.0.0.1:$TLS" \
+	--secret WARD_TEST_KEY@api.test --secret-ca "$D/ca.pem" "call" >"$T_TMP/trun.out" 2>"$T_TMP/trun.err"
+OUT=$(cat "$T_TMP/trun.out")
+like "$OUT" '"type":"net","host":"api.test".*"method":"GET","allowed":true.*"tls":"terminated","substituted":\["WARD_TEST_KEY"\]' \
+	"HTTPS --json: the terminated request is a net event naming the secret substituted"
+like "$OUT" '"type":"net","host":"api.test".*"allowed":false,"why":"a credential that is not secret WARD_TEST_KEY.*"secret":"WARD_TEST_KEY"' \
+	"HTTPS --json: and the refused one names it"
+unlike "$OUT" "sk-live-REAL" "HTTPS --json never holds the value"
+V=$(validate_events "$T_TMP/trun.out" 2>&1)
+like "$V" "^valid [0-9]+" "HTTPS: every --json line validates against the schema"
 finish
