@@ -153,6 +153,8 @@ static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, vo
 	const char *k = f->string;
 	if (!strcmp(k, "allow_hosts"))
 		k = "allow_host";	/* the and Codex's plural */
+	else if (!strcmp(k, "secrets"))
+		k = "secret";	/* as the config file's network.secrets */
 	if (strlen(k) >= sizeof(name)) {
 		cmd_error("%s: unknown field \"%.40s\"", fl->where, k);
 		return EXIT_USAGE;

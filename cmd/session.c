@@ -183,7 +183,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 	return 0;
 }
 
-int session_box(struct session *s, const struct run_flags *f, const char *workspace, bool interactive, char *name,
+int session_box(struct session *s, struct run_flags *f, const char *workspace, bool interactive, char *name,
 		size_t n, bool *ret_kept)
 {
 	struct err e = { 0 };

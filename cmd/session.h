@@ -20,7 +20,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws);
 /* The session's own box, "s-ID": a box kept from an earlier run of the
  * session (hibernated when it ended) is taken again, and *ret_kept says so;
  * else a new one. interactive: the box hibernates when idle. */
-int session_box(struct session *s, const struct run_flags *f, const char *workspace, bool interactive, char *name,
+int session_box(struct session *s, struct run_flags *f, const char *workspace, bool interactive, char *name,
 		size_t n, bool *ret_kept);
 /* The session is over: its connection to the box is closed (calls still
  * on it are dropped, without their callbacks), and the box hibernates and

@@ -65,6 +65,13 @@ static const struct settings_key keys[] = {
 	KEY("network.allow_hosts", 'H', LIST, NEVER, PUBLIC,
 	    .why = "this would let the box reach those hosts (put them in your own file, or give --allow-host)",
 	    .dflt = "(none)", .eg = "[\"pkgs.example\"]"),
+	KEY("network.secrets", 'k', LIST, NEVER, NEVER,
+	    .why = "this would send your credentials to those hosts (put them in your own file, or give --secret)",
+	    .dflt = "(none)", .eg = "[\"API_KEY@api.example.com\"]"),
+	KEY("network.secret_ca", 'q', STR, NEVER, NEVER,
+	    .why = "this would trust a certificate authority for the hosts your secrets go to (put it in your own "
+		   "file, or give --secret-ca)",
+	    .dflt = "(none)", .eg = "\"/etc/ssl/private-ca.pem\""),
 	KEY("network.max_bytes", 'Q', STR, RANK, RANK, .dflt = "10G", .eg = "\"500M\""),
 	/* A bigger window, a later compaction: bigger prompts. */
 	KEY("context_window", 'W', NUM, RANK, RANK, .eg = "200000"),
@@ -406,7 +413,7 @@ static int apply(struct run_flags *g, const struct settings_key *k, const char *
 	 * hosts are added to them instead. */
 	bool net = (k->c == 'N' || k->c == 'H') && !L->net && rule != NARROW_PUBLIC;
 	if (net)
-		t->net = (struct netflag){ 0 };
+		netflag_reset(&t->net);
 	cmd_error_context(ctx);
 	int r = run_flag(t, k->c, value);
 	cmd_error_context(NULL);

@@ -198,6 +198,34 @@ static void carry_hello(struct proxy_conn *c)
 	carry_tunnel_open(c);
 }
 
+/* Bytes just put in out_u, as the server will read them: a length body
+ * as it is, a chunked one's payload (out_u holds net_chunked's framing,
+ * "HEX\r\n" DATA "\r\n" ... "0\r\n\r\n", whole chunks each time), for a
+ * secret of another host. */
+static bool carry_body_carries(struct proxy_conn *c, const char *p, size_t n)
+{
+	if (!c->scan_body)
+		return false;
+	if (c->req.body == NET_BODY_LENGTH)
+		return proxy_dial_body_carries(c, p, n);
+	const char *end = p + n;
+	while (p < end) {
+		char *crlf;
+		unsigned long long k = strtoull(p, &crlf, 16);
+		if (crlf + 2 > end || crlf[0] != '\r' || crlf[1] != '\n')
+			return true;	/* not the framing it wrote: not carried unlooked */
+		p = crlf + 2;
+		if (k == 0)
+			break;
+		if (k > (size_t)(end - p))
+			return true;
+		if (proxy_dial_body_carries(c, p, (size_t)k))
+			return true;
+		p += k + 2;
+	}
+	return false;
+}
+
 /* A forwarded request's body into out_u: exactly its length, or its chunks
  * re-framed; past its end nothing more is read from the client. */
 static int carry_body(struct proxy_conn *c)
@@ -226,6 +254,10 @@ static int carry_body(struct proxy_conn *c)
 				return -EBADMSG;
 			c->body_done = rc == 1;
 		}
+		if (carry_body_carries(c, c->out_u.data + before, c->out_u.len - before)) {
+			c->out_u.len = before;	/* those bytes never leave */
+			return -EACCES;
+		}
 		proxy_spend(c->p, c->out_u.len - before);
 		buf_consume(&c->in, used);
 		if (!used && !c->body_done)
@@ -239,6 +271,8 @@ static int carry_body(struct proxy_conn *c)
 void proxy_carry_start(struct proxy_conn *c)
 {
 	struct net_proxy *p = c->p;
+	if (proxy_tls_wanted(c))
+		return proxy_tls_start(c);
 	if (c->req.kind == NET_REQ_CONNECT) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		buf_append(&c->out_c, ok, sizeof(ok) - 1);
@@ -267,6 +301,16 @@ static void carry_forward(struct proxy_conn *c)
 	int rc = carry_body(c);
 	if (rc == -EBADMSG && c->ndown == 0 && c->down.inpipe == 0)
 		return proxy_conn_refuse(c, 400, "the chunked request body is malformed");
+	if (rc == -EACCES) {
+		/* Cut before the bytes that carry it leave; the server may have
+		 * the head and the body before them. */
+		c->allowed = false;
+		if (c->ndown == 0 && c->down.inpipe == 0)
+			return proxy_conn_refuse(c, 403, "the request body carries secret %s, which goes only to its "
+						 "own hosts; cut and recorded", c->secret);
+		snprintf(c->why, sizeof(c->why), "the request body carries secret %s; cut", c->secret);
+		return proxy_conn_end(c, "secret");
+	}
 	if (rc < 0)
 		return proxy_conn_end(c, "reset");
 	if (proxy_carry_flush(c, c->ufd, &c->out_u, &c->nup) < 0) {

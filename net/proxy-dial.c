@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <unistd.h>
 
 #include "base/loop.h"
@@ -19,6 +20,95 @@
 #include "net/proxy-int.h"
 
 static void dial_next(struct proxy_conn *c);
+
+static const struct net_secret *body_hit(struct proxy_conn *c, const char *p, size_t n)
+{
+	struct net_proxy *px = c->p;
+	for (size_t i = 0; i < px->cfg.nsecrets; i++) {
+		const struct net_secret *s = &px->cfg.secrets[i];
+		if (!net_secret_owns(s, &c->req.host) && net_secret_carried(s, p, n))
+			return s;
+	}
+	return NULL;
+}
+
+bool proxy_dial_body_carries(struct proxy_conn *c, const char *p, size_t n)
+{
+	if (!c->scan_body || !n)
+		return false;
+	if (!c->scan_tail && !(c->scan_tail = malloc(2 * PROXY_SCAN_TAIL)))
+		return true;	/* cannot look: not carried unlooked */
+	/* Across the seam: the tail before, and the first bytes of these. */
+	size_t k = MIN(n, (size_t)PROXY_SCAN_TAIL);
+	memcpy(c->scan_tail + c->scan_tail_len, p, k);
+	const struct net_secret *s = body_hit(c, c->scan_tail, c->scan_tail_len + k);
+	if (!s)
+		s = body_hit(c, p, n);
+	if (s) {
+		c->secret = s->name;
+		return true;
+	}
+	/* The new tail: the last PROXY_SCAN_TAIL - 1 bytes of tail + p. */
+	size_t keep = PROXY_SCAN_TAIL - 1;
+	if (n >= keep) {
+		memcpy(c->scan_tail, p + n - keep, keep);
+		c->scan_tail_len = keep;
+	} else {
+		size_t all = c->scan_tail_len + n, drop = all > keep ? all - keep : 0;
+		memmove(c->scan_tail, c->scan_tail + drop, c->scan_tail_len - drop);
+		memcpy(c->scan_tail + c->scan_tail_len - drop, p, n);
+		c->scan_tail_len = all - drop;
+	}
+	return false;
+}
+
+/* The box's secrets against an allowed request: a forwarded one to a
+ * secret's own host gets the value in place of the placeholder (and is
+ * refused if it brings a credential of its own there); any request to
+ * another host that carries a placeholder or a value is refused. A
+ * CONNECT's head goes no further than here, and what it tunnels is TLS
+ * end to end: only its head is looked at. 0: go on; <0: refused. */
+static int dial_secrets(struct proxy_conn *c)
+{
+	struct net_proxy *p = c->p;
+	struct net_reqhead *r = &c->req;
+	/* What leaves for upstream: a forwarded request's rebuilt head; a
+	 * CONNECT's target only (its headers stop here). */
+	const char *head = r->kind == NET_REQ_FORWARD ? r->upstream.data : r->host.name;
+	size_t n = r->kind == NET_REQ_FORWARD ? r->upstream.len : strlen(r->host.name);
+	char ht[NET_HOST_MAX + 3];
+	net_allow_host_text(&r->host, ht, sizeof(ht));
+	for (size_t i = 0; i < p->cfg.nsecrets; i++) {
+		const struct net_secret *s = &p->cfg.secrets[i];
+		bool own = net_secret_owns(s, &r->host);
+		if (!own && net_secret_carried(s, head, n)) {
+			c->secret = s->name;
+			proxy_conn_refuse(c, 403, "the request carries secret %s, which goes only to %s; refused and recorded",
+					  s->name, s->host[0].name);
+			return -EPERM;
+		}
+		if (!own && r->kind == NET_REQ_FORWARD && r->body != NET_BODY_NONE)
+			c->scan_body = true;
+		if (!own || r->kind != NET_REQ_FORWARD)
+			continue;
+		if (net_secret_foreign_cred(s, head, n)) {
+			c->secret = s->name;
+			proxy_conn_refuse(c, 403, "a credential that is not secret %s's placeholder, to %s, %s's host; "
+					  "refused and recorded (use $%s)", s->name, ht, s->name, s->name);
+			return -EPERM;
+		}
+		int k = net_secret_substitute(s, &r->upstream);
+		if (k < 0) {
+			proxy_conn_refuse(c, 400, "the request head is too long once secret %s is in it", s->name);
+			return k;
+		}
+		if (k > 0)
+			c->substituted |= 1u << i;
+		head = r->upstream.data;
+		n = r->upstream.len;
+	}
+	return 0;
+}
 
 /* The request is in: is it allowed, and where does it go? */
 void proxy_dial_decide(struct proxy_conn *c)
@@ -36,6 +126,8 @@ void proxy_dial_decide(struct proxy_conn *c)
 		return proxy_conn_refuse(c, 403, "%s:%u is not on this box's allow-list (to allow it: --allow-host %s)",
 					 ht, r->port, sug);
 	}
+	if (dial_secrets(c) < 0)
+		return;
 	c->allowed = true;
 	c->st = PROXY_RESOLVE;
 	c->deadline = now_ms() + p->cfg.connect_ms;

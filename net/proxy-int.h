@@ -4,6 +4,7 @@
  * ClientHello, tunnel, forwarded body). */
 #pragma once
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,12 +17,15 @@
 #include "net/proxy.h"
 #include "net/reqhead.h"
 #include "net/resolve.h"
+#include "net/secret.h"
 #include "net/sni.h"
 
 #define PROXY_PIPE_SIZE (256 * 1024)	/* asked of each pipe; the kernel may give less */
 #define PROXY_BODY_BUF (64 * 1024)	/* a forwarded body's bytes between reads and writes */
 #define PROXY_LINGER_MS 2000		/* reading a refused client's leftovers after the answer */
 #define PROXY_LINGER_MAX (64 * 1024)
+#define PROXY_SCAN_TAIL NET_SECRET_VALUE_MAX
+#define PROXY_TLS_MAX 16	/* terminated connections at once */
 
 enum proxy_state {
 	PROXY_HEAD,	/* reading the request head */
@@ -78,6 +82,14 @@ struct proxy_conn {
 	uint64_t nup, ndown;	/* bytes written upstream, and to the client */
 	size_t drained;		/* PROXY_LINGER: client bytes read and dropped */
 
+	unsigned substituted;	/* bit i: cfg.secrets[i]'s placeholder replaced */
+	/* A forwarded body to a host that owns no secret is scanned as it
+	 * passes: the last bytes of it, for a placeholder or value split
+	 * across reads (PROXY_SCAN_TAIL: the longest value, less one). */
+	bool scan_body;
+	char *scan_tail;
+	size_t scan_tail_len;
+	const char *secret;	/* refused for carrying this secret, or NULL */
 	bool allowed, logged;
 	char why[320];
 	const char *end;	/* why an allowed connection was cut, or NULL */
@@ -98,6 +110,11 @@ struct net_proxy {
 	uint64_t used;		/* bytes taken in to carry, for max_bytes */
 	bool close_all;		/* max_bytes reached: end the tunnels after this turn */
 	struct net_proxy_stats st;
+	/* Connections to a secret's host, on threads of their own
+	 * (proxy-tls.c): their sockets, for net_proxy_free to end. */
+	pthread_mutex_t tls_mu;
+	int tls_fd[PROXY_TLS_MAX][2];
+	int tls_n;
 };
 
 /* proxy.c */
@@ -119,6 +136,15 @@ void proxy_duration(int64_t ms, char *out, size_t n);
 void proxy_dial_decide(struct proxy_conn *c);
 void proxy_dial_connected(struct proxy_conn *c);
 void proxy_dial_resolver_io(struct loop *l, int fd, uint32_t events, void *data);
+
+/* proxy-dial.c: whether a forwarded body's payload bytes p[0..n), after
+ * those scanned before, carry a secret of another host (c->secret set). */
+bool proxy_dial_body_carries(struct proxy_conn *c, const char *p, size_t n);
+
+/* proxy-tls.c */
+bool proxy_tls_wanted(const struct proxy_conn *c);
+void proxy_tls_start(struct proxy_conn *c);
+void proxy_tls_stop_all(struct net_proxy *p);
 
 /* proxy-carry.c */
 void proxy_carry_start(struct proxy_conn *c);

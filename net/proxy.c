@@ -71,6 +71,14 @@ static void proxy_event(struct proxy_conn *c)
 	cJSON_AddNumberToObject(o, "ms", (double)(now_ms() - c->t0));
 	if (c->allowed && c->end)
 		cJSON_AddStringToObject(o, "end", c->end);
+	if (c->substituted) {
+		cJSON *a = cJSON_AddArrayToObject(o, "substituted");
+		for (size_t i = 0; a && i < p->cfg.nsecrets; i++)
+			if (c->substituted & (1u << i))
+				cJSON_AddItemToArray(a, cJSON_CreateString(p->cfg.secrets[i].name));
+	}
+	if (c->secret)
+		cJSON_AddStringToObject(o, "secret", c->secret);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!s)
@@ -147,6 +155,7 @@ static void proxy_conn_free(struct proxy_conn *c)
 	buf_free(&c->in);
 	buf_free(&c->out_c);
 	buf_free(&c->out_u);
+	free(c->scan_tail);
 	if (c->have_req)
 		net_reqhead_free(&c->req);
 	free(c);
@@ -518,10 +527,15 @@ static void proxy_rlimit(unsigned max_conns)
 
 int net_proxy_new(const struct net_proxy_cfg *cfg, struct net_proxy **ret, struct err *e)
 {
+	if (cfg->nsecrets > NET_SECRET_MAX)
+		return err_set(e, -E2BIG, "more than %d secrets", NET_SECRET_MAX);
 	struct net_proxy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return err_setc(e, -ENOMEM, "proxy");
 	p->cfg = *cfg;
+	pthread_mutex_init(&p->tls_mu, NULL);
+	for (int i = 0; i < PROXY_TLS_MAX; i++)
+		p->tls_fd[i][0] = p->tls_fd[i][1] = -1;
 	p->wake = -1;
 	p->listen_resume = -1;
 	if (!p->cfg.max_conns)
@@ -584,6 +598,8 @@ void net_proxy_free(struct net_proxy *p)
 		return;
 	while (p->conns)
 		proxy_conn_end(p->conns, "stopped");
+	proxy_tls_stop_all(p);
+	pthread_mutex_destroy(&p->tls_mu);
 	while (p->dead) {
 		struct proxy_conn *c = p->dead;
 		p->dead = c->next;

@@ -13,7 +13,8 @@
  * why and what to do ("403 Forbidden by ward: x:443 is not on this box's
  * allow-list (to allow it: --allow-host x)"): 400 malformed, 403 policy,
  * 408 head too slow, 502 resolve or connect failed, 503 at the connection
- * cap, 504 connect timed out. TLS is never terminated.
+ * cap, 504 connect timed out. TLS is never terminated, except with
+ * cfg.tls for a secret's host (net/tlsterm.h, proxy-tls.c).
  *
  * Each connection, when it ends (a refused one at once), is one JSON line
  * on event_fd, never blocking (a full pipe drops the line and counts it):
@@ -21,7 +22,10 @@
  *    "allowed":true,"why":"","addr":"93.184.215.14","up":517,"down":4242,
  *    "ms":120,"end":"idle"}
  * why is "" when allowed; addr only when connected; end only when an
- * allowed connection was cut ("idle", "budget", "reset", "stopped"). */
+ * allowed connection was cut ("idle", "budget", "reset", "stopped").
+ * With secrets: "substituted":["NAME",...] on a request whose placeholders
+ * were replaced, "secret":"NAME" on one refused for carrying NAME (or a
+ * credential of its own to NAME's host); names only, never a value. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +55,14 @@ struct net_proxy_cfg {
 	int64_t idle_ms;	/* a tunnel with no bytes either way this long is closed; 0: 120 s */
 	int64_t connect_ms;	/* resolve + connect upstream; 0: 10 s */
 	int64_t head_ms;	/* the client's request head (and a CONNECT's ClientHello); 0: 10 s */
+	/* The box's secrets (net/secret.h), the caller's: a forwarded request
+	 * to a secret's host has its placeholder replaced by the value; a
+	 * request to any other host that carries either is refused. */
+	const struct net_secret *secrets;
+	size_t nsecrets;
+	/* With it (the caller's, net/tlsterm.h), a CONNECT to a secret's host
+	 * is terminated and its request substituted; NULL: tunnelled. */
+	struct net_tls *tls;
 };
 
 struct net_proxy_stats {
@@ -63,6 +75,7 @@ struct net_proxy_stats {
 };
 
 struct net_proxy;
+struct net_tls;
 
 /* The listener and event_fd stay the caller's (both are made
  * non-blocking). Lowers the calling process's soft RLIMIT_NOFILE to

@@ -48,7 +48,15 @@ struct box_spec {
 	 * the first start and keeps it between starts; the keeper removes it
 	 * with the box. */
 	const char *disk_path;
+	/* "NAME=VALUE" each, for every command's environment after the
+	 * image's: a secret's placeholder (sandbox/egress.h). */
+	const char *const *env;
+	size_t nenv;
+	/* With secrets: the box's trust bundle (the host's CAs and the box's
+	 * own), for /etc/BOX_CA_FILE in the box; or NULL. */
+	const char *ca_bundle;
 };
+#define BOX_CA_FILE "ward-ca.pem"
 struct box_backend {
 	const char *name;
 	/* The host uid that owns the box's root layer (the box's root), and

@@ -4,6 +4,7 @@
  * read). Every field of struct box_opts makes the trip. */
 #include "sandbox/box.h"
 #include "base/cleanup.h"
+#include "net/secret.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
  * box_opts gets its row here and a check in tests/unit/test-boxopts.c;
  * then change the size below (a bool can hide in padding: the row is what
  * counts, the size only a tripwire). */
-_Static_assert(sizeof(struct box_opts) == 232, "struct box_opts changed: give the new field its row in box_opts_fields");
+_Static_assert(sizeof(struct box_opts) == 272, "struct box_opts changed: give the new field its row in box_opts_fields");
 
 /* The largest integer a JSON number (a double) holds exactly. */
 #define BOX_OPTS_INT_MAX 9007199254740992.0
@@ -46,6 +47,9 @@ static const struct field box_opts_fields[] = {
 	{ "net", F_INT, AT(net), 0, BOX_NET_ALLOW },
 	{ "allow", F_LIST, AT(allow), AT(nallow), BOX_ALLOW_MAX },
 	{ "net_max_bytes", F_U64, AT(net_max_bytes), 0, BOX_OPTS_INT_MAX },
+	{ "secrets", F_LIST, AT(secrets), AT(nsecrets), NET_SECRET_MAX },
+	{ "secret_values", F_LIST, AT(secret_values), AT(nsecret_values), NET_SECRET_MAX },
+	{ "secret_ca", F_STR, AT(secret_ca) },
 	{ "workspace", F_STR, AT(workspace) },
 	{ "image", F_STR, AT(image) },
 	{ "rw", F_BOOL, AT(rw) },

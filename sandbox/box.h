@@ -59,6 +59,17 @@ struct box_opts {
 	const char *const *allow;	/* --allow-host patterns (BOX_NET_ALLOW), valid ones */
 	size_t nallow;
 	uint64_t net_max_bytes;	/* 0: BOX_NET_MAX_BYTES_DEFAULT */
+	/* Secrets (BOX_NET_ALLOW; net/secret.h): "NAME@HOST[,HOST...]" each,
+	 * and each one's value beside it. The box gets NAME=<a placeholder of
+	 * its own>; the values go to the keeper and its egress proxy only
+	 * (never to a fork, a pool, a file, or box_info). */
+	const char *const *secrets;
+	size_t nsecrets;
+	const char *const *secret_values;
+	size_t nsecret_values;
+	/* PEM certificates the proxy trusts, beside the host's CAs, for the
+	 * secrets' hosts it terminates TLS for (--secret-ca); or NULL. */
+	const char *secret_ca;
 	const char *workspace;	/* host directory; NULL: an empty one */
 	/* The box's root: an image by its manifest digest ("sha256:<64
 	 * hex>", image/image.h), or NULL for the host's own view. */

@@ -2,10 +2,12 @@
 #include "sandbox/box-start.h"
 #include "sandbox/box.h"
 #include "net/proxy.h"
+#include "net/tlsterm.h"
 #include "proto/netmux.h"
 #include "sandbox/spawn-env.h"
 #include "base/child.h"
 #include "base/cleanup.h"
+#include "sandbox/backend.h"
 #include "base/fdio.h"
 #include "base/loop.h"
 
@@ -36,6 +38,59 @@ void egress_init(struct egress *g)
 	buf_init(&g->line, EGRESS_LINE_MAX);
 }
 
+/* Where curl, Python (ssl, requests), Node and git look for CAs. */
+static const char *const egress_ca_vars[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+					      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO" };
+
+static int egress_ca(struct egress *g, const char *name, struct err *e)
+{
+	int r = net_tls_ca_make(name, &g->ca_key, &g->ca_cert, e);
+	if (r < 0)
+		return r;
+	char *sys = NULL;
+	size_t n = 0;
+	if (fdio_read_file(AT_FDCWD, NET_TLS_SYSTEM_CAS, 16u << 20, &sys, &n) < 0)
+		n = 0;
+	size_t cl = strlen(g->ca_cert);
+	g->ca_bundle = malloc(n + cl + 2);
+	if (!g->ca_bundle) {
+		free(sys);
+		return err_set(e, -ENOMEM, "out of memory");
+	}
+	memcpy(g->ca_bundle, sys ? sys : "", n);
+	if (n && g->ca_bundle[n - 1] != '\n')
+		g->ca_bundle[n++] = '\n';
+	memcpy(g->ca_bundle + n, g->ca_cert, cl + 1);
+	free(sys);
+	static char kv[ARRAY_SIZE(egress_ca_vars)][64];
+	for (size_t i = 0; i < ARRAY_SIZE(egress_ca_vars); i++) {
+		snprintf(kv[i], sizeof(kv[i]), "%s=/etc/" BOX_CA_FILE, egress_ca_vars[i]);
+		g->env[g->nenv++] = kv[i];
+	}
+	return 0;
+}
+
+int egress_secrets(struct egress *g, const char *name, const struct box_opts *o, struct err *e)
+{
+	if (o->nsecrets > NET_SECRET_MAX || o->nsecret_values != o->nsecrets)
+		return err_set(e, -EINVAL, "the box's secrets are not what ward writes");
+	for (size_t i = 0; i < o->nsecrets; i++) {
+		struct net_secret_spec sp;
+		int r = net_secret_spec_parse(o->secrets[i], &sp, e);
+		if (r < 0)
+			return r;
+		if (sp.path)
+			return err_set(e, -EINVAL, "secret %s: its file is read by ward, not the keeper", sp.name);
+		r = net_secret_placeholder(g->ph[i], sizeof(g->ph[i]));
+		if (r < 0)
+			return err_set(e, r, "no randomness for secret %s's placeholder", sp.name);
+		snprintf(g->env_kv[i], sizeof(g->env_kv[i]), "%s=%s", sp.name, g->ph[i]);
+		g->env[i] = g->env_kv[i];
+	}
+	g->nenv = o->nsecrets;
+	return o->nsecrets ? egress_ca(g, name, e) : 0;
+}
+
 int egress_listen(struct egress *g, const char *boxdir, struct err *e)
 {
 	if ((size_t)snprintf(g->host_path, sizeof(g->host_path), "%s/" EGRESS_SOCK, boxdir) >= sizeof(g->host_path))
@@ -57,6 +112,12 @@ void egress_free(struct egress *g)
 	}
 	g->host_fd = -1;
 	buf_free(&g->line);
+	if (g->ca_key)
+		explicit_bzero(g->ca_key, strlen(g->ca_key));
+	free(g->ca_key);
+	free(g->ca_cert);
+	free(g->ca_bundle);
+	g->ca_key = g->ca_cert = g->ca_bundle = NULL;
 }
 
 /* The host's connections (ward's, for the box): its owner's only. */
@@ -132,6 +193,7 @@ static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *
 	if (r < 0)
 		egress_die("no configuration from the keeper (%s)", strerror(-r));
 	cJSON *j = cJSON_ParseWithLength(txt, n);
+	explicit_bzero(txt, n);
 	free(txt);
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "allow"), *v;
 	const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_bytes");
@@ -150,6 +212,41 @@ static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *
 	cfg->nallow = na;
 	cfg->max_bytes = (uint64_t)max->valuedouble;
 	cfg->used_before = (uint64_t)used->valuedouble;
+	const cJSON *sa = cJSON_GetObjectItemCaseSensitive(j, "secrets");
+	if (!cJSON_IsArray(sa) || cJSON_GetArraySize(sa) > NET_SECRET_MAX)
+		egress_die("the keeper's secrets are not what they should be");
+	static struct net_secret secrets[NET_SECRET_MAX];
+	size_t ns = 0;
+	cJSON_ArrayForEach(v, sa) {
+		const char *spec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "spec"));
+		const char *ph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "ph"));
+		cJSON *val = cJSON_GetObjectItemCaseSensitive(v, "value");
+		struct net_secret_spec sp;
+		struct err se = { 0 };
+		if (!spec || !ph || !cJSON_IsString(val) || net_secret_spec_parse(spec, &sp, &se) < 0 ||
+		    !net_secret_is_placeholder(ph))
+			egress_die("the keeper's secrets are not what they should be");
+		struct net_secret *s = &secrets[ns++];
+		memcpy(s->name, sp.name, sizeof(s->name));
+		memcpy(s->ph, ph, sizeof(s->ph));
+		memcpy(s->host, sp.host, sizeof(s->host));
+		s->nhost = sp.nhost;
+		s->value_len = strlen(val->valuestring);
+		if (!(s->value = strdup(val->valuestring)))
+			egress_die("out of memory");
+		explicit_bzero(val->valuestring, s->value_len);
+	}
+	cfg->secrets = secrets;
+	cfg->nsecrets = ns;
+	const char *ck = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "ca_key"));
+	const char *cc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "ca_cert"));
+	const char *uc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "upstream_ca"));
+	if (ns && ck && cc) {
+		struct err te = { 0 };
+		if (net_tls_new(ck, cc, uc, &cfg->tls, &te) < 0)
+			egress_die("%s", te.msg);
+		explicit_bzero((char *)ck, strlen(ck));
+	}
 	*mux = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "mux"));
 	*host = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "host"));
 	*keeper = (pid_t)kp->valuedouble;
@@ -159,6 +256,8 @@ static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *
 int egress_main(const char *name)
 {
 	prctl(PR_SET_NAME, EGRESS_ARGV0);
+	/* Not dumpable before the secrets are read (confining says it again). */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* It dies with its keeper (checked below, once the keeper's pid is
 	 * known: it may have died first). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -222,9 +321,27 @@ int egress_start(struct egress *g, const char *name, const struct box_opts *o, s
 	cJSON_AddBoolToObject(j, "mux", inst->net_mux);
 	cJSON_AddBoolToObject(j, "host", g->host_fd >= 0);
 	cJSON_AddNumberToObject(j, "keeper", (double)getpid());
-	_cleanup_free_ char *txt = cJSON_PrintUnformatted(j);
+	/* Secrets: in this sealed memfd only, which the proxy reads and
+	 * closes; never a file, never its command line or environment. */
+	cJSON *sa = cJSON_AddArrayToObject(j, "secrets");
+	for (size_t i = 0; sa && i < o->nsecrets; i++) {
+		cJSON *so = cJSON_CreateObject();
+		cJSON_AddStringToObject(so, "spec", o->secrets[i]);
+		cJSON_AddStringToObject(so, "ph", g->ph[i]);
+		cJSON_AddStringToObject(so, "value", o->secret_values[i]);
+		cJSON_AddItemToArray(sa, so);
+	}
+	if (g->ca_key) {
+		cJSON_AddStringToObject(j, "ca_key", g->ca_key);
+		cJSON_AddStringToObject(j, "ca_cert", g->ca_cert);
+		cJSON_AddStringToObject(j, "upstream_ca", o->secret_ca ? o->secret_ca : "");
+	}
+	char *txt = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	_cleanup_close_ int cfd = txt ? fdio_sealed_memfd("ward-proxy-cfg", txt, strlen(txt)) : -ENOMEM;
+	if (txt)
+		explicit_bzero(txt, strlen(txt));
+	free(txt);
 	if (cfd < 0)
 		return err_setc(e, cfd, "cannot hand the egress proxy its configuration");
 	_cleanup_free_ char **envp = spawn_env_proxy();

@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "net/secret.h"
 #include "sandbox/backend.h"
 
 struct egress {
@@ -23,6 +24,15 @@ struct egress {
 	char host_path[4096];
 	struct buf line;	/* a line read in part */
 	bool overlong;		/* ... too long: dropped up to its end */
+	/* The box's secrets' placeholders (egress_secrets), made once for
+	 * the box's life, and "NAME=placeholder" for its environment. */
+	char ph[NET_SECRET_MAX][NET_SECRET_PH_LEN + 1];
+	char env_kv[NET_SECRET_MAX][NET_SECRET_NAME_MAX + NET_SECRET_PH_LEN + 2];
+	const char *env[NET_SECRET_MAX + 8];
+	size_t nenv;
+	/* The box's CA (with secrets): its key and certificate (PEM), and the
+	 * trust bundle the box gets (the host's CAs and this one). */
+	char *ca_key, *ca_cert, *ca_bundle;
 	/* Totals over the box's life, from the events. */
 	uint64_t conns, refused, up, down;
 };
@@ -32,6 +42,9 @@ struct egress {
 #define EGRESS_SOCK "egress"
 
 void egress_init(struct egress *g);
+/* The placeholders of o's secrets (o->secrets, checked as the proxy will
+ * read them), and the box's environment for them (g->env). */
+int egress_secrets(struct egress *g, const char *name, const struct box_opts *o, struct err *e);
 /* Listen on boxdir/EGRESS_SOCK for the proxies the box will have. */
 int egress_listen(struct egress *g, const char *boxdir, struct err *e);
 /* Stop listening (the proxy stopped first). */

@@ -57,7 +57,11 @@ void keeper_fork_request(struct kclient *c, const struct frame *f)
 		bool frozen = K.up && cgroup_freeze(&K.cg, true, KEEPER_FORK_STOP_MS);
 		K.freezer = c;
 		K.thaw_at = now_ms() + KEEPER_FORK_FREEZE_MS;
-		cJSON_AddItemToObject(j, "opts", box_opts_to_json(K.o));
+		/* A fork gets no secret: its values stay with this keeper. */
+		cJSON *fo = box_opts_to_json(K.o);
+		cJSON_ReplaceItemInObjectCaseSensitive(fo, "secrets", cJSON_CreateArray());
+		cJSON_ReplaceItemInObjectCaseSensitive(fo, "secret_values", cJSON_CreateArray());
+		cJSON_AddItemToObject(j, "opts", fo);
 		cJSON_AddStringToObject(j, "backend", K.be->name);
 		cJSON_AddBoolToObject(j, "frozen", frozen || !K.up);
 		cJSON_AddBoolToObject(j, "ok", 1);

@@ -243,7 +243,8 @@ int keeper_guest_up(struct err *e)
 	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
 				 .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
 				 .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
-				 .disk_path = K.disk };
+				 .disk_path = K.disk, .env = K.eg.env, .nenv = K.eg.nenv,
+				 .ca_bundle = K.eg.ca_bundle };
 	int r = K.be->start(&spec, &K.inst, e);
 	if (r < 0)
 		return r;

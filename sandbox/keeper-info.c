@@ -2,6 +2,7 @@
  * evidence it adds to the guest's, and the files it leaves in the box's
  * runtime dir for a ward whose keeper is gone (info.json, keeper.pid). */
 #include "sandbox/keeper-int.h"
+#include "net/secret.h"
 #include "sandbox/box.h"
 #include "sandbox/vm.h"
 #include "base/cleanup.h"
@@ -91,6 +92,17 @@ void keeper_info(struct kclient *c, uint32_t id)
 		cJSON *al = cJSON_AddArrayToObject(j, "allow_hosts");
 		for (size_t i = 0; i < K.o->nallow; i++)
 			cJSON_AddItemToArray(al, cJSON_CreateString(K.o->allow[i]));
+		/* Secrets by name and host; never a value, nor its placeholder. */
+		cJSON *sl = cJSON_AddArrayToObject(j, "secrets");
+		for (size_t i = 0; sl && i < K.o->nsecrets; i++) {
+			const char *spec = K.o->secrets[i], *at = strchr(spec, '@');
+			cJSON *so = cJSON_CreateObject();
+			char name[NET_SECRET_NAME_MAX + 1];
+			snprintf(name, sizeof(name), "%.*s", at ? (int)(at - spec) : 0, spec);
+			cJSON_AddStringToObject(so, "name", name);
+			cJSON_AddStringToObject(so, "hosts", at ? at + 1 : "");
+			cJSON_AddItemToArray(sl, so);
+		}
 		cJSON *eg = cJSON_AddObjectToObject(j, "egress");
 		cJSON_AddStringToObject(eg, "proxy", egress_running(&K.eg) ? "running" : "not running");
 		if (egress_running(&K.eg))

@@ -27,6 +27,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -594,6 +595,10 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	K.created_wall = time(NULL);
 	K.be = backend_find(o->backend);
 	struct err e = { 0 };
+	/* It holds the secrets' values (for each proxy it starts): no core,
+	 * no ptrace by the user's other processes. */
+	if (o->nsecrets)
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
 	char log[PATH_MAX + 16];
 	snprintf(log, sizeof(log), "%s/keeper.log", boxdir);
@@ -662,7 +667,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	keeper_guest_cgroup_create();
 	if (keeper_port_publish(&e) < 0 || keeper_fork_copy(&e) < 0)
 		goto fail;
-	if (o->net == BOX_NET_ALLOW && egress_listen(&K.eg, boxdir, &e) < 0)
+	if (o->net == BOX_NET_ALLOW && (egress_secrets(&K.eg, name, o, &e) < 0 || egress_listen(&K.eg, boxdir, &e) < 0))
 		goto fail;
 	if (keeper_guest_up(&e) < 0)
 		goto fail;

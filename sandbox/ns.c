@@ -7,6 +7,7 @@
 #include "sandbox/box.h"
 #include "sandbox/hostview.h"
 #include "image/image.h"
+#include "net/secret.h"
 #include "base/account.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -549,6 +550,15 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		if (r < 0)
 			return r;
 	}
+	/* The image's Env, then the keeper's (a secret's placeholder wins). */
+	static const char *env[GUEST_ENV_MAX + NET_SECRET_MAX];
+	size_t nenv = 0;
+	for (size_t i = 0; s->image && i < s->image->nenv && nenv < GUEST_ENV_MAX; i++)
+		env[nenv++] = s->image->env[i];
+	if (s->image && s->image->nenv > GUEST_ENV_MAX)
+		nenv = s->image->nenv;	/* (refused below, with the image's count) */
+	for (size_t i = 0; i < s->nenv && nenv < GUEST_ENV_MAX; i++)
+		env[nenv++] = s->env[i];
 	struct ns_spec ns = {
 		.root_dir = s->root_dir,
 		.guest_path = o->guest_path,
@@ -558,8 +568,9 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.root_layer = s->root_layer,
 		.image_root = s->image_root,
 		.hostview = s->image_root ? NULL : hostview,
-		.env = s->image ? (const char *const *)s->image->env : NULL,
-		.nenv = s->image ? s->image->nenv : 0,
+		.env = env,
+		.nenv = nenv,
+		.ca_bundle = s->ca_bundle,
 		.user = s->image ? s->image->user : NULL,
 		.cwd = box_tool_cwd(s),
 		.workspace_rw = o->rw,

@@ -38,6 +38,7 @@ struct ns_spec {
 	const char *image_root;	/* the root's lower: an image's tree; NULL: the host view */
 	const char *hostview;	/* the host view's skeleton (image_root NULL) */
 	const char *const *env;	/* the image's Env, "K=V" each */
+	const char *ca_bundle;	/* /etc/BOX_CA_FILE's content (with secrets), or NULL */
 	size_t nenv;
 	const char *user;	/* the image's User, or NULL: the box's root */
 	const char *cwd;	/* where calls start (box_tool_cwd) */

@@ -12,6 +12,7 @@
  * anything of the host; a mount point that is not a directory (a file for
  * the files) is replaced by one. */
 #include "sandbox/ns-int.h"
+#include "sandbox/backend.h"
 #include "sandbox/hostview.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -206,12 +207,15 @@ static void st_dev(struct ns_child *c)
 
 /* What ward writes into every box's /etc, bound read-only over the
  * root's own (an image's resolv.conf names its builder's resolver). */
-static const char *const nsroot_etc[] = { "hosts", "hostname", "resolv.conf" };
+static const char *const nsroot_etc[] = { "hosts", "hostname", "resolv.conf", BOX_CA_FILE };
 
 static void st_etc(struct ns_child *c)
 {
 	st_mkdir(c, "etc", 0755);
 	st_write(c, "etc/hostname", "ward\n");
+	/* With secrets: the host's CAs and the box's own (sandbox/egress.h). */
+	if (c->s->ca_bundle)
+		st_write(c, "etc/" BOX_CA_FILE, c->s->ca_bundle);
 	st_write(c, "etc/hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n");
 	/* The host's resolver with the host's network; else none: a name is
 	 * resolved by the egress proxy on the host, never in the box. */
@@ -379,7 +383,8 @@ void nsroot_build(struct ns_child *c)
 	for (size_t i = 0; i < ARRAY_SIZE(nsroot_etc); i++) {
 		char p[64];
 		snprintf(p, sizeof(p), "etc/%s", nsroot_etc[i]);
-		etcfd[i] = st_clone(c, p, MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
+		bool ca = !strcmp(nsroot_etc[i], BOX_CA_FILE);
+		etcfd[i] = ca && !c->s->ca_bundle ? -1 : st_clone(c, p, MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
 	}
 	st_mkdir(c, "guest", 0755);
 	st_guestroot(c);
@@ -410,7 +415,8 @@ void nsroot_build(struct ns_child *c)
 	for (size_t i = 0; i < ARRAY_SIZE(nsroot_etc); i++) {
 		char p[64];
 		snprintf(p, sizeof(p), "etc/%s", nsroot_etc[i]);
-		root_attach(c, etcfd[i], p, true);
+		if (etcfd[i] >= 0)
+			root_attach(c, etcfd[i], p, true);
 	}
 	c->root_fd = open("/", O_PATH | O_DIRECTORY);	/* the guest's way back: not CLOEXEC */
 	if (c->root_fd < 0)

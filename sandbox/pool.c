@@ -143,6 +143,8 @@ static bool count_one(void *ud, const char *name, const char *key, pid_t pool)
 
 int box_pool(const struct box_opts *o, unsigned size, int stop_fd, void (*say)(const char *msg), struct err *e)
 {
+	if (o->nsecrets)
+		return err_set(e, -EINVAL, "a pool's boxes hold no secrets (a box with --secret is made on its own)");
 	struct box_opts po = *o;
 	po.pool = true;
 	po.name = NULL;

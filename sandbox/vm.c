@@ -545,6 +545,11 @@ static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 		bytes += strlen(kv);
 		cJSON_AddItemToArray(env, cJSON_CreateString(kv));
 	}
+	/* The keeper's own (a secret's placeholder), after the image's. */
+	for (size_t i = 0; i < s->nenv; i++) {
+		bytes += strlen(s->env[i]);
+		cJSON_AddItemToArray(env, cJSON_CreateString(s->env[i]));
+	}
 	/* START is one frame: the rest of it is small. */
 	if (bytes > PROTO_MAX_PAYLOAD / 2) {
 		err_set(e, -E2BIG, "the image's Env holds %zu bytes; a vm box takes at most %u", bytes, PROTO_MAX_PAYLOAD / 2);

@@ -20,12 +20,16 @@ int main(void)
 	static const char *const allow[] = { "example.com", "*.pypi.org", "internal.test=127.0.0.1:8080" };
 	static const char *const labels[] = { "team=infra", "cost=42" };
 	static const char *const publish[] = { "8000", "127.0.0.1:8080:80" };
+	static const char *const secrets[] = { "API_KEY@api.example.com", "GH@github.com,api.github.com" };
+	static const char *const values[] = { "sk-1", "ghp-2" };
 	/* Every field set, none to its default. */
 	struct box_opts a = {
 		.name = "box-a", .backend = "vm", .ttl_ms = 3600001, .idle_ms = 60002, .on_idle = BOX_IDLE_HIBERNATE,
 		.cold_after_ms = 7003, .store = "s3://bucket/prefix", .persistent = true, .keep_layers = true,
 		.no_snapshot = true, .lim = { .memory = 3ULL << 30, .pids = 77, .cpus_milli = 1500, .disk = 5ULL << 30 },
 		.net = BOX_NET_ALLOW, .allow = allow, .nallow = 3, .net_max_bytes = 12345678901ULL,
+		.secrets = secrets, .nsecrets = 2, .secret_values = values, .nsecret_values = 2,
+		.secret_ca = "-----BEGIN CERTIFICATE-----\n",
 		.workspace = "/srv/ws",
 		.image = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", .rw = true, .git_rw = true, .grace_ms = 2500, .guest_path = "/usr/libexec/ward/ward-guest",
 		.keeper_path = "/usr/libexec/ward/ward-keeper", .owner = 4242, .labels = labels, .nlabels = 2,
@@ -47,6 +51,9 @@ int main(void)
 	   b.lim.disk == a.lim.disk, "limits");
 	ok(b.net == a.net && b.net_max_bytes == a.net_max_bytes, "net and its byte budget");
 	same_list(b.allow, b.nallow, a.allow, a.nallow, "allow");
+	same_list(b.secrets, b.nsecrets, a.secrets, a.nsecrets, "secrets");
+	same_list(b.secret_values, b.nsecret_values, a.secret_values, a.nsecret_values, "secret_values");
+	is_str(b.secret_ca, a.secret_ca, "secret_ca");
 	is_str(b.workspace, a.workspace, "workspace");
 	is_str(b.image, a.image, "image");
 	is_str(b.guest_path, a.guest_path, "guest_path");

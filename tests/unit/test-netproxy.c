@@ -26,6 +26,7 @@
 #include "base/timeutil.h"
 #include "net/proxy.h"
 #include "net/resolve.h"
+#include "net/secret.h"
 #include "tap.h"
 #include "tls-hello.h"
 
@@ -1140,6 +1141,147 @@ static void test_cap_confined(void)
 	up_stop(&echo);
 }
 
+/* A secret: the placeholder replaced on a forwarded request to its own
+ * host; it, or the value, to another host refused; another credential to
+ * its own host refused. Twins: no credential, and a plain request to the
+ * other host, pass. */
+static char allow_own[64], allow_other[64];
+
+static int http_req(int port, const char *req, char *resp, size_t cap)
+{
+	int fd = dial(port);
+	send_str(fd, req);
+	size_t n = read_all(fd, resp, cap - 1);
+	resp[n] = 0;
+	close(fd);
+	return (int)n;
+}
+
+static void test_secrets(void)
+{
+	struct up own, other;
+	up_start(&own, UP_HTTP, 2);
+	up_start(&other, UP_HTTP, 2);
+	snprintf(allow_own, sizeof(allow_own), "api.test=127.0.0.1:%d", own.port);
+	snprintf(allow_other, sizeof(allow_other), "other.test=127.0.0.1:%d", other.port);
+	struct net_secret sec = { .name = "API_KEY", .value = "sk-REAL-7f3a", .value_len = 12, .nhost = 1 };
+	net_secret_placeholder(sec.ph, sizeof(sec.ph));
+	struct err e = { 0 };
+	net_allow_host("api.test", 8, &sec.host[0], &e);
+	struct px x;
+	px_start(&x, (struct net_proxy_cfg){ .secrets = &sec, .nsecrets = 1 },
+		 (const char *const[]){ allow_own, allow_other, "*.wild.test", NULL });
+	char req[1024], resp[4096];
+
+	snprintf(req, sizeof(req), "GET http://api.test:%d/v1?key=%s HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n",
+		 own.port, sec.ph, sec.ph);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "the placeholder to its own host: carried");
+	pthread_mutex_lock(&own.mu);
+	like(own.got, "Authorization: Bearer sk-REAL-7f3a\r\n", "the server got the real value in the header");
+	like(own.got, "GET /v1?key=sk-REAL-7f3a ", "and in the URL");
+	unlike(own.got, NET_SECRET_PH_PREFIX, "no placeholder reached it");
+	pthread_mutex_unlock(&own.mu);
+	cJSON *j = px_event(&x, "api.test");
+	cJSON *sub = cJSON_GetObjectItem(j, "substituted");
+	ok(cJSON_IsTrue(cJSON_GetObjectItem(j, "allowed")) && cJSON_GetArraySize(sub) == 1 &&
+		   !strcmp(cJSON_GetArrayItem(sub, 0)->valuestring, "API_KEY"),
+	   "event: substituted [API_KEY]");
+	char *line = cJSON_PrintUnformatted(j);
+	unlike(line, "sk-REAL", "the event never holds the value");
+	free(line);
+	cJSON_Delete(j);
+
+	snprintf(req, sizeof(req), "GET http://api.test:%d/none HTTP/1.1\r\n\r\n", own.port);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "twin: no credential to its own host passes");
+
+	snprintf(req, sizeof(req), "GET http://api.test:%d/ HTTP/1.1\r\nAuthorization: Bearer attacker\r\n\r\n",
+		 own.port);
+	int before = atomic_load(&own.conns);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "403 Forbidden by ward: a credential that is not secret API_KEY's placeholder",
+	     "an attacker's own key to the secret's host: refused");
+	is_int(atomic_load(&own.conns), before, "and nothing reached the server");
+	j = px_event(&x, "api.test");
+	is_str(jstr(j, "secret"), "API_KEY", "event: the secret's name");
+	cJSON_Delete(j);
+
+	const char *forms[][2] = {
+		{ "GET http://other.test:%d/?k=%s HTTP/1.1\r\n\r\n", "the placeholder in another host's URL" },
+		{ "GET http://other.test:%d/ HTTP/1.1\r\nX-Leak: %s\r\n\r\n", "in another host's header" },
+		{ "GET http://other.test:%d/ HTTP/1.1\r\nX-Leak: sk-REAL-7f3a%.0s\r\n\r\n",
+		  "the real value in another host's header" },
+	};
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		snprintf(req, sizeof(req), forms[i][0], other.port, sec.ph);
+		before = atomic_load(&other.conns);
+		http_req(x.port, req, resp, sizeof(resp));
+		like(resp, "403 Forbidden by ward: the request carries secret API_KEY, which goes only to api.test",
+		     "%s: refused", forms[i][1]);
+		is_int(atomic_load(&other.conns), before, "%s: nothing reached it", forms[i][1]);
+		j = px_event(&x, "other.test");
+		ok(cJSON_IsFalse(cJSON_GetObjectItem(j, "allowed")) && !strcmp(jstr(j, "secret"), "API_KEY"),
+		   "%s: event refused, secret API_KEY", forms[i][1]);
+		cJSON_Delete(j);
+	}
+	/* Bodies to another host: a length body, a chunked one with the
+	 * placeholder split across chunks, one split across two sends. */
+	char body[256];
+	snprintf(body, sizeof(body), "{\"key\": \"%s\"}", sec.ph);
+	snprintf(req, sizeof(req), "POST http://other.test:%d/b HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%s", other.port,
+		 strlen(body), body);
+	before = atomic_load(&other.conns);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "403 Forbidden by ward: the request body carries secret API_KEY", "the placeholder in a body to another host: refused");
+	j = px_event(&x, "other.test");
+	ok(j && !strcmp(jstr(j, "secret"), "API_KEY"), "event: the body's secret named");
+	cJSON_Delete(j);
+	snprintf(req, sizeof(req),
+		 "POST http://other.test:%d/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nk=%.3s\r\n%zx\r\n%s\r\n0\r\n\r\n",
+		 other.port, sec.ph, strlen(sec.ph) - 3, sec.ph + 3);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "403 Forbidden by ward: the request body carries secret API_KEY",
+	     "the placeholder split across two chunks: refused");
+	int fd2 = dial(x.port);
+	snprintf(req, sizeof(req), "POST http://other.test:%d/d HTTP/1.1\r\nContent-Length: %zu\r\n\r\nsk-REAL", other.port,
+		 strlen("sk-REAL-7f3a"));
+	send_str(fd2, req);
+	sleep_ms(100);
+	send_str(fd2, "-7f3a");
+	size_t rn = read_all(fd2, resp, sizeof(resp) - 1);
+	resp[rn] = 0;
+	close(fd2);
+	ok(strstr(resp, "403 Forbidden by ward: the request body carries secret API_KEY") || rn == 0,
+	   "the real value split across two sends: refused or cut");
+	pthread_mutex_lock(&other.mu);
+	unlike(other.got, "sk-REAL-7f3a", "and the other host never got the value whole");
+	pthread_mutex_unlock(&other.mu);
+	snprintf(req, sizeof(req), "POST http://other.test:%d/e HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world", other.port);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "twin: a body without the secret to another host passes");
+	snprintf(req, sizeof(req), "POST http://api.test:%d/f HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%s", own.port,
+		 strlen(body), body);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "twin: the placeholder in a body to its own host passes (not substituted)");
+
+	/* A CONNECT's target is what leaves: a name made of the placeholder. */
+	char target[128], st[1024];
+	snprintf(target, sizeof(target), "%s.wild.test:443", sec.ph);
+	int fd = connect_tunnel(x.port, target, st, sizeof(st));
+	like(st, "403 Forbidden by ward: the request carries secret API_KEY", "the placeholder as a CONNECT's name: refused");
+	close(fd);
+	fd = connect_tunnel(x.port, "plain.wild.test:443", st, sizeof(st));
+	unlike(st, "carries secret", "twin: another name under the same wildcard is not refused for a secret");
+	close(fd);
+	snprintf(req, sizeof(req), "GET http://other.test:%d/plain HTTP/1.1\r\n\r\n", other.port);
+	http_req(x.port, req, resp, sizeof(resp));
+	like(resp, "HTTP/1.1 200 OK", "twin: another host without the secret passes");
+	px_stop(&x);
+	up_stop(&own);
+	up_stop(&other);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -1154,5 +1296,6 @@ int main(void)
 	test_connect_and_get();
 	test_refusals();
 	test_bounds();
+	test_secrets();
 	return tap_done();
 }

@@ -1,0 +1,178 @@
+#include "net/secret.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+static bool name_ok(const char *s, size_t n)
+{
+	if (!n || n > NET_SECRET_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int net_secret_spec_parse(const char *spec, struct net_secret_spec *ret, struct err *e)
+{
+	struct net_secret_spec s = { 0 };
+	const char *at = strrchr(spec, '@');
+	size_t nl = strcspn(spec, "=@");
+	if (!at || !name_ok(spec, nl))
+		return err_set(e, -EINVAL,
+			       "\"%s\" is not NAME@HOST[,HOST...] (NAME a variable name of letters, digits and _; "
+			       "its value from ward's environment, or NAME=@FILE@HOST to read it from FILE)", spec);
+	memcpy(s.name, spec, nl);
+	if (spec[nl] == '=') {
+		if (spec[nl + 1] != '@' || spec + nl + 1 == at || at == spec + nl + 2)
+			return err_set(e, -EINVAL, "\"%s\": a value comes from a file as NAME=@FILE@HOST (or from ward's "
+				       "environment as NAME@HOST); never on the command line", spec);
+		s.path = spec + nl + 2;
+		s.path_len = (size_t)(at - s.path);
+	} else if (spec + nl != at) {
+		return err_set(e, -EINVAL, "\"%s\" is not NAME@HOST[,HOST...]", spec);
+	}
+	const char *h = at + 1;
+	if (!*h)
+		return err_set(e, -EINVAL, "\"%s\" names no host: NAME@HOST[,HOST...]", spec);
+	while (*h) {
+		size_t hl = strcspn(h, ",");
+		struct net_allow_rule r;
+		char one[NET_HOST_MAX + 8];
+		if (!hl || hl >= sizeof(one))
+			return err_set(e, -EINVAL, "\"%s\": an empty or overlong host in its list", spec);
+		memcpy(one, h, hl);
+		one[hl] = 0;
+		struct err pe = { 0 };
+		if (net_allow_parse(one, &r, &pe) < 0)
+			return err_set(e, -EINVAL, "\"%s\": %s", spec, pe.msg);
+		if (r.wildcard || strchr(one, '='))
+			return err_set(e, -EINVAL, "\"%s\": a secret goes to hosts named exactly (no *. and no =ADDR: "
+				       "pin an address with --allow-host %s=ADDR:PORT)", spec, r.host.name);
+		if (s.nhost == NET_SECRET_HOSTS_MAX)
+			return err_set(e, -EINVAL, "\"%s\": more than %d hosts", spec, NET_SECRET_HOSTS_MAX);
+		s.host[s.nhost++] = r.host;
+		h += hl;
+		if (*h == ',' && !*++h)
+			return err_set(e, -EINVAL, "\"%s\": a host list ends with a comma", spec);
+	}
+	*ret = s;
+	return 0;
+}
+
+int net_secret_value_check(const char *name, const char *v, size_t n, struct err *e)
+{
+	if (!n)
+		return err_set(e, -EINVAL, "secret %s is empty", name);
+	if (n > NET_SECRET_VALUE_MAX)
+		return err_set(e, -EINVAL, "secret %s is %zu bytes; at most %d go in a request header", name, n,
+			       NET_SECRET_VALUE_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == '\r' || v[i] == '\n' || v[i] == 0)
+			return err_set(e, -EINVAL, "secret %s holds a line break or NUL: it cannot go in a request header",
+				       name);
+	if (strstr(v, NET_SECRET_PH_PREFIX))
+		return err_set(e, -EINVAL, "secret %s holds \"" NET_SECRET_PH_PREFIX "\", a placeholder's mark", name);
+	return 0;
+}
+
+int net_secret_placeholder(char *out, size_t n)
+{
+	unsigned char r[16];
+	if (n < NET_SECRET_PH_LEN + 1)
+		return -ENOBUFS;
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	size_t k = (size_t)snprintf(out, n, NET_SECRET_PH_PREFIX);
+	for (size_t i = 0; i < sizeof(r); i++)
+		k += (size_t)snprintf(out + k, n - k, "%02x", r[i]);
+	return 0;
+}
+
+bool net_secret_is_placeholder(const char *s)
+{
+	size_t pl = sizeof(NET_SECRET_PH_PREFIX) - 1;
+	if (strlen(s) != NET_SECRET_PH_LEN || strncmp(s, NET_SECRET_PH_PREFIX, pl))
+		return false;
+	return strspn(s + pl, "0123456789abcdef") == 32;
+}
+
+bool net_secret_owns(const struct net_secret *s, const struct net_host *h)
+{
+	for (size_t i = 0; i < s->nhost; i++)
+		if (s->host[i].kind == h->kind && !strcmp(s->host[i].name, h->name))
+			return true;
+	return false;
+}
+
+bool net_secret_carried(const struct net_secret *s, const char *p, size_t n)
+{
+	return memmem(p, n, s->ph, NET_SECRET_PH_LEN) || (s->value_len && memmem(p, n, s->value, s->value_len));
+}
+
+int net_secret_substitute(const struct net_secret *s, struct buf *b)
+{
+	size_t count = 0;
+	if (!b->len)
+		return 0;
+	for (const char *p = b->data; (p = memmem(p, b->len - (size_t)(p - b->data), s->ph, NET_SECRET_PH_LEN));
+	     p += NET_SECRET_PH_LEN)
+		count++;
+	if (!count)
+		return 0;
+	size_t len = b->len - count * NET_SECRET_PH_LEN + count * s->value_len;
+	if (len > b->cap)
+		return -ENOBUFS;
+	char *out = malloc(len + 1);
+	if (!out)
+		return -ENOMEM;
+	size_t o = 0;
+	const char *p = b->data, *end = b->data + b->len;
+	for (const char *q; (q = memmem(p, (size_t)(end - p), s->ph, NET_SECRET_PH_LEN)); p = q + NET_SECRET_PH_LEN) {
+		memcpy(out + o, p, (size_t)(q - p));
+		o += (size_t)(q - p);
+		memcpy(out + o, s->value, s->value_len);
+		o += s->value_len;
+	}
+	memcpy(out + o, p, (size_t)(end - p));
+	o += (size_t)(end - p);
+	out[o] = 0;
+	/* The old head held only the placeholder: freed as it is. */
+	free(b->data);
+	b->data = out;
+	b->len = o;
+	b->alloc = o + 1;
+	return (int)count;
+}
+
+bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_t n)
+{
+	static const char *const creds[] = { "authorization:", "x-api-key:" };
+	const char *p = head, *end = head + n;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		for (size_t i = 0; i < sizeof(creds) / sizeof(creds[0]); i++) {
+			size_t cl = strlen(creds[i]);
+			if (ll >= cl && !strncasecmp(p, creds[i], cl) && !memmem(p, ll, s->ph, NET_SECRET_PH_LEN))
+				return true;
+		}
+		p += ll + 1;
+	}
+	return false;
+}
+
+void net_secret_wipe(struct net_secret *s)
+{
+	if (s->value) {
+		explicit_bzero(s->value, s->value_len);
+		free(s->value);
+	}
+	explicit_bzero(s, sizeof(*s));
+}

@@ -1,0 +1,73 @@
+/* A box's secrets (--secret NAME@HOST[,HOST...]): a credential the task
+ * needs that never enters the box. The box's environment holds NAME=<a
+ * placeholder made for that box alone>; the egress proxy, which the box
+ * cannot read, puts the real value in place of the placeholder on
+ * requests to the secret's own hosts, and refuses a request to any other
+ * host that carries the placeholder or the value.
+ *
+ * This file owns what a secret is: its spec's syntax, its name's and
+ * value's rules, its placeholder's form, and the two questions the proxy
+ * asks of a request's bytes (does it carry a secret; put the value in). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "net/allow.h"
+
+/* A box's secrets at most, each with this many hosts at most. */
+#define NET_SECRET_MAX 16
+#define NET_SECRET_HOSTS_MAX 8
+/* NAME: [A-Za-z_][A-Za-z0-9_]*, at most this long (an environment name). */
+#define NET_SECRET_NAME_MAX 64
+/* A value's bytes at most: one header's worth (no CR, LF or NUL). */
+#define NET_SECRET_VALUE_MAX 4096
+/* "ward-secret-" and 32 hex digits (128 random bits). */
+#define NET_SECRET_PH_PREFIX "ward-secret-"
+#define NET_SECRET_PH_LEN (sizeof(NET_SECRET_PH_PREFIX) - 1 + 32)
+
+/* A parsed spec: NAME[=@PATH]@HOST[,HOST...] (a HOST is a name, or
+ * name:port; where it connects is the allow-list's business). */
+struct net_secret_spec {
+	char name[NET_SECRET_NAME_MAX + 1];
+	const char *path;	/* into the spec: "=@PATH" given (up to the last '@'); else NULL */
+	size_t path_len;
+	struct net_host host[NET_SECRET_HOSTS_MAX];
+	size_t nhost;
+};
+
+/* One line in e on a bad spec: what is wrong and what to write. */
+int net_secret_spec_parse(const char *spec, struct net_secret_spec *ret, struct err *e);
+/* A value as read (the environment, a file; one trailing newline of a
+ * file already dropped): -EINVAL with one line in e when it cannot go in
+ * a header. */
+int net_secret_value_check(const char *name, const char *v, size_t n, struct err *e);
+/* A fresh placeholder (from getrandom) into out[NET_SECRET_PH_LEN + 1]. */
+int net_secret_placeholder(char *out, size_t n);
+/* Whether s looks like one (for a test, a scan). */
+bool net_secret_is_placeholder(const char *s);
+
+/* A secret as the proxy holds it. */
+struct net_secret {
+	char name[NET_SECRET_NAME_MAX + 1];
+	char ph[NET_SECRET_PH_LEN + 1];
+	char *value;		/* NUL-terminated; value_len bytes */
+	size_t value_len;
+	struct net_host host[NET_SECRET_HOSTS_MAX];
+	size_t nhost;
+};
+
+/* Whether h is one of s's hosts (any port). */
+bool net_secret_owns(const struct net_secret *s, const struct net_host *h);
+/* Whether p[0..n) carries s's placeholder or its value. */
+bool net_secret_carried(const struct net_secret *s, const char *p, size_t n);
+/* Every placeholder of s in b replaced by the value, within b's cap: the
+ * count, or -ENOBUFS (b is then as it was). */
+int net_secret_substitute(const struct net_secret *s, struct buf *b);
+/* Whether head (a request head, CRLF lines) has a credential header
+ * (Authorization, X-Api-Key) that does not carry s's placeholder: a key
+ * the proxy did not put there, to s's own host. */
+bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_t n);
+/* Zero and free what net_secret holds. */
+void net_secret_wipe(struct net_secret *s);

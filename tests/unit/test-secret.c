@@ -1,0 +1,98 @@
+/* net/secret.h: a secret's spec, value, placeholder, and what the proxy
+ * asks of a request's bytes. Each refusal has its accepted twin. */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "net/secret.h"
+#include "tap.h"
+
+static bool spec_ok(const char *spec, struct net_secret_spec *s)
+{
+	struct err e = { 0 };
+	return net_secret_spec_parse(spec, s, &e) == 0;
+}
+
+static const char *spec_err(const char *spec)
+{
+	static struct err e;
+	struct net_secret_spec s;
+	memset(&e, 0, sizeof(e));
+	return net_secret_spec_parse(spec, &s, &e) < 0 ? e.msg : NULL;
+}
+
+int main(void)
+{
+	/* Bounds are decisions: pinned here. */
+	is_int(NET_SECRET_MAX, 16, "at most 16 secrets a box");
+	is_int(NET_SECRET_HOSTS_MAX, 8, "at most 8 hosts a secret");
+	is_int(NET_SECRET_VALUE_MAX, 4096, "a value of at most 4096 bytes");
+
+	struct net_secret_spec s;
+	ok(spec_ok("API_KEY@api.example.com", &s) && !strcmp(s.name, "API_KEY") && s.nhost == 1 &&
+		   !strcmp(s.host[0].name, "api.example.com") && !s.path,
+	   "NAME@HOST: the name, one host, the value from the environment");
+	ok(spec_ok("K@A.Example.COM.,b.example:8443", &s) && s.nhost == 2 && !strcmp(s.host[0].name, "a.example.com") &&
+		   !strcmp(s.host[1].name, "b.example"),
+	   "NAME@HOST,HOST: hosts in canonical form, a port taken");
+	ok(spec_ok("K=@/run/keys/k@x@api.test", &s) && s.path && s.path_len == strlen("/run/keys/k@x") &&
+		   !strncmp(s.path, "/run/keys/k@x", s.path_len) && !strcmp(s.host[0].name, "api.test"),
+	   "NAME=@FILE@HOST: the file up to the last @");
+	like(spec_err("K"), "is not NAME@HOST", "no host: refused");
+	like(spec_err("K@"), "names no host", "an empty host: refused");
+	like(spec_err("1K@api.test"), "is not NAME@HOST", "a name starting with a digit: refused");
+	like(spec_err("K-1@api.test"), "is not NAME@HOST", "a name with -: refused");
+	like(spec_err("K=sk-live@api.test"), "never on the command line", "a value on the command line: refused");
+	like(spec_err("K@*.example.com"), "named exactly", "a wildcard host: refused");
+	like(spec_err("K@api.test=127.0.0.1:9"), "named exactly", "a pinned host: refused (pin with --allow-host)");
+	like(spec_err("K@api.test,"), "ends with a comma", "a trailing comma: refused");
+	like(spec_err("K@2130706433"), "\"K@2130706433\": ", "a host the allow-list refuses: its reason");
+
+	struct err e = { 0 };
+	ok(net_secret_value_check("K", "sk-123", 6, &e) == 0, "a value: taken");
+	ok(net_secret_value_check("K", "a\r\nX-Evil: 1", 12, &e) < 0 && strstr(e.msg, "line break"),
+	   "a value with CRLF (header injection): refused");
+	ok(net_secret_value_check("K", "", 0, &e) < 0, "an empty value: refused");
+
+	char ph[NET_SECRET_PH_LEN + 1], ph2[NET_SECRET_PH_LEN + 1];
+	ok(net_secret_placeholder(ph, sizeof(ph)) == 0 && net_secret_is_placeholder(ph), "a placeholder: %s", ph);
+	net_secret_placeholder(ph2, sizeof(ph2));
+	ok(strcmp(ph, ph2) != 0, "two placeholders differ");
+	ok(!net_secret_is_placeholder("ward-secret-XYZ"), "not one: refused");
+
+	struct net_secret sec = { .name = "K", .value = "REAL-VALUE-42", .value_len = 13, .nhost = 1 };
+	memcpy(sec.ph, ph, sizeof(ph));
+	net_allow_host("api.test", 8, &sec.host[0], &e);
+	struct net_host other;
+	net_allow_host("other.test", 10, &other, &e);
+	ok(net_secret_owns(&sec, &sec.host[0]) && !net_secret_owns(&sec, &other), "owns its host, not another");
+
+	struct buf b;
+	buf_init(&b, 4096);
+	char head[512];
+	snprintf(head, sizeof(head), "GET /?k=%s HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n", ph, ph);
+	buf_append(&b, head, strlen(head));
+	ok(net_secret_carried(&sec, b.data, b.len), "a head with the placeholder carries it");
+	ok(!net_secret_foreign_cred(&sec, b.data, b.len), "the placeholder's Authorization is not a foreign key");
+	is_int(net_secret_substitute(&sec, &b), 2, "both placeholders replaced");
+	buf_cstr(&b);
+	ok(strstr(b.data, "Bearer REAL-VALUE-42\r\n") && strstr(b.data, "?k=REAL-VALUE-42 ") && !strstr(b.data, ph),
+	   "the value where the placeholder was, no placeholder left");
+	ok(net_secret_carried(&sec, b.data, b.len), "the value is carried too (a box that has it is caught)");
+	const char *plain = "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n";
+	ok(!net_secret_carried(&sec, plain, strlen(plain)), "twin: a head without either carries nothing");
+	const char *atk = "GET / HTTP/1.1\r\nauthorization: Bearer attacker-key\r\n\r\n";
+	ok(net_secret_foreign_cred(&sec, atk, strlen(atk)), "another Authorization: a foreign key");
+	const char *xk = "GET / HTTP/1.1\r\nX-API-Key: attacker-key\r\n\r\n";
+	ok(net_secret_foreign_cred(&sec, xk, strlen(xk)), "another X-Api-Key: a foreign key");
+	ok(!net_secret_foreign_cred(&sec, plain, strlen(plain)), "twin: no credential is not a foreign key");
+	buf_free(&b);
+	buf_init(&b, 50);
+	snprintf(head, sizeof(head), "%s", ph);
+	buf_append(&b, head, strlen(head));
+	sec.value = "a value far too long for this buffer's cap of fifty bytes";
+	sec.value_len = strlen(sec.value);
+	ok(net_secret_substitute(&sec, &b) == -ENOBUFS && b.len == NET_SECRET_PH_LEN, "past the cap: refused, b unchanged");
+	buf_free(&b);
+	return tap_done();
+}
