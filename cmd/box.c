@@ -427,9 +427,11 @@ static int sub_hibernate(int argc, char **argv)
 			printf("%s: hibernated in %.0f ms, %.0f bytes saved%s\n", argv[i],
 			       cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(b) ? b->valuedouble : 0,
 			       kept ? ", its processes kept" : "");
-		/* A person is told which processes did not survive, and why. */
-		if (!wake && !kept && pr && why)
-			fprintf(stderr, "ward: box %s's processes ended: %s\n", argv[i], why);
+		/* A person is told that running jobs did not survive, and why. */
+		const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(j, "jobs_ended");
+		if (!wake && !kept && why && cJSON_IsNumber(jobs) && jobs->valuedouble > 0)
+			fprintf(stderr, "ward: box %s's processes ended (%d running job%s): %s\n", argv[i], jobs->valueint,
+				jobs->valueint == 1 ? "" : "s", why);
 		cJSON_Delete(j);
 	}
 	return rc;

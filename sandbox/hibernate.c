@@ -370,6 +370,7 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	keeper_state_file("hibernating");
 	K.hib.kept = false;
 	K.hib.why[0] = 0;
+	unsigned jobs = K.up ? K.jobs_running : 0;
 	if (K.up && K.be->save && K.inst.keeps_ram) {
 		r = hib_save_machine(e);
 		if (r < 0) {
@@ -379,7 +380,8 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 		}
 	} else if (K.up) {
 		snprintf(K.hib.why, sizeof(K.hib.why), "%s",
-			 K.inst.ram_why ? K.inst.ram_why : "an ns box's processes cannot be saved");
+			 K.inst.ram_why ? K.inst.ram_why
+					: "an ns box's processes cannot be saved: they end at a hibernate (its files are kept)");
 	}
 	/* A box whose /tmp is on its own disk (a vm's) keeps it there. */
 	if (K.up && !K.hib.kept && !K.inst.tmp_on_disk) {
@@ -429,6 +431,8 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	cJSON_AddStringToObject(ret, "processes", K.hib.kept ? "kept" : "ended");
 	if (!K.hib.kept && K.hib.why[0])
 		cJSON_AddStringToObject(ret, "why", K.hib.why);
+	if (!K.hib.kept)
+		cJSON_AddNumberToObject(ret, "jobs_ended", jobs);
 	return 0;
 }
 

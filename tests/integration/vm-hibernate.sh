@@ -104,7 +104,7 @@ H=$(box_new --backend vm --memory 512M)
 like "$("$WARD" box info "$H")" '"loses":.*"every process' "a host-view vm box's info: its hibernate loses every process"
 tool "$H" bash '{"command":"exec sleep 1000","background":true}' >/dev/null
 OUT=$("$WARD" box hibernate "$H" 2>&1)
-like "$OUT" "processes ended: a vm box without --image reads the host's /usr over a 9p share" \
+like "$OUT" "processes ended \\(1 running job\\): a vm box without --image reads the host's /usr over a 9p share" \
 	"its hibernate says its processes ended, and why"
 "$WARD" box wake "$H" >/dev/null 2>&1
 unlike "$(tool "$H" job_list '{}')" "running" "and after the wake no job runs"
