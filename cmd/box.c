@@ -415,13 +415,23 @@ static int sub_hibernate(int argc, char **argv)
 		}
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(j, "ms"),
 			    *b = cJSON_GetObjectItemCaseSensitive(j, "state_bytes");
+		const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "processes")),
+			   *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "why"));
+		bool kept = pr && !strcmp(pr, "kept");
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "already")))
 			printf("%s: already %s\n", argv[i], wake ? "running" : "hibernated");
 		else if (wake)
-			printf("%s: woken in %.0f ms\n", argv[i], cJSON_IsNumber(ms) ? ms->valuedouble : 0);
+			printf("%s: woken in %.0f ms%s\n", argv[i], cJSON_IsNumber(ms) ? ms->valuedouble : 0,
+			       kept ? ", its processes where they were" : "");
 		else
-			printf("%s: hibernated in %.0f ms, %.0f bytes saved\n", argv[i],
-			       cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(b) ? b->valuedouble : 0);
+			printf("%s: hibernated in %.0f ms, %.0f bytes saved%s\n", argv[i],
+			       cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(b) ? b->valuedouble : 0,
+			       kept ? ", its processes kept" : "");
+		/* A person is told that running jobs did not survive, and why. */
+		const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(j, "jobs_ended");
+		if (!wake && !kept && why && cJSON_IsNumber(jobs) && jobs->valuedouble > 0)
+			fprintf(stderr, "ward: box %s's processes ended (%d running job%s): %s\n", argv[i], jobs->valueint,
+				jobs->valueint == 1 ? "" : "s", why);
 		cJSON_Delete(j);
 	}
 	return rc;

@@ -153,9 +153,10 @@ void vm_modules(const char *list);
 /* Mount a 9p share (its device appears a moment after its module loads). */
 int vm_share(const char *tag, const char *dst, unsigned long flags, const char *cache);
 /* vm-root.c: the box's root at its first START (image: over the image's
- * erofs; else the host view), switched to. 0, or -errno with *ret_what
- * the step that failed. */
-int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what);
+ * erofs; else the host view; ws_share: the workspace's 9p share at
+ * /workspace, else the root's own directory), switched to. 0, or -errno
+ * with *ret_what the step that failed. */
+int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char **ret_what);
 
 /* netfwd.c: in a VM, a listener on 127.0.0.1:port whose connections go
  * over the VM_PORT_NET port to the host's proxy, on a thread of its own. */

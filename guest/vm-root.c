@@ -196,7 +196,7 @@ static int vm_root_overlay(const char *lower, const char *layer, const char *tar
 	return mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
 }
 
-int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what)
+int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char **ret_what)
 {
 	char dev[PATH_MAX];
 	int r;
@@ -248,7 +248,10 @@ int vm_root_build(bool image, struct guest_cfg *cfg, const char **ret_what)
 	STEP("let go of the VM's /dev", SYS(umount2("/dev", MNT_DETACH)));
 	STEP("let go of the VM's /sys", SYS(umount2("/sys", MNT_DETACH)));
 	STEP("mount /run", SYS(mount("tmpfs", VM_ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m")));
-	STEP("mount the workspace (9p)", vm_share("ws", VM_ROOT "/workspace", MS_NODEV | MS_NOSUID, "mmap"));
+	/* Without a workspace, /workspace is the root's own directory (on the
+	 * box's disk): no 9p share is mounted, and QEMU can save the VM. */
+	if (ws_share)
+		STEP("mount the workspace (9p)", vm_share("ws", VM_ROOT "/workspace", MS_NODEV | MS_NOSUID, "mmap"));
 	vm_root_etc(rootfd);
 	/* Synced before every result (guest/main.c): what a call changed is
 	 * in the host's file by the time the host hears it ended. */

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,14 +152,31 @@ static int vm_port_path(const char *want, char *out, size_t n)
 	return r;
 }
 
+/* A port opens whether or not the host is connected; until it is, the
+ * port polls POLLHUP and what is written to it is lost. So a hello waits
+ * for the host: the host that comes back to a machine restored from a
+ * hibernate (which went while this guest had its port open, or was
+ * opening it again) hears it. */
+static void vm_wait_host(int fd)
+{
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, 0) >= 0 && !(pf.revents & POLLHUP))
+			return;
+		usleep(5000);
+	}
+}
+
 int vm_open_port(const char *name)
 {
 	char path[PATH_MAX];
 	for (;;) {
 		if (vm_port_path(name, path, sizeof(path)) == 0) {
 			int fd = openat(vm_dev_fd >= 0 ? vm_dev_fd : AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOCTTY);
-			if (fd >= 0)
+			if (fd >= 0) {
+				vm_wait_host(fd);
 				return fd;
+			}
 			/* ENXIO: the host side is not connected yet. */
 		}
 		usleep(5000);
@@ -330,7 +348,9 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 	vm_start_image(cfg, start);
 	const char *what;
 	const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "root"));
-	int r = vm_root_build(root && !strcmp(root, "image"), cfg, &what);
+	/* A host of before ws_share: the workspace share, as then. */
+	const cJSON *ws = cJSON_GetObjectItemCaseSensitive(start, "ws_share");
+	int r = vm_root_build(root && !strcmp(root, "image"), !cJSON_IsFalse(ws), cfg, &what);
 	if (r < 0) {
 		vm_log("the box's root: %s: %s", what, strerror(-r));
 		vm_poweroff("the box's root could not be built");

@@ -28,6 +28,10 @@ struct box_inst {
 	/* The box's /tmp is on its own disk, which the backend keeps between
 	 * starts (a vm's): a hibernate has nothing of it to save. */
 	bool tmp_on_disk;
+	/* A hibernate can keep the box's processes (the backend's save and
+	 * resume); else ram_why says why not, for the person and the model. */
+	bool keeps_ram;
+	const char *ram_why;
 	char uid_why[160];	/* who the box's root is (ns) */
 };
 struct image_info;
@@ -67,6 +71,17 @@ struct box_backend {
 	/* Start a guest that start left waiting for START (a pool box), and
 	 * take its hello (NULL: the backend has no pool). */
 	int (*go)(struct box_inst *b, const struct box_opts *o, struct err *e);
+	/* A hibernate that keeps the box's processes (b->keeps_ram): close
+	 * the box's channels (the caller no longer watches them) and write its
+	 * whole machine, memory and devices, to the file state; the VMM is
+	 * left stopped for the caller to kill. Failed, the box runs on without
+	 * its channels (the caller ends it). NULL: no backend can. */
+	int (*save)(const struct box_spec *s, struct box_inst *b, const char *state, struct err *e);
+	/* Start the box again from what save wrote; restored is what
+	 * b->restored was at the save (how its memory was laid out). The
+	 * guest's hello is the caller's to take. */
+	int (*resume)(const struct box_spec *s, const char *state, bool restored, struct box_inst *ret,
+		      struct err *e);
 	/* The host cgroup's limits for a box's limits (NULL: the same). */
 	void (*host_limits)(const struct limits *box, struct limits *host);
 };

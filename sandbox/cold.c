@@ -57,7 +57,7 @@ static void cold_key(const char *file, char *out, size_t n)
 }
 
 /* The files of a saved state as the manifest's directory holds them. */
-static const char *const cold_files[] = { "state.json", "tmp.tar", NULL };
+static const char *const cold_files[] = { "state.json", "tmp.tar", "vm.state", NULL };
 
 static int cold_move(struct err *e);
 

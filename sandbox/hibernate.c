@@ -1,10 +1,13 @@
 /* Hibernate and wake, the keeper's side. A hibernated box keeps its
  * workspace layer (where it is already) and its /tmp, which is its home
- * (a tar of it saved beside the layer, in the state dir on disk); every
- * process of the box ends: the guest and what it ran, the VMM, the egress
- * proxy. Processes do not survive: QEMU 7.2 refuses to migrate a guest
- * with 9p mounts (the box's /usr and /workspace), and an ns box's
- * processes have nowhere to be kept. The saved state is complete only
+ * (a tar of it saved beside the layer, in the state dir on disk, or on a
+ * vm's own disk). A vm box with no 9p share mounted (an image's, without
+ * a workspace) keeps its processes too: its whole machine, memory and
+ * devices, goes to vm.state through QEMU's migration, and a wake feeds it
+ * to a new VMM. Elsewhere every process of the box ends: the guest and
+ * what it ran, the VMM, the egress proxy (QEMU 7.2 refuses to migrate a
+ * guest with 9p mounts, and an ns box's processes have nowhere to be
+ * kept), and the hibernate says why. The saved state is complete only
  * once its manifest (state.json) is written, last; a wake checks every
  * file the manifest names and refuses anything else. */
 #include "sandbox/keeper-int.h"
@@ -187,7 +190,7 @@ static void hib_paths(const char *leaf, char *out, size_t n)
 }
 
 /* The files a saved state is made of, in the manifest's order. */
-static const char *const hib_files[] = { "tmp.tar", NULL };
+static const char *const hib_files[] = { "tmp.tar", "vm.state", NULL };
 
 static uint64_t file_bytes(const char *path)
 {
@@ -203,6 +206,10 @@ static int hib_manifest_write(const char *processes, struct err *e)
 	cJSON_AddStringToObject(m, "backend", K.be->name);
 	cJSON_AddNumberToObject(m, "hibernated", (double)time(NULL));
 	cJSON_AddStringToObject(m, "processes", processes);
+	if (K.hib.kept)
+		cJSON_AddBoolToObject(m, "ram_restored", K.hib.ram_restored);
+	else if (K.hib.why[0])
+		cJSON_AddStringToObject(m, "why", K.hib.why);
 	cJSON *files = cJSON_AddObjectToObject(m, "files"), *sums = cJSON_AddObjectToObject(m, "sha256");
 	K.hib.bytes = 0;
 	for (const char *const *f = hib_files; *f; f++) {
@@ -274,6 +281,24 @@ static int hib_manifest_check(struct err *e)
 	return 0;
 }
 
+/* Whether the manifest (checked whole already) says the box's processes
+ * were saved with it, and how its memory was laid out. */
+static bool hib_manifest_kept(bool *ret_restored)
+{
+	char p[PATH_MAX + 32];
+	hib_paths("state.json", p, sizeof(p));
+	_cleanup_free_ char *txt = NULL;
+	if (fdio_read_file(AT_FDCWD, p, 1 << 16, &txt, NULL) < 0)
+		return false;
+	cJSON *m = cJSON_Parse(txt);
+	const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "processes"));
+	bool kept = pr && !strcmp(pr, "kept") &&
+		    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "files"), "vm.state"));
+	*ret_restored = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ram_restored"));
+	cJSON_Delete(m);
+	return kept;
+}
+
 void keeper_box_event(const char *what, const char *why)
 {
 	cJSON *ev = cJSON_CreateObject();
@@ -298,6 +323,29 @@ static void hib_event(const char *what, int64_t ms)
 	cJSON_Delete(ev);
 }
 
+/* The box's whole machine to vm.state (the backend's save); on success
+ * the VMM is stopped and keeper_guest_down ends it. Failed, the box's
+ * helpers and channel are gone already: its processes end as they do
+ * where nothing can be saved. */
+static int hib_save_machine(struct err *e)
+{
+	char p[PATH_MAX + 32];
+	hib_paths("vm.state", p, sizeof(p));
+	struct box_spec spec;
+	keeper_spec(&spec);
+	bool restored = K.inst.restored;
+	keeper_guest_detach();
+	int r = K.be->save(&spec, &K.inst, p, e);
+	if (r < 0) {
+		unlink(p);
+		keeper_guest_down();
+		return r;
+	}
+	K.hib.kept = true;
+	K.hib.ram_restored = restored;
+	return 0;
+}
+
 static int hib_hibernate(cJSON *ret, struct err *e)
 {
 	if (K.hib.state != KH_NONE) {
@@ -320,8 +368,23 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	if (state_mkdir_p(K.hib.dir, 0700) < 0)
 		return err_setc(e, -errno, "cannot make %s", K.hib.dir);
 	keeper_state_file("hibernating");
+	K.hib.kept = false;
+	K.hib.why[0] = 0;
+	unsigned jobs = K.up ? K.jobs_running : 0;
+	if (K.up && K.be->save && K.inst.keeps_ram) {
+		r = hib_save_machine(e);
+		if (r < 0) {
+			snprintf(K.hib.why, sizeof(K.hib.why), "its machine could not be saved (%s)", e->msg);
+			keeper_log("keeper: box %s: %s; its processes end", K.name, K.hib.why);
+			*e = (struct err){ 0 };
+		}
+	} else if (K.up) {
+		snprintf(K.hib.why, sizeof(K.hib.why), "%s",
+			 K.inst.ram_why ? K.inst.ram_why
+					: "an ns box's processes cannot be saved: they end at a hibernate (its files are kept)");
+	}
 	/* A box whose /tmp is on its own disk (a vm's) keeps it there. */
-	if (K.up && !K.inst.tmp_on_disk) {
+	if (K.up && !K.hib.kept && !K.inst.tmp_on_disk) {
 		char p[PATH_MAX + 32];
 		hib_paths("tmp.tar", p, sizeof(p));
 		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -339,7 +402,12 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	}
 	/* The manifest while the box still runs: a state that cannot be
 	 * made whole leaves the box as it was. */
-	r = hib_manifest_write("ended", e);
+	r = hib_manifest_write(K.hib.kept ? "kept" : "ended", e);
+	if (r < 0 && K.hib.kept) {
+		/* The machine stopped for the save: it ends with its state. */
+		keeper_guest_down();
+		K.hib.kept = false;
+	}
 	if (r < 0) {
 		state_rm_rf(K.hib.dir);
 		keeper_state_file(K.up ? "running" : "lost");
@@ -360,6 +428,11 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	hib_event("hibernated", ms);
 	cJSON_AddNumberToObject(ret, "ms", (double)ms);
 	cJSON_AddNumberToObject(ret, "state_bytes", (double)K.hib.bytes);
+	cJSON_AddStringToObject(ret, "processes", K.hib.kept ? "kept" : "ended");
+	if (!K.hib.kept && K.hib.why[0])
+		cJSON_AddStringToObject(ret, "why", K.hib.why);
+	if (!K.hib.kept)
+		cJSON_AddNumberToObject(ret, "jobs_ended", jobs);
 	return 0;
 }
 
@@ -393,8 +466,22 @@ static int hib_wake(cJSON *ret, struct err *e)
 	if (r >= 0)
 		r = keeper_layers_take(e);
 	keeper_guest_cgroup_create();
-	if (r >= 0)
+	bool ram_restored = false, kept = r >= 0 && hib_manifest_kept(&ram_restored);
+	if (r >= 0 && kept && !K.be->resume)
+		r = err_set(e, -ENOTSUP, "its state holds a machine that the %s backend cannot restore", K.be->name);
+	if (r >= 0 && kept) {
+		/* The machine goes on where it stopped: its guest opens its port
+		 * again and says hello. */
+		char vs[PATH_MAX + 32];
+		hib_paths("vm.state", vs, sizeof(vs));
+		struct box_spec spec;
+		keeper_spec(&spec);
+		r = K.be->resume(&spec, vs, ram_restored, &K.inst, e);
+		if (r >= 0)
+			r = keeper_guest_attach(e);
+	} else if (r >= 0) {
 		r = keeper_guest_up(e);
+	}
 	char p[PATH_MAX + 32];
 	hib_paths("tmp.tar", p, sizeof(p));
 	_cleanup_close_ int fd = r < 0 ? -1 : open(p, O_RDONLY | O_CLOEXEC);
@@ -425,6 +512,7 @@ static int hib_wake(cJSON *ret, struct err *e)
 	keeper_log("keeper: box %s woken in %lld ms", K.name, (long long)ms);
 	hib_event("woken", ms);
 	cJSON_AddNumberToObject(ret, "ms", (double)ms);
+	cJSON_AddStringToObject(ret, "processes", kept ? "kept" : "ended");
 	return 0;
 }
 

@@ -127,6 +127,16 @@ void keeper_guest_fail_calls(const char *outcome, const char *text, struct kcall
 
 static void on_guest(struct loop *l, int fd, uint32_t events, void *data);
 
+void keeper_guest_detach(void)
+{
+	if (K.eg.ev_fd >= 0)
+		loop_del(K.loop, K.eg.ev_fd);
+	egress_stop(&K.eg, keeper_net_event, NULL);
+	keeper_port_down();
+	if (K.inst.chan_fd >= 0)
+		loop_del(K.loop, K.inst.chan_fd);
+}
+
 void keeper_guest_down(void)
 {
 	if (K.eg.ev_fd >= 0)
@@ -238,13 +248,19 @@ int keeper_guest_attach(struct err *e)
 	return 0;
 }
 
+void keeper_spec(struct box_spec *ret)
+{
+	*ret = (struct box_spec){ .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
+				  .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
+				  .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
+				  .disk_path = K.disk, .env = K.eg.env, .nenv = K.eg.nenv,
+				  .ca_bundle = K.eg.ca_bundle };
+}
+
 int keeper_guest_up(struct err *e)
 {
-	struct box_spec spec = { .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
-				 .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
-				 .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
-				 .disk_path = K.disk, .env = K.eg.env, .nenv = K.eg.nenv,
-				 .ca_bundle = K.eg.ca_bundle };
+	struct box_spec spec;
+	keeper_spec(&spec);
 	int r = K.be->start(&spec, &K.inst, e);
 	if (r < 0)
 		return r;

@@ -49,10 +49,14 @@ void keeper_info(struct kclient *c, uint32_t id)
 	cJSON *hb = cJSON_AddObjectToObject(j, "hibernate");
 	cJSON_AddStringToObject(hb, "on_idle", K.o->on_idle == BOX_IDLE_HIBERNATE ? "hibernate" : "destroy");
 	cJSON_AddStringToObject(hb, "keeps", "the workspace's changes and /tmp (the home)");
-	cJSON_AddStringToObject(hb, "loses", K.be == &vm_backend ?
-				"every process: QEMU cannot save a guest with 9p mounts (/usr, /workspace), so a "
-				"wake is a new guest over the same files" :
-				"every process: a wake is a new box over the same files");
+	if (K.hib.state != KH_NONE ? K.hib.kept : K.inst.keeps_ram)
+		cJSON_AddStringToObject(hb, "loses", "nothing: its whole machine (memory, processes, devices) is saved, "
+				       "and a wake goes on where it stopped");
+	else
+		cJSON_AddStringToObject(hb, "loses", K.be == &vm_backend ?
+					"every process: QEMU cannot save a guest with 9p mounts (/usr without --image, "
+					"a --workspace), so a wake is a new guest over the same files" :
+					"every process: a wake is a new box over the same files");
 	if (K.o->cold_after_ms)
 		cJSON_AddNumberToObject(hb, "cold_after_ms", (double)K.o->cold_after_ms);
 	if (K.hib.state == KH_COLD)

@@ -33,6 +33,11 @@ struct keeper_hib {
 	uint64_t bytes;		/* on disk */
 	uint64_t stored;	/* in the store, compressed, when cold */
 	unsigned wakes;
+	/* The box's processes were saved with it (vm.state: its whole
+	 * machine), the machine's memory laid out as a snapshot's restore
+	 * (ram_restored); else why they ended. */
+	bool kept, ram_restored;
+	char why[320];
 };
 
 struct kclient {
@@ -126,6 +131,13 @@ int keeper_guest_up(struct err *e);
 int keeper_guest_attach(struct err *e);
 /* Every process of the box ends: the guest, the VMM, the egress proxy. */
 void keeper_guest_down(void);
+/* The box's helpers end (the egress proxy, the ports' connections) and
+ * its channel leaves the loop, the box itself left as it is: before a
+ * backend's save (hibernate.c), keeper_guest_down after it. */
+void keeper_guest_detach(void);
+/* The box's spec as the keeper starts it, for the backend. */
+struct box_spec;
+void keeper_spec(struct box_spec *ret);
 /* Down, then up again over the same layers (a lost box made again). */
 int keeper_guest_restart(struct err *e);
 /* The box's cgroup, with the limits the backend puts on the host side. */

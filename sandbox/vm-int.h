@@ -57,3 +57,7 @@ int vm_snapshot_take(const struct vm_paths *p, const char *state, struct err *e)
 /* A VMM started with -incoming defer: feed it the state and let it run.
  * 0 or -errno, e set. */
 int vm_snapshot_restore(const struct vm_paths *p, const char *state, struct err *e);
+/* A box's VM, its channels closed by the host: stop it and write its
+ * whole state, RAM and devices, to the file state (a hibernate that keeps
+ * its processes). Not saved, the VM runs on. 0 or -errno, e set. */
+int vm_snapshot_save(const struct vm_paths *p, const char *state, struct err *e);

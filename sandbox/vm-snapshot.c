@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,24 +160,28 @@ static int vm_copy(int in, int out)
 }
 
 
-/* The booted template waits for START: stop it and write its device state
- * to a file; its RAM is already in the shared file, and x-ignore-shared
- * leaves it out of the stream. */
-int vm_snapshot_take(const struct vm_paths *p, const char *state, struct err *e)
+/* Stop the VM and write its device state (and its RAM, unless in a
+ * shared file) to the file state, through a unix socket QEMU connects to
+ * (QEMU 7.2 has no file: migration, and its sandbox forbids exec:). */
+static int vm_migrate_out(struct qmp *q, const struct vm_paths *p, const char *state, struct err *e)
 {
-	struct qmp q = { .fd = -1 };
-	int r = qmp_open(&q, p->qmp, e);
-	_cleanup_close_ int lfd = r < 0 ? -1 : fdio_unix_listen(p->mig, 1, false);
-	if (r >= 0 && lfd < 0)
+	int r = 0;
+	_cleanup_close_ int lfd = fdio_unix_listen(p->mig, 1, false);
+	if (lfd < 0)
 		r = err_setc(e, lfd, "migration socket");
 	char cmd[PATH_MAX + 96];
 	snprintf(cmd, sizeof(cmd), "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:%s\"}}", p->mig);
 	if (r >= 0)
-		r = qmp_ok(&q, "{\"execute\":\"stop\"}", e);
+		r = qmp_ok(q, "{\"execute\":\"stop\"}", e);
 	if (r >= 0)
-		r = qmp_ok(&q, qmp_ignore_shared, e);
+		r = qmp_ok(q, qmp_ignore_shared, e);
+	/* A box's whole RAM goes through the stream: not at QEMU's default
+	 * pace (128 MiB/s), which is for a guest that runs meanwhile. */
 	if (r >= 0)
-		r = qmp_ok(&q, cmd, e);
+		r = qmp_ok(q, "{\"execute\":\"migrate-set-parameters\",\"arguments\":{\"max-bandwidth\":"
+			   "68719476736}}", e);
+	if (r >= 0)
+		r = qmp_ok(q, cmd, e);
 	if (r >= 0) {
 		struct pollfd pf = { .fd = lfd, .events = POLLIN };
 		int cfd = poll(&pf, 1, 10000) > 0 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
@@ -193,13 +198,71 @@ int vm_snapshot_take(const struct vm_paths *p, const char *state, struct err *e)
 		if (cfd >= 0)
 			close(cfd);
 		if (r >= 0)
-			r = qmp_migrated(&q, e);
+			r = qmp_migrated(q, e);
 		if (r >= 0 && (fsync(ofd) < 0 || rename(tmp, state) < 0))
 			r = err_setc(e, -errno, "saving the VM's state");
 		if (r < 0)
 			unlink(tmp);
 	}
 	unlink(p->mig);
+	return r;
+}
+
+/* The booted template waits for START: stop it and write its device state
+ * to a file; its RAM is already in the shared file, and x-ignore-shared
+ * leaves it out of the stream. */
+int vm_snapshot_take(const struct vm_paths *p, const char *state, struct err *e)
+{
+	struct qmp q = { .fd = -1 };
+	int r = qmp_open(&q, p->qmp, e);
+	if (r >= 0)
+		r = vm_migrate_out(&q, p, state, e);
+	if (q.fd >= 0)
+		close(q.fd);
+	return r;
+}
+
+/* Whether QEMU has seen the host side of chardev label go: its socket
+ * chardev's filename then starts "disconnected:". */
+static int vm_chardev_closed(struct qmp *q, const char *label, struct err *e)
+{
+	cJSON *r = qmp_cmd(q, "{\"execute\":\"query-chardev\"}", e);
+	if (!r)
+		return -EIO;
+	int closed = 1;	/* a chardev it does not list has no host side */
+	const cJSON *c;
+	cJSON_ArrayForEach(c, r) {
+		const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "label"));
+		const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "filename"));
+		if (l && !strcmp(l, label))
+			closed = f && !strncmp(f, "disconnected:", 13);
+	}
+	cJSON_Delete(r);
+	return closed;
+}
+
+int vm_snapshot_save(const struct vm_paths *p, const char *state, struct err *e)
+{
+	struct qmp q = { .fd = -1 };
+	int r = qmp_open(&q, p->qmp, e);
+	/* The host closed the channels first: once QEMU has seen that, the
+	 * guest's port-closed event is in the state, and the guest, restored,
+	 * opens its port again and says hello to whoever connects. */
+	static const char *const chans[] = { "ch", "net" };
+	for (size_t i = 0; r >= 0 && i < 2; i++) {
+		int64_t until = now_ms() + VM_CONNECT_MS;
+		while ((r = vm_chardev_closed(&q, chans[i], e)) == 0 && now_ms() < until)
+			usleep(2000);
+		if (r == 0)
+			r = err_set(e, -ETIMEDOUT, "the VMM did not see its %s channel close", chans[i]);
+	}
+	if (r >= 0)
+		r = vm_migrate_out(&q, p, state, e);
+	if (r < 0 && q.fd >= 0) {
+		/* Not saved: the VM runs on as it was. */
+		struct err ce = { 0 };
+		qmp_ok(&q, "{\"execute\":\"cont\"}", &ce);
+	}
 	if (q.fd >= 0)
 		close(q.fd);
 	return r;

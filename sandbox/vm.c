@@ -191,6 +191,10 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 struct vm_launch {
 	const char *mem_path;	/* RAM in this file (NULL: anonymous) */
 	bool mem_share;		/* MAP_SHARED (a snapshot's template) or private */
+	/* With no mem_path: RAM of a memory backend of its own all the same
+	 * (anonymous), laid out as a snapshot's restore has it, for a
+	 * hibernated box's state that was one to come back to. */
+	bool mem_anon;
 	bool incoming;		/* -incoming defer: a restore */
 	bool template;		/* a snapshot's template: no box of its own */
 	/* The two disks every VM has, in this order (a snapshot's devices are
@@ -309,6 +313,9 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		snprintf(machine, sizeof(machine), "microvm,rtc=on,memory-backend=ram");
 		snprintf(memobj, sizeof(memobj), "memory-backend-file,id=ram,size=%s,mem-path=%s,share=%s", mem, l->mem_path,
 			 l->mem_share ? "on" : "off");
+	} else if (l->mem_anon) {
+		snprintf(machine, sizeof(machine), "microvm,rtc=on,memory-backend=ram");
+		snprintf(memobj, sizeof(memobj), "memory-backend-ram,id=ram,size=%s", mem);
 	}
 	char *argv[64] = {
 		qemu, "-M", machine, "-accel", kvm ? "kvm" : "tcg", "-cpu", kvm ? "host" : "max",
@@ -330,7 +337,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	int ac = 0;
 	while (argv[ac])
 		ac++;
-	if (l->mem_path) {
+	if (l->mem_path || l->mem_anon) {
 		argv[ac++] = "-object";
 		argv[ac++] = memobj;
 	}
@@ -509,6 +516,9 @@ static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "root", s->image_root ? "image" : "host");
 	cJSON_AddStringToObject(j, "cwd", box_tool_cwd(s));
+	/* No workspace: /workspace is a directory of the box's own disk, and
+	 * no 9p share is mounted (a box of an image can then be saved whole). */
+	cJSON_AddBoolToObject(j, "ws_share", s->opts->workspace != NULL);
 	const char *user = s->image ? s->image->user : NULL;
 	if (s->image_root && user && *user) {
 		char why[256];
@@ -765,6 +775,20 @@ static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box
 	return 0;
 }
 
+/* Whether box s's VM can be saved whole: QEMU 7.2 refuses to migrate
+ * while a 9p share is mounted, which the host view (/usr) and a workspace
+ * are. NULL: it can; else why not. */
+static const char *vm_ram_why(const struct box_spec *s)
+{
+	if (!s->image_root)
+		return "a vm box without --image reads the host's /usr over a 9p share, which QEMU 7.2 cannot "
+		       "save: its processes end at a hibernate (its files are kept)";
+	if (s->opts->workspace)
+		return "a vm box's --workspace is a 9p share, which QEMU 7.2 cannot save: its processes end at a "
+		       "hibernate (its files are kept)";
+	return NULL;
+}
+
 static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *e)
 {
 	cJSON *root = vm_root_json(s, e);
@@ -772,7 +796,83 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 		return e->code ? e->code : -ENOMEM;
 	int r = vm_start_with(s, root, ret, e);
 	cJSON_Delete(root);
+	if (r >= 0) {
+		ret->ram_why = vm_ram_why(s);
+		ret->keeps_ram = !ret->ram_why;
+	}
 	return r;
+}
+
+static int vm_save(const struct box_spec *s, struct box_inst *b, const char *state, struct err *e)
+{
+	if (!b->keeps_ram)
+		return err_set(e, -ENOTSUP, "%s", b->ram_why ? b->ram_why : "this box cannot be saved whole");
+	struct vm_paths p;
+	vm_paths(s, &p);
+	if (b->chan_fd >= 0)
+		close(b->chan_fd);
+	if (b->net_fd >= 0)
+		close(b->net_fd);
+	b->chan_fd = b->net_fd = -1;
+	return vm_snapshot_save(&p, state, e);
+}
+
+/* A restored guest says hello when it saw its host go before the save,
+ * and opened its port again; one that had not seen it yet goes on with
+ * the channel it had: a PING finds either (its PONG, or a hello first). */
+static int vm_resume_hello(struct box_inst *b, struct err *e)
+{
+	int r = proto_send(b->chan_fd, PROTO_PING, 0, 0, NULL, 0);
+	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS;
+	while (r >= 0) {
+		struct frame f;
+		uint8_t *payload = NULL;
+		r = proto_recv(b->chan_fd, until, &f, &payload);
+		if (r == 0 && f.type == PROTO_HELLO)
+			r = proto_hello_check(&f) < 0 ? -EPROTO : 1;
+		else if (r == 0 && f.type == PROTO_PONG)
+			r = 1;
+		free(payload);
+		if (r == 1) {
+			b->hello_done = true;
+			return 0;
+		}
+	}
+	return err_set(e, r, "the restored guest did not answer (%s)", strerror(-r));
+}
+
+/* The VMM again, with the devices and disks the saved one had, fed the
+ * saved state: the guest goes on where it stopped, and opens its port
+ * again (vm_snapshot_save). */
+static int vm_resume(const struct box_spec *s, const char *state, bool restored, struct box_inst *ret,
+		     struct err *e)
+{
+	const char *why = vm_ram_why(s);
+	if (why)
+		return err_set(e, -ENOTSUP, "%s", why);
+	struct vm_image img;
+	int r = vmimage_get(s->opts->guest_path, false, &img, e);
+	char root_img[PATH_MAX];
+	if (r >= 0)
+		r = image_erofs_tree(s->image_root, root_img, sizeof(root_img), e);
+	if (r < 0)
+		return r;
+	struct vm_paths p;
+	vm_paths(s, &p);
+	struct vm_launch l = { .mem_anon = restored, .incoming = true, .root_img = root_img, .disk = s->disk_path };
+	r = vm_launch(s, &img, &p, &l, ret, e);
+	if (r >= 0)
+		r = vm_snapshot_restore(&p, state, e);
+	if (r >= 0)
+		r = vm_resume_hello(ret, e);
+	if (r < 0) {
+		vm_inst_clear(ret);
+		return r;
+	}
+	ret->restored = restored;
+	ret->tmp_on_disk = true;
+	ret->keeps_ram = true;
+	return 0;
 }
 
 static void vm_kill(struct box_inst *b)
@@ -802,5 +902,7 @@ const struct box_backend vm_backend = {
 	.start = vm_start,
 	.kill = vm_kill,
 	.go = vm_go,
+	.save = vm_save,
+	.resume = vm_resume,
 	.host_limits = vm_host_limits,
 };

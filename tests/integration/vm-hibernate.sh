@@ -1,0 +1,118 @@
+#!/bin/bash
+# A vm box's hibernate that keeps every process: a box of an image with no
+# 9p share mounted has its whole machine (memory, devices) saved through
+# QEMU's migration to a file, its VMM ends, and a wake feeds the state to a
+# new VMM: the same processes, with the same PIDs and memory, and their
+# listening sockets answer. The image is busybox-static with the host's
+# own python3.11 (the same Debian), made here and cached beside the image
+# fixtures. Under TCG each VMM start is seconds: the boxes are few.
+. "$(dirname "$0")/lib.sh"
+command -v qemu-system-x86_64 >/dev/null || skip_all "QEMU is not installed (apt-get install qemu-system-x86)"
+ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no kernel in /boot (apt-get install linux-image-amd64)"
+command -v mkfs.erofs >/dev/null || skip_all "mkfs.erofs is not installed (apt-get install erofs-utils)"
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || skip_all "/bin/busybox is not busybox-static's"
+[ -x /usr/bin/python3.11 ] || skip_all "no /usr/bin/python3.11 to put in the test's image"
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache} ANTHROPIC_API_KEY=sk-ant-fake-key
+FIX=${WARD_IMAGE_FIXTURES:-}
+[ -n "$FIX" ] || skip_all "WARD_IMAGE_FIXTURES is not set (meson test sets it)"
+qemu_of() { pgrep -f "qemu-system-x86_64.*/$1/" | head -1; }
+
+# The image: busybox's applets, python3.11, its libraries and its standard
+# library (without its tests); made once (flock: two runs at once).
+PYOCI=$FIX/python.oci.tar
+mkdir -p "$FIX"
+(
+	flock 9
+	[ -s "$PYOCI" ] && exit 0
+	P=$T_TMP/pyimg
+	mkdir -p "$P/bin" "$P/usr/bin" "$P/tmp" "$P/etc"
+	cp /bin/busybox "$P/bin/busybox"
+	for a in $(/bin/busybox --list-full); do
+		[ "$a" = bin/busybox ] && continue
+		mkdir -p "$P/$(dirname "$a")"
+		ln -sf /bin/busybox "$P/$a"
+	done
+	cp /usr/bin/python3.11 "$P/usr/bin/"
+	ln -sf python3.11 "$P/usr/bin/python3"
+	for l in $(ldd /usr/bin/python3.11 | grep -o '/lib[^ ]*'); do mkdir -p "$P$(dirname "$l")"; cp -L "$l" "$P$l"; done
+	tar -C / --exclude='*/test' --exclude='*/tests' --exclude='*/idlelib' --exclude='*/tkinter' \
+		--exclude='*/ensurepip' --exclude='*/__pycache__' --exclude='config-3.11-*' -cf - usr/lib/python3.11 |
+		tar -C "$P" -xf -
+	echo "ID=ward-python" >"$P/etc/os-release"
+	python3 "$(dirname "$0")/../images/oci.py" image "$T_TMP/python.oci.tar" --name ward-test/python:latest \
+		--env PATH=/usr/sbin:/usr/bin:/sbin:/bin --workdir / --layer "tree:$P:gzip" && mv "$T_TMP/python.oci.tar" "$PYOCI"
+) 9>"$FIX/.python.lock"
+[ -s "$PYOCI" ] || skip_all "the python image could not be made"
+"$WARD" image import "$PYOCI" >/dev/null 2>&1
+like "$("$WARD" image ls 2>&1)" "ward-test/python" "the python image is imported"
+
+# The server: a job holding a 50 MB object, answering with its PID and the
+# object's checksum, computed from its memory at each request.
+SRV='import hashlib, http.server, os
+blob = os.urandom(50 << 20)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = ("%d %s\n" % (os.getpid(), hashlib.sha256(blob).hexdigest())).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 8765), H)
+open("/tmp/srv.ready.tmp", "w").write("%d %s\n" % (os.getpid(), hashlib.sha256(blob).hexdigest()))
+os.rename("/tmp/srv.ready.tmp", "/tmp/srv.ready")
+s.serve_forever()'
+# The first box after a new guest makes the snapshot (a TCG boot, which a
+# loaded machine may not finish within create's bound): once more then.
+B=$(box_new --backend vm --image ward-test/python --memory 512M 2>/dev/null) ||
+	B=$(box_new --backend vm --image ward-test/python --memory 512M)
+like "$B" "^box-" "a vm box of the python image"
+like "$("$WARD" box info "$B")" '"loses":.*"nothing' "box info: its hibernate loses nothing"
+W=$(python3 -c 'import json,sys; print(json.dumps({"path":"/tmp/srv.py","content":sys.argv[1]}))' "$SRV")
+like "$(tool "$B" write "$W")" '"outcome":.*"ok"' "the server's script is written to /tmp"
+"$WARD" box exec "$B" -- 'echo kept-in-tmp >/tmp/note.txt' >/dev/null
+R=$(tool "$B" bash '{"command":"exec python3 /tmp/srv.py","background":true}')
+like "$R" "started job 1" "the server starts as a job"
+ready() { "$WARD" box exec "$B" -- 'cat /tmp/srv.ready 2>/dev/null' 2>/dev/null | grep -Eq '^[0-9]+ [0-9a-f]{64}$'; }
+wait_until 120 ready; ok $? "the job holds its 50 MB object and listens"
+ask() { "$WARD" box exec "$B" -- 'wget -qO- http://127.0.0.1:8765/' 2>&1; }
+A0=$(ask)
+like "$A0" "^[0-9]+ [0-9a-f]{64}$" "it answers with its PID and the object's checksum"
+is "$A0" "$("$WARD" box exec "$B" -- 'cat /tmp/srv.ready')" "what it said when it started"
+USED=$("$WARD" box exec "$B" -- "awk '/MemTotal/{t=\$2}/MemAvailable/{a=\$2}END{print (t-a)*1024}' /proc/meminfo")
+
+HIBDIR=$XDG_STATE_HOME/ward/hibernated/$B
+for round in 1 2; do
+	OUT=$("$WARD" box hibernate "$B" 2>&1)
+	like "$OUT" "$B: hibernated in [0-9]+ ms, [0-9]+ bytes saved, its processes kept" "round $round: hibernated, its processes kept"
+	[ -z "$(qemu_of "$B")" ]; ok $? "round $round: no VMM of the box runs on the host"
+	like "$(cat "$HIBDIR/state.json")" '"processes":[[:space:]]*"kept"' "round $round: the manifest says so, and names vm.state"
+	[ -s "$HIBDIR/vm.state" ]; ok $? "round $round: the machine's state is on disk ($(stat -c %s "$HIBDIR/vm.state") bytes; in use: $USED)"
+	# A new ward process (each command is one) wakes it.
+	OUT=$("$WARD" box wake "$B" 2>&1)
+	like "$OUT" "$B: woken in [0-9]+ ms, its processes where they were" "round $round: woken by a new ward process"
+	is "$(ask)" "$A0" "round $round: the same PID inside the box and the same object, and the server answers"
+	like "$(tool "$B" job_list '{}')" "running" "round $round: the job is listed running"
+	is "$("$WARD" box exec "$B" -- 'cat /tmp/note.txt')" "kept-in-tmp" "round $round: the file in /tmp is there"
+done
+
+# A hibernate by a call's wake: exec on a hibernated box wakes it with its
+# processes.
+"$WARD" box hibernate "$B" >/dev/null 2>&1
+is "$(ask)" "$A0" "a call wakes the box, the server where it was"
+
+# The twin: a vm box without --image (the host's /usr over 9p) cannot keep
+# its processes, and says why.
+H=$(box_new --backend vm --memory 512M)
+like "$("$WARD" box info "$H")" '"loses":.*"every process' "a host-view vm box's info: its hibernate loses every process"
+tool "$H" bash '{"command":"exec sleep 1000","background":true}' >/dev/null
+OUT=$("$WARD" box hibernate "$H" 2>&1)
+like "$OUT" "processes ended \\(1 running job\\): a vm box without --image reads the host's /usr over a 9p share" \
+	"its hibernate says its processes ended, and why"
+"$WARD" box wake "$H" >/dev/null 2>&1
+unlike "$(tool "$H" job_list '{}')" "running" "and after the wake no job runs"
+
+# A torn state is refused: vm.state cut short.
+"$WARD" box hibernate "$B" >/dev/null 2>&1
+truncate -s 4096 "$HIBDIR/vm.state"
+like "$("$WARD" box wake "$B" 2>&1)" "torn: vm.state has 4096 bytes" "a cut vm.state is refused by the manifest's check"
+"$WARD" box destroy "$B" "$H" >/dev/null 2>&1
+[ ! -e "$HIBDIR" ]; ok $? "destroy removes the saved machine"
+done_testing
