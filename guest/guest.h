@@ -146,6 +146,9 @@ int vm_open_port(const char *name);
  * is built: where ports are opened from then on; -1 before. */
 extern int vm_dev_fd;
 int vm_wait_start(struct guest_cfg *cfg);
+/* START's entropy and clock, applied (a later START, a wake's, carries
+ * only these: guest_frame). */
+void vm_fresh(const cJSON *start);
 void vm_poweroff(const char *why) __attribute__((noreturn));
 void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Load the modules a list in the initramfs names, in its order. */

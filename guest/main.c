@@ -37,6 +37,7 @@ static struct {
 	int sfd, done_efd;
 	struct call *calls;
 	bool quit;
+	bool vm;	/* /init of a microVM */
 } G;
 
 static void guest_resume(void);
@@ -637,6 +638,16 @@ static void guest_frame(const struct frame *f)
 	case PROTO_PING:
 		guest_send(PROTO_PONG, 0, f->id, f->payload, f->len);
 		break;
+	case PROTO_START: {
+		/* A vm's wake from a saved state: the clock and the entropy. */
+		cJSON *j = G.vm ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
+		if (j)
+			vm_fresh(j);
+		else
+			guest_error(f->id, "START after the box started is a vm's wake, with its clock and entropy");
+		cJSON_Delete(j);
+		break;
+	}
 	default:
 		guest_error(f->id, "unknown request type %u", f->type);
 		break;
@@ -726,7 +737,7 @@ int main(int argc, char **argv)
 	 * /dev yet (vm_setup calls it again once /dev is mounted). */
 	fdio_std_open();
 	/* Started by a kernel as /init, with no arguments: a microVM. */
-	bool vm = getpid() == 1 && argc == 1;
+	bool vm = G.vm = getpid() == 1 && argc == 1;
 	int pr = 0;
 	if (vm) {
 		G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1, .root_sync_fd = -1 };

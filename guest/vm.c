@@ -230,6 +230,30 @@ static const char *vm_keep(const char *s)
 	return p;
 }
 
+/* What a START brings every time: fresh entropy for the kernel's RNG and
+ * the host's clock (a claim of a pool box, a wake of a saved one). */
+void vm_fresh(const cJSON *start)
+{
+	const char *ent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "entropy"));
+	if (ent && strlen(ent) == 64) {
+		struct {
+			int count, size;
+			unsigned char buf[32];
+		} e = { 256, 32, { 0 } };
+		for (int i = 0; i < 32; i++)
+			sscanf(ent + 2 * i, "%2hhx", &e.buf[i]);
+		_cleanup_close_ int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || ioctl(fd, RNDADDENTROPY, &e) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
+			vm_log("fresh entropy: %s", strerror(errno));
+	}
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(start, "time_ns");
+	if (cJSON_IsNumber(t)) {
+		int64_t ns = (int64_t)t->valuedouble;
+		struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+		clock_settime(CLOCK_REALTIME, &ts);
+	}
+}
+
 /* What START says of the image's config (the host checked it and found
  * the User's ids in the image): the User ("uid:gid"), the Env and where
  * calls start. */
@@ -298,24 +322,7 @@ again:
 		goto again;
 	}
 	proto_reader_free(&rd);
-	const char *ent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "entropy"));
-	if (ent && strlen(ent) == 64) {
-		struct {
-			int count, size;
-			unsigned char buf[32];
-		} e = { 256, 32, { 0 } };
-		for (int i = 0; i < 32; i++)
-			sscanf(ent + 2 * i, "%2hhx", &e.buf[i]);
-		_cleanup_close_ int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || ioctl(fd, RNDADDENTROPY, &e) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
-			vm_log("fresh entropy: %s", strerror(errno));
-	}
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(start, "time_ns");
-	if (cJSON_IsNumber(t)) {
-		int64_t ns = (int64_t)t->valuedouble;
-		struct timespec ts = { ns / 1000000000, ns % 1000000000 };
-		clock_settime(CLOCK_REALTIME, &ts);
-	}
+	vm_fresh(start);
 	if (!prepared)
 		vm_start_box(cfg, start);
 	cJSON_Delete(start);

@@ -819,8 +819,11 @@ static int vm_save(const struct box_spec *s, struct box_inst *b, const char *sta
 
 /* A restored guest says hello when it saw its host go before the save,
  * and opened its port again; one that had not seen it yet goes on with
- * the channel it had: a PING finds either (its PONG, or a hello first). */
-static int vm_resume_hello(struct box_inst *b, struct err *e)
+ * the channel it had: a PING finds either (its PONG, or a hello first).
+ * Then a START without a root: its clock set to the host's (it stood
+ * still while saved) and fresh entropy (the state it woke from is on
+ * disk), as a pool box's claim gets them. */
+static int vm_resume_hello(const struct box_opts *o, struct box_inst *b, struct err *e)
 {
 	int r = proto_send(b->chan_fd, PROTO_PING, 0, 0, NULL, 0);
 	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS;
@@ -835,6 +838,10 @@ static int vm_resume_hello(struct box_inst *b, struct err *e)
 		free(payload);
 		if (r == 1) {
 			b->hello_done = true;
+			r = vm_send_start_as(b->chan_fd, o, &(struct vm_start_as){ .prepare = false });
+			if (r < 0)
+				return err_set(e, r, "the restored guest's clock and entropy could not be sent (%s)",
+					       strerror(-r));
 			return 0;
 		}
 	}
@@ -864,7 +871,7 @@ static int vm_resume(const struct box_spec *s, const char *state, bool restored,
 	if (r >= 0)
 		r = vm_snapshot_restore(&p, state, e);
 	if (r >= 0)
-		r = vm_resume_hello(ret, e);
+		r = vm_resume_hello(s->opts, ret, e);
 	if (r < 0) {
 		vm_inst_clear(ret);
 		return r;

@@ -93,6 +93,14 @@ for round in 1 2; do
 	is "$("$WARD" box exec "$B" -- 'cat /tmp/note.txt')" "kept-in-tmp" "round $round: the file in /tmp is there"
 done
 
+# A saved machine's clock stands still while it sleeps: the wake sets it to
+# the host's (and reseeds its RNG, as a pool box's claim does).
+"$WARD" box hibernate "$B" >/dev/null 2>&1
+sleep 6	# time: the box stays hibernated for 6 s, which its clock must not lose
+"$WARD" box wake "$B" >/dev/null 2>&1
+GT=$("$WARD" box exec "$B" -- 'date +%s'); HT=$(date +%s)
+lt "$(( HT > GT ? HT - GT : GT - HT ))" 3 "after 6 s hibernated, the woken guest's clock is the host's (guest $GT, host $HT)"
+
 # A hibernate by a call's wake: exec on a hibernated box wakes it with its
 # processes.
 "$WARD" box hibernate "$B" >/dev/null 2>&1
