@@ -8,6 +8,7 @@
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
 #include "base/parse.h"
+#include "base/utf8.h"
 #include "sandbox/box.h"
 #include "tools/tool.h"
 
@@ -388,6 +389,21 @@ static int sub_destroy(int argc, char **argv)
 	return rc;
 }
 
+/* The jobs a hibernate ended, one line each (the box's words, made safe
+ * for a terminal). */
+static void print_jobs_ended(const char *box, const cJSON *a)
+{
+	const cJSON *j;
+	cJSON_ArrayForEach(j, a) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+		const char *cmd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "command"));
+		const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "how"));
+		_cleanup_free_ char *c = utf8_term_safe(cmd ? cmd : "", strlen(cmd ? cmd : ""));
+		_cleanup_free_ char *h = utf8_term_safe(how ? how : "ended", strlen(how ? how : "ended"));
+		printf("%s: job %d %s: %s\n", box, cJSON_IsNumber(id) ? id->valueint : 0, h ? h : "", c ? c : "");
+	}
+}
+
 /* ward box hibernate|wake BOX...: one line each says how long it took. */
 static int sub_hibernate(int argc, char **argv)
 {
@@ -422,6 +438,7 @@ static int sub_hibernate(int argc, char **argv)
 		else
 			printf("%s: hibernated in %.0f ms, %.0f bytes saved\n", argv[i],
 			       cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(b) ? b->valuedouble : 0);
+		print_jobs_ended(argv[i], cJSON_GetObjectItemCaseSensitive(j, "jobs_ended"));
 		cJSON_Delete(j);
 	}
 	return rc;

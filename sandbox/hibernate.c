@@ -345,6 +345,9 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 		keeper_state_file(K.up ? "running" : "lost");
 		return r;
 	}
+	/* Every process of the box ends with its guest: so do its jobs, and
+	 * every client is told which. */
+	keeper_jobs_end("a hibernated box keeps its files, not its processes", ret);
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
 	/* Nothing mounts the workspace layer now: let it go (its image is
