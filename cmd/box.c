@@ -8,6 +8,7 @@
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
 #include "base/parse.h"
+#include "base/utf8.h"
 #include "sandbox/box.h"
 #include "tools/tool.h"
 
@@ -388,6 +389,21 @@ static int sub_destroy(int argc, char **argv)
 	return rc;
 }
 
+/* The jobs a hibernate ended, one line each (the box's words, made safe
+ * for a terminal). */
+static void print_jobs_ended(const char *box, const cJSON *a)
+{
+	const cJSON *j;
+	cJSON_ArrayForEach(j, a) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+		const char *cmd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "command"));
+		const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "how"));
+		_cleanup_free_ char *c = utf8_term_safe(cmd ? cmd : "", strlen(cmd ? cmd : ""));
+		_cleanup_free_ char *h = utf8_term_safe(how ? how : "ended", strlen(how ? how : "ended"));
+		printf("%s: job %d %s: %s\n", box, cJSON_IsNumber(id) ? id->valueint : 0, h ? h : "", c ? c : "");
+	}
+}
+
 /* ward box hibernate|wake BOX...: one line each says how long it took. */
 static int sub_hibernate(int argc, char **argv)
 {
@@ -427,11 +443,14 @@ static int sub_hibernate(int argc, char **argv)
 			printf("%s: hibernated in %.0f ms, %.0f bytes saved%s\n", argv[i],
 			       cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(b) ? b->valuedouble : 0,
 			       kept ? ", its processes kept" : "");
-		/* A person is told that running jobs did not survive, and why. */
-		const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(j, "jobs_ended");
-		if (!wake && !kept && why && cJSON_IsNumber(jobs) && jobs->valuedouble > 0)
-			fprintf(stderr, "ward: box %s's processes ended (%d running job%s): %s\n", argv[i], jobs->valueint,
-				jobs->valueint == 1 ? "" : "s", why);
+		/* A person is told that running jobs did not survive, why, and
+		 * which. */
+		const cJSON *ended = cJSON_GetObjectItemCaseSensitive(j, "jobs_ended");
+		int nended = cJSON_IsArray(ended) ? cJSON_GetArraySize(ended) : 0;
+		if (!wake && !kept && why && nended > 0)
+			fprintf(stderr, "ward: box %s's processes ended (%d running job%s): %s\n", argv[i], nended,
+				nended == 1 ? "" : "s", why);
+		print_jobs_ended(argv[i], ended);
 		cJSON_Delete(j);
 	}
 	return rc;

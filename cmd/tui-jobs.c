@@ -20,6 +20,26 @@ static void jobs_print(struct tui *u, const char *text)
 	}
 }
 
+/* The jobs the box's last hibernate ended (its guest, and their list, went
+ * with it): from the box's info. */
+static void jobs_hibernated(struct tui *u)
+{
+	cJSON *info = NULL;
+	struct err e = { 0 };
+	if (box_info(u->s.box, &info, &e) < 0)
+		return;
+	const cJSON *j;
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(info, "jobs_ended_by_hibernate")) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+		const char *cmd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "command"));
+		const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "how"));
+		_cleanup_free_ char *c = tui_short(cmd ? cmd : "", 200), *h = tui_short(how ? how : "ended", 300);
+		tui_putf(u, "job %d (before the box's hibernate): %s\n  $ %s\n", cJSON_IsNumber(id) ? id->valueint : 0,
+			 h ? h : "", c ? c : "");
+	}
+	cJSON_Delete(info);
+}
+
 void tui_jobs(struct tui *u, const char *arg, const char *more)
 {
 	if (!u->s.box) {
@@ -56,4 +76,6 @@ void tui_jobs(struct tui *u, const char *arg, const char *more)
 	}
 	jobs_print(u, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "text")));
 	cJSON_Delete(res);
+	if (!strcmp(tool, "job_list"))
+		jobs_hibernated(u);
 }

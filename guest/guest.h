@@ -161,8 +161,9 @@ int vm_share(const char *tag, const char *dst, unsigned long flags, const char *
  * with *ret_what the step that failed. */
 int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char **ret_what);
 
-/* netfwd.c: in a VM, a listener on 127.0.0.1:port whose connections go
- * over the VM_PORT_NET port to the host's proxy, on a thread of its own. */
+/* netfwd.c: in a VM, the VM_PORT_NET port's streams, on a thread of its
+ * own: a listener on 127.0.0.1:port (0: none) whose connections go to the
+ * host's proxy, and the host's streams for the box's published ports. */
 int netfwd_start(int port);
 /* proc.c: one process tree per bash call. proc_title_init: where
  * ward-guest's command line lies, so that a call's init can overwrite its

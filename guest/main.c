@@ -754,11 +754,12 @@ int main(int argc, char **argv)
 		guest_user(0);
 		worker_uid = (int)G.cfg.tool_uid;
 		worker_gid = (int)G.cfg.tool_gid;
-		if (G.cfg.proxy_port) {
-			int nr = netfwd_start(G.cfg.proxy_port);
-			if (nr < 0)
-				fprintf(stderr, "ward-guest: no way to the egress proxy: %s\n", strerror(-nr));
-		}
+		/* The host's port streams come over it whether or not the box
+		 * has egress (proxy_port 0: no proxy listener). */
+		int nr = netfwd_start(G.cfg.proxy_port);
+		if (nr < 0)
+			fprintf(stderr, "ward-guest: no way to the egress proxy or the box's ports: %s\n",
+				strerror(-nr));
 	} else if (guest_parse_args(argc, argv) < 0) {
 		fprintf(stderr, "usage: ward-guest --fd N [--root-fd N] [--uids N] [--user USER] [--env K=V]... "
 			"[--rlimit-as BYTES] [--workspace DIR] [--proxy-port N]\n");

@@ -33,6 +33,9 @@ struct mstream {
 	bool shut;
 	bool hup;		/* the local peer has gone: HUP stays reported */
 	bool reg;		/* fd in the loop */
+	bool connecting;	/* made for the peer's OPEN: fd not yet connected */
+	bool opened;		/* (ours) the peer said OPENED */
+	struct netmux_tally *t;	/* (ours, netmux_connect) its figures, or NULL */
 	uint32_t ev;
 	struct mstream *next;
 };
@@ -40,6 +43,7 @@ struct mstream {
 struct netmux {
 	struct loop *l;
 	int fd;
+	enum netmux_side side;
 	netmux_open_cb *on_open;
 	void *ud;
 	struct proto_reader rd;
@@ -80,6 +84,8 @@ static void stream_free(struct mstream *s, bool tell)
 	struct netmux *m = s->m;
 	if (tell)
 		mux_send(m, NETMUX_CLOSE, s->id, NULL, 0);
+	if (s->t)
+		s->t->open--;
 	for (struct mstream **p = &m->streams; *p; p = &(*p)->next)
 		if (*p == s) {
 			*p = s->next;
@@ -128,6 +134,8 @@ static bool stream_drain(struct mstream *s)
 		}
 		buf_consume(&s->in, (size_t)n);
 		s->owed += (uint32_t)n;
+		if (s->t)
+			s->t->out += (uint64_t)n;
 	}
 	stream_credit(s, s->in.len == 0);
 	if (s->in.len == 0 && s->peer_eof && !s->shut) {
@@ -160,6 +168,8 @@ static bool stream_pump(struct mstream *s)
 		}
 		mux_send(m, NETMUX_DATA, s->id, b, (size_t)n);
 		s->credit -= (uint32_t)n;
+		if (s->t)
+			s->t->in += (uint64_t)n;
 		if (proto_queued(&m->wr) > NETMUX_HIGH)
 			m->congested = true;
 	}
@@ -169,6 +179,20 @@ static bool stream_pump(struct mstream *s)
 static void stream_cb(struct loop *l, int fd, uint32_t events, void *data)
 {
 	struct mstream *s = data;
+	if (s->connecting) {
+		/* Writable or failed: the connect has its answer. */
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err || events & (EPOLLERR | EPOLLHUP)) {
+			stream_free(s, true);
+			return;
+		}
+		s->connecting = false;
+		mux_send(s->m, NETMUX_OPENED, s->id, NULL, 0);
+		if (stream_drain(s) && stream_pump(s))
+			stream_arm(s);
+		return;
+	}
 	if (events & EPOLLERR) {
 		stream_free(s, true);
 		return;
@@ -197,7 +221,9 @@ static void stream_cb(struct loop *l, int fd, uint32_t events, void *data)
 static void stream_arm(struct mstream *s)
 {
 	uint32_t ev = 0;
-	if (!s->rd_eof && s->credit && !s->m->congested)
+	if (s->connecting)
+		ev = EPOLLOUT;
+	else if (!s->rd_eof && s->credit && !s->m->congested)
 		ev |= EPOLLIN;
 	if (s->in.len && !s->hup)
 		ev |= EPOLLOUT;
@@ -219,13 +245,13 @@ static void stream_arm(struct mstream *s)
 	s->ev = ev;
 }
 
-static struct mstream *stream_new(struct netmux *m, uint32_t id, int fd)
+static struct mstream *stream_new(struct netmux *m, uint32_t id, int fd, bool connecting)
 {
 	struct mstream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	*s = (struct mstream){ .m = m, .id = id, .fd = fd, .credit = NETMUX_WINDOW, .allow = NETMUX_WINDOW,
-				.ev = EPOLLIN };
+				.ev = connecting ? EPOLLOUT : EPOLLIN, .connecting = connecting };
 	buf_init(&s->in, NETMUX_WINDOW);
 	fdio_set_nonblock(fd, true);
 	if (loop_add(m->l, fd, s->ev, stream_cb, s) < 0) {
@@ -246,11 +272,14 @@ static void mux_frame(struct netmux *m, const struct frame *f)
 	switch (f->type) {
 	case NETMUX_OPEN: {
 		int fd = -1;
-		if (s || !m->on_open || m->n >= NETMUX_MAX_STREAMS || m->on_open(m->ud, &fd) < 0) {
+		/* Only in the peer's id space (the top bit is the host's). */
+		bool theirs = f->id && (f->id & NETMUX_HOST_ID) == (m->side == NETMUX_SIDE_HOST ? 0 : NETMUX_HOST_ID);
+		if (s || !theirs || !m->on_open || m->n >= NETMUX_MAX_STREAMS ||
+		    m->on_open(m->ud, f->payload, f->len, &fd) < 0) {
 			mux_send(m, NETMUX_CLOSE, f->id, NULL, 0);
 			return;
 		}
-		if (!stream_new(m, f->id, fd)) {
+		if (!stream_new(m, f->id, fd, true)) {
 			close(fd);
 			mux_send(m, NETMUX_CLOSE, f->id, NULL, 0);
 		}
@@ -264,19 +293,29 @@ static void mux_frame(struct netmux *m, const struct frame *f)
 			return;
 		}
 		s->allow -= f->len;
-		if (stream_drain(s))
+		if (s->connecting || stream_drain(s))
 			stream_arm(s);
 		return;
 	case NETMUX_EOF:
 		if (!s)
 			return;
 		s->peer_eof = true;
-		if (stream_drain(s))
+		if (s->connecting || stream_drain(s))
 			stream_arm(s);
 		return;
 	case NETMUX_CLOSE:
+		if (!s)
+			return;
+		if (s->t && !s->opened)
+			s->t->refused++;
+		stream_free(s, false);
+		return;
+	case NETMUX_OPENED:
+		/* Said once, of a stream of ours. */
+		if (s && s->t && !s->opened)
+			s->t->conns++;
 		if (s)
-			stream_free(s, false);
+			s->opened = true;
 		return;
 	case NETMUX_CREDIT:
 		if (!s || f->len != 4)
@@ -288,7 +327,7 @@ static void mux_frame(struct netmux *m, const struct frame *f)
 			return;
 		}
 		s->credit += c;
-		if (stream_pump(s))
+		if (s->connecting || stream_pump(s))
 			stream_arm(s);
 		return;
 	default:
@@ -319,7 +358,7 @@ static void mux_cb(struct loop *l, int fd, uint32_t events, void *data)
 			m->congested = false;
 			for (struct mstream *s = m->streams, *next; s; s = next) {
 				next = s->next;
-				if (stream_pump(s))
+				if (s->connecting || stream_pump(s))
 					stream_arm(s);
 			}
 		}
@@ -352,12 +391,14 @@ static void mux_arm(struct netmux *m)
 	}
 }
 
-int netmux_new(struct loop *l, int fd, netmux_open_cb *on_open, void *ud, struct netmux **ret)
+int netmux_new(struct loop *l, int fd, enum netmux_side side, netmux_open_cb *on_open, void *ud,
+	       struct netmux **ret)
 {
 	struct netmux *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	*m = (struct netmux){ .l = l, .fd = fd, .on_open = on_open, .ud = ud, .ev = EPOLLIN, .next_id = 1 };
+	*m = (struct netmux){ .l = l, .fd = fd, .side = side, .on_open = on_open, .ud = ud, .ev = EPOLLIN,
+			      .next_id = (side == NETMUX_SIDE_HOST ? NETMUX_HOST_ID : 0) | 1 };
 	proto_reader_init(&m->rd);
 	proto_writer_init(&m->wr, NETMUX_QUEUE);
 	fdio_set_nonblock(fd, true);
@@ -382,19 +423,35 @@ void netmux_free(struct netmux *m)
 	free(m);
 }
 
-int netmux_open(struct netmux *m, int local_fd)
+static int mux_open(struct netmux *m, int local_fd, const void *what, size_t n, struct netmux_tally *t)
 {
-	if (m->dead || m->n >= NETMUX_MAX_STREAMS || m->next_id == 0) {
+	/* Ids run out (2^31 streams) rather than wrap into the peer's. */
+	if (m->dead || m->n >= NETMUX_MAX_STREAMS || !(m->next_id & ~NETMUX_HOST_ID)) {
 		close(local_fd);
 		return m->dead ? -EPIPE : -EMFILE;
 	}
 	uint32_t id = m->next_id++;
-	if (!stream_new(m, id, local_fd)) {
+	struct mstream *s = stream_new(m, id, local_fd, false);
+	if (!s) {
 		close(local_fd);
 		return -ENOMEM;
 	}
-	mux_send(m, NETMUX_OPEN, id, NULL, 0);
+	s->t = t;
+	if (t)
+		t->open++;
+	mux_send(m, NETMUX_OPEN, id, what, n);
 	return 0;
+}
+
+int netmux_open(struct netmux *m, int local_fd)
+{
+	return mux_open(m, local_fd, NULL, 0, NULL);
+}
+
+int netmux_connect(struct netmux *m, int local_fd, uint16_t port, struct netmux_tally *t)
+{
+	uint8_t p[2] = { (uint8_t)port, (uint8_t)(port >> 8) };
+	return mux_open(m, local_fd, p, sizeof(p), t);
 }
 
 bool netmux_dead(const struct netmux *m)

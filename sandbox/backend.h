@@ -17,8 +17,9 @@ struct box_inst {
 	int pidfd;
 	int chan_fd;
 	int log_fd;		/* the guest's stderr, or -1 (the keeper copies it to its log) */
-	int net_fd;		/* egress: the box's listener (ns) or the VM's mux port (vm), or -1;
-				 * the keeper hands it to the proxy */
+	int net_fd;		/* the box's egress listener (ns: the keeper hands it to the
+				 * proxy) or the VM's mux port (vm: the keeper serves it,
+				 * keeper-mux.c), or -1 */
 	bool net_mux;		/* net_fd is a mux port (proto/netmux.h), not a listener */
 	bool rlimit_pids, rlimit_memory;
 	struct cgroup_held held;	/* the ceilings a cgroup holds the box's first process to */

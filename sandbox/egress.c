@@ -3,7 +3,6 @@
 #include "sandbox/box.h"
 #include "net/proxy.h"
 #include "net/tlsterm.h"
-#include "proto/netmux.h"
 #include "sandbox/spawn-env.h"
 #include "base/child.h"
 #include "base/cleanup.h"
@@ -144,21 +143,6 @@ static void egress_on_host(struct loop *l, int fd, uint32_t events, void *data)
 	}
 }
 
-/* vm: each stream the guest opens becomes a client of the proxy. */
-static int egress_on_open(void *ud, int *ret_fd)
-{
-	int sp[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
-		return -errno;
-	int r = net_proxy_add_client(ud, sp[0]);
-	if (r < 0) {
-		close(sp[1]);
-		return r;
-	}
-	*ret_fd = sp[1];
-	return 0;
-}
-
 /* SIGTERM (egress_stop): the proxy ends its connections, reporting what
  * each carried, and exits. */
 static void egress_on_term(struct loop *l, int fd, uint32_t events, void *data)
@@ -184,7 +168,7 @@ static __attribute__((noreturn, format(printf, 1, 2))) void egress_die(const cha
 
 /* What the keeper said, from EGRESS_CFG_FD: the box's allow-list (into
  * allow, strings the process keeps), its byte budget, and more. */
-static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *keeper)
+static void egress_cfg(struct net_proxy_cfg *cfg, bool *listen, bool *host, pid_t *keeper)
 {
 	char *txt = NULL;
 	size_t n = 0;
@@ -247,7 +231,7 @@ static void egress_cfg(struct net_proxy_cfg *cfg, bool *mux, bool *host, pid_t *
 			egress_die("%s", te.msg);
 		explicit_bzero((char *)ck, strlen(ck));
 	}
-	*mux = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "mux"));
+	*listen = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "listen"));
 	*host = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "host"));
 	*keeper = (pid_t)kp->valuedouble;
 	cJSON_Delete(j);
@@ -262,9 +246,9 @@ int egress_main(const char *name)
 	 * known: it may have died first). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	struct net_proxy_cfg cfg = { .listen_fd = -1, .event_fd = EGRESS_EV_FD };
-	bool mux = false, has_host = false;
+	bool listen = false, has_host = false;
 	pid_t keeper = 0;
-	egress_cfg(&cfg, &mux, &has_host, &keeper);
+	egress_cfg(&cfg, &listen, &has_host, &keeper);
 	if (getppid() != keeper)
 		_exit(1);
 	/* The proxy reads only SIGTERM, through a signalfd of its own. */
@@ -273,20 +257,18 @@ int egress_main(const char *name)
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_SETMASK, &term, NULL);
 	int host_fd = has_host ? EGRESS_HOST_FD : -1;
-	int keep[] = { EGRESS_NET_FD, EGRESS_EV_FD, host_fd };
-	fdio_close_all_but(3, keep, has_host ? 3 : 2);
+	int keep[] = { EGRESS_EV_FD, listen ? EGRESS_NET_FD : -1, host_fd };
+	fdio_close_all_but(3, keep, 3);
 	struct egress_host host = { .owner = getuid(), .reserve = open("/dev/null", O_RDONLY | O_CLOEXEC) };
 	int sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct err e = { 0 };
-	fdio_set_nonblock(EGRESS_NET_FD, true);
-	if (!mux)
+	if (listen) {
+		fdio_set_nonblock(EGRESS_NET_FD, true);
 		cfg.listen_fd = EGRESS_NET_FD;
+	}
 	struct net_proxy *p;
 	if (net_proxy_new(&cfg, &p, &e) < 0)
 		egress_die("%s", e.msg);
-	struct netmux *m = NULL;
-	if (mux && netmux_new(net_proxy_loop(p), EGRESS_NET_FD, egress_on_open, p, &m) < 0)
-		egress_die("cannot serve the VM's port");
 	host.p = p;
 	if (host_fd >= 0 && loop_add(net_proxy_loop(p), host_fd, EPOLLIN, egress_on_host, &host) < 0)
 		egress_die("cannot serve the box's egress socket");
@@ -301,14 +283,17 @@ int egress_main(const char *name)
 	if (r < 0)
 		fprintf(stderr, "ward-proxy: box %s: %s\n", name, strerror(-r));
 	/* Each connection still open is reported, with its bytes, as it ends. */
-	netmux_free(m);
 	net_proxy_free(p);
 	_exit(r < 0);
 }
 
 int egress_start(struct egress *g, const char *name, const struct box_opts *o, struct box_inst *inst, struct err *e)
 {
-	if (inst->net_fd < 0)
+	/* vm: the keeper serves the VM's mux port (keeper-mux.c) and brings
+	 * the guest's streams to the host socket; ns: the box's listener is
+	 * the proxy's. */
+	bool listen = !inst->net_mux;
+	if ((listen && inst->net_fd < 0) || g->host_fd < 0)
 		return err_set(e, -EINVAL, "the box has no way to its egress proxy");
 	/* Its configuration on a descriptor, its environment built: the proxy
 	 * is the process a box might take over, and holds nothing else. */
@@ -318,8 +303,8 @@ int egress_start(struct egress *g, const char *name, const struct box_opts *o, s
 		cJSON_AddItemToArray(a, cJSON_CreateString(o->allow[i]));
 	cJSON_AddNumberToObject(j, "max_bytes", (double)(o->net_max_bytes ? o->net_max_bytes : BOX_NET_MAX_BYTES_DEFAULT));
 	cJSON_AddNumberToObject(j, "used_before", (double)(g->up + g->down));
-	cJSON_AddBoolToObject(j, "mux", inst->net_mux);
-	cJSON_AddBoolToObject(j, "host", g->host_fd >= 0);
+	cJSON_AddBoolToObject(j, "listen", listen);
+	cJSON_AddBoolToObject(j, "host", true);
 	cJSON_AddNumberToObject(j, "keeper", (double)getpid());
 	/* Secrets: in this sealed memfd only, which the proxy reads and
 	 * closes; never a file, never its command line or environment. */
@@ -351,18 +336,20 @@ int egress_start(struct egress *g, const char *name, const struct box_opts *o, s
 	if (pipe2(ev, O_CLOEXEC) < 0)
 		return err_setc(e, -errno, "pipe");
 	char *argv[] = { EGRESS_ARGV0, (char *)name, NULL };
-	int fds[] = { -1, -1, STDERR_FILENO, [EGRESS_CFG_FD] = cfd, [EGRESS_NET_FD] = inst->net_fd,
+	int fds[] = { -1, -1, STDERR_FILENO, [EGRESS_CFG_FD] = cfd, [EGRESS_NET_FD] = listen ? inst->net_fd : -1,
 		      [EGRESS_EV_FD] = ev[1], [EGRESS_HOST_FD] = g->host_fd };
 	/* The keeper's own program, whatever became of its file since. */
 	pid_t pid;
-	int r = child_start_env("/proc/self/exe", argv, envp, fds, g->host_fd >= 0 ? 7 : 6, &pid);
+	int r = child_start_env("/proc/self/exe", argv, envp, fds, 7, &pid);
 	close(ev[1]);
 	if (r < 0) {
 		close(ev[0]);
 		return err_setc(e, r, "cannot start the egress proxy");
 	}
-	close(inst->net_fd);
-	inst->net_fd = -1;
+	if (listen) {
+		close(inst->net_fd);
+		inst->net_fd = -1;
+	}
 	fdio_set_nonblock(ev[0], true);
 	g->pid = pid;
 	g->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -370,7 +370,6 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	keeper_state_file("hibernating");
 	K.hib.kept = false;
 	K.hib.why[0] = 0;
-	unsigned jobs = K.up ? K.jobs_running : 0;
 	if (K.up && K.be->save && K.inst.keeps_ram) {
 		r = hib_save_machine(e);
 		if (r < 0) {
@@ -413,6 +412,10 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 		keeper_state_file(K.up ? "running" : "lost");
 		return r;
 	}
+	/* Where the machine is not kept, every process of the box ends with
+	 * its guest: so do its jobs, and every client is told which. */
+	if (!K.hib.kept)
+		keeper_jobs_end(K.hib.why[0] ? K.hib.why : "a hibernated box keeps its files, not its processes", ret);
 	keeper_guest_down();
 	cgroup_remove(&K.cg);
 	/* Nothing mounts the workspace layer now: let it go (its image is
@@ -431,8 +434,6 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	cJSON_AddStringToObject(ret, "processes", K.hib.kept ? "kept" : "ended");
 	if (!K.hib.kept && K.hib.why[0])
 		cJSON_AddStringToObject(ret, "why", K.hib.why);
-	if (!K.hib.kept)
-		cJSON_AddNumberToObject(ret, "jobs_ended", jobs);
 	return 0;
 }
 

@@ -145,6 +145,7 @@ void keeper_guest_down(void)
 	/* The box's network namespace goes with its guest: so do the
 	 * connections into it. */
 	keeper_port_down();
+	keeper_mux_down();
 	if (K.inst.pid > 0) {
 		loop_del(K.loop, K.inst.chan_fd);
 		loop_del(K.loop, K.inst.pidfd);
@@ -155,6 +156,7 @@ void keeper_guest_down(void)
 	}
 	K.up = false;
 	K.jobs_running = 0;
+	keeper_jobs_forget();
 	K.gmask = 0;
 	proto_reader_free(&K.grd);
 	proto_writer_free(&K.gwr);
@@ -223,9 +225,15 @@ int keeper_guest_attach(struct err *e)
 	proto_hello_payload(hello);
 	proto_send(K.inst.chan_fd, PROTO_HELLO, 0, 0, hello, sizeof(hello));
 	fdio_set_nonblock(K.inst.chan_fd, true);
+	r = keeper_mux_up(e);
+	if (r < 0) {
+		K.be->kill(&K.inst);
+		return r;
+	}
 	if (K.o->net == BOX_NET_ALLOW) {
 		r = egress_start(&K.eg, K.name, K.o, &K.inst, e);
 		if (r < 0) {
+			keeper_mux_down();
 			K.be->kill(&K.inst);
 			return r;
 		}
@@ -329,6 +337,7 @@ static void keeper_guest_event(const struct frame *f)
 	if (cJSON_IsString(type) && !strcmp(type->valuestring, "job")) {
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "running");
 		K.jobs_running = cJSON_IsNumber(n) && n->valuedouble >= 0 ? (unsigned)n->valuedouble : 0;
+		keeper_jobs_event(j);
 		keeper_broadcast(j);
 	}
 	cJSON_Delete(j);

@@ -121,6 +121,7 @@ void keeper_info(struct kclient *c, uint32_t id)
 	}
 	/* Ports opened to the host: their connections and bytes. */
 	keeper_port_list(j);
+	keeper_jobs_info(j);
 	keeper_fork_info(j);
 	if (K.o->image)
 		cJSON_AddStringToObject(j, "image", K.o->image);

@@ -180,6 +180,23 @@ void keeper_port_list(cJSON *ret);
 bool keeper_port_busy(void);
 void keeper_port_down(void);
 void keeper_port_free(void);
+/* keeper-jobs.c: the guest's jobs that run, from its events. At a
+ * hibernate that ends them: each one's end told to every client (a job
+ * end event), listed in ret's "jobs_ended" and in the box's info after
+ * ("jobs_ended_by_hibernate"); how many. The guest gone any other way:
+ * forgotten. */
+void keeper_jobs_event(const cJSON *ev);
+unsigned keeper_jobs_end(const char *why, cJSON *ret);
+void keeper_jobs_forget(void);
+void keeper_jobs_info(cJSON *j);
+void keeper_jobs_free(void);
+/* keeper-mux.c: a VM's network port (inst.net_mux), served from the
+ * guest's start (the port's descriptor is the mux's after) to its end;
+ * the mux while it serves (NULL: none, or the guest broke it). */
+struct netmux;
+int keeper_mux_up(struct err *e);
+void keeper_mux_down(void);
+struct netmux *keeper_mux(void);
 /* keeper-fork.c. A FORK frame answered (the box's options, its cgroup
  * frozen for that client); the freeze let go; a fork's layers copied from
  * its parent's (o->fork_of) before its guest starts. */

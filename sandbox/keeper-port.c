@@ -11,6 +11,11 @@
  * namespace): it ends with the guest. It is in no namespace of the box but
  * those two, so no process of the box can see or signal it.
  *
+ * vm: a stream the keeper opens over the VM's network port (keeper-mux.c,
+ * proto/netmux.h), naming the port; the guest connects it to that port on
+ * the VM's loopback and says OPENED, or closes it. The VM has no network
+ * device: a published port is the only way in, and reaches that port.
+ *
  * The listeners are the box's, for its life: kept over restarts and
  * hibernation (a connection to a box that is not running is closed at
  * once), closed with the box. */
@@ -20,6 +25,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
+#include "proto/netmux.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,8 +54,7 @@
 struct kport {
 	int lfd;
 	struct box_port_spec spec;	/* host_port: the one bound */
-	uint64_t conns, refused, in, out;
-	unsigned open;			/* connections held now (connecting or carried) */
+	struct netmux_tally t;		/* t.open: connections held now (connecting or carried) */
 	int reserve;			/* given up when out of descriptors (fdio_accept) */
 };
 
@@ -192,7 +197,7 @@ static void kport_conn_free(struct kport_conn *c)
 	close(c->bfd);
 	kport_dir_close(&c->in);
 	kport_dir_close(&c->out);
-	c->p->open--;
+	c->p->t.open--;
 	nconns--;
 	free(c);
 }
@@ -291,7 +296,7 @@ static void on_conn(struct loop *l, int fd, uint32_t events, void *data)
 		int err = 0;
 		socklen_t len = sizeof(err);
 		if (getsockopt(c->bfd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
-			c->p->refused++;
+			c->p->t.refused++;
 			kport_conn_free(c);	/* nothing listens there: the client sees the close */
 			return;
 		}
@@ -300,15 +305,24 @@ static void on_conn(struct loop *l, int fd, uint32_t events, void *data)
 			kport_conn_free(c);
 			return;
 		}
-		c->p->conns++;
+		c->p->t.conns++;
 	}
-	int a = kport_pump(&c->in, &c->p->in), b = kport_pump(&c->out, &c->p->out);
+	int a = kport_pump(&c->in, &c->p->t.in), b = kport_pump(&c->out, &c->p->t.out);
 	if (a < 0 || b < 0 || (a == 1 && b == 1)) {
 		kport_conn_free(c);
 		return;
 	}
 	kport_watch(c, c->cfd, &c->cev, kport_wants(c, c->cfd));
 	kport_watch(c, c->bfd, &c->bev, kport_wants(c, c->bfd));
+}
+
+/* Connections held now, over all of the box's ports. */
+static size_t kport_held(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nports; i++)
+		n += ports[i].t.open;
+	return n;
 }
 
 static void on_port_accept(struct loop *l, int fd, uint32_t events, void *data)
@@ -321,12 +335,23 @@ static void on_port_accept(struct loop *l, int fd, uint32_t events, void *data)
 		if (cfd < 0)
 			return;
 		K.last_activity = now_ms();
+		if (K.inst.net_mux) {
+			/* vm: a stream over the VM's port, closed at once where
+			 * there is none (the box not running) or the box carries
+			 * all it may; the mux counts it. */
+			struct netmux *m = K.up && kport_held() < KPORT_CONNS_MAX ? keeper_mux() : NULL;
+			if (!m || netmux_connect(m, cfd, p->spec.port, &p->t) < 0)
+				p->t.refused++;
+			if (!m)
+				close(cfd);
+			continue;
+		}
 		/* A box not running (hibernated, or being made again), or one
 		 * carrying all it may: closed at once, never queued. */
 		int bfd = K.up && nconns < KPORT_CONNS_MAX ? kport_box_socket() : -EAGAIN;
 		struct kport_conn *c = bfd >= 0 ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
-			p->refused++;
+			p->t.refused++;
 			close(cfd);
 			if (bfd >= 0)
 				close(bfd);
@@ -336,11 +361,11 @@ static void on_port_accept(struct loop *l, int fd, uint32_t events, void *data)
 					  .in.pipe = { -1, -1 }, .out.pipe = { -1, -1 } };
 		conns = c;
 		nconns++;
-		p->open++;
+		p->t.open++;
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(p->spec.port),
 					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		if (connect(bfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
-			p->refused++;
+			p->t.refused++;
 			kport_conn_free(c);
 			continue;
 		}
@@ -365,19 +390,16 @@ static cJSON *kport_json(const struct kport *p)
 	snprintf(addr, sizeof(addr), "%s:%u", p->spec.addr, p->spec.host_port);
 	cJSON_AddNumberToObject(j, "port", p->spec.port);
 	cJSON_AddStringToObject(j, "address", addr);
-	cJSON_AddNumberToObject(j, "connections", (double)p->conns);
-	cJSON_AddNumberToObject(j, "refused", (double)p->refused);
-	cJSON_AddNumberToObject(j, "open", p->open);
-	cJSON_AddNumberToObject(j, "bytes_in", (double)p->in);
-	cJSON_AddNumberToObject(j, "bytes_out", (double)p->out);
+	cJSON_AddNumberToObject(j, "connections", (double)p->t.conns);
+	cJSON_AddNumberToObject(j, "refused", (double)p->t.refused);
+	cJSON_AddNumberToObject(j, "open", p->t.open);
+	cJSON_AddNumberToObject(j, "bytes_in", (double)p->t.in);
+	cJSON_AddNumberToObject(j, "bytes_out", (double)p->t.out);
 	return j;
 }
 
 int keeper_port_open(const struct box_port_spec *s, cJSON *ret, struct err *e)
 {
-	if (strcmp(K.be->name, "ns"))
-		return err_set(e, -EOPNOTSUPP, "ports are opened to the host for ns boxes only (this box is %s)",
-			       K.be->name);
 	struct kport *p = kport_find(s->port);
 	if (p) {
 		/* Asked again: the one open, unless another address is asked. */
@@ -429,7 +451,7 @@ void keeper_port_list(cJSON *ret)
 
 bool keeper_port_busy(void)
 {
-	return conns != NULL;
+	return kport_held() > 0;
 }
 
 void keeper_port_down(void)

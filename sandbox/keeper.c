@@ -705,6 +705,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	keeper_log("keeper: destroying box %s: %s", name, K.why ? K.why : "loop error");
 	keeper_guest_down();
 	keeper_port_free();
+	keeper_jobs_free();
 	keeper_guest_fail_calls("unknown", "the box was destroyed while this call ran; its outcome is unknown\n", NULL);
 	keeper_drain_clients(now_ms() + KEEPER_DRAIN_MS);
 	cgroup_remove(&K.cg);
@@ -727,6 +728,7 @@ fail:
 	if (K.up)
 		keeper_guest_down();
 	keeper_port_free();
+	keeper_jobs_free();
 	egress_free(&K.eg);
 	cgroup_remove(&K.cg);
 	keeper_layers_end();

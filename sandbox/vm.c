@@ -431,14 +431,15 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 			close(pidfd);
 		return r;
 	}
-	/* With egress, the mux port too: QEMU opens it just after the channel. */
+	/* The mux port too (egress and the box's published ports, which any
+	 * box may have later): QEMU opens it just after the channel. */
 	int net = -1;
-	if (s->opts->net == BOX_NET_ALLOW && !l->template) {
+	if (!l->template) {
 		while ((net = fdio_unix_connect(p->net, false)) < 0 && now_ms() < until)
 			usleep(1000);
 		if (net < 0) {
 			box_kill_reap(pid, pidfd, chan);
-			return err_setc(e, net, "the VMM's egress port");
+			return err_setc(e, net, "the VMM's network port");
 		}
 	}
 	*ret = (struct box_inst){ .pid = pid, .pidfd = pidfd, .chan_fd = chan, .log_fd = -1, .net_fd = net,

@@ -609,11 +609,14 @@ void turn_job_news(struct turn *t, cJSON *content)
 		buf_init(&b, 8192);
 		int n = cJSON_IsNumber(id) ? (int)id->valuedouble : 0;
 		buf_printf(&b, "[ward: background job %d (%s) %s.", n, cmd ? cmd : "?", how ? how : "ended");
-		if (tail && *tail)
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "output_lost")))
+			buf_printf(&b, " Its output went with it; start it again if it is still needed.]");
+		else if (tail && *tail)
 			buf_printf(&b, " The end of its output:\n%s%s", tail, tail[strlen(tail) - 1] == '\n' ? "" : "\n");
 		else
 			buf_printf(&b, " It wrote no output.\n");
-		buf_printf(&b, "(job_output {\"id\": %d} reads the rest of it)]", n);
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "output_lost")))
+			buf_printf(&b, "(job_output {\"id\": %d} reads the rest of it)]", n);
 		buf_cstr(&b);
 		cJSON *blk = cJSON_CreateObject();
 		cJSON_AddStringToObject(blk, "type", "text");

@@ -2,7 +2,8 @@
  * writes on the port (frames of any type, ids, lengths, windows and
  * credits, or bytes that are not frames), the mux stays within its
  * bounds: never more than NETMUX_MAX_STREAMS streams, no read or write
- * outside a buffer, every stream's socket closed when the mux is freed,
+ * outside a buffer, every stream's socket closed when the mux is freed
+ * (the guest's and the host's own, a published port's),
  * and the loop never spins without the input moving. A stream the guest
  * opens gets a socketpair whose far end this harness reads and writes a
  * little to, so data, EOF and credit all flow both ways. Built with
@@ -28,8 +29,10 @@ struct harness {
 	int n;
 };
 
-static int on_open(void *ud, int *ret_fd)
+static int on_open(void *ud, const uint8_t *what, size_t n, int *ret_fd)
 {
+	(void)what;
+	(void)n;
 	struct harness *h = ud;
 	if (h->n >= FAR_MAX)
 		abort();	/* the mux opened past its own cap */
@@ -60,8 +63,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (loop_new(&l) < 0)
 		abort();
 	struct netmux *m;
-	if (netmux_new(l, sv[0], on_open, &h, &m) < 0)
+	if (netmux_new(l, sv[0], NETMUX_SIDE_HOST, on_open, &h, &m) < 0)
 		abort();
+	/* A stream of the host's own (a published port's), so that what the
+	 * guest says of host ids (OPENED, data, credit, close) meets one. */
+	struct netmux_tally tally = { 0 };
+	int pv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pv) < 0)
+		abort();
+	(void)!write(pv[1], "to the box's port", 17);
+	if (netmux_connect(m, pv[0], 8080, &tally) < 0)
+		abort();
+	h.far[h.n++] = pv[1];
 	/* Feed the input in pieces, running the loop between them, then end
 	 * the guest's side; a bounded number of rounds, each with no wait. */
 	size_t off = 0;

@@ -229,6 +229,54 @@ tool "$B" bash "{\"command\":\"exec sleep $V\",\"background\":true}" >/dev/null
 wait_alive "$V"; ok $? "TTL: a persistent box's job is running with no ward attached"
 wait_gone "$V" 10; ok $? "the box's TTL ends it (${GONE_MS} ms)"
 
+# --- An ns hibernate ends the jobs: the model and the person are told ------
+# (CRIU fails its own check on this kernel: an ns box keeps its files, not
+# its processes.) A hook before the run's second call hibernates the box
+# the run is attached to, as a person or the idle policy might between
+# calls.
+B=$(box_new --workspace "$WS") || { echo "Bail out! no box"; exit 1; }
+V=1000.${TAG}81
+mkdir -p "$XDG_CONFIG_HOME/ward"
+printf '{"hooks": {"PreToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "grep -q hibernate-now || exit 0; %s box hibernate %s >%s 2>&1"}]}]}}\n' \
+	"$WARD" "$B" "$T_TMP/hib.out" >"$XDG_CONFIG_HOME/ward/config.json"
+cat >"$T_TMP/hib.json" <<EOF
+{"turns":[
+ {"text":"start","tools":[{"name":"bash","input":{"command":"exec sleep $V","background":true}}]},
+ {"expect":"started job 1","text":"on","tools":[{"name":"bash","input":{"command":"echo hibernate-now"}}]},
+ {"expect":"when the box hibernated","text":"told","tools":[{"name":"bash","input":{"command":"true"}}]},
+ {"text":"done"}]}
+EOF
+"$WARD" run --box "$B" --json --model "replay:$T_TMP/hib.json" "jobs and a hibernate" >"$T_TMP/hib.jsonl" 2>"$T_TMP/hib.err"
+is "$?" 0 "a run whose box hibernates between two calls, a job running"
+rm -f "$XDG_CONFIG_HOME/ward/config.json"
+grep -v '^ward: session' "$T_TMP/hib.err" | head -5 | sed 's/^/# /'
+like "$(cat "$T_TMP/hib.out")" "^$B: hibernated in" "the hook hibernated the box"
+like "$(cat "$T_TMP/hib.out")" "$B: job 1 ended after [0-9.]+ s when the box hibernated: a hibernated box keeps its files, not its processes: exec sleep $V" \
+	"ward box hibernate says which job ended, and why"
+canary_alive "$V"; is $? 1 "the job's process is gone"
+like "$(grep -c '"type":"round"' "$T_TMP/hib.jsonl")" "^4$" "the replay's expectations held: the next round's message told the model the job ended with the hibernate"
+J=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
+like "$(grep '"role":"user"' "$J" | sed -n 3p)" "background job 1 \(exec sleep $V\) ended after [0-9.]+ s when the box hibernated.*Its output went with it" \
+	"the message says which job, how, and that its output is gone (journalled)"
+like "$(grep '"type":"job"' "$T_TMP/hib.jsonl" | tail -1)" '"event":"ended".*"output_lost":true' "--json has the job's end event"
+is "$(validate_events "$T_TMP/hib.jsonl")" "valid $(wc -l <"$T_TMP/hib.jsonl")" "every line matches the events schema"
+I=$("$WARD" box info "$B")
+is "$(printf '%s' "$I" | field jobs_ended_by_hibernate.0.id) $(printf '%s' "$I" | field jobs_ended_by_hibernate.0.command)" "1 exec sleep $V" \
+	"ward box info lists the job the hibernate ended"
+# Twin: woken (the run's next call woke it), a job runs again; the next
+# hibernate names it, and only it.
+tool "$B" bash "{\"command\":\"exec sleep ${V}2\",\"background\":true}" >/dev/null
+wait_alive "${V}2"; ok $? "twin: in the woken box a new job runs"
+R=$("$WARD" box hibernate "$B")
+like "$R" "$B: job 1 ended after [0-9.]+ s when the box hibernated.*: exec sleep ${V}2" "a second hibernate names the job that ran then"
+unlike "$R" "exec sleep $V\$" "and not the one before"
+wait_gone "${V}2" 5; ok $? "that job is gone too (${GONE_MS} ms)"
+# Twin: no job running, the hibernate names none.
+"$WARD" box wake "$B" >/dev/null
+R=$("$WARD" box hibernate "$B")
+unlike "$R" "job" "a hibernate with no job running names none"
+"$WARD" box destroy "$B" >/dev/null
+
 # --- Idle: a running job keeps a box awake only while someone is attached -----
 hold() { # hold BOX SECONDS: a client attached to the box's keeper, doing nothing
 	python3 - "$XDG_RUNTIME_DIR/ward/boxes/$1/sock" "$2" <<'PY' &

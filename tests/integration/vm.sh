@@ -82,9 +82,9 @@ like "$(T bash '{"command":"mkdir -p /tmp/j && echo served-in-a-vm > /tmp/j/p.tx
 	'started job 1 in the background' "vm: a background bash call starts a job"
 for _ in $(seq 150); do T job_list '{}' | grep -q '"port":[[:space:]]*8765' && break; sleep 0.2; done
 like "$(T job_list '{}')" '"port":[[:space:]]*8765' "vm: job_list lists the port it listens on (the VM's /proc/net)"
-for i in 1 2; do
+for i in 1 2 3; do
 	like "$(txt "$(T bash '{"command":"python3 -c \"import urllib.request; print(urllib.request.urlopen(\\\"http://127.0.0.1:8765/p.txt\\\", timeout=20).read().decode())\""}')")" \
-		"served-in-a-vm" "vm: a later call ($i) reaches the job's server"
+		"served-in-a-vm" "vm: a later call ($i of 3) reaches the job's server"
 done
 like "$(txt "$(T job_kill '{"id":1}')")" "job 1 was killed by signal 15 \(TERM\).*killed by job_kill" "vm: job_kill ends it"
 T0=$(now_ms)
@@ -93,6 +93,30 @@ R=$(txt "$(T job_output '{"id":2,"wait":60}')")
 MS=$(( $(now_ms) - T0 ))
 like "$R" "its time limit \(2 s\) ran out" "vm: a job's time limit ends it"
 lt "$MS" 15000 "vm: within moments of it under emulation (${MS} ms)"
+
+# The model sees a job's end; ward run lists a job left running (a box
+# given with --box keeps it). (A run's own box is ns: ward run has no
+# --backend; tests/integration/jobs.sh has SIGKILL and the rest there.)
+cat >"$T_TMP/vmtold.json" <<EOF
+{"turns":[
+ {"text":"start","tools":[{"name":"bash","input":{"command":"sleep 0.3; echo the-vm-job-said-goodbye; exit 3","background":true}}]},
+ {"expect":"started job","text":"wait","tools":[{"name":"bash","input":{"command":"sleep 4"}}]},
+ {"expect":"exited with status 3","text":"told","tools":[{"name":"bash","input":{"command":"exec sleep 1001","background":true}}]},
+ {"text":"done"}]}
+EOF
+"$WARD" run --box "$B" --json --model "replay:$T_TMP/vmtold.json" "vm jobs" >"$T_TMP/vmtold.jsonl" 2>"$T_TMP/vmtold.err"
+is "$?" 0 "vm: a run whose job ends while another call runs"
+grep -v '^ward: session' "$T_TMP/vmtold.err" | head -5 | sed 's/^/# /'
+like "$(grep -c '"type":"round"' "$T_TMP/vmtold.jsonl")" "^4$" "vm: the replay's expectations held: round 3's message told the model of the job's end"
+J=$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)
+like "$(grep '"role":"user"' "$J" | sed -n 3p)" "background job [0-9]+ .* exited with status 3.*the-vm-job-said-goodbye" \
+	"vm: the message tells how the job ended and its last lines (journalled)"
+RES=$(tail -1 "$T_TMP/vmtold.jsonl")
+LEFT=$(printf '%s' "$RES" | python3 -c 'import json,sys
+for j in json.load(sys.stdin).get("jobs", []):
+    if j["command"] == "exec sleep 1001": print(j["id"], j["running_at_end"], j["ended_with_box"])')
+like "$LEFT" "^[0-9]+ True False$" "vm: ward run's result lists the job left running, going on in the box given with --box"
+like "$(txt "$(T job_kill "{\"id\":${LEFT%% *}}")")" "was killed by signal 15" "vm: and it was running there (job_kill ends it)"
 
 # The root: copy-on-write over the host view, its changes on the box's
 # own disk, which the host never mounts.
@@ -163,7 +187,18 @@ is "$(printf '%s\n' "$R" | grep -c 'Operation not permitted')" 4 "vm --rw: chmod
 is "$(find "$RWS" -perm /6000 | wc -l)" 0 "vm --rw: no setuid or setgid file reached the host's tree (9p)"
 like "$R" "twin-ok" "vm twin: chmod 0751 works"
 is "$(stat -c %a "$RWS/x" 2>/dev/null)" 751 "vm twin: and reaches the host's tree"
+# A job ends with its box, proven by a canary it would write into the
+# host's tree (--rw) after a delay; the twin, a job left to run, writes it.
+"$WARD" box tool "$RB" bash '{"command":"sleep 1; touch /workspace/job-twin","background":true}' >/dev/null 2>&1
+wait_until 30 test -e "$RWS/job-twin"; ok $? "vm twin: a job left to run writes its file into the host's tree (--rw)"
+R=$("$WARD" box tool "$RB" bash '{"command":"sleep 4; touch /workspace/job-canary","background":true}' 2>&1)
+like "$R" "started job 2" "vm: a job that would write a canary in 4 s"
+Q=$(qemu_of "$RB")
 "$WARD" box destroy "$RB"
+wait_until 10 gone "$Q"; ok $? "vm: destroying the box ends its VMM, and so every process in it"
+# (the canary's time passes: nothing may write it now)
+sleep 6
+[ ! -e "$RWS/job-canary" ]; ok $? "vm: the job's canary never appears (6 s after the box went, 4 s its delay)"
 # The disk ceiling holds over 9p: the layer is the same loop-mounted image.
 if "$WARD" doctor | grep -q '^ok  *disk ceiling'; then
 	DB=$(box_new --backend vm --workspace "$WS" --disk 64M)

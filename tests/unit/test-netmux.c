@@ -7,7 +7,9 @@
 #include "base/fdio.h"
 #include "base/timeutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -69,10 +71,13 @@ static void echo_cb(struct loop *l, int fd, uint32_t events, void *data)
 static struct loop *L;
 static int refuse_opens;
 
-static int on_open(void *ud, int *ret_fd)
+static int host_opens;	/* OPENs the host's end took */
+
+static int on_open(void *ud, const uint8_t *what, size_t n, int *ret_fd)
 {
-	if (refuse_opens)
+	if (refuse_opens || n)
 		return -EPERM;
+	host_opens++;
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
 		return -errno;
@@ -81,6 +86,43 @@ static int on_open(void *ud, int *ret_fd)
 	loop_add(L, sp[0], EPOLLIN, echo_cb, e);
 	*ret_fd = sp[1];
 	return 0;
+}
+
+/* The guest's end of a published port (as guest/netfwd.c): a connection
+ * to the port on loopback, not waited for. */
+static int guest_on_open(void *ud, const uint8_t *what, size_t n, int *ret_fd)
+{
+	if (n != 2)
+		return -EPROTO;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(what[0] | what[1] << 8)),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* A TCP echo server on loopback (the box's server behind a port). */
+static void on_tcp_accept(struct loop *l, int fd, uint32_t events, void *data)
+{
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (c < 0)
+		return;
+	struct echo *e = &echoes[nechoes++];
+	*e = (struct echo){ .fd = c, .l = L };
+	loop_add(L, c, EPOLLIN, echo_cb, e);
+}
+
+static uint16_t tcp_port(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	return ntohs(sa.sin_port);
 }
 
 struct client {
@@ -146,8 +188,8 @@ int main(void)
 	int port[2];
 	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, port);
 	struct netmux *guest, *host;
-	ok(netmux_new(L, port[0], NULL, NULL, &guest) == 0, "the guest's end");
-	ok(netmux_new(L, port[1], on_open, NULL, &host) == 0, "the host's end");
+	ok(netmux_new(L, port[0], NETMUX_SIDE_GUEST, guest_on_open, NULL, &guest) == 0, "the guest's end");
+	ok(netmux_new(L, port[1], NETMUX_SIDE_HOST, on_open, NULL, &host) == 0, "the host's end");
 
 	/* Twenty streams at once, 2 MiB each way, every byte checked. */
 	enum { N = 20 };
@@ -234,11 +276,55 @@ int main(void)
 	close(sp[0]);
 	refuse_opens = 0;
 
+	/* The host opens a stream to a port: the guest connects it there;
+	 * every byte comes back and is counted. */
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in lsa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	bind(lfd, (struct sockaddr *)&lsa, sizeof(lsa));
+	listen(lfd, 16);
+	loop_add(L, lfd, EPOLLIN, on_tcp_accept, NULL);
+	struct netmux_tally t = { 0 };
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp);
+	struct client pc = { .fd = sp[0], .total = 1u << 20, .seed = 31 };
+	ok(netmux_connect(host, sp[1], tcp_port(lfd), &t) == 0, "the host opens a stream to a port");
+	is_int(t.open, 1, "it is open");
+	until = now_ms() + 10000;
+	while (!pc.done && now_ms() < until) {
+		clients_step(&pc, 1);
+		loop_run_once(L, now_ms() + 5);
+	}
+	ok(pc.done && !pc.bad && pc.got == pc.total, "1 MiB each way through a port on the guest's loopback");
+	for (int k = 0; k < 50 && t.open; k++)
+		loop_run_once(L, now_ms() + 5);
+	ok(t.conns == 1 && t.refused == 0 && t.in == 1u << 20 && t.out == 1u << 20 && t.open == 0,
+	   "counted: 1 connection, 1 MiB in and out, none open after (%llu %llu %llu %llu %u)",
+	   (unsigned long long)t.conns, (unsigned long long)t.refused, (unsigned long long)t.in,
+	   (unsigned long long)t.out, t.open);
+	close(sp[0]);
+	/* A port nothing listens on: the host's socket is closed, counted as
+	 * refused. */
+	uint16_t dead = tcp_port(lfd);
+	loop_del(L, lfd);
+	close(lfd);
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp);
+	netmux_connect(host, sp[1], dead, &t);
+	r = -1;
+	until = now_ms() + 3000;
+	while (now_ms() < until) {
+		loop_run_once(L, now_ms() + 5);
+		r = recv(sp[0], &ch, 1, MSG_DONTWAIT);
+		if (r == 0)
+			break;
+	}
+	is_int(r, 0, "a port nothing listens on: the host's socket is closed");
+	ok(t.refused == 1 && t.conns == 1 && t.open == 0, "and counted as refused, not connected");
+	close(sp[0]);
+
 	/* A peer that sends past the window is cut off (that stream only). */
 	int raw[2];
 	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, raw);
 	struct netmux *h2;
-	netmux_new(L, raw[1], on_open, NULL, &h2);
+	netmux_new(L, raw[1], NETMUX_SIDE_HOST, on_open, NULL, &h2);
 	/* The test is the peer here: it writes frames while the loop runs, to
 	 * a server that reads nothing, so no credit comes back. */
 	hold_echo = true;
@@ -261,6 +347,23 @@ int main(void)
 	hold_echo = false;
 	is_int(netmux_streams(h2), 0, "a stream whose peer sends past its window is closed");
 	ok(!netmux_dead(h2), "twin: the port itself goes on");
+	/* The guest cannot open a stream in the host's id space (twin: one
+	 * in its own is opened, as above). */
+	int before = host_opens;
+	fdio_set_nonblock(raw[0], false);
+	proto_send(raw[0], NETMUX_OPEN, 0, NETMUX_HOST_ID | 5, NULL, 0);
+	proto_send(raw[0], NETMUX_OPEN, 0, 0, NULL, 0);
+	proto_send(raw[0], NETMUX_OPEN, 0, 79, NULL, 0);
+	for (int k = 0; k < 20 && host_opens == before; k++)
+		loop_run_once(L, now_ms() + 5);
+	is_int(host_opens - before, 1, "an OPEN in the host's id space (or id 0) is refused; one in the guest's is taken");
+	/* An OPEN asking for a port of the host: refused (the host's end
+	 * connects nothing it is asked to). */
+	uint8_t pp[2] = { 80, 0 };
+	proto_send(raw[0], NETMUX_OPEN, 0, 81, pp, sizeof(pp));
+	for (int k = 0; k < 10; k++)
+		loop_run_once(L, now_ms() + 5);
+	is_int(host_opens - before, 1, "an OPEN from the guest naming a port is refused");
 	/* A frame of an unknown type: the port is given up. */
 	fdio_set_nonblock(raw[0], false);
 	proto_send(raw[0], 42, 0, 1, NULL, 0);
