@@ -13,9 +13,11 @@ not inside a heredoc's body), except:
   - a sleep whose purpose is to let time pass (to show that something did
     NOT happen within it), marked on its line with a comment `# time: WHY`.
 
-usage: sleep-check.py FILE...      exit 1 and the list when any is found
+usage: sleep-check.py FILE|DIR... exit 1 and the list when any is found
        sleep-check.py --self-test  TAP: the checker finds what it must
 """
+import glob
+import os
 import re
 import sys
 
@@ -210,6 +212,7 @@ def scan(text):
     redir = False
     i = 0
     cmd_sleep = None            # (line, frame) of a sleep in the current simple command
+    in_case_head = [False]      # between `case` and its `in`
 
     def loops():
         return [f for f in stack if isinstance(f, Loop)]
@@ -241,8 +244,6 @@ def scan(text):
                 at_cmd = True
                 if v == ';;' and in_case:
                     case_pat = True
-                for f in loops()[-1:]:
-                    pass
                 continue
             if v in ('(', '$(', '`'):
                 if v == '(' and i < len(toks) and toks[i][1] == ')':
@@ -313,10 +314,6 @@ def scan(text):
                           (loop.kind != 'for' and (loop.clock or loop.exits))
                 if not bounded:
                     found.extend(loop.sleeps)
-                else:
-                    # A sleep in a bounded loop is allowed; an enclosing loop
-                    # learns nothing from it.
-                    pass
             at_cmd = False
             continue
         if v in ('if', '{'):
@@ -363,12 +360,13 @@ def scan(text):
     return sorted(set(found))
 
 
-in_case_head = [False]
-
 
 def main(paths):
     bad = 0
-    for p in paths:
+    files = []
+    for p in paths:     # a directory: its *.sh
+        files += sorted(glob.glob(os.path.join(p, '*.sh'))) if os.path.isdir(p) else [p]
+    for p in files:
         text = open(p, encoding='utf-8').read()
         lines = text.split('\n')
         for ln in scan(text):
