@@ -188,7 +188,7 @@ MS=$(( $(now_ms) - t0 ))
 is "$(pgrep -fc "^sleep 6\.$$[123]\$")" 0 "no child's process is left"
 is "$(pgrep -fc -- "--agent-depth 1")" 0 "no child ward is left"
 is "$(boxes)" "" "no child's box is left (none works on the workspace)"
-sleep 6.5
+sleep 6.5	# time: past the children's 6 s sleeps, after which their canaries would be written
 is "$(ls "$WS"/canary* 2>/dev/null | wc -l)$(find "$XDG_STATE_HOME" -name 'canary*' 2>/dev/null | wc -l)" 00 "the canaries never fire"
 
 # --max-cost over parent and three children, with the stand-in server's

@@ -40,6 +40,7 @@ for i in $(seq -w 1 12); do
 	[ "$i" = 06 ] && echo >>"$F/tasks.jsonl"	# a blank line is not a task
 done
 expect_code() { case $1 in 9) echo 2 ;; 10) echo 3 ;; *) echo 0 ;; esac; }	# by index
+new_sleeps() { pgrep -f '^sleep 60$' | grep -vxF -f <(echo "$1"); }	# new_sleeps BEFORE: the `sleep 60`s (a long call's) not in BEFORE
 expect_stop() { case $1 in 9) echo deadline ;; 10) echo refused ;; *) echo done ;; esac; }
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' "$1" "$2" 2>/dev/null; }
 
@@ -131,9 +132,9 @@ BEFORE=$(pgrep -f '^sleep 60$'; echo none)
 "$WARD" run --task-file "$F/one.jsonl" --task-index 0 --out "$F/term" >/dev/null 2>"$T_TMP/term.err" &
 WP=$!
 for _ in $(seq 100); do grep -q '"tool_call"' "$F/term/long/events.jsonl" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
+wait_until 10 eval '[ -n "$(new_sleeps "$BEFORE")" ]'
 BOX=$(awk '{print "s-"$1}' "$F/term/long/session")
-SLEEPS=$(pgrep -f '^sleep 60$' | grep -vxF -f <(echo "$BEFORE") | tr '\n' ' ')
+SLEEPS=$(new_sleeps "$BEFORE" | tr '\n' ' ')
 echo "# sleeps: $(ps -o pid,ppid,stat,etimes,args -p "$(echo $SLEEPS | tr ' ' ',')" 2>/dev/null | tr '\n' ';')"
 [ -n "$SLEEPS" ]; ok $? "SIGTERM: the task's call runs before (pids $SLEEPS)"
 t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
@@ -159,7 +160,8 @@ echo '{"id": "hang", "task": "make the tests pass", "workspace": "ws/t03", "mode
 "$WARD" run --trust-task-file --task-file "$F/hang.jsonl" --task-index 0 --out "$F/hangout" >/dev/null 2>"$T_TMP/hang.err" &
 WP=$!
 for _ in $(seq 100); do [ -s "$F/hangout/hang/session" ] && break; sleep 0.1; done
-sleep 1
+# The server has started (and is not answering initialize).
+wait_until 10 pgrep -f '/workspace/srv.py --mode no-init' >/dev/null
 t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
 is "$RC" 130 "SIGTERM while an MCP server starts: the task ends cancelled"
 lt "$MS" 5000 "within 5 s, not at the server's 30 s start-up bound (${MS} ms)"
@@ -174,14 +176,14 @@ for d in 0 0.01 0.02 0.04; do
 	# From when ward has taken the task (its events file is made just
 	# before its box); a signal before ward's main() is the process's.
 	for _ in $(seq 400); do [ -e "$F/early/long/events.jsonl" ] && break; sleep 0.005; done
-	sleep $d
+	sleep $d	# time: SIGTERM at each of these moments
 	t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
 	[ "$RC" = 130 ] && [ "$MS" -lt 5000 ] && [ "$(field "$F/early/long/result.json" stop)" = cancelled ] || BAD="$BAD $d:$RC:${MS}ms"
 	grep -q 'while the box was made' "$T_TMP/early.err" && HITS=$((HITS + 1))
 done
 echo "# $HITS of 4 early SIGTERMs came while the box was made"
 is "$BAD" "" "SIGTERM 0-40 ms after ward took the task (before or while the box is made): cancelled, result written, within 5 s"
-sleep 0.5
+wait_until 5 eval '! "$WARD" box ls 2>&1 | grep -q "^s-"'
 unlike "$("$WARD" box ls 2>&1)" '^s-' "and no task's box is left"
 
 # ---- a half-finished task resumes: its session goes on ----
@@ -240,14 +242,15 @@ serve preempt
 prerun() { # prerun OUT [FLAGS]: one run of the task, SIGTERM at its Nth tool_call (N = PRE_AT), or to its end
 	"$WARD" run --provider anthropic --base-url "$URL" --model claude-sonnet-4-fake --task-file "$F/pre.jsonl" \
 		--task-index 0 --out "$1" "${@:2}" >/dev/null 2>>"$T_TMP/pre.err" &
-	local wp=$!
+	local wp=$! before; before=$(pgrep -f '^sleep 60$'; echo none)
 	if [ -n "${PRE_AT:-}" ]; then
 		for _ in $(seq 200); do
 			local n; n=$(grep -c '"tool_call"' "$1/pre/events.jsonl" 2>/dev/null)
 			[ "${n:-0}" -ge "$PRE_AT" ] && break
 			sleep 0.05
 		done
-		sleep 0.3
+		# Its call runs.
+		wait_until 10 eval '[ -n "$(new_sleeps "$before")" ]'
 		kill -TERM $wp
 	fi
 	wait $wp
@@ -570,10 +573,11 @@ if [ -f "$ROOT/tests/slurm-local.sh" ] && command -v sbatch >/dev/null; then
 		is "$(awk '{print $2}' "$S/codes.txt" | sort -u | tr '\n' ' ')" "0 " "Slurm requeue (the array again): every index exits 0"
 		is "$(cat "$S"/t*/result.json | md5sum)" "$SUMS" "and no task was run twice (results unchanged)"
 		# scancel: SIGTERM to the running task, as Slurm sends it.
+		BEFORE=$(pgrep -f '^sleep 60$'; echo none)
 		jid=$(sbatch --parsable --output="$F/scancel.out" --chdir="$F" \
 			--wrap "exec '$WARD' run --task-file '$F/one.jsonl' --task-index 0 --out '$F/scancel'")
 		for _ in $(seq 200); do grep -q '"tool_call"' "$F/scancel/long/events.jsonl" 2>/dev/null && break; sleep 0.1; done
-		sleep 0.5
+		wait_until 10 eval '[ -n "$(new_sleeps "$BEFORE")" ]'
 		t0=$(now_ms); scancel "$jid"
 		for _ in $(seq 100); do [ -s "$F/scancel/long/result.json" ] && break; sleep 0.05; done
 		MS=$(( $(now_ms) - t0 ))

@@ -8,6 +8,18 @@ mkdir -p "$WS"
 B=$(box_new --workspace "$WS" --rw --memory 256M --pids 256)
 [ -n "$B" ] || { echo "Bail out! cannot create a box"; exit 1; }
 
+ntree() { # ntree PID: how many processes run under PID
+	python3 -c 'import os, sys
+kids = {}
+for d in os.listdir("/proc"):
+    try: kids.setdefault(int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+    except (ValueError, OSError, IndexError): pass
+n, todo = 0, [int(sys.argv[1])]
+while todo:
+    c = kids.get(todo.pop(), [])
+    n += len(c); todo += c
+print(n)' "$1"
+}
 timed() { # timed LIMIT_MS DESC CMD -> sets OUT RC MS
 	local t0; t0=$(now_ms)
 	OUT=$("$WARD" box exec "$B" --timeout 2s -- "$3" 2>&1); RC=$?
@@ -47,7 +59,9 @@ is "$RC" 124 "retry loop: time-out"
 # Fork bomb: the box's pids ceiling stops it; the host keeps forking.
 ( "$WARD" box exec "$B" --timeout 2s -- ':(){ :|:& };:; sleep 30' >"$T_TMP/bomb.out" 2>&1; echo $? >"$T_TMP/bomb.rc" ) &
 t0=$(now_ms)
-sleep 0.5
+# The bomb is forking: the box holds 50 processes.
+GP=$("$WARD" box info "$B" | json guest_pid)
+wait_until 3 eval '[ "$(ntree "$GP")" -ge 50 ]' || echo "# the fork bomb had $(ntree "$GP") processes"
 hostok=0
 for i in $(seq 1 50); do /bin/true || hostok=1; done
 ok $hostok "host forks 50 times during the fork bomb"
@@ -89,7 +103,7 @@ lt "${khwm:-999999}" 65536 "yes: the keeper's peak memory stayed under 64 MiB"
 
 # Canaries: wait past the last one a survivor could write.
 "$WARD" box exec "$B" -- 'touch /workspace/canary-positive' >/dev/null
-sleep 3.5
+sleep 3.5	# time: past the 3 s after which any survivor writes its canary
 check "positive twin: a canary written by a live process appears" test -e "$WS/canary-positive"
 rm -f "$WS/canary-positive"
 left=$(ls "$WS" | grep -c canary)

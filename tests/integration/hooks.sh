@@ -248,7 +248,8 @@ lt 900 "${E:-0}" "and not before its timeout"
 like "$ERR" 'killed after its timeout of 1 s' "one line says so"
 pgrep -f "^sleep 3\.$MARK\$" >/dev/null; ok $((! $?)) "the background grandchild is gone"
 pgrep -f "^sleep 100\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is gone"
-sleep 3.5
+hook_left() { pgrep -f "$T_TMP/$1\$|^sleep [0-9]+\.$MARK\$" >/dev/null; }	# hook_left NAME: a process of the hook (its subshells, its sleeps) runs
+wait_until 5 eval '! hook_left slow'; ok $? "nothing of the hook is left (not the subshell that would touch the canary)"
 [ ! -e "$T_TMP/canary" ]; ok $? "the canary never touched its file"
 
 # A hook's setsid child left its process group: the hook runs in a
@@ -266,7 +267,7 @@ if [ -e "$V2/cgroup.procs" ] && [ -w "$V2" ]; then
 	SP=$(cat "$T_TMP/sid-pid" 2>/dev/null)
 	for _ in $(seq 20); do gone "${SP:-0}" && break; sleep 0.05; done
 	gone "${SP:-0}"; ok $? "once the hook answered, its setsid child is gone (the hook's cgroup was killed)"
-	sleep 2.5
+	# That child was the shell that would touch the canary: gone, it never will.
 	[ ! -e "$T_TMP/canary3" ]; ok $? "and the setsid child's canary never appeared"
 	# This hook's own group (other runs on the machine have theirs).
 	V2ROOT=/sys/fs/cgroup; [ -e $V2ROOT/cgroup.controllers ] || V2ROOT=/sys/fs/cgroup/unified
@@ -292,7 +293,7 @@ lt "$MS" 2000 "at once, not at the hook's 60 s timeout (${MS} ms)"
 [ ! -e "$WS/out.txt" ]; ok $? "the call the hook was checking did not run"
 like "$(journal | grep '"type":"hook"')" '"decision":"interrupted"' "the journal records the hook interrupted"
 pgrep -f "^sleep 101\.$MARK\$" >/dev/null; ok $((! $?)) "the hook's own sleep is gone"
-sleep 3.5
+wait_until 5 eval '! hook_left stuck'; ok $? "nothing of the hook is left (not the subshell that would touch the canary)"
 [ ! -e "$T_TMP/canary2" ]; ok $? "its background child never touched its file"
 
 # SIGKILL of ward while a hook runs: ward's guard kills the hook's whole

@@ -185,7 +185,7 @@ sed "s/1000.${TAG}93/1000.${TAG}94/" "$T_TMP/left.json" >"$T_TMP/given.json"
 "$WARD" run --box "$B" --json --model "replay:$T_TMP/given.json" "leave a job" >"$T_TMP/given.jsonl" 2>/dev/null
 RES=$(tail -1 "$T_TMP/given.jsonl")
 is "$(printf '%s' "$RES" | field jobs.0.ended_with_box)" false "twin: with --box the job is listed as going on"
-sleep 0.5
+sleep 0.5	# time: a kill at the run's end would have landed
 canary_alive "1000.${TAG}94"; ok $? "and it does go on in that box"
 "$WARD" box destroy "$B" >/dev/null
 wait_gone "1000.${TAG}94" 10; ok $? "until the box is destroyed"
@@ -295,7 +295,7 @@ if [ -S "$XDG_RUNTIME_DIR/ward/boxes/$B/sock" ]; then
 	V=1000.${TAG}99
 	tool "$B" bash "{\"command\":\"exec sleep $V\",\"background\":true}" >/dev/null
 	hold "$B" 5
-	sleep 4
+	sleep 4	# time: past the 2 s idle
 	canary_alive "$V"; ok $? "attached, a box with a running job does not idle out (4 s past a 2 s idle)"
 	kill "$HPID" 2>/dev/null; wait "$HPID" 2>/dev/null
 	wait_gone "$V" 10; ok $? "alone, it idles out as ever (hibernated: its job ended)"

@@ -14,6 +14,10 @@ export XDG_STATE_HOME=$T_TMP/state
 export XDG_DATA_HOME=$T_TMP/data
 # No config file or variable of the person running the tests applies.
 export XDG_CONFIG_HOME=$T_TMP/config
+# And boxes: each test's own runtime directory, so that `ward box ls` lists
+# only this test's boxes, whatever other wards on the machine run.
+export XDG_RUNTIME_DIR=$T_TMP/run
+mkdir -m 700 "$XDG_RUNTIME_DIR"
 unset WARD_MODEL ANTHROPIC_MODEL ANTHROPIC_BASE_URL OPENAI_BASE_URL
 
 ok() { # ok COND-EXIT-STATUS DESCRIPTION
@@ -38,6 +42,21 @@ lt() { # lt A B DESCRIPTION  (integers)
 }
 gone() { # gone PID: not running (no such process, or a zombie nobody reaped yet)
 	[ ! -e "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" = Z ]
+}
+descends() { # descends PATTERN PID: a process whose command line matches PATTERN (pgrep -f) runs under PID
+	local p pp
+	for p in $(pgrep -f "$1"); do
+		pp=$p
+		while [ "$pp" -gt 1 ]; do
+			pp=$(awk '{ print $4 }' "/proc/$pp/stat" 2>/dev/null) || break
+			[ -n "$pp" ] || break
+			[ "$pp" = "$2" ] && return 0
+		done
+	done
+	return 1
+}
+box_calls() { # box_calls BOX N: the box runs N calls
+	[ "$("$WARD" box info "$1" 2>/dev/null | json calls_running)" = "$2" ]
 }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 wait_until() { # wait_until SECONDS CMD...: until CMD succeeds (status 0) or SECONDS pass (status 1)
@@ -67,7 +86,8 @@ audit_box() { # audit_box GUEST_PID CMD...: CMD runs a call in the box while
 	local gp=$1; shift
 	"$@" >/dev/null 2>&1 &
 	local xp=$!
-	sleep 0.5
+	# Audited once the call's command runs: a sleep under the guest.
+	wait_until 10 descends '^sleep ' "$gp" || echo "# audit_box: no sleep under $gp within 10 s"
 	AUD=$(python3 "$(dirname "$0")/fd-audit.py" "$gp" 2>&1); AUD_RC=$?
 	wait $xp
 }
@@ -75,7 +95,10 @@ calls_view() { # calls_view BOX CANARY: while another call runs sleep as CANARY,
 	# VIEW is what a second call sees: its /proc/1/cmdline, ps, the count of /proc's pids
 	"$WARD" box exec "$1" -- "exec -a $2 sleep 8" >/dev/null 2>&1 &
 	local xp=$!
-	sleep 1
+	# The box runs the call, and (where the host sees the box's processes:
+	# not on vm) its canary has started.
+	wait_until 10 box_calls "$1" 1 || echo "# calls_view: no call running in $1 within 10 s"
+	wait_until 3 pgrep -f "^$2 8\$" >/dev/null
 	VIEW=$("$WARD" box exec "$1" -- 'cat /proc/1/cmdline | tr "\0" " "; echo; ps -eo args; ls /proc | grep -c "^[0-9]"' 2>&1)
 	kill $xp 2>/dev/null; wait $xp 2>/dev/null
 }

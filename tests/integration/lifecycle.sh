@@ -4,10 +4,11 @@
 WS=$T_TMP/ws
 mkdir -p "$WS"
 B=$(box_new --workspace "$WS" --rw)
-cancel_after() { # cancel_after SECONDS BOX CMD: Ctrl-C to `ward box exec` after SECONDS; sets RC, MS (from the Ctrl-C), OUT
+cancel_after() { # cancel_after SLEEP BOX CMD: Ctrl-C to `ward box exec` once CMD runs its `sleep SLEEP`; sets RC, MS (from the Ctrl-C), OUT
+	local gp; gp=$("$WARD" box info "$2" | json guest_pid)
 	"$WARD" box exec "$2" -- "$3" >"$T_TMP/cancel.out" 2>&1 &
 	local p=$!
-	sleep "$1"
+	wait_until 10 descends "^sleep $1\$" "$gp" || echo "# cancel_after: no sleep $1 in $2 within 10 s"
 	local t0; t0=$(now_ms)
 	kill -INT $p
 	wait $p
@@ -17,7 +18,7 @@ cancel_after() { # cancel_after SECONDS BOX CMD: Ctrl-C to `ward box exec` after
 }
 
 # Cancel a bash call after 300 ms: gone in under 1 s, the box still answers.
-cancel_after 0.3 "$B" 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary-cancel" &); sleep 100'
+cancel_after 100 "$B" 'trap "" TERM; (setsid bash -c "trap \"\" TERM; sleep 3; touch /workspace/canary-cancel" &); sleep 100'
 is "$RC" 130 "cancelled exec exits 130"
 # The cancel grace is 2 s for processes that trap TERM; the call as a whole
 # is gone within grace + 1 s.
@@ -29,14 +30,14 @@ like "$("$WARD" box exec "$B" -- echo alive)" "alive" "the box answers after the
 # SIGTERM is killed at 10 s, the call is cancelled (not timed out), and the
 # box lives. No layer gives up before the guest has used the grace.
 GB=$(box_new --grace 10s)
-cancel_after 0.5 "$GB" 'trap "" TERM; sleep 60'
+cancel_after 60 "$GB" 'trap "" TERM; sleep 60'
 is "$RC" 130 "grace 10s: the cancelled call exits 130"
 lt "$MS" 11000 "within the grace + 1 s"
 lt 9500 "$MS" "and not before the grace: the guest held SIGKILL back for 10 s"
 like "$OUT" "cancelled after 1[0-9]" "the result says cancelled, after the grace"
 unlike "$OUT" "timed out|did not answer|destroyed" "not a time-out, and the box was not destroyed"
 like "$("$WARD" box exec "$GB" -- 'echo alive')" "alive" "the same box answers after it"
-cancel_after 0.5 "$GB" 'sleep 60'
+cancel_after 60 "$GB" 'sleep 60'
 lt "$MS" 1000 "twin: a command that does not trap SIGTERM ends at once, grace or not"
 
 # A stopped keeper does not hang the commands that ask every box: ls waits
@@ -73,8 +74,8 @@ is "$LEFT" "" "and every one of them is gone"
 ok "$([ ! -e "$RTD" ]; echo $?)" "its runtime dir is removed by the destroy itself"
 if [ -n "$DCG" ]; then ok "$([ ! -d "$DCG" ]; echo $?)" "and its cgroup"; else echo "ok $((T_N += 1)) # SKIP no cgroup for the box here"; fi
 
-cancel_after 0.3 "$B" 'sleep 100'
-lt "$MS" 1000 "cancel of a plain sleep after 300 ms is done in under 1 s"
+cancel_after 100 "$B" 'sleep 100'
+lt "$MS" 1000 "cancel of a running plain sleep is done in under 1 s"
 n=$("$WARD" box exec "$B" -- 'ls /proc | grep -c "^[0-9]"')
 lt "${n:-99}" 6 "no process of the cancelled call is left ($n in the box, counting this one)"
 
@@ -100,7 +101,7 @@ lt "$MS" 1500 "grep stops within 1.1 s of the cancel"
 # while the slow grep still runs on another worker.
 "$WARD" box tool "$B" grep '{"pattern":"(*NO_START_OPT)[a-z-]+[a-z-]+[a-z-]+\\\\d{9}","path":"big","mode":"count"}' >/dev/null 2>&1 &
 GP=$!
-sleep 0.3
+wait_until 10 box_calls "$B" 1
 t0=$(now_ms)
 R=$("$WARD" box tool "$B" read '{"path":"big/d000/f000.txt","limit":1}' 2>&1)
 MS=$(( $(now_ms) - t0 ))
@@ -110,7 +111,9 @@ kill -INT $GP 2>/dev/null; wait $GP 2>/dev/null
 full=$("$WARD" box tool "$B" grep '{"pattern":"needle-not-here","path":"big","mode":"count","limit":5}')
 like "$full" '"outcome":.*"ok"' "positive twin: the same tree greps to the end without a cancel"
 
-sleep 3.5
+# The first cancel's setsid child (the shell that would touch its canary) is gone.
+BGP=$("$WARD" box info "$B" | json guest_pid)
+wait_until 5 eval '! descends canary-cancel "$BGP"'; ok $? "no survivor of a cancelled call runs"
 is "$(ls "$WS" | grep -c canary)" 0 "no survivor of a cancelled call wrote a canary"
 
 # kill -9 of ward while a box runs a loop: the keeper destroys the box.
@@ -140,7 +143,7 @@ t0=$(now_ms)
 while ! gone "$KPID" && [ $(( $(now_ms) - t0 )) -lt 2000 ]; do sleep 0.02; done
 check "its keeper is gone" bash -c "! kill -0 $KPID 2>/dev/null || grep -q Z /proc/$KPID/stat"
 touch "$WS/go-kill9"
-sleep 1.5	# a survivor polls for the go every 50 ms
+sleep 1.5	# time: a survivor polls for the go every 50 ms
 is "$(ls "$WS" | grep -c canary-kill9)" 0 "nothing in the box survived (canary)"
 # Twin: the same canary in a box that lives does see the go and writes.
 rm -f "$WS/go-kill9" "$WS/ready-kill9"
@@ -159,20 +162,20 @@ rm -f "$WS/go-kill9" "$WS/ready-kill9" "$WS/canary-kill9"
 T3=$("$WARD" box create --persistent --ttl 3s)
 T60=$("$WARD" box create --persistent --ttl 60s)
 T_BOXES="$T_BOXES $T60"
-sleep 5
+wait_until 5 eval '! "$WARD" box info "$T3" >/dev/null 2>&1'
 check "a box with a 3 s TTL is gone by 5 s" bash -c "! '$WARD' box info $T3"
 check "positive twin: a box with a 60 s TTL still answers" "$WARD" box exec "$T60" -- true
 
 # A box that dies with the process that made it.
 sh -c "'$WARD' box create --ttl 60s > $T_TMP/owned; sleep 0.5"
 O=$(cat "$T_TMP/owned")
-sleep 0.5
+wait_until 5 eval '! "$WARD" box info "$O" >/dev/null 2>&1'
 check "a non-persistent box dies with the process that created it" bash -c "! '$WARD' box info $O"
 
 # The host's deadline: a guest that stops answering is destroyed.
 GPID=$("$WARD" box info "$B" | json guest_pid)
 t0=$(now_ms)
-( sleep 0.3; kill -STOP "$GPID" ) &
+( wait_until 10 descends '^sleep 30$' "$GPID"; kill -STOP "$GPID" ) &
 OUT=$("$WARD" box exec "$B" --timeout 1s -- 'sleep 30' 2>&1); rc=$?
 MS=$(( $(now_ms) - t0 ))
 is "$rc" 124 "a stopped guest: the call times out"

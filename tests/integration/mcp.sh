@@ -423,7 +423,8 @@ else
 		--mcp-config "$T_TMP/ev.json" "long" >/dev/null 2>"$T_TMP/err" </dev/null &
 	WP=$!
 	for _ in $(seq 100); do [ "$(nreq)" -ge 1 ] && break; sleep 0.1; done
-	sleep 1.5
+	# The call is under way.
+	wait_until 10 eval 'journal 2>/dev/null | grep -q "\"intent\""'
 	t0=$(now_ms); kill -TERM $WP; wait $WP; RC=$?; MS=$(( $(now_ms) - t0 ))
 	is "$RC" 130 "SIGTERM during an MCP call: the run ends cancelled (exit 130)"
 	lt "$MS" 3000 "at once (${MS} ms)"
@@ -435,7 +436,7 @@ else
 		--mcp-config "$T_TMP/ev.json" "long" >/dev/null 2>&1 </dev/null &
 	WP=$!
 	for _ in $(seq 100); do [ "$(nreq)" -ge 1 ] && break; sleep 0.1; done
-	sleep 1
+	wait_until 10 eval 'journal 2>/dev/null | grep -q "\"intent\"" && pgrep -f "mcp-server-everything stdio" >/dev/null'
 	PIDS=$(pgrep -f 'mcp-server-everything stdio' | tr '\n' ' ')
 	[ -n "$PIDS" ]; ok $? "the server runs while the call does (pids $PIDS)"
 	kill -9 $WP; wait $WP 2>/dev/null

@@ -213,16 +213,16 @@ EOF' >"$T_TMP/cap.out" &
 		"$be: twin: once they close, a new connection works"
 	# The proxy dies with the box.
 	"$WARD" box destroy "$B"
-	sleep 0.2
+	wait_until 5 gone "$P"
 	gone "$P"; ok $? "$be: destroy: the proxy is gone"
-	[ ! -e "/run/ward/boxes/$B" ]; ok $? "$be: and the box's directory (its sockets) is gone"
+	[ ! -e "$XDG_RUNTIME_DIR/ward/boxes/$B" ]; ok $? "$be: and the box's directory (its sockets) is gone"
 done
 
 # TTL, and the owner SIGKILLed: the proxy goes with the box.
 T=$(box_new --ttl 2s "${RULES[@]}")
 P=$("$WARD" box info "$T" | json egress.proxy_pid)
 like "$P" "^[0-9]+$" "a box with a 2 s TTL has a proxy ($P)"
-sleep 3.5
+wait_until 5 gone "$P"
 gone "$P"; ok $? "TTL: the proxy is gone with the box"
 bash -c 'o=$1; shift; "$0" box create "$@" >"$o.name"; exec sleep 100' "$WARD" "$T_TMP/owner" "${RULES[@]}" &
 OWN=$!

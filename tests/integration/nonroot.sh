@@ -5,7 +5,9 @@
 [ "$(id -u)" -eq 0 ] || skip_all "run as root to test as the wardtest user"
 id wardtest >/dev/null 2>&1 || skip_all "no wardtest user (.ci/test creates it)"
 runuser -u wardtest -- test -x "$WARD" || skip_all "wardtest cannot reach $WARD (a parent directory is not searchable)"
-U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+# wardtest's boxes: in a runtime directory of this test's own.
+mkdir -m 700 "$T_TMP/urun" && chown wardtest: "$T_TMP/urun"
+U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_RUNTIME_DIR="$T_TMP/urun" XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
 WS=$(runuser -u wardtest -- mktemp -d /tmp/ward-nonroot.XXXXXX)
 echo original >"$WS/f.txt"; chown wardtest: "$WS/f.txt"
 
@@ -40,7 +42,7 @@ like "$(U "$WARD" box exec "$B" -- 'touch /usr/bin/x 2>&1; echo rc=$?; touch /et
 # Another user cannot talk to a box: its socket is in a 0700 directory, and
 # the keeper checks the peer's uid (shown with the directories opened up).
 RB=$(box_new)
-SOCK=$(ls -d "${XDG_RUNTIME_DIR:-/run}/ward/boxes/$RB/sock")
+SOCK=$(ls -d "$XDG_RUNTIME_DIR/ward/boxes/$RB/sock")
 PEER='import socket, sys
 s = socket.socket(socket.AF_UNIX)
 try:
@@ -55,9 +57,9 @@ except OSError as e:
     print("closed:", e)'
 like "$(U python3 -c "$PEER" "$SOCK" 2>&1)" "connect refused: Permission denied" "another user cannot reach a box's socket (0700 directory)"
 D=$(dirname "$SOCK")
-chmod o+x "$D" "$(dirname "$D")" "$(dirname "$(dirname "$D")")"; chmod o+rw "$SOCK"
+chmod o+x "$D" "$(dirname "$D")" "$(dirname "$(dirname "$D")")" "$XDG_RUNTIME_DIR"; chmod o+rw "$SOCK"
 like "$(U python3 -c "$PEER" "$SOCK" 2>&1)" "closed" "with the directories opened up, the keeper closes another user's connection"
-chmod o-x "$D" "$(dirname "$D")" "$(dirname "$(dirname "$D")")"; chmod o-rw "$SOCK"
+chmod o-x "$D" "$(dirname "$D")" "$(dirname "$(dirname "$D")")" "$XDG_RUNTIME_DIR"; chmod o-rw "$SOCK"
 like "$(python3 -c "$PEER" "$SOCK" 2>&1)" "answered" "twin: the box's owner is answered (the guest's hello)"
 "$WARD" box destroy "$RB"
 like "$(U "$WARD" doctor)" "disk ceiling +not enforced: .*needs root" "doctor says the disk ceiling is not enforced for an ordinary user"
@@ -117,7 +119,8 @@ U "$WARD" box exec "$PB" -- 'echo user-root-change >/etc/ward-fork-test' >/dev/n
 PF=$(U "$WARD" box fork "$PB" 2>/dev/null)
 is "$(U "$WARD" box exec "$PF" -- 'cat /etc/ward-fork-test' 2>&1)" user-root-change "an ordinary user's box forks: the fork has its root's change"
 U "$WARD" box destroy "$PB" "$PF" >/dev/null 2>&1
-sleep 3.5
+# The timed-out call's setsid child (the shell that would touch the canary) is gone.
+wait_until 5 eval '! pgrep -u wardtest -f "touch /workspace/canary" >/dev/null'; ok $? "no survivor of the timed-out call runs"
 check "no survivor wrote a canary" test ! -e "$WS/canary"
 rm -rf "$WS"
 done_testing

@@ -189,7 +189,7 @@ while os.path.exists(sys.argv[2]):
 PY
 CL=$!
 for _ in $(seq 100); do [ -e "$T_TMP/hold2.go" ] && break; sleep 0.05; done
-sleep 0.5
+wait_until 5 eval '[ "$(opened | cut -d" " -f1)" = 6 ]'
 N6=$(opened)
 rm -f "$T_TMP/hold2.go"; wait $CL
 # The ones connected stay, half-closed (the box's side never ended them);

@@ -29,9 +29,11 @@ trap 'cleanup_fx' EXIT
 mkdir "$DM" "$DP" && chown -R wardtest: "$DM" "$DP" || skip_all "cannot make the delegated groups"
 # U: as wardtest, outside any group of its own; D: as wardtest, moved into
 # the delegated v1 groups first (as a login into a delegated scope is).
-U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+# wardtest's boxes: in a runtime directory of this test's own.
+mkdir -m 700 "$T_TMP/urun" && chown wardtest: "$T_TMP/urun"
+U() { runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_RUNTIME_DIR="$T_TMP/urun" XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
 D() { sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' sh "$DM" "$DP" \
-	runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+	runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_RUNTIME_DIR="$T_TMP/urun" XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
 WS=$(runuser -u wardtest -- mktemp -d /tmp/ward-rootless.XXXXXX)
 
 # Delegated: doctor names the groups, and the box's processes are in them.
@@ -118,7 +120,7 @@ U "$WARD" box destroy "$B"
 if [ -n "$DV" ] && mkdir "$DV" 2>/dev/null && [ -e "$DV/cgroup.kill" ]; then
 	chown wardtest: "$DV"	# the directory only: its cgroup.procs stays root's
 	V() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$DV" \
-		runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+		runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_RUNTIME_DIR="$T_TMP/urun" XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
 	B=$(V "$WARD" box create --persistent)
 	INFO=$(V "$WARD" box info "$B")
 	GP=$(json guest_pid <<<"$INFO")
@@ -160,7 +162,7 @@ if [ -n "$DV" ] && mkdir "$DV" 2>/dev/null && [ -e "$DV/cgroup.kill" ]; then
 		mkdir -p "$DV/$sub"
 		[ "$sub" = rootowned ] && chown -R root: "$DV/$sub"
 		S() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$DV/$sub" \
-			runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
+			runuser -u wardtest -- env WARD_GUEST="$WARD_GUEST" HOME=/home/wardtest XDG_RUNTIME_DIR="$T_TMP/urun" XDG_STATE_HOME=/home/wardtest/.local/state "$@"; }
 		B=$(S "$WARD" box create --persistent)
 		GP=$(S "$WARD" box info "$B" | json guest_pid)
 		like "$(grep '^0::' "/proc/$GP/cgroup")" "/$FX/ward-$B-[0-9]+\$" "from $sub below the delegated v2 group: the box's group is in the delegated group"

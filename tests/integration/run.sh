@@ -10,10 +10,11 @@ ws() { # a fresh workspace
 	rm -rf "$WS"; mkdir -p "$WS"
 	printf 'alpha\n' >"$WS/a.txt"; printf 'beta\n' >"$WS/b.txt"
 }
-sleeper_gone() { # the scenario's `sleep 100.SERVER-PID` is not running on the host (waits up to 1 s)
-	for _ in $(seq 20); do pgrep -f "^sleep 100\.$SRV\$" >/dev/null || return 0; sleep 0.05; done
-	return 1
+call_left() { pgrep -f "sleep 100\.$SRV" >/dev/null; }	# the scenario's `sleep 100.SERVER-PID`, or the shell that would write its canary after it, runs
+sleeper_gone() { # nothing of the scenario's call runs on the host (waits up to 5 s): its canary can no longer be written
+	wait_until 5 eval '! call_left'
 }
+sleeper_runs() { wait_until 10 pgrep -f "^sleep 100\.$SRV\$" >/dev/null; }	# the scenario's call runs its sleep (waits up to 10 s)
 run() { # run PROVIDER [flags] TASK -> OUT, ERR, RC, MS
 	local p=$1; shift
 	local base=$URL
@@ -197,9 +198,8 @@ for P in anthropic openai; do
 	is "$RC" 2 "$P: deadline during a bash call: exit 2"
 	lt "$MS" 4000 "$P: ward returns within 1 s of the 3 s deadline"
 	like "$ERR" "deadline" "$P: the stop says deadline"
-	sleep 1
-	[ ! -e "$WS/canary-deadline" ]; ok $? "$P: the call's process did not survive (canary)"
 	sleeper_gone; ok $? "$P: its sleep is gone from the host"
+	[ ! -e "$WS/canary-deadline" ]; ok $? "$P: the call's process did not survive (canary)"
 done
 
 # The other budgets, each checked before a round or a call.
@@ -224,7 +224,7 @@ serve sleep; ws sigint
 "$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "sleep" >/dev/null 2>"$T_TMP/err" &
 WP=$!
 for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
-sleep 0.3
+sleeper_runs
 t0=$(now_ms)
 kill -INT $WP
 wait $WP; RC=$?
@@ -234,9 +234,8 @@ lt "$MS" 1500 "SIGINT: the run ends within 1.5 s (the call's sleep dies at SIGTE
 J=$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)
 like "$J" '"type":"result".*"outcome":"cancelled"' "the call's result is recorded as cancelled"
 like "$J" '"type":"stop","reason":"cancelled"' "the stop is recorded"
-sleep 1
-[ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
 sleeper_gone; ok $? "SIGINT: the call's sleep is gone from the host"
+[ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
 
 # SIGHUP (the terminal went away): as SIGTERM, the stop recorded with why.
 export XDG_STATE_HOME=$T_TMP/state-sighup
@@ -244,14 +243,13 @@ serve sleep; ws sighup
 "$WARD" run --provider anthropic --base-url "$URL" --model fake-model --workspace "$WS" --rw "sleep" >/dev/null 2>"$T_TMP/err" &
 WP=$!
 for _ in $(seq 100); do grep -q '"intent"' "$XDG_STATE_HOME"/ward/sessions/*.jsonl 2>/dev/null && break; sleep 0.1; done
-sleep 0.3
+sleeper_runs
 kill -HUP $WP
 wait $WP; RC=$?
 is "$RC" 130 "SIGHUP: exit 130"
 like "$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)" '"type":"stop","reason":"cancelled","why":"cancelled \(the terminal hung up\)"' "SIGHUP: the stop is recorded, with why"
-sleep 1
-[ ! -e "$WS/canary-deadline" ]; ok $? "SIGHUP: nothing of the call survived (canary)"
 sleeper_gone; ok $? "SIGHUP: the call's sleep is gone from the host"
+[ ! -e "$WS/canary-deadline" ]; ok $? "SIGHUP: nothing of the call survived (canary)"
 export XDG_STATE_HOME=$T_TMP/state
 
 # WARD_CALL_ID is the journal's key for the call; --patch writes the diff.
@@ -433,16 +431,16 @@ like "$(req 2)$ERR" "before the run's deadline" "and says the approver did not a
 # What the approver starts goes with it: its own process group is killed at
 # the deadline (canary), and after it answers, so nothing it left holds
 # ward's stderr, a CI step's pipe, open.
-printf '#!/bin/sh\n(sleep 3; touch %s) &\nexec sleep 300\n' "$T_TMP/approver-canary" >"$T_TMP/approver-kids"
+printf '#!/bin/sh\n(sleep 3.%s; touch %s) &\nexec sleep 300.%s\n' $$ "$T_TMP/approver-canary" $$ >"$T_TMP/approver-kids"
 chmod +x "$T_TMP/approver-kids"
 serve write; ws approver-kids
 run anthropic --rw --approve ask --deadline 2s --approve-cmd "$T_TMP/approver-kids" "write"
 is "$RC" 2 "an approver with a child: the run stops at its deadline"
-sleep 3.5
+# Its child (the subshell that would write the canary, and its sleep) is gone.
+wait_until 5 eval '! pgrep -f "$T_TMP/approver-kids|sleep (3|300)\.$$" >/dev/null'; ok $? "the approver and its child are gone"
 [ ! -e "$T_TMP/approver-canary" ]; ok $? "the approver's child was killed with it (canary)"
-(sleep 1; touch "$T_TMP/approver-canary2") &
-sleep 1.5
-[ -e "$T_TMP/approver-canary2" ]; ok $? "twin: the same canary, not killed, is written"
+(sleep 1; touch "$T_TMP/approver-canary2") &	# time: a canary written later, as the approver's child's would be
+wait_until 5 test -e "$T_TMP/approver-canary2"; ok $? "twin: the same canary, not killed, is written"
 printf '#!/bin/sh\n(sleep 30; echo late >&2) &\nexit 0\n' >"$T_TMP/approver-leaves"
 chmod +x "$T_TMP/approver-leaves"
 serve write; ws approver-leaves
@@ -497,15 +495,15 @@ lt 9500 "$MS" "and not before"
 like "$(cat "$XDG_STATE_HOME"/ward/sessions/*.jsonl)" '"watchdog":true' "the journal says the watchdog ended the run"
 for _ in $(seq 30); do "$WARD" box ls | grep -q "^$B " || break; sleep 0.1; done
 unlike "$("$WARD" box ls)" "^$B " "and the box is gone"
-sleep 1
-[ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
 sleeper_gone; ok $? "the stopped run's sleep is gone from the host"
+[ ! -e "$WS/canary-deadline" ]; ok $? "nothing of the call survived (canary)"
 
 # A stopped keeper that takes no frames never freezes ward: the call's
 # frames wait in a bounded queue, and Ctrl-C or --deadline still end the
 # run, the keeper (and the box with it) killed once it has been silent for
 # a margin.
 stopped_keeper_run() { # stopped_keeper_run SIGNAL|deadline: sets RC, MS (from the signal or the deadline)
+	local rt0=$XDG_RUNTIME_DIR
 	export XDG_RUNTIME_DIR=$T_TMP/rt-$1
 	mkdir -p "$XDG_RUNTIME_DIR"; chmod 700 "$XDG_RUNTIME_DIR"
 	serve bigwrite; ws bigwrite-$1
@@ -514,17 +512,18 @@ stopped_keeper_run() { # stopped_keeper_run SIGNAL|deadline: sets RC, MS (from t
 	"$WARD" run --base-url "$URL" --model fake-model --workspace "$WS" $extra "write big" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null &
 	local wp=$!
 	# Bound the test itself: a ward that froze is killed at 20 s.
-	( sleep 20; kill -9 $wp 2>/dev/null ) &
+	( sleep 20; kill -9 $wp 2>/dev/null ) &	# time: the test's own bound
 	local guard=$!
 	for _ in $(seq 100); do [ -s "$LOG" ] && break; sleep 0.05; done
-	sleep 0.5
+	wait_until 10 eval 'cat "$XDG_RUNTIME_DIR"/ward/boxes/*/keeper.pid >/dev/null 2>&1'
 	KP=$(cat "$XDG_RUNTIME_DIR"/ward/boxes/*/keeper.pid 2>/dev/null)
 	kill -STOP "$KP"
 	if [ "$1" = deadline ]; then
 		wait $wp; RC=$?
 		MS=$(( $(now_ms) - t0 - 8000 ))
 	else
-		sleep 5	# the stream ends and the two calls are dispatched into the stopped keeper
+		# The stream ends and the two calls are dispatched into the stopped keeper.
+		wait_until 15 eval '[ "$(grep -c "\"intent\"" "$(ls -t "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1)")" -ge 2 ]'
 		local t1; t1=$(now_ms)
 		kill -INT $wp
 		wait $wp; RC=$?
@@ -532,7 +531,7 @@ stopped_keeper_run() { # stopped_keeper_run SIGNAL|deadline: sets RC, MS (from t
 	fi
 	kill $guard 2>/dev/null
 	kill -CONT "$KP" 2>/dev/null
-	unset XDG_RUNTIME_DIR
+	export XDG_RUNTIME_DIR=$rt0
 }
 stopped_keeper_run INT
 is "$RC" 130 "a stopped keeper with a full queue: Ctrl-C still cancels (exit 130)"
@@ -677,7 +676,7 @@ like "$P" "pruned $SD" "--state done: pruned"
 [ ! -e "$XDG_STATE_HOME/ward/sessions/$SD.jsonl" ]; ok $? "its journal is gone"
 ls -d "$XDG_STATE_HOME/ward/workspaces/s-$SD"* >/dev/null 2>&1; ok $((! $?)) "and its layers"
 [ -e "$XDG_STATE_HOME/ward/sessions/$SF.jsonl" ]; ok $? "twin: the provider_error session stays"
-sleep 1.1
+sleep 1.1	# time: the session grows older than 1 s
 P=$("$WARD" sessions prune --older-than 1s --state provider_error 2>&1)
 like "$P" "pruned $SF" "--older-than 1s --state provider_error: pruned"
 is "$("$WARD" sessions --json)" "[]" "no session is left"

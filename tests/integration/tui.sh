@@ -217,12 +217,14 @@ like "$J" "\"decision\":\"allow\",\"why\":\"approved by the user, and from now o
 like "$J" "\"decision\":\"allow\",\"why\":\"allowed by the rule --allow 'bash:echo ran-gamma > gamma.txt; echo ran-gamma'\"" "journal: the rule allowed the next call"
 
 # Typeahead answers no question: a y typed early is kept as the draft.
+N0=$(nreq)
 say gate "slowrun"
-sleep 0.2
+# The message has reached the model (whose answer, the call, comes slowly).
+wait_until 5 eval '[ "$(nreq)" -gt "$N0" ]'
 key gate y
 wait_for gate 'printf slow > slow.txt$' 10000
 ok $? "the slow call's question is shown"
-sleep 1
+sleep 1	# time: a y that would answer the question has had a second to
 unlike "$(screen gate | tail -3)" "→ yes" "the y typed before the question did not answer it"
 # Arrows and Enter: down twice is "no".
 key gate Down; key gate Down
@@ -310,7 +312,7 @@ echo "# Esc to the cancelled card: $((T1 - T0)) ms"
 for _ in $(seq 20); do sleeper || break; sleep 0.05; done
 sleeper
 ok $((!$?)) "the call's process is gone within 1 s"
-sleep 0.5
+wait_until 5 eval 'journal esc | grep -q "\"outcome\":\"cancelled\""'
 like "$(journal esc)" '"outcome":"cancelled"' "the journal records the cancelled result"
 like "$(screen esc)" "■ cancelled: interrupted by the user \(Esc\)" "the turn stopped and says why"
 say esc "hello after"
@@ -342,7 +344,7 @@ key esc Escape
 wait_for esc '\[interrupted: the partial answer is kept\]' 2000
 ok $? "the stream stops and the partial text is marked"
 N1=$(screen esc | grep -o 'word[0-9]*' | wc -l)
-sleep 1
+sleep 1	# time: more words would have come within it
 N2=$(screen esc | grep -o 'word[0-9]*' | wc -l)
 is "$N2" "$N1" "no more text arrives"
 like "$(journal esc)" '"text":"Streaming slowly: word0 [^"]*"}\],"partial":true' "the journal keeps the partial text, marked partial"
@@ -708,7 +710,7 @@ $TM kill-session -t jobs
 COLS=40 start sp40 --approve auto
 say sp40 "sleep"
 wait_for sp40 'esc to interr' 5000
-sleep 3
+sleep 3	# time: the spinner ticks for 3 s
 is "$(count sp40 'esc to')" 1 "40 columns, 3 s of a running call: one live line"
 lt "$(widest sp40)" 41 "and nothing wrapped"
 key sp40 Escape

@@ -152,7 +152,7 @@ ok "$([ "$(du -k "$XDG_STATE_HOME/ward/disks/$DB.img" | cut -f1)" -le 65536 ]; e
 "$WARD" box destroy "$DB"
 # A box whose keeper is killed: reap removes its disk as its keeper would.
 KB=$(box_new --backend vm)
-RT=$(ls -d /run/ward/boxes 2>/dev/null || echo "${XDG_RUNTIME_DIR:-/tmp/ward-$(id -u)}/ward/boxes")
+RT=$XDG_RUNTIME_DIR/ward/boxes	# lib.sh's, this test's own
 KP=$(cat "$RT/$KB/keeper.pid")
 [ -f "$XDG_STATE_HOME/ward/disks/$KB.img" ]; ok $? "vm: a box has its disk"
 kill -9 "$KP"
@@ -197,7 +197,7 @@ Q=$(qemu_of "$RB")
 "$WARD" box destroy "$RB"
 wait_until 10 gone "$Q"; ok $? "vm: destroying the box ends its VMM, and so every process in it"
 # (the canary's time passes: nothing may write it now)
-sleep 6
+sleep 6	# time: past the job's 4 s delay, when its canary would be written
 [ ! -e "$RWS/job-canary" ]; ok $? "vm: the job's canary never appears (6 s after the box went, 4 s its delay)"
 # The disk ceiling holds over 9p: the layer is the same loop-mounted image.
 if "$WARD" doctor | grep -q '^ok  *disk ceiling'; then
@@ -246,7 +246,7 @@ like "$("$WARD" box exec "$B" -- 'echo still here')" "still here" "a fork bomb i
 R=$(T bash '{"command":"python3 -c \"b=[]\nwhile True: b.append(bytearray(64<<20))\"; echo rc=$?","timeout":60}')
 like "$R" "rc=(137|1)" "a memory balloon ends at the VM's memory ceiling"
 like "$("$WARD" box exec "$B" -- 'echo alive')" "alive" "and the VM answers after it"
-sleep 2
+sleep 3.5	# time: past the 3 s after which any survivor writes its canary
 [ ! -e "$WS/canary-vm" ] && ! "$WARD" box exec "$B" -- 'test -e /workspace/canary-vm'; ok $? "no survivor wrote a canary"
 
 # The VMM stopped from outside: the host's deadline destroys the VM.
@@ -254,14 +254,14 @@ Q=$(qemu_of "$B")
 like "$Q" "^[0-9]+$" "the box's VMM is a host process"
 "$WARD" box exec "$B" --timeout 2s -- 'sleep 30' >"$T_TMP/stop.out" 2>&1 &
 EP=$!
-sleep 0.7
+wait_until 10 box_calls "$B" 1
 t0=$(now_ms)
 kill -STOP "$Q"
 wait $EP
 MS=$(( $(now_ms) - t0 ))
 like "$(cat "$T_TMP/stop.out")" "destroyed|did not answer" "a stopped VMM: the call says the box was destroyed"
 lt "$MS" 6000 "detected by the host's deadline (2 s + grace + margin)"
-sleep 0.5
+wait_until 5 eval '! kill -0 "$Q" 2>/dev/null'
 ! kill -0 "$Q" 2>/dev/null; ok $? "the stopped VMM is gone"
 like "$("$WARD" box exec "$B" -- 'cat /workspace/b.txt')" "BEE" "a new VM answers, and sees the workspace's changes"
 
@@ -270,7 +270,7 @@ like "$("$WARD" box exec "$B" -- 'cat /workspace/b.txt')" "BEE" "a new VM answer
 Q=$(qemu_of "$B")
 "$WARD" box tool "$B" bash '{"command":"sleep 20"}' >"$T_TMP/kill.out" 2>&1 &
 EP=$!
-sleep 1
+wait_until 10 box_calls "$B" 1
 kill -9 "$Q"
 wait $EP
 like "$(cat "$T_TMP/kill.out")" '"outcome":.*"unknown"' "a killed VMM: the call's outcome is unknown"
