@@ -251,7 +251,7 @@ is "$?" 0 "a run whose box hibernates between two calls, a job running"
 rm -f "$XDG_CONFIG_HOME/ward/config.json"
 grep -v '^ward: session' "$T_TMP/hib.err" | head -5 | sed 's/^/# /'
 like "$(cat "$T_TMP/hib.out")" "^$B: hibernated in" "the hook hibernated the box"
-like "$(cat "$T_TMP/hib.out")" "$B: job 1 ended after [0-9.]+ s when the box hibernated: a hibernated box keeps its files, not its processes: exec sleep $V" \
+like "$(cat "$T_TMP/hib.out")" "$B: job 1 ended after [0-9.]+ s when the box hibernated: an ns box's processes cannot be saved: they end at a hibernate \(its files are kept\): exec sleep $V" \
 	"ward box hibernate says which job ended, and why"
 canary_alive "$V"; is $? 1 "the job's process is gone"
 like "$(grep -c '"type":"round"' "$T_TMP/hib.jsonl")" "^4$" "the replay's expectations held: the next round's message told the model the job ended with the hibernate"
