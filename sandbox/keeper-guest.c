@@ -133,6 +133,9 @@ void keeper_guest_detach(void)
 		loop_del(K.loop, K.eg.ev_fd);
 	egress_stop(&K.eg, keeper_net_event, NULL);
 	keeper_port_down();
+	/* The VM's network port closes with its streams, so the VMM sees it
+	 * close before a save (a wake serves the new one's). */
+	keeper_mux_down();
 	if (K.inst.chan_fd >= 0)
 		loop_del(K.loop, K.inst.chan_fd);
 }
