@@ -81,7 +81,15 @@ void keeper_pace(void)
 	bool read_clients = proto_queued(&K.gwr) <= KEEPER_PACE;
 	for (struct kclient *c = K.clients; c; c = c->next) {
 		bool read = read_clients && proto_queued(&c->wr) <= KEEPER_BACKLOG;
-		uint32_t m = (read ? EPOLLIN : 0) | (proto_pending(&c->wr) ? EPOLLOUT : 0);
+		/* A whole request read but held back while the backlog was full
+		 * is taken at the next EPOLLOUT (on_client), which a writable
+		 * socket gives at once: however the backlog drained. */
+		struct frame f;
+		size_t used;
+		bool held = read && c->rd.in.len > c->rd.off &&
+			    proto_decode((const uint8_t *)c->rd.in.data + c->rd.off, c->rd.in.len - c->rd.off, &f,
+					 &used) == 0;
+		uint32_t m = (read ? EPOLLIN : 0) | (proto_pending(&c->wr) || held ? EPOLLOUT : 0);
 		if (m != c->mask) {
 			loop_mod(K.loop, c->fd, m);
 			c->mask = m;
