@@ -1,15 +1,13 @@
 #include "http/http.h"
+#include "http/relay.h"
 #include "config.h"	/* WARD_VERSION */
 #include "base/cleanup.h"
 #include "base/curlso.h"
-#include "base/fdio.h"
 #include "base/loop.h"
 #include "base/timeutil.h"
 
-#include <ctype.h>
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,44 +37,12 @@ struct http_req {
 	struct http_req *next;
 };
 
-/* A proxy the caller dials (http_opts.dial) is reached through a relay on
- * loopback: curl connects to it from a socket this file bound (and so
- * knows the port of), and the relay carries that connection's bytes to and
- * from the dialed one. (libcurl 7.88 connects every socket it is given,
- * CURL_SOCKOPT_ALREADY_CONNECTED notwithstanding.) A connection from any
- * other port is closed: no other process can borrow the way. */
-#define RELAY_BUF (64 * 1024)
-
-struct relay_wait {
-	int port;		/* the curl socket's local port */
-	int curl_fd;
-	int far;		/* the dialed connection */
-	struct relay_wait *next;
-};
-
-struct relay_dir {
-	char b[RELAY_BUF];
-	size_t len;
-	bool eof;		/* the source ended: dst is shut for writing once drained */
-};
-
-struct relay_conn {
-	struct http *h;
-	int near, far;		/* curl's accepted connection; the dialed one */
-	struct relay_dir up, down;	/* near->far, far->near */
-	bool far_gone;		/* the proxy hung up: what it sent goes on to curl, then the end */
-	struct relay_conn *next;
-};
-
 struct http {
 	struct loop *loop;
 	CURLM *multi;
 	int64_t curl_deadline;	/* from curl's timer callback; -1 none */
 	struct http_req *reqs;
-	int relay_fd, relay_port;	/* the relay's listener, or -1 */
-	int relay_reserve;	/* a descriptor given up when out of them (fdio_accept) */
-	struct relay_wait *waits;
-	struct relay_conn *conns;
+	struct relay *relay;	/* to a proxy the caller dials */
 };
 
 const char *http_fail_name(enum http_fail f)
@@ -147,9 +113,10 @@ int http_new(struct http **ret, struct loop *l)
 		return -ENOMEM;
 	h->loop = l;
 	h->curl_deadline = -1;
-	h->relay_fd = h->relay_reserve = -1;
 	h->multi = curl_multi_init();
-	if (!h->multi) {
+	if (!h->multi || relay_new(&h->relay, l) < 0) {
+		if (h->multi)
+			curl_multi_cleanup(h->multi);
 		free(h);
 		return -ENOMEM;
 	}
@@ -176,45 +143,15 @@ static void http_req_free(struct http_req *r)
 	free(r);
 }
 
-static void relay_conn_free(struct relay_conn *c)
-{
-	struct http *h = c->h;
-	for (struct relay_conn **p = &h->conns; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
-	loop_del(h->loop, c->near);
-	close(c->near);
-	if (c->far >= 0) {
-		loop_del(h->loop, c->far);
-		close(c->far);
-	}
-	free(c);
-}
-
 void http_free(struct http *h)
 {
 	if (!h)
 		return;
 	while (h->reqs)
 		http_req_free(h->reqs);
-	while (h->conns)
-		relay_conn_free(h->conns);
 	/* (curl closes its cached sockets here, through http_close_cb.) */
 	curl_multi_cleanup(h->multi);
-	for (struct relay_wait *w = h->waits, *n; w; w = n) {
-		n = w->next;
-		close(w->far);
-		free(w);
-	}
-	h->waits = NULL;
-	if (h->relay_fd >= 0) {
-		loop_del(h->loop, h->relay_fd);
-		close(h->relay_fd);
-	}
-	if (h->relay_reserve >= 0)
-		close(h->relay_reserve);
+	relay_free(h->relay);
 	free(h);
 }
 
@@ -320,143 +257,9 @@ static size_t http_header_cb(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
-/* ---- the relay to a dialed proxy ---- */
-
-static void relay_want(struct relay_conn *c)
-{
-	/* near: read while up has room (once the proxy is gone: to its end,
-	 * thrown away), write while down holds bytes. */
-	loop_mod(c->h->loop, c->near,
-		 (!c->up.eof && c->up.len < RELAY_BUF ? EPOLLIN : 0) | (c->down.len ? EPOLLOUT : 0));
-	if (c->far >= 0)
-		loop_mod(c->h->loop, c->far,
-			 (!c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0) | (c->up.len ? EPOLLOUT : 0));
-}
-
-/* Move what src has into d and what d holds into dst (dst -1: gone, the
- * bytes are dropped): 0, or <0 when the connection is over. */
-static int relay_move(struct relay_dir *d, int src, int dst)
-{
-	if (src >= 0 && !d->eof && d->len < RELAY_BUF) {
-		ssize_t n = recv(src, d->b + d->len, RELAY_BUF - d->len, MSG_DONTWAIT);
-		if (n > 0)
-			d->len += (size_t)n;
-		else if (n == 0)
-			d->eof = true;
-		else if (errno != EAGAIN && errno != EINTR)
-			return -errno;
-	}
-	if (d->len && dst < 0) {
-		d->len = 0;
-	} else if (d->len) {
-		ssize_t n = send(dst, d->b, d->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n > 0) {
-			memmove(d->b, d->b + n, d->len - (size_t)n);
-			d->len -= (size_t)n;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			return -errno;
-		}
-	}
-	if (d->eof && !d->len && dst >= 0)
-		shutdown(dst, SHUT_WR);
-	return 0;
-}
-
-/* epoll reports a hang-up and an error whatever was asked for: a side
- * that reports one is read to its end and taken out of the loop, never
- * left to wake it again. */
-static void relay_on_io(struct loop *l, int fd, uint32_t events, void *data)
-{
-	struct relay_conn *c = data;
-	if (events & EPOLLERR) {
-		relay_conn_free(c);
-		return;
-	}
-	if (relay_move(&c->up, c->near, c->far) < 0 || relay_move(&c->down, c->far, c->near) < 0) {
-		relay_conn_free(c);
-		return;
-	}
-	if (fd == c->near && (events & EPOLLHUP)) {
-		relay_conn_free(c);	/* curl is gone: nothing it would read */
-		return;
-	}
-	if (fd == c->far && (events & EPOLLHUP) && !c->far_gone) {
-		c->far_gone = c->down.eof = true;
-		loop_del(l, c->far);
-		close(c->far);
-		c->far = -1;
-		relay_move(&c->down, -1, c->near);
-	}
-	/* Over when curl's side ended both ways, or the proxy is gone and all
-	 * it sent went on (curl's end is then read and dropped till it closes). */
-	if ((c->up.eof && c->down.eof && !c->up.len && !c->down.len) || (c->far_gone && c->up.eof && !c->down.len)) {
-		relay_conn_free(c);
-		return;
-	}
-	relay_want(c);
-}
-
-static void relay_on_accept(struct loop *l, int lfd, uint32_t events, void *data)
-{
-	struct http *h = data;
-	for (int i = 0; i < 64; i++) {
-		struct sockaddr_in peer;
-		socklen_t len = sizeof(peer);
-		int fd = fdio_accept(lfd, (struct sockaddr *)&peer, &len, &h->relay_reserve);
-		if (fd == -EMFILE)
-			continue;	/* (shed: out of descriptors) */
-		if (fd < 0)
-			return;
-		struct relay_wait **p = &h->waits;
-		while (*p && !(peer.sin_family == AF_INET && peer.sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
-			       ntohs(peer.sin_port) == (*p)->port))
-			p = &(*p)->next;
-		struct relay_conn *c = *p ? calloc(1, sizeof(*c)) : NULL;
-		if (!c) {
-			close(fd);	/* not one of curl's */
-			continue;
-		}
-		struct relay_wait *w = *p;
-		*p = w->next;
-		*c = (struct relay_conn){ .h = h, .near = fd, .far = w->far };
-		free(w);
-		fdio_set_nonblock(c->far, true);
-		if (loop_add(h->loop, c->near, EPOLLIN, relay_on_io, c) < 0 ||
-		    loop_add(h->loop, c->far, EPOLLIN, relay_on_io, c) < 0) {
-			loop_del(h->loop, c->near);
-			close(c->near);
-			close(c->far);
-			free(c);
-			continue;
-		}
-		c->next = h->conns;
-		h->conns = c;
-	}
-}
-
-static int relay_listen(struct http *h)
-{
-	if (h->relay_fd >= 0)
-		return 0;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || loop_add(h->loop, fd, EPOLLIN, relay_on_accept, h) < 0) {
-		int r = -errno;
-		if (fd >= 0)
-			close(fd);
-		return r ? r : -EIO;
-	}
-	h->relay_fd = fd;
-	h->relay_port = ntohs(sa.sin_port);
-	h->relay_reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return 0;
-}
-
 /* curl's socket for a request through a dialed proxy: the proxy is
- * dialed first (a refusal is the request's), then the socket is bound to
- * a port of its own, which the relay will know it by. */
+ * dialed first (a refusal is the request's), then the relay gives the
+ * socket it will know the connection by. */
 static curl_socket_t http_open_cb(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
 {
 	struct http_req *r = ud;
@@ -464,7 +267,7 @@ static curl_socket_t http_open_cb(void *ud, curlsocktype purpose, struct curl_so
 	/* Only the relay: a socket for anywhere else is refused. */
 	const struct sockaddr_in *to = (const struct sockaddr_in *)&addr->addr;
 	if (addr->family != AF_INET || to->sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
-	    ntohs(to->sin_port) != h->relay_port) {
+	    ntohs(to->sin_port) != relay_port(h->relay)) {
 		r->dial_err = -EHOSTUNREACH;
 		snprintf(r->res.msg, sizeof(r->res.msg), "a connection around the proxy was refused");
 		return CURL_SOCKET_BAD;
@@ -474,40 +277,21 @@ static curl_socket_t http_open_cb(void *ud, curlsocktype purpose, struct curl_so
 		r->dial_err = far;
 		return CURL_SOCKET_BAD;
 	}
-	struct relay_wait *w = calloc(1, sizeof(*w));
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	if (!w || fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-		r->dial_err = -EIO;
-		snprintf(r->res.msg, sizeof(r->res.msg), "cannot make a socket for the proxy: %s", strerror(errno));
-		free(w);
-		if (fd >= 0)
-			close(fd);
-		close(far);
+	int fd = relay_expect(h->relay, far, r->res.msg, sizeof(r->res.msg));
+	if (fd < 0) {
+		r->dial_err = fd;
 		return CURL_SOCKET_BAD;
 	}
-	*w = (struct relay_wait){ .port = ntohs(sa.sin_port), .curl_fd = fd, .far = far, .next = h->waits };
-	h->waits = w;
 	r->dial_err = 0;
 	r->res.msg[0] = 0;
 	return fd;
 }
 
-/* A socket curl is done with: one the relay never took takes its dialed
- * connection with it. */
+/* A socket curl is done with. */
 static int http_close_cb(void *ud, curl_socket_t fd)
 {
 	struct http *h = ud;
-	for (struct relay_wait **p = &h->waits; *p; p = &(*p)->next)
-		if ((*p)->curl_fd == fd) {
-			struct relay_wait *w = *p;
-			*p = w->next;
-			close(w->far);
-			free(w);
-			break;
-		}
+	relay_forget(h->relay, fd);
 	return close(fd);
 }
 
@@ -564,7 +348,7 @@ int http_start(struct http *h, const char *url, const char *const *headers, cons
 	if (r->o.method)
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->o.method);
 	if (r->o.dial) {
-		int lr = relay_listen(h);
+		int lr = relay_port(h->relay);
 		if (lr < 0) {
 			curl_slist_free_all(r->headers);
 			curl_easy_cleanup(e);
@@ -572,7 +356,7 @@ int http_start(struct http *h, const char *url, const char *const *headers, cons
 			return lr;
 		}
 		char proxy[64];
-		snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", h->relay_port);
+		snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", lr);
 		curl_easy_setopt(e, CURLOPT_PROXY, proxy);
 		/* no_proxy in ward's environment may not send a request around
 		 * the proxy the caller chose. */
