@@ -6,7 +6,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "base/buf.h"
+#include "base/capture.h"
 #include "proto/budget.h"
 #include "tools/tool.h"
 

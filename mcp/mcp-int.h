@@ -6,7 +6,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "base/buf.h"
+#include "base/capture.h"
 #include "mcp/mcp.h"
 #include "mcp/mhttp.h"
 

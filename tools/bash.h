@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "base/buf.h"
+#include "base/capture.h"
 #include "tools/tool.h"
 
 #define BASH_TIMEOUT_DEFAULT_S 120

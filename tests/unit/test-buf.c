@@ -1,7 +1,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "base/buf.h"
+#include "base/capture.h"
 #include "base/parse.h"
 #include "base/utf8.h"
 #include <stdlib.h>
