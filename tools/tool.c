@@ -8,60 +8,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 const struct tool *const tool_table[] = {
 	&tool_read, &tool_write, &tool_edit, &tool_grep, &tool_find, &tool_ls, &tool_bash,
 	&tool_job_output, &tool_job_kill, &tool_job_list, &tool_todo, NULL,
 };
-
-static const char *const outcome_names[] = {
-	[OUTCOME_OK] = "ok",
-	[OUTCOME_FAILED] = "failed",
-	[OUTCOME_REFUSED] = "refused",
-	[OUTCOME_BAD_INPUT] = "bad_input",
-	[OUTCOME_TIMED_OUT] = "timed_out",
-	[OUTCOME_CANCELLED] = "cancelled",
-	[OUTCOME_UNKNOWN] = "unknown",
-};
-
-const char *outcome_name(enum outcome o)
-{
-	return (unsigned)o < sizeof(outcome_names) / sizeof(outcome_names[0]) ? outcome_names[o] : "unknown";
-}
-
-int outcome_from_name(const char *s, enum outcome *ret)
-{
-	for (unsigned i = 0; i < sizeof(outcome_names) / sizeof(outcome_names[0]); i++)
-		if (s && !strcmp(s, outcome_names[i])) {
-			*ret = (enum outcome)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-int cancel_init(struct cancel *c)
-{
-	atomic_init(&c->set, false);
-	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	return c->efd < 0 ? -errno : 0;
-}
-
-void cancel_fire(struct cancel *c)
-{
-	atomic_store(&c->set, true);
-	uint64_t one = 1;
-	ssize_t n = write(c->efd, &one, sizeof(one));
-	(void)n;
-}
-
-void cancel_free(struct cancel *c)
-{
-	if (c->efd >= 0)
-		close(c->efd);
-	c->efd = -1;
-}
 
 const struct tool *tool_lookup(const char *name)
 {

@@ -2,7 +2,6 @@
  * text the model gets back, and for in-process tools the implementation
  * (linked into ward-guest). */
 #pragma once
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -11,27 +10,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 
-enum outcome {
-	OUTCOME_OK,
-	OUTCOME_FAILED,
-	OUTCOME_REFUSED,
-	OUTCOME_BAD_INPUT,
-	OUTCOME_TIMED_OUT,
-	OUTCOME_CANCELLED,
-	OUTCOME_UNKNOWN,
-};
-const char *outcome_name(enum outcome o);
-int outcome_from_name(const char *s, enum outcome *ret);
-
-/* Polled between units of work; its eventfd lets io_uring wait on it. */
-struct cancel {
-	atomic_bool set;
-	int efd;
-};
-int cancel_init(struct cancel *c);
-void cancel_fire(struct cancel *c);
-void cancel_free(struct cancel *c);
-static inline bool cancel_is_set(struct cancel *c) { return atomic_load(&c->set); }
+#include "proto/outcome.h"
+#include "tools/cancel.h"
 
 struct uio;
 
