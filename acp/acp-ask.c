@@ -3,6 +3,7 @@
  * fs/read_text_file. Each waits for its answer with the connection read
  * meanwhile, so a session/cancel ends the wait. */
 #include "acp/acp-int.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"
 #include "tools/read.h"

@@ -1,6 +1,7 @@
 /* What the editor's params mean to ward: a prompt's content blocks as
  * the instruction's text, session/new's MCP servers as .mcp.json's. */
 #include "acp/acp-params.h"
+#include "base/json.h"
 #include "turn/provider.h"
 
 #include <stdio.h>

@@ -2,6 +2,7 @@
  * (message and thought chunks, tool calls and their updates), and the
  * stop reason a prompt is answered with. */
 #include "acp/acp.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"

@@ -6,6 +6,7 @@
  * runs. One prompt runs at a time: a prompt (or a new session) sent while
  * another runs waits in order, and is answered after it. */
 #include "acp/acp-int.h"
+#include "base/json.h"
 #include "acp/acp-params.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"

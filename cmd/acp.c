@@ -5,6 +5,7 @@
  * is here (ward's own: a journal, its box "s-ID", copy-on-write changes
  * kept after it) is this file's, given to it as struct acp_host. */
 #include "acp/acp.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"

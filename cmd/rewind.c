@@ -1,6 +1,7 @@
 /* ward rewind, what /rewind does, and the checkpoint before each of the
  * person's messages (cmd/rewind.h). */
 #include "cmd/rewind.h"
+#include "base/json.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
 #include "base/parse.h"

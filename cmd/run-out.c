@@ -1,4 +1,5 @@
 #include "cmd/run-out.h"
+#include "base/json.h"
 #include "cmd/session.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"

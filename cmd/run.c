@@ -2,6 +2,7 @@
  * model's answer on stdout, progress on stderr. --json: one JSON object per
  * line on stdout for every event, ending with a "result" event. */
 #include "cmd/cmd.h"
+#include "base/json.h"
 #include "cmd/term.h"
 #include "cmd/session.h"
 #include "cmd/fleet.h"

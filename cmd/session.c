@@ -1,4 +1,5 @@
 #include "cmd/session.h"
+#include "base/json.h"
 #include "cmd/box-image.h"
 #include "cmd/term.h"
 #include "cmd/instructions.h"

@@ -1,4 +1,5 @@
 #include "cmd/sessions-prune.h"
+#include "base/json.h"
 #include "cmd/cmd.h"
 #include "cmd/session.h"
 #include "cmd/term.h"

@@ -1,6 +1,7 @@
 /* ward diff, ward apply and ward sessions: what runs and sessions left
  * behind, looked at and applied after. */
 #include "cmd/cmd.h"
+#include "base/json.h"
 #include "cmd/session.h"
 #include "cmd/sessions-prune.h"
 #include "cmd/term.h"

@@ -4,6 +4,7 @@
  * the turn. What was typed before the question is kept as the draft and
  * answers nothing. */
 #include "cmd/tui.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
 #include "cmd/edit.h"

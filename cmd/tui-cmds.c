@@ -5,6 +5,7 @@
  * on --resume, and what a resumed session keeps (its approval mode, its
  * running totals). */
 #include "cmd/tui.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
 #include "base/timeutil.h"

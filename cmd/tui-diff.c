@@ -3,6 +3,7 @@
  * workspace, read on the host), the file after, and a unified diff of
  * the two with line numbers, coloured, every byte term-safe. */
 #include "cmd/tui.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "cmd/session.h"

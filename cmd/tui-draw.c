@@ -5,6 +5,7 @@
  * the answer's open block, the spinner, the draft typed ahead and the
  * footer. Everything untrusted is made term-safe here. */
 #include "cmd/tui.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"

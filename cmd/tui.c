@@ -12,6 +12,7 @@
  * is restored on every way out: a normal exit, SIGTERM, a hangup, and a
  * crash (SIGSEGV and friends restore it, then die as they would have). */
 #include "cmd/tui.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"

@@ -8,6 +8,7 @@
  * the last block of the last message, so each request reads the prefix the
  * one before it wrote and writes the new rounds once. */
 #include "turn/provider.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 

@@ -1,4 +1,5 @@
 #include "turn/compact.h"
+#include "base/json.h"
 #include "turn/provider.h"
 #include "base/buf.h"
 #include "base/cleanup.h"

@@ -1,4 +1,5 @@
 #include "turn/journal.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonprint.h"

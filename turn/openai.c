@@ -4,6 +4,7 @@
  * index 0 with a new id each, no ids at all, no index. finish_reason
  * "length" means no call of that message runs. */
 #include "turn/provider.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/jsonprint.h"
 #include "base/cleanup.h"

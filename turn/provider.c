@@ -1,4 +1,5 @@
 #include "turn/provider.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
@@ -7,18 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *json_str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-int64_t json_int(const cJSON *o, const char *k, int64_t dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
-}
 
 const char *stop_reason_name(enum stop_reason s)
 {

@@ -102,9 +102,6 @@ extern const struct provider provider_anthropic, provider_openai, provider_opena
 const struct provider *provider_find(const char *name);
 
 /* Helpers shared by the providers (provider.c). */
-/* A member's string, or NULL; a member's number, or dflt. */
-const char *json_str(const cJSON *o, const char *k);
-int64_t json_int(const cJSON *o, const char *k, int64_t dflt);
 char *provider_header(const char *name, const char *value);
 /* base (trailing slashes dropped) + path. */
 void provider_url(struct http_call *out, const char *base, const char *path);

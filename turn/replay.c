@@ -13,6 +13,7 @@
  * given, must appear in the last user message (its text and tool results);
  * "stop" defaults to tool_use when there are tools, else end_turn. */
 #include "turn/turn.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"

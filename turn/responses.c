@@ -15,6 +15,7 @@
  * its output_item.done arrived (status completed); one cut by
  * max_output_tokens or by the end of the stream gets _ward_error. */
 #include "turn/provider.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/jsonprint.h"
 #include "base/cleanup.h"

@@ -1,6 +1,7 @@
 /* The model's final answer: its text, and with --output-schema the JSON
  * value it must be, checked, sent back once with what was wrong. */
 #include "turn/turn-int.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/jsonstrict.h"
 #include "turn/schema.h"

@@ -2,6 +2,7 @@
  * again, and dispatched into the box (read-only ones side by side, one that
  * changes something alone); their results become the next user message. */
 #include "turn/turn-int.h"
+#include "base/json.h"
 #include "base/cleanup.h"
 #include "base/timeutil.h"
 #include "sandbox/box.h"

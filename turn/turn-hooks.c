@@ -2,6 +2,7 @@
  * each run recorded in the journal and the event stream. Running them is
  * the front end's (turn_cfg.hooks). */
 #include "turn/turn-int.h"
+#include "base/json.h"
 #include "tools/ccshape.h"
 
 #include <limits.h>

@@ -1,4 +1,5 @@
 #include "turn/turn-int.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/loop.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "turn/journal.h"
+#include "base/json.h"
 #include "turn/provider.h"
 #include "tap.h"
 #include "wstest.h"
