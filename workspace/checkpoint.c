@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Restored modes: never setuid or setgid. */
@@ -54,17 +55,21 @@ static int ck_manifest_read(const char *dir, int k, struct ckmanifest *ret, stru
 }
 
 /* Taking one: the layer's root, the previous checkpoint (its entries
- * sorted by path, and its copies), and the new one's copies. */
+ * sorted by path), the objects directory, and the objects this take made
+ * (removed again if it fails). */
 struct ck_take {
 	int uroot;
 	struct ckmanifest prev;
-	int pfiles, tfiles;
+	int objs;
+	char id[24];		/* this take's prefix of the objects it makes */
 	struct ckmanifest cur;
+	char **made;
+	size_t nmade, made_cap;
 	struct checkpoint_stats st;
 };
 
-/* A copy of the live file (name in the directory dfd) into the new
- * checkpoint, as copy x->copy. */
+/* A copy of the live file (name in the directory dfd) as a new object,
+ * x->obj. */
 static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ckmanifest_entry *x)
 {
 	struct stat st;
@@ -77,11 +82,16 @@ static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ckman
 	 * during the copy is copied again next time. */
 	x->stamp = checkpoint_stamp_of(&st);
 	x->xattrs = ckmanifest_xattrs_read(src);
-	char to[32];
-	snprintf(to, sizeof(to), "%zu", x->copy);
-	_cleanup_close_ int dst = openat(t->tfiles, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char obj[CKMANIFEST_OBJ_MAX + 1];
+	snprintf(obj, sizeof(obj), "%s-%zx", t->id, x->copy);
+	if (!(x->obj = strdup(obj)) || array_grow(&t->made, &t->made_cap, t->nmade, sizeof(*t->made), 16) < 0)
+		return -ENOMEM;
+	_cleanup_close_ int dst = openat(t->objs, obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (dst < 0)
 		return -errno;
+	if (!(t->made[t->nmade] = strdup(obj)))
+		return -ENOMEM;
+	t->nmade++;
 	int r = ws_clone_or_copy(src, dst, st.st_size);
 	if (r < 0)
 		return r;
@@ -90,22 +100,18 @@ static int ck_copy_in(struct ck_take *t, int dfd, const char *name, struct ckman
 	return 0;
 }
 
-/* The previous checkpoint's copy of an unchanged file, linked. */
-static bool ck_link_prev(struct ck_take *t, const struct stat *st, struct ckmanifest_entry *x)
+/* An unchanged file keeps the previous checkpoint's object: nothing is
+ * copied or linked, the new manifest names the same one. */
+static bool ck_same_as_prev(struct ck_take *t, const struct stat *st, struct ckmanifest_entry *x)
 {
-	if (t->pfiles < 0 || !t->prev.n)
+	if (!t->prev.n)
 		return false;
 	struct ckmanifest_entry key = { .path = x->path };
 	const struct ckmanifest_entry *old = bsearch(&key, t->prev.v, t->prev.n, sizeof(key), ckmanifest_path_cmp);
 	struct checkpoint_stamp now = checkpoint_stamp_of(st);
-	if (!old || old->type != 'f' || !checkpoint_unchanged(&old->stamp, &now))
+	if (!old || old->type != 'f' || !old->obj || !checkpoint_unchanged(&old->stamp, &now))
 		return false;
-	char from[32], to[32];
-	snprintf(from, sizeof(from), "%zu", old->copy);
-	snprintf(to, sizeof(to), "%zu", x->copy);
-	/* EMLINK (linked from too many checkpoints), or the copy is gone:
-	 * copied instead. */
-	if (linkat(t->pfiles, from, t->tfiles, to, 0) < 0)
+	if (!(x->obj = strdup(old->obj)))
 		return false;
 	x->stamp = now;
 	x->xattrs = old->xattrs ? cJSON_Duplicate(old->xattrs, 1) : NULL;
@@ -166,7 +172,7 @@ static int ck_walk(struct ck_take *t, const char *rel)
 		} else if (x.type == 'f') {
 			x.copy = t->cur.n;
 			t->st.files++;
-			if (!ck_link_prev(t, &st, &x))
+			if (!ck_same_as_prev(t, &st, &x))
 				r = ck_copy_in(t, dfd, names[i], &x);
 		}
 		if (r >= 0)
@@ -174,6 +180,7 @@ static int ck_walk(struct ck_take *t, const char *rel)
 		if (r < 0) {
 			free(x.path);
 			free(x.target);
+			free(x.obj);
 			cJSON_Delete(x.xattrs);
 			break;
 		}
@@ -221,7 +228,8 @@ bool checkpoint_has(const char *dir, int n)
 	return n >= 1 && access(m, F_OK) == 0;
 }
 
-/* tmp, made whole, becomes checkpoint n (replacing one of that number). */
+/* tmp, made whole, becomes checkpoint n (replacing one of that number):
+ * 1 when it replaced one, 0 when not, or -errno. */
 static int ck_commit(const char *dir, const char *tmp, int n)
 {
 	char dst[PATH_MAX];
@@ -233,7 +241,65 @@ static int ck_commit(const char *dir, const char *tmp, int n)
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) < 0)
 		return -errno;
 	state_rm_rf(tmp);
-	return 0;
+	return 1;
+}
+
+static int ck_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Remove the objects no checkpoint in dir names any more (one dropped or
+ * replaced, or a take a killed ward left half-made). A manifest that
+ * cannot be read keeps every object: nothing is removed on a guess. */
+static void ck_collect(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/objects", dir);
+	_cleanup_close_ int objs = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (objs < 0 || !d)
+		return;
+	char **keep = NULL;
+	size_t nkeep = 0, cap = 0;
+	bool all = false;
+	struct dirent *de;
+	while (!all && (de = readdir(d))) {
+		uint64_t k;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || parse_u64(de->d_name, &k) < 0 || k > INT_MAX)
+			continue;
+		struct ckmanifest l = { 0 };
+		if (ck_manifest_read(dir, (int)k, &l, NULL) < 0) {
+			ck_path(p, sizeof(p), dir, (int)k, "manifest");
+			all = access(p, F_OK) == 0;	/* (a directory with no manifest is half-made) */
+			continue;
+		}
+		for (size_t i = 0; i < l.n && !all; i++) {
+			if (!l.v[i].obj)
+				continue;
+			if (array_grow(&keep, &cap, nkeep, sizeof(*keep), 256) < 0) {
+				all = true;
+				break;
+			}
+			keep[nkeep++] = l.v[i].obj;
+			l.v[i].obj = NULL;
+		}
+		ckmanifest_free(&l);
+	}
+	if (!all) {
+		qsort(keep, nkeep, sizeof(*keep), ck_name_cmp);
+		_cleanup_closedir_ DIR *od = fdopendir(dup(objs));
+		while (od && (de = readdir(od))) {
+			const char *name = de->d_name;
+			if (name[0] == '.')
+				continue;
+			if (!bsearch(&name, keep, nkeep, sizeof(*keep), ck_name_cmp))
+				unlinkat(objs, name, 0);
+		}
+	}
+	for (size_t i = 0; i < nkeep; i++)
+		free(keep[i]);
+	free(keep);
 }
 
 int checkpoint_take(const char *dir, const char *upper, int n, struct checkpoint_stats *ret, struct err *e)
@@ -243,24 +309,27 @@ int checkpoint_take(const char *dir, const char *upper, int n, struct checkpoint
 		return err_set(e, -EINVAL, "checkpoint %d: they count from 1", n);
 	if (state_mkdir_p(dir, 0700) < 0)
 		return err_setc(e, -errno, "cannot create %s", dir);
-	struct ck_take t = { .uroot = -1, .pfiles = -1, .tfiles = -1 };
+	struct ck_take t = { .uroot = -1, .objs = -1 };
 	char tmp[PATH_MAX], p[PATH_MAX + 16];
 	snprintf(tmp, sizeof(tmp), "%s/%d.tmp", dir, n);
+	bool leftover = access(tmp, F_OK) == 0;
 	state_rm_rf(tmp);	/* what a killed ward left */
-	snprintf(p, sizeof(p), "%s/files", tmp);
+	snprintf(p, sizeof(p), "%s/objects", dir);
 	int r = 0;
-	if (mkdir(tmp, 0700) < 0 || mkdir(p, 0700) < 0 ||
-	    (t.tfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	if (mkdir(tmp, 0700) < 0 || (mkdir(p, 0700) < 0 && errno != EEXIST) ||
+	    (t.objs = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		r = err_setc(e, -errno, "cannot create the checkpoint %s", tmp);
 		goto out;
 	}
+	if (leftover)
+		ck_collect(dir);	/* the objects of the take that was killed */
+	/* Unique among every take of dir: the time to the nanosecond. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(t.id, sizeof(t.id), "%llx", (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
 	int prev = ck_latest(dir);
-	if (prev && ck_manifest_read(dir, prev, &t.prev, NULL) == 0) {
-		ck_path(p, sizeof(p), dir, prev, "files");
-		t.pfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (t.prev.n)
-			qsort(t.prev.v, t.prev.n, sizeof(*t.prev.v), ckmanifest_path_cmp);
-	}
+	if (prev && ck_manifest_read(dir, prev, &t.prev, NULL) == 0 && t.prev.n)
+		qsort(t.prev.v, t.prev.n, sizeof(*t.prev.v), ckmanifest_path_cmp);
 	t.uroot = upper ? open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (t.uroot < 0 && upper && errno != ENOENT) {
 		r = err_setc(e, -errno, "cannot open the workspace layer %s", upper);
@@ -275,18 +344,25 @@ int checkpoint_take(const char *dir, const char *upper, int n, struct checkpoint
 		err_setc(e, r, "cannot write the checkpoint %s", tmp);
 		goto out;
 	}
+	if (r > 0)
+		ck_collect(dir);	/* what only the replaced one named */
+	r = 0;
 	t.st.ms = now_ms() - t0;
 	if (ret)
 		*ret = t.st;
 out:
-	if (r < 0)
+	if (r < 0) {
 		state_rm_rf(tmp);
+		for (size_t i = 0; i < t.nmade && t.objs >= 0; i++)
+			unlinkat(t.objs, t.made[i], 0);
+	}
+	for (size_t i = 0; i < t.nmade; i++)
+		free(t.made[i]);
+	free(t.made);
 	if (t.uroot >= 0)
 		close(t.uroot);
-	if (t.pfiles >= 0)
-		close(t.pfiles);
-	if (t.tfiles >= 0)
-		close(t.tfiles);
+	if (t.objs >= 0)
+		close(t.objs);
 	ckmanifest_free(&t.prev);
 	ckmanifest_free(&t.cur);
 	return r;
@@ -321,20 +397,30 @@ static int ck_chown(int dfd, const char *name, const struct ckmanifest_entry *x,
 	return 0;
 }
 
+/* The copies a restore reads: the objects, and (a checkpoint made before
+ * objects were shared) its own files. */
+struct ck_src {
+	int objs, files;
+};
+
 /* link: the checkpoint is thrown away after (checkpoint_copy), so its
  * copy itself becomes the file where the file system allows (one copy in
  * all, not two). */
-static int ck_restore_file(int parent, const char *base, int cfiles, struct ckmanifest_entry *x, bool link)
+static int ck_restore_file(int parent, const char *base, const struct ck_src *cs, struct ckmanifest_entry *x, bool link)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "%zu", x->copy);
+	int cfiles = x->obj ? cs->objs : cs->files;
+	const char *from = x->obj ? x->obj : name;
+	if (cfiles < 0)
+		return -ENOENT;
 	int r;
 	_cleanup_close_ int dst = -1;
-	if (link && linkat(cfiles, name, parent, base, 0) == 0) {
+	if (link && linkat(cfiles, from, parent, base, 0) == 0) {
 		if ((dst = openat(parent, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			return -errno;
 	} else {
-		_cleanup_close_ int src = openat(cfiles, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int src = openat(cfiles, from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (src < 0)
 			return -errno;
 		struct stat sst;
@@ -355,14 +441,14 @@ static int ck_restore_file(int parent, const char *base, int cfiles, struct ckma
 		return r;
 	if ((r = ck_set_times(dst, NULL, x->mtime_ns, 0)) < 0)
 		return r;
-	/* The new file's stamp: the next checkpoint links to this copy. */
+	/* The new file's stamp: the next checkpoint keeps this object. */
 	if (fstat(dst, &st) < 0)
 		return -errno;
 	x->stamp = checkpoint_stamp_of(&st);
 	return 0;
 }
 
-static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x, bool link)
+static int ck_restore_one(int root, const struct ck_src *cs, struct ckmanifest_entry *x, bool link)
 {
 	const char *base;
 	_cleanup_close_ int parent = ck_parent(root, x->path, &base);
@@ -381,7 +467,7 @@ static int ck_restore_one(int root, int cfiles, struct ckmanifest_entry *x, bool
 		return r;
 	}
 	case 'f':
-		return ck_restore_file(parent, base, cfiles, x, link);
+		return ck_restore_file(parent, base, cs, x, link);
 	case 'l':
 		if (symlinkat(x->target, parent, base) < 0)
 			return -errno;
@@ -434,19 +520,19 @@ static int ck_restore(const char *dir, int n, const char *upper, bool link, stru
 	state_rm_rf(nu);	/* what a killed ward left */
 	struct stat ust;
 	bool had = stat(upper, &ust) == 0;
-	int root = -1, cfiles = -1;
+	int root = -1;
+	struct ck_src cs = { -1, -1 };
 	struct checkpoint_stats st = { 0 };
 	if (mkdir(nu, had ? ust.st_mode & 07777 : 0755) < 0 || (root = open(nu, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		r = err_setc(e, -errno, "cannot create %s", nu);
 		goto out;
 	}
+	snprintf(p, sizeof(p), "%s/objects", dir);
+	cs.objs = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_path(p, sizeof(p), dir, n, "files");
-	if ((cfiles = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		r = err_setc(e, -errno, "cannot open the checkpoint %s", p);
-		goto out;
-	}
+	cs.files = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (size_t i = 0; i < l.n; i++) {
-		r = ck_restore_one(root, cfiles, &l.v[i], link);
+		r = ck_restore_one(root, &cs, &l.v[i], link);
 		if (r < 0) {
 			err_setc(e, r, "cannot restore %s from checkpoint %d", l.v[i].path, n);
 			goto out;
@@ -471,7 +557,7 @@ static int ck_restore(const char *dir, int n, const char *upper, bool link, stru
 	}
 	ck_path(p, sizeof(p), dir, n, "manifest");
 	/* Not renewed (written beside, so the old one stands): the next
-	 * checkpoint copies every file instead of linking. */
+	 * checkpoint copies every file instead of keeping the objects. */
 	ckmanifest_write(p, &l);
 	st.copied = st.files;
 	st.ms = now_ms() - t0;
@@ -480,8 +566,10 @@ static int ck_restore(const char *dir, int n, const char *upper, bool link, stru
 out:
 	if (root >= 0)
 		close(root);
-	if (cfiles >= 0)
-		close(cfiles);
+	if (cs.objs >= 0)
+		close(cs.objs);
+	if (cs.files >= 0)
+		close(cs.files);
 	state_rm_rf(nu);	/* the old layer, or the half-made new one */
 	ckmanifest_free(&l);
 	return r;
@@ -529,4 +617,5 @@ void checkpoint_drop_after(const char *dir, int n)
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		state_rm_rf(p);
 	}
+	ck_collect(dir);
 }

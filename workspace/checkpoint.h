@@ -2,25 +2,28 @@
  * directory), one per message of a session, so that the layer can be put
  * back as it was before any of them (/rewind, ward rewind).
  *
- * A checkpoint is a directory DIR/N: a manifest (one JSON object a line:
- * each entry's path, type, mode, owner, mtime, the overlay's xattrs on it,
- * a symlink's target) and, for each regular file, a copy of its own under
- * DIR/N/files. What it keeps: regular files, directories, symlinks,
+ * A checkpoint is a directory DIR/N holding a manifest (one JSON object a
+ * line: each entry's path, type, mode, owner, mtime, the overlay's xattrs
+ * on it, a symlink's target, and for a regular file the object that holds
+ * its bytes). The objects are in DIR/objects, shared by every checkpoint
+ * that names them. What it keeps: regular files, directories, symlinks,
  * whiteouts (deleted files) and the overlay's xattrs (opaque directories).
  * Not kept: sockets, FIFOs and devices (counted in skipped), hard links
  * between two names of the layer (each name gets its own copy), and setuid
  * or setgid bits (never restored).
  *
  * Cheap: a file whose stamp (inode, size, mtime and ctime, to the
- * nanosecond) is the one the previous checkpoint recorded for its path is
- * a hard link to that checkpoint's copy; any other is copied (FICLONE
+ * nanosecond) is the one the previous checkpoint recorded for its path
+ * names that checkpoint's object again (no copy, no link: one stat and a
+ * line of the manifest); any other is copied into a new object (FICLONE
  * where the file system shares extents, else its bytes). Nothing in a
  * checkpoint is ever a link into the live layer: a file changed in place
  * there (bash's >>) would change the checkpoint with it. So each
- * checkpoint costs the bytes changed since the one before, one link per
- * unchanged file, and its manifest. All are kept until they are dropped
- * (checkpoint_drop_after); a file linked from more checkpoints than its
- * file system allows links is copied instead.
+ * checkpoint costs the bytes changed since the one before, a stat per
+ * file, and its manifest. All are kept until they are dropped
+ * (checkpoint_drop_after) or replaced; then the objects no manifest names
+ * are removed, and never one that a manifest names. A checkpoint made
+ * before objects were shared (its copies in DIR/N/files) still restores.
  *
  * The layer must be still while a checkpoint is restored into it: no box
  * may have it mounted (the caller makes sure). A checkpoint taken while a
@@ -65,7 +68,7 @@ bool checkpoint_has(const char *dir, int n);
  * same file system) and swapped in with one rename, so upper is either
  * all old or all new. upper's parent must exist. Checkpoint n is then
  * renewed to the files just written (their stamps), so that the next
- * checkpoint links to it. ret may be NULL. */
+ * checkpoint keeps its objects. ret may be NULL. */
 int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpoint_stats *ret, struct err *e);
 /* Make the layer dst (an existing directory, whose mode and owner are
  * kept) a copy of the layer src, as a checkpoint of src is taken and
@@ -76,5 +79,6 @@ int checkpoint_restore(const char *dir, int n, const char *upper, struct checkpo
  * extents). ret: the take's counts (copied, bytes_copied), and the time
  * of both. A fork's layers (box_fork). */
 int checkpoint_copy(const char *src, const char *dst, struct checkpoint_stats *ret, struct err *e);
-/* Remove the checkpoints numbered above n (n = 0: all of them, and dir). */
+/* Remove the checkpoints numbered above n (n = 0: all of them, and dir),
+ * and the objects only they named. */
 void checkpoint_drop_after(const char *dir, int n);

@@ -26,6 +26,7 @@ void ckmanifest_free(struct ckmanifest *l)
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->v[i].path);
 		free(l->v[i].target);
+		free(l->v[i].obj);
 		cJSON_Delete(l->v[i].xattrs);
 	}
 	free(l->v);
@@ -92,7 +93,10 @@ static cJSON *entry_json(const struct ckmanifest_entry *x)
 		cJSON_AddStringToObject(o, "smt", b);
 		i64_str(b, sizeof(b), x->stamp.ctime_ns);
 		cJSON_AddStringToObject(o, "sct", b);
-		cJSON_AddNumberToObject(o, "c", (double)x->copy);
+		if (x->obj)
+			cJSON_AddStringToObject(o, "o", x->obj);
+		else
+			cJSON_AddNumberToObject(o, "c", (double)x->copy);
 	}
 	if (x->target)
 		cJSON_AddStringToObject(o, "l", x->target);
@@ -116,9 +120,10 @@ static int entry_parse(const cJSON *o, struct ckmanifest_entry *ret)
 	x.mode = (mode_t)m;
 	x.uid = (uid_t)u;
 	x.gid = (gid_t)g;
+	const char *obj = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "o"));
 	if (x.type == 'f') {
-		c = num(o, "c");
-		if (c < 0 || !str_i64(o, "i", &ino) || !str_i64(o, "s", &x.stamp.size) ||
+		c = obj ? 0 : num(o, "c");
+		if ((obj && !ckmanifest_obj_ok(obj)) || c < 0 || !str_i64(o, "i", &ino) || !str_i64(o, "s", &x.stamp.size) ||
 		    !str_i64(o, "smt", &x.stamp.mtime_ns) || !str_i64(o, "sct", &x.stamp.ctime_ns))
 			return -EBADMSG;
 		x.stamp.ino = (uint64_t)ino;
@@ -130,10 +135,12 @@ static int entry_parse(const cJSON *o, struct ckmanifest_entry *ret)
 	const cJSON *xa = cJSON_GetObjectItemCaseSensitive(o, "x");
 	x.path = strdup(p);
 	x.target = l ? strdup(l) : NULL;
+	x.obj = x.type == 'f' && obj ? strdup(obj) : NULL;
 	x.xattrs = cJSON_IsObject(xa) ? cJSON_Duplicate(xa, 1) : NULL;
-	if (!x.path || (l && !x.target)) {
+	if (!x.path || (l && !x.target) || (x.type == 'f' && obj && !x.obj)) {
 		free(x.path);
 		free(x.target);
+		free(x.obj);
 		cJSON_Delete(x.xattrs);
 		return -ENOMEM;
 	}
@@ -197,6 +204,12 @@ int ckmanifest_write(const char *path, const struct ckmanifest *l)
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+bool ckmanifest_obj_ok(const char *name)
+{
+	size_t n = strlen(name);
+	return n && n <= CKMANIFEST_OBJ_MAX && strspn(name, "0123456789abcdef-") == n;
 }
 
 static bool overlay_xattr(const char *name)

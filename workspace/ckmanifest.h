@@ -3,6 +3,7 @@
  * what is in it). Numbers that may pass 2^53 (inodes, nanoseconds) are
  * strings; the overlay's xattrs are hex. Internal to checkpoint.c. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -21,7 +22,8 @@ struct ckmanifest_entry {
 	gid_t gid;
 	int64_t mtime_ns;
 	struct checkpoint_stamp stamp;	/* f: the live file's, when it was kept */
-	size_t copy;		/* f: its copy, N/files/COPY */
+	char *obj;		/* f: its copy, DIR/objects/OBJ (shared by the checkpoints that keep it) */
+	size_t copy;		/* f without obj: its copy in N/files/COPY (a checkpoint made before objects were shared) */
 	char *target;		/* l */
 	cJSON *xattrs;		/* {name: hex value}, or NULL */
 };
@@ -45,3 +47,7 @@ int ckmanifest_write(const char *path, const struct ckmanifest *l);
 cJSON *ckmanifest_xattrs_read(int fd);
 /* Set them on fd: 0 or -errno (-EBADMSG: not an overlay xattr, or bad hex). */
 int ckmanifest_xattrs_write(int fd, const cJSON *xa);
+/* An object's name as a manifest may carry it: hex digits and '-', at most
+ * CKMANIFEST_OBJ_MAX bytes (so never a path). */
+#define CKMANIFEST_OBJ_MAX 40
+bool ckmanifest_obj_ok(const char *name);

@@ -83,11 +83,15 @@ like "$(printf '%s\n' "$J" | grep '"message":1,')" '"files":0,"copied":0,"bytes_
 like "$(printf '%s\n' "$J" | grep '"message":3,')" '"files":3,"copied":2,' \
 	"checkpoint 3: three files, only the two changed since checkpoint 2 copied"
 is "$(stat -c %a "$CK")" 700 "the checkpoints are 0700"
-is "$(find "$CK/3/files" -type f -links 2 | wc -l)" 1 "checkpoint 3 links the one unchanged file to checkpoint 2's copy"
+objs() { python3 -c 'import json,sys
+print(" ".join(sorted(r["o"] for r in map(json.loads, open(sys.argv[1])) if r["t"] == "f")))' "$1"; }
+O2=$(objs "$CK/2/manifest") O3=$(objs "$CK/3/manifest")
+is "$(comm -12 <(tr ' ' '\n' <<<"$O2") <(tr ' ' '\n' <<<"$O3") | wc -l)" 1 \
+	"checkpoint 3 names checkpoint 2's object for the one unchanged file (nothing copied or linked for it)"
 CP2=$(python3 -c 'import json,sys
 for r in map(json.loads, open(sys.argv[1])):
-    if r["p"] == "new.txt": print(r["c"])' "$CK/2/manifest")
-is "$(cat "$CK/2/files/$CP2")" "one" "checkpoint 2's copy of new.txt is as it was, after two >> in place since"
+    if r["p"] == "new.txt": print(r["o"])' "$CK/2/manifest")
+is "$(cat "$CK/objects/$CP2")" "one" "checkpoint 2's copy of new.txt is as it was, after two >> in place since"
 BEFORE1=$(seen_before 1)
 BEFORE2=$(seen_before 2)
 like "$BEFORE2" "./ln1 link a.txt" "(the box's view before message 2 has message 1's symlink)"
