@@ -250,9 +250,9 @@ int mcp_call_start(struct mcp *m, const char *name, const cJSON *input, int64_t 
 	snprintf(c->tool, sizeof(c->tool), "%s",
 		 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t->def, "name")));
 	c->input = cJSON_IsObject(input) ? cJSON_Duplicate(input, 1) : cJSON_CreateObject();
-	c->limit_ms = s->cfg.call_ms;
-	if (left_ms >= 0 && left_ms < c->limit_ms)
-		c->limit_ms = left_ms > 1 ? left_ms : 1;
+	/* The server's limit, or what the task has left when shorter: the
+	 * rule every call's time follows (proto/budget.h). */
+	c->limit_ms = budget_make(s->cfg.call_ms, 0, left_ms, 0).limit_ms;
 	c->start_ms = now_ms();
 	c->deadline_ms = c->start_ms + c->limit_ms;
 	c->done = done;
