@@ -7,6 +7,8 @@
 #include "cmd/session.h"
 #include "cmd/fleet.h"
 #include "cmd/run-out.h"
+#include "cmd/run-approver.h"
+#include "cmd/run-watchdog.h"
 #include "cmd/rewind.h"
 #include "cmd/hook.h"
 #include "cmd/mcpconf.h"
@@ -211,108 +213,6 @@ static int read_task(const char *arg, char **ret)
  * watchdog kills it with SIGKILL and records that in the journal; the
  * keeper then destroys the box, whose owner has died. It dies with ward
  * otherwise (PR_SET_PDEATHSIG). */
-#define RUN_WATCHDOG_GRACE_MS 5000
-
-/* --approve-cmd: a program that answers for the person. It gets the call
- * as JSON on stdin ({"tool","input"}) and WARD_TOOL in its environment;
- * exit 0 allows the call, 2 stops the turn, anything else refuses it (the
- * first line it prints is the reason the model is told). It runs as a
- * PreToolUse hook does, with a hook's time limit, and never past the
- * run's deadline. */
-
-struct approver {
-	const char *cmd;
-	const int64_t *deadline_ms;	/* the run's, or 0 */
-};
-
-static int approver_ask(void *ud, const char *tool, const cJSON *input, char *reason, size_t cap)
-{
-	const struct approver *ap = ud;
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "tool", tool);
-	cJSON_AddItemToObject(j, "input", cJSON_Duplicate(input, 1));
-	_cleanup_free_ char *s = jsonprint_text(j);
-	cJSON_Delete(j);
-	_cleanup_free_ struct hook_run *hr = calloc(1, sizeof(*hr));
-	if (!s || !hr) {
-		snprintf(reason, cap, "the approver could not be started: out of memory");
-		return 'n';
-	}
-	/* The one way ward runs a program of the user's (cmd/hook.c): its own
-	 * process group, killed whole when it answers or runs out of time. */
-	int r = hook_exec(ap->cmd, s, tool, HOOK_TIMEOUT_MS_DEFAULT, *ap->deadline_ms, hr);
-	if (r < 0) {
-		snprintf(reason, cap, "the approver could not be started: %s", strerror(-r));
-		return 'n';
-	}
-	if (hr->interrupted) {
-		snprintf(reason, cap, "ward was asked to stop while the approver ran");
-		return 'n';
-	}
-	if (hr->timed_out) {
-		if (hr->by_deadline)
-			snprintf(reason, cap, "the approver did not answer before the run's deadline");
-		else
-			snprintf(reason, cap, "the approver did not answer within %d s", HOOK_TIMEOUT_MS_DEFAULT / 1000);
-		return 'n';
-	}
-	hr->out[strcspn(hr->out, "\n")] = 0;
-	_cleanup_free_ char *safe = utf8_dup(hr->out, strlen(hr->out));
-	snprintf(reason, cap, "%s", safe ? safe : "");
-	if (WIFEXITED(hr->status) && WEXITSTATUS(hr->status) == 0)
-		return 'y';
-	if (WIFEXITED(hr->status) && WEXITSTATUS(hr->status) == 2)
-		return 'q';
-	return 'n';
-}
-
-static void watchdog_start(const struct journal *j, int64_t deadline_abs_ms)
-{
-	pid_t ward = getpid();
-	pid_t pid = fork();
-	if (pid != 0)
-		return;	/* ward, or a failed fork: the loop's own deadline still holds */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != ward)
-		_exit(0);
-	prctl(PR_SET_NAME, "ward-watchdog");
-	/* Not exec'd (it needs the journal as ward has it, and reads nothing
-	 * but the clock and ward's pidfd), but what /proc shows of it is
-	 * wiped: ward's command line (the task), its environment (the keys). */
-	proctitle_wipe("ward-watchdog");
-	int keep[] = { j->fd };
-	fdio_close_all_but(3, keep, 1);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGINT, SIG_IGN);
-	int pfd = (int)syscall(SYS_pidfd_open, ward, 0);
-	int64_t until = deadline_abs_ms + RUN_WATCHDOG_GRACE_MS;
-	for (;;) {
-		int64_t left = until - now_ms();
-		if (left <= 0)
-			break;
-		struct pollfd pf = { .fd = pfd, .events = POLLIN };
-		if (pfd >= 0 && poll(&pf, 1, (int)MIN(left, 1000)) > 0)
-			_exit(0);	/* ward ended on its own */
-		if (pfd < 0)
-			usleep(100000);
-	}
-	/* The record first: whoever sees ward gone finds the reason there. */
-	struct journal jj = *j;
-	cJSON *rec = cJSON_CreateObject();
-	cJSON_AddStringToObject(rec, "reason", "deadline");
-	cJSON_AddStringToObject(rec, "why", "the watchdog ended the run: ward was still running at the deadline + 5 s");
-	cJSON_AddBoolToObject(rec, "watchdog", 1);
-	journal_write(&jj, "stop", rec);
-	cJSON_Delete(rec);
-	if (pfd >= 0)
-		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
-	else
-		kill(ward, SIGKILL);
-	_exit(0);
-}
-
 /* --box NAME: connected, and its workspace made the run's (another
  * --workspace is an error): what the box changed there is the run's to
  * report, write and apply. ws gets it ("" for none); born_ns, when the box
@@ -398,7 +298,7 @@ struct run_ctx {
 	bool keep_changes;	/* a task's layers stay after its patch is written */
 	bool apply;
 	struct schema **schema;
-	struct approver *approver;
+	struct run_approver *approver;
 	struct mcpconf *mc;
 	struct fleet *fl;
 	int max_subagents;	/* -1: the default */
@@ -644,7 +544,7 @@ static int run_run(int argc, char **argv)
 	run_flags_init(&f, GATE_AUTO);
 	struct turn_cfg *cfg = &f.cfg;
 	__attribute__((cleanup(out_close))) struct run_out out = { 0 };
-	struct approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
+	struct run_approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
 	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
 	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
 	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
@@ -744,7 +644,7 @@ static int run_run(int argc, char **argv)
 	if (r)
 		return r;
 	if (approver.cmd) {
-		f.gate.ask = approver_ask;
+		f.gate.ask = run_approver_ask;
 		f.gate.ask_ud = &approver;
 	}
 	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
@@ -850,7 +750,7 @@ static int run_run(int argc, char **argv)
 	}
 	cfg->mcp = mcp;
 	if (cfg->b.deadline_ms)
-		watchdog_start(&s.j, cfg->b.deadline_ms);
+		run_watchdog_start(&s.j, cfg->b.deadline_ms);
 	if (fl.file)
 		term_printf(stderr, "ward: task %s (index %ld, run %d): session %s, box %s\n", fl.id, fl.index, fl.runs, s.j.id,
 			box_name);
