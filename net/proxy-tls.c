@@ -85,7 +85,7 @@ static void *tls_run(void *arg)
 	struct net_proxy *p = j->p;
 	struct net_tls_result r;
 	int rc = net_tls_serve(p->cfg.tls, j->cfd, j->ufd, j->host, j->port, p->cfg.secrets, p->cfg.nsecrets,
-			       p->cfg.idle_ms, &r);
+			       p->cfg.secret_other_ok, p->cfg.idle_ms, &r);
 	tls_event(j, &r, rc);
 	pthread_mutex_lock(&p->tls_mu);
 	p->tls_fd[j->slot][0] = p->tls_fd[j->slot][1] = -1;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "net/reqhead.h"
+#include "net/sigv4.h"
 
 struct net_tls {
 	SSL_CTX *server, *client;
@@ -167,6 +168,10 @@ int net_tls_new(const char *ca_key_pem, const char *ca_cert_pem, const char *ext
 		return err_set(e, -EINVAL, "the box's CA is not what it should be: %s", tls_err());
 	}
 	SSL_CTX_set_min_proto_version(t->server, TLS1_2_VERSION);
+	/* No session tickets: each connection has a leaf certificate of its
+	 * own, nothing to resume, and a ticket is a record a client waiting
+	 * for an answer may take for one. */
+	SSL_CTX_set_num_tickets(t->server, 0);
 	SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION);
 	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
 	if (SSL_CTX_load_verify_locations(t->client, NET_TLS_SYSTEM_CAS, NULL) != 1)
@@ -254,6 +259,18 @@ static int head_rebuild(const char *h, size_t n, struct buf *out, uint64_t *ret_
 	return 0;
 }
 
+static bool expects_continue(const char *h, size_t n)
+{
+	for (const char *p = h, *end = h + n; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (ll > 7 && !strncasecmp(p, "expect:", 7) && memmem(p, ll, "100-continue", 12))
+			return true;
+		p += ll + 1;
+	}
+	return false;
+}
+
 static SSL *leaf_ssl(struct net_tls *t, const char *host, int fd)
 {
 	EVP_PKEY *k = ec_key();
@@ -272,7 +289,8 @@ static SSL *leaf_ssl(struct net_tls *t, const char *host, int fd)
 }
 
 int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_t port,
-		  const struct net_secret *secrets, size_t nsecrets, int64_t idle_ms, struct net_tls_result *res)
+		  const struct net_secret *secrets, size_t nsecrets, bool other_ok, int64_t idle_ms,
+		  struct net_tls_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	set_timeouts(cfd, idle_ms);
@@ -319,14 +337,18 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		}
 		if (!own)
 			continue;
-		if (net_secret_foreign_cred(s, out.data, out.len)) {
+		char why[256];
+		int k = net_secret_apply(s, &out, blen ? NULL : NET_SIGV4_EMPTY_HASH, other_ok, why, sizeof(why));
+		if (k < 0) {
 			res->secret = s->name;
-			snprintf(res->why, sizeof(res->why), "a credential that is not secret %s's placeholder, to %s, %s's "
-				 "host (use $%s)", s->name, host, s->name, s->name);
-			r = -EPERM;
+			if (k == -EPERM)
+				snprintf(res->why, sizeof(res->why), "%s, to %s, %s's host (use $%s%s)", why, host,
+					 s->name, s->aws ? net_secret_aws_vars[0] : s->name, s->aws ? " and sign with it" : "");
+			else
+				snprintf(res->why, sizeof(res->why), "secret %s: %s", s->name, why);
+			r = k == -EPERM ? -EPERM : -EBADMSG;
 			goto refuse;
 		}
-		int k = net_secret_substitute(s, &out);
 		if (k > 0)
 			res->substituted |= 1u << i;
 	}
@@ -346,6 +368,12 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	if (ssl_write_all(u, out.data, out.len) < 0 || ssl_write_all(u, head.data + hl, take) < 0)
 		goto cut;
 	res->up = out.len + take;
+	/* A client that waits for 100 Continue before its body (botocore
+	 * does, for a second, then hangs on a TLS record that is no answer)
+	 * gets it here; the server's own 100 comes after, as 1xx may. */
+	if (blen > take && expects_continue(out.data, out.len) &&
+	    ssl_write_all(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+		goto cut;
 	for (uint64_t left = blen - take; left;) {
 		int n = SSL_read(c, b, (int)(left < sizeof(b) ? left : sizeof(b)));
 		if (n <= 0 || ssl_write_all(u, b, (size_t)n) < 0)

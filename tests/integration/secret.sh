@@ -123,6 +123,14 @@ R=$(X 'curl -sS -v -H "Authorization: Bearer attackers-own-key" http://api.test:
 like "$R" "403 Forbidden by ward: a credential that is not secret WARD_TEST_KEY's placeholder" \
 	"another Authorization to the secret's host (an attacker's key): refused"
 is "$(wc -l <"$D/api.log")" "$N1" "and it did not reach the server"
+# --secret-other-keys: the box's own credential to the secret's host goes
+# on as it is; the placeholder is still replaced.
+OK=$(box_new "${RULES[@]}" --secret WARD_TEST_KEY@api.test --secret-other-keys)
+R=$("$WARD" box exec "$OK" -- 'curl -sS -H "Authorization: Bearer boxes-own-key" http://api.test:'"$API"'/own' 2>&1)
+is "$R" "ok" "--secret-other-keys: another Authorization to the secret's host is carried"
+like "$(tail -n1 "$D/api.log")" '"Authorization": "Bearer boxes-own-key"' "as it is"
+R=$("$WARD" box exec "$OK" -- 'curl -sS -H "Authorization: Bearer $WARD_TEST_KEY" http://api.test:'"$API"'/own2' 2>&1)
+like "$(tail -n1 "$D/api.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "--secret-other-keys: the placeholder is still replaced"
 
 # Hibernate: nothing saved holds the value, and the woken box's proxy
 # still has it.
