@@ -124,6 +124,7 @@ void proxy_dial_decide(struct proxy_conn *c)
 	const struct net_reqhead *r = &c->req;
 	char ht[NET_HOST_MAX + 3], sug[NET_HOST_MAX + 10];
 	net_allow_host_text(&r->host, ht, sizeof(ht));
+	proxy_spend(p, 0);	/* (a terminating thread may have spent the rest) */
 	if (p->st.spent)
 		return proxy_conn_refuse(c, 403, "this box's network byte budget (%llu bytes) is spent",
 					 (unsigned long long)p->cfg.max_bytes);

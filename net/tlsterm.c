@@ -290,7 +290,7 @@ static SSL *leaf_ssl(struct net_tls *t, const char *host, int fd)
 
 int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_t port,
 		  const struct net_secret *secrets, size_t nsecrets, bool other_ok, int64_t idle_ms,
-		  struct net_tls_result *res)
+		  int (*spend)(void *ud, uint64_t n), void *ud, struct net_tls_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	set_timeouts(cfd, idle_ms);
@@ -365,6 +365,11 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	/* The head, what came of the body with it, then the rest of the body:
 	 * its length and not a byte more. */
 	size_t extra = head.len - hl, take = extra > blen ? (size_t)blen : extra;
+	if (spend(ud, out.len + take) < 0) {
+		snprintf(res->why, sizeof(res->why), "this box's network byte budget is spent");
+		r = -EPERM;
+		goto refuse;
+	}
 	if (ssl_write_all(u, out.data, out.len) < 0 || ssl_write_all(u, head.data + hl, take) < 0)
 		goto cut;
 	res->up = out.len + take;
@@ -376,6 +381,8 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		goto cut;
 	for (uint64_t left = blen - take; left;) {
 		int n = SSL_read(c, b, (int)(left < sizeof(b) ? left : sizeof(b)));
+		if (n > 0 && spend(ud, (uint64_t)n) < 0)
+			goto spent;
 		if (n <= 0 || ssl_write_all(u, b, (size_t)n) < 0)
 			goto cut;
 		left -= (uint64_t)n;
@@ -386,6 +393,8 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		int n = SSL_read(u, b, sizeof(b));
 		if (n <= 0)
 			break;
+		if (spend(ud, (uint64_t)n) < 0)
+			goto spent;
 		if (ssl_write_all(c, b, (size_t)n) < 0)
 			goto cut;
 		res->down += (uint64_t)n;
@@ -396,6 +405,10 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 cut:
 	snprintf(res->why, sizeof(res->why), "the connection was cut");
 	r = -EPIPE;
+	goto done;
+spent:
+	snprintf(res->why, sizeof(res->why), "budget");
+	r = -ENOSPC;
 	goto done;
 refuse502:
 refuse: {

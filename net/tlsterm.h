@@ -38,8 +38,10 @@ struct net_tls_result {
 };
 /* Serve one connection: cfd is the box's (after the CONNECT's 200), ufd
  * connected to host's address; both closed here. other_ok: as
- * net_proxy_cfg's secret_other_ok. 0 carried; <0 refused
+ * net_proxy_cfg's secret_other_ok. spend(ud, n) before n bytes are
+ * carried either way: <0, the box's budget is spent, and the connection
+ * is cut. 0 carried; <0 refused
  * or failed (res->why). */
 int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_t port,
 		  const struct net_secret *secrets, size_t nsecrets, bool other_ok, int64_t idle_ms,
-		  struct net_tls_result *res);
+		  int (*spend)(void *ud, uint64_t n), void *ud, struct net_tls_result *res);

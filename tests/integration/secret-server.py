@@ -23,7 +23,8 @@ class H(http.server.BaseHTTPRequestHandler):
         with open(a.log, "a") as f:
             f.write(json.dumps({"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
                                 "body": body}) + "\n")
-        out = b"ok\n"
+        # /big/N: N bytes (secret.sh's byte budget through a terminated connection).
+        out = b"x" * int(self.path[5:]) if self.path.startswith("/big/") else b"ok\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(out)))
         self.send_header("Connection", "close")
