@@ -102,6 +102,16 @@ like "$R" "InvalidAccessKeyId" "--secret-other-keys: another key is carried as i
 R=$("$WARD" box exec "$O" -- "curl -sS -f $SIG $URL/curl-obj" 2>&1)
 like "$R" "^put by curl [0-9]+$" "--secret-other-keys: the placeholder is still re-signed"
 
+# The keys from a file: aws=@FILE@HOST, FILE holding KEY_ID:SECRET_KEY.
+printf 'wardtest:wardtest-secret\n' >"$D/awskeys"
+F=$(unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY; box_new --allow-host "s3.test=127.0.0.1:$HP" --secret "aws=@$D/awskeys@s3.test")
+R=$("$WARD" box exec "$F" -- "curl -sS -f $SIG $URL/curl-obj" 2>&1)
+like "$R" "^put by curl [0-9]+$" "aws=@FILE@HOST: the keys from a file, re-signed with them"
+printf 'no-colon\n' >"$D/awsbad"
+R=$("$WARD" box create --persistent --secret "aws=@$D/awsbad@s3.test" 2>&1); RC=$?
+is "$RC" 64 "aws=@FILE@HOST of a file that is not KEY_ID:SECRET_KEY: exit 64"
+like "$R" "holds not KEY_ID:SECRET_KEY" "and it says what the file must hold ($R)"
+
 # HTTPS: the proxy terminates TLS for s3.test and re-signs inside it.
 T=$(box_new --allow-host "s3.test=127.0.0.1:$TP" --secret aws@s3.test --secret-ca "$D/ca.pem")
 XT() { "$WARD" box exec "$T" --timeout 60s -- "$1" 2>&1; }
