@@ -282,6 +282,11 @@ static int why_set(char *why, size_t wn, int r, const char *fmt, ...)
 	return r;
 }
 
+int net_sigv4_hash_hex(const void *p, size_t n, char out[65])
+{
+	return sha256_hex(p, n, out);
+}
+
 bool net_sigv4_is_auth(const char *v, size_t n)
 {
 	size_t al = strlen(NET_SIGV4_ALGO);

@@ -26,6 +26,8 @@ struct net_sigv4_auth {
 	char signature[65];	/* 64 lowercase hex digits */
 };
 
+/* The hex SHA-256 of p[0..n) into out[65] (a body's hash): 0, or -EIO. */
+int net_sigv4_hash_hex(const void *p, size_t n, char out[65]);
 /* Whether an Authorization value is SigV4's at all (its algorithm word). */
 bool net_sigv4_is_auth(const char *v, size_t n);
 /* Parse an Authorization value: 0, or -EBADMSG with why[wn] saying what. */

@@ -14,6 +14,11 @@
 #include "base/err.h"
 #include "net/secret.h"
 
+/* A SigV4 request to an aws secret's host whose signature covers its
+ * body's hash (no x-amz-content-sha256: AWS's services but S3) has its
+ * body read whole before it is re-signed: at most this many bytes. */
+#define NET_TLS_HASHED_BODY_MAX (1u << 20)
+
 /* The host's CA bundle, as Debian keeps it. */
 #define NET_TLS_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
 

@@ -23,10 +23,10 @@ ossl() { openssl "$@" >/dev/null 2>&1; }
 ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$D/ca.key" -out "$D/ca.pem" \
 	-days 2 -subj /CN=ward-test-ca
 ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$D/srv.key" -out "$D/srv.csr" -subj /CN=s3.test
-printf 'subjectAltName=DNS:s3.test\n' >"$D/ext"
+printf 'subjectAltName=DNS:s3.test,DNS:sts.test\n' >"$D/ext"
 ossl x509 -req -in "$D/srv.csr" -CA "$D/ca.pem" -CAkey "$D/ca.key" -CAcreateserial -out "$D/srv.pem" -days 2 -extfile "$D/ext"
-P1=; P2=
-finish() { kill $P1 $P2 2>/dev/null; wait $P1 $P2 2>/dev/null; done_testing; }
+P1=; P2=; P3=
+finish() { kill $P1 $P2 $P3 2>/dev/null; wait $P1 $P2 $P3 2>/dev/null; done_testing; }
 trap 'exit 143' TERM INT
 node "$ROOT/tests/s3-server.js" "$MODS" "$D/data" "$D/http.port" 2>"$D/s3.err" &
 P1=$!
@@ -132,5 +132,41 @@ fi
 R=$(XT "curl -sS -v --aws-sigv4 aws:amz:us-east-1:s3 --user AKIAATTACKER:x -T /tmp/obj $TURL/evil 2>&1")
 like "$R" "403 Forbidden by ward: a SigV4 signature by another key \(AKIAATTACKER\)" "HTTPS: a signature by another key: refused"
 check "HTTPS: and it did not reach the server" test ! -e "$D/tdata/ward-test/evil._S3rver_object"
+
+# A service other than S3 signs its body's hash (no x-amz-content-sha256):
+# the terminating proxy reads the body whole, hashes it, and re-signs. The
+# server here checks signatures by its own reading of SigV4.
+: >"$D/sts.log"
+python3 "$(dirname "$0")/secret-server.py" --log "$D/sts.log" --port-file "$D/sts.port" --cert "$D/srv.pem" \
+	--key "$D/srv.key" --sigv4 wardtest:wardtest-secret &
+P3=$!
+wait_until 10 test -s "$D/sts.port"
+SP=$(cat "$D/sts.port")
+STS='--aws-sigv4 aws:amz:us-east-1:sts -d Action=GetCallerIdentity\&Version=2011-06-15'
+curl -sS --cacert "$D/ca.pem" --resolve "sts.test:$SP:127.0.0.1" --aws-sigv4 aws:amz:us-east-1:sts \
+	--user wardtest:not-the-secret -d 'Action=GetCallerIdentity&Version=2011-06-15' "https://sts.test:$SP/" >/dev/null
+like "$(tail -n1 "$D/sts.log")" '"sigv4": false' "(the checking server: a signature with the wrong secret, from the host, is false)"
+curl -sS --cacert "$D/ca.pem" --resolve "sts.test:$SP:127.0.0.1" --aws-sigv4 aws:amz:us-east-1:sts \
+	--user wardtest:wardtest-secret -d 'Action=GetCallerIdentity&Version=2011-06-15' "https://sts.test:$SP/" >/dev/null
+like "$(tail -n1 "$D/sts.log")" '"sigv4": true' "(and with the right one, true)"
+ST=$(box_new --allow-host "sts.test=127.0.0.1:$SP" --secret aws@sts.test --secret-ca "$D/ca.pem")
+R=$("$WARD" box exec "$ST" -- "curl -sS --user \"\$AWS_ACCESS_KEY_ID:\$AWS_SECRET_ACCESS_KEY\" $STS https://sts.test:$SP/" 2>&1)
+is "$R" "ok" "HTTPS: curl --aws-sigv4 for sts (a form body, signed by its hash) through the terminating proxy"
+L=$(tail -n1 "$D/sts.log")
+like "$L" '"sigv4": true' "the server found the body's signature good with the real key"
+unlike "$L" "ward-secret-|x-amz-content-sha256" "(signed by the body's hash, no placeholder in it)"
+if "$WARD" box exec "$ST" -- 'python3 -c "import boto3"' >/dev/null 2>&1; then
+	"$WARD" box exec "$ST" -- "python3 -c \"
+import boto3
+try:
+    boto3.client('sts', endpoint_url='https://sts.test:$SP', region_name='us-east-1').get_caller_identity()
+except Exception:
+    pass\"" >/dev/null 2>&1
+	L=$(tail -n1 "$D/sts.log")
+	like "$L" '"body": "Action=GetCallerIdentity' "boto3 sts: its request reached the server"
+	like "$L" '"sigv4": true' "boto3 sts: signed by its body's hash, re-signed with the real key"
+else
+	skip "boto3 is not installed (apt-get install python3-boto3)"
+fi
 unlike "$(cat "$XDG_STATE_HOME"/ward/boxes/*/keeper.log 2>/dev/null)" "wardtest-secret" "no keeper log holds the real secret"
 finish
