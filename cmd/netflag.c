@@ -64,7 +64,36 @@ static int netflag_secret(struct netflag *f, const char *arg)
 			cmd_error("--secret: %s (in %s)", e.msg, path);
 			return -1;
 		}
+		if (net_secret_is_aws(sp.name)) {
+			/* KEY_ID:SECRET_KEY[:SESSION_TOKEN], one line. */
+			char *c1 = strchr(f->value[i], ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+			if (c1)
+				*c1 = 0;
+			if (c2)
+				*c2 = 0;
+			char v[NET_SECRET_VALUE_MAX + 1];
+			int r2 = c1 ? net_secret_aws_value(f->value[i], c1 + 1, c2 ? c2 + 1 : NULL, v, sizeof(v), &e) : -1;
+			explicit_bzero(f->value[i], n);
+			if (r2 < 0) {
+				cmd_error("--secret: %s holds not KEY_ID:SECRET_KEY[:SESSION_TOKEN]%s%s", path, c1 ? ": " : "",
+					  c1 ? e.msg : "");
+				explicit_bzero(v, sizeof(v));
+				return -1;
+			}
+			memcpy(f->value[i], v, strlen(v) + 1);
+			explicit_bzero(v, sizeof(v));
+		}
 		f->from_file[i] = true;
+	} else if (net_secret_is_aws(sp.name)) {
+		/* AWS's own names, as its tools read them. */
+		const char *const *n = net_secret_aws_vars;
+		if (net_secret_aws_value(getenv(n[0]), getenv(n[1]), getenv(n[2]), f->value[i], sizeof(f->value[i]),
+					 &e) < 0 ||
+		    net_secret_value_check(sp.name, f->value[i], strlen(f->value[i]), &e) < 0) {
+			cmd_error("--secret %s: %s, in ward's environment", arg, e.msg);
+			return -1;
+		}
+		f->from_file[i] = false;
 	} else {
 		const char *v = getenv(sp.name);
 		if (!v) {
@@ -122,6 +151,15 @@ int netflag_parse(struct netflag *f, int c, const char *arg)
 		}
 		free(f->secret_ca);	/* (ward's for its life: the last one counts) */
 		f->secret_ca = v;
+		return 1;
+	}
+	if (c == 'V') {
+		/* --secret-other-keys, or "network.secret_other_keys": "on"|"off". */
+		if (arg && strcmp(arg, "on") && strcmp(arg, "off")) {
+			cmd_error("network.secret_other_keys: \"%s\" is not on or off", arg);
+			return -1;
+		}
+		f->other_keys = !arg || !strcmp(arg, "on");
 		return 1;
 	}
 	if (c != 'H')
@@ -200,6 +238,7 @@ int netflag_finish(struct netflag *f, struct box_opts *o)
 	o->secret_values = f->value_p;
 	o->nsecret_values = f->nsecret;
 	o->secret_ca = f->secret_ca;
+	o->secret_other_ok = f->other_keys;
 	return 0;
 }
 
@@ -213,5 +252,5 @@ void netflag_reset(struct netflag *f)
 
 bool netflag_given(const struct netflag *f)
 {
-	return f->net_set || f->nallow || f->max_bytes || f->nsecret;
+	return f->net_set || f->nallow || f->max_bytes || f->nsecret || f->other_keys;
 }

@@ -10,7 +10,7 @@
 #define NETFLAG_OPTIONS                                                                                    \
 	{ "net", required_argument, NULL, 'N' }, { "allow-host", required_argument, NULL, 'H' },             \
 	{ "net-max-bytes", required_argument, NULL, 'Q' }, { "secret", required_argument, NULL, 'k' },      \
-	{ "secret-ca", required_argument, NULL, 'q' }
+	{ "secret-ca", required_argument, NULL, 'q' }, { "secret-other-keys", no_argument, NULL, 'V' }
 
 #define NETFLAG_HELP                                                                                       \
 	"  --allow-host PAT   let the box reach PAT through ward's egress proxy (repeatable): a name\n"        \
@@ -26,7 +26,14 @@
 	"                     ward's environment, or NAME=@FILE@HOST to read FILE) on requests to\n"       \
 	"                     HOST only (added to the allow-list); it refuses the placeholder or the\n"    \
 	"                     value to any other host, and another credential to HOST. HTTPS to HOST\n"   \
-	"                     is terminated at the proxy (a CA made for the box, in its trust store)\n"   \
+	"                     is terminated at the proxy (a CA made for the box, in its trust store).\n"  \
+	"                     aws@HOST: AWS's keys (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"          \
+	"                     AWS_SESSION_TOKEN), placeholders in the box; the proxy checks each\n"       \
+	"                     request's SigV4 signature and signs it again with the real keys\n"         \
+	"  --secret-other-keys  carry a credential that is not a secret's placeholder (an\n"            \
+	"                     Authorization, an AWS signature by another key) to a secret's host\n"    \
+	"                     as it is (default: refused, as the box's own key there could take the\n"  \
+	"                     user's data to an account of someone else's)\n"                           \
 	"  --secret-ca FILE   trust FILE's certificates (PEM), beside the host's CAs, for a secret's\n"   \
 	"                     host (a test server, a private CA)\n"
 
@@ -50,12 +57,13 @@ struct netflag {
 	const char *secret[NET_SECRET_MAX];
 	const char *value_p[NET_SECRET_MAX];
 	char *secret_ca;	/* --secret-ca's file, read (ward's for its life) */
+	bool other_keys;	/* --secret-other-keys */
 	/* netflag_finish: the allow-list with the secrets' hosts not on it. */
 	const char *all[BOX_ALLOW_MAX];
 	char added[BOX_ALLOW_MAX][NET_HOST_MAX + 8];
 };
 
-/* 'N', 'H', 'Q' and 'k' of NETFLAG_OPTIONS: 1 handled, 0 not one of them, -1 after
+/* 'N', 'H', 'Q', 'k', 'q' and 'V' of NETFLAG_OPTIONS: 1 handled, 0 not one of them, -1 after
  * an error line. */
 int netflag_parse(struct netflag *f, int c, const char *arg);
 /* After the flags: into o (its net, allow-list and secrets; o points

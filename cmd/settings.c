@@ -72,6 +72,10 @@ static const struct settings_key keys[] = {
 	    .why = "this would trust a certificate authority for the hosts your secrets go to (put it in your own "
 		   "file, or give --secret-ca)",
 	    .dflt = "(none)", .eg = "\"/etc/ssl/private-ca.pem\""),
+	KEY("network.secret_other_keys", 'V', STR, NEVER, NEVER,
+	    .why = "this would let the box take its own credentials to your secrets' hosts (put it in your own "
+		   "file, or give --secret-other-keys)",
+	    .dflt = "off", .eg = "\"on\""),
 	KEY("network.max_bytes", 'Q', STR, RANK, RANK, .dflt = "10G", .eg = "\"500M\""),
 	/* A bigger window, a later compaction: bigger prompts. */
 	KEY("context_window", 'W', NUM, RANK, RANK, .eg = "200000"),

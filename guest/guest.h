@@ -48,6 +48,9 @@ struct guest_cfg {
 	/* The image's User (NULL: the default, the box's root) and Env ("K=V"
 	 * each). */
 	const char *user;
+	/* vm: /etc/ward-ca.pem's content (the host's CAs and the box's own,
+	 * with secrets: sandbox/backend.h's BOX_CA_FILE), from START; or NULL. */
+	const char *ca_bundle;
 	const char *env[GUEST_ENV_MAX];
 	size_t nenv;
 	/* Who tool commands (and the in-process tools) are, in the call's user

@@ -119,14 +119,16 @@ static int vm_root_dir(int rootfd, const char *name, mode_t mode)
  * container runtime does: a link or a directory of the image's in their
  * place is replaced (in the box's layer), and an /etc that is a link is
  * left alone. */
-static void vm_root_etc(int rootfd)
+static void vm_root_etc(int rootfd, const char *ca_bundle)
 {
-	static const struct {
+	const struct {
 		const char *name, *text;
 	} files[] = {
 		{ "hostname", "ward\n" },
 		{ "hosts", "127.0.0.1 localhost ward\n::1 localhost ip6-localhost\n" },
 		{ "resolv.conf", "" },
+		/* The box's CA with the host's (a box with secrets); else none. */
+		{ "ward-ca.pem", ca_bundle },
 	};
 	struct stat st;
 	if (fstatat(rootfd, "etc", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
@@ -135,6 +137,8 @@ static void vm_root_etc(int rootfd)
 	if (etc < 0)
 		return;
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		if (!files[i].text)
+			continue;
 		if (unlinkat(etc, files[i].name, 0) < 0 && errno == EISDIR)
 			unlinkat(etc, files[i].name, AT_REMOVEDIR);
 		_cleanup_close_ int fd =
@@ -252,7 +256,7 @@ int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char *
 	 * box's disk): no 9p share is mounted, and QEMU can save the VM. */
 	if (ws_share)
 		STEP("mount the workspace (9p)", vm_share("ws", VM_ROOT "/workspace", MS_NODEV | MS_NOSUID, "mmap"));
-	vm_root_etc(rootfd);
+	vm_root_etc(rootfd, cfg->ca_bundle);
 	/* Synced before every result (guest/main.c): what a call changed is
 	 * in the host's file by the time the host hears it ended. */
 	STEP("open the box's disk", SYS(cfg->root_sync_fd = open(VM_ROOT_DISK, O_RDONLY | O_DIRECTORY | O_CLOEXEC)));

@@ -262,6 +262,9 @@ static void vm_start_image(struct guest_cfg *cfg, const cJSON *start)
 	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "user"));
 	if (v && *v)
 		cfg->user = vm_keep(v);
+	v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "ca_bundle"));
+	if (v && *v)
+		cfg->ca_bundle = vm_keep(v);
 	v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "cwd"));
 	if (v && v[0] == '/')
 		cfg->workspace = vm_keep(v);

@@ -18,6 +18,7 @@
 #include "base/timeutil.h"
 #include "net/addr.h"
 #include "net/proxy-int.h"
+#include "net/sigv4.h"
 
 static void dial_next(struct proxy_conn *c);
 
@@ -91,15 +92,21 @@ static int dial_secrets(struct proxy_conn *c)
 			c->scan_body = true;
 		if (!own || r->kind != NET_REQ_FORWARD)
 			continue;
-		if (net_secret_foreign_cred(s, head, n)) {
+		/* The head as it goes on, its body's hash where there is none. */
+		bool empty = r->body == NET_BODY_NONE || (r->body == NET_BODY_LENGTH && !r->length);
+		char why[256];
+		int k = net_secret_apply(s, &r->upstream, empty ? NET_SIGV4_EMPTY_HASH : NULL, p->cfg.secret_other_ok, why,
+					 sizeof(why));
+		if (k == -EPERM) {
 			c->secret = s->name;
-			proxy_conn_refuse(c, 403, "a credential that is not secret %s's placeholder, to %s, %s's host; "
-					  "refused and recorded (use $%s)", s->name, ht, s->name, s->name);
+			proxy_conn_refuse(c, 403, "%s, to %s, %s's host; refused and recorded (use $%s%s)", why, ht,
+					  s->name, s->aws ? net_secret_aws_vars[0] : s->name,
+					  s->aws ? " and sign with it" : "");
 			return -EPERM;
 		}
-		int k = net_secret_substitute(s, &r->upstream);
 		if (k < 0) {
-			proxy_conn_refuse(c, 400, "the request head is too long once secret %s is in it", s->name);
+			c->secret = s->name;
+			proxy_conn_refuse(c, 400, "secret %s: %s", s->name, why);
 			return k;
 		}
 		if (k > 0)
@@ -117,6 +124,7 @@ void proxy_dial_decide(struct proxy_conn *c)
 	const struct net_reqhead *r = &c->req;
 	char ht[NET_HOST_MAX + 3], sug[NET_HOST_MAX + 10];
 	net_allow_host_text(&r->host, ht, sizeof(ht));
+	proxy_spend(p, 0);	/* (a terminating thread may have spent the rest) */
 	if (p->st.spent)
 		return proxy_conn_refuse(c, 403, "this box's network byte budget (%llu bytes) is spent",
 					 (unsigned long long)p->cfg.max_bytes);

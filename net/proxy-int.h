@@ -107,7 +107,9 @@ struct net_proxy {
 	int64_t listen_resume;	/* accept paused (out of descriptors) until then, or -1 */
 	struct proxy_conn *conns, *dead;
 	unsigned nconns;
-	uint64_t used;		/* bytes taken in to carry, for max_bytes */
+	/* Bytes taken in to carry, for max_bytes: the loop's and the
+	 * terminating threads' (proxy_tls_spend). */
+	_Atomic uint64_t used;
 	bool close_all;		/* max_bytes reached: end the tunnels after this turn */
 	struct net_proxy_stats st;
 	/* Connections to a secret's host, on threads of their own
@@ -143,6 +145,8 @@ bool proxy_dial_body_carries(struct proxy_conn *c, const char *p, size_t n);
 
 /* proxy-tls.c */
 bool proxy_tls_wanted(const struct proxy_conn *c);
+/* Terminated connections open now (they count in max_conns). */
+unsigned proxy_tls_open(struct net_proxy *p);
 void proxy_tls_start(struct proxy_conn *c);
 void proxy_tls_stop_all(struct net_proxy *p);
 

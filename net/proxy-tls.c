@@ -40,6 +40,24 @@ bool proxy_tls_wanted(const struct proxy_conn *c)
 	return false;
 }
 
+unsigned proxy_tls_open(struct net_proxy *p)
+{
+	pthread_mutex_lock(&p->tls_mu);
+	int n = p->tls_n;
+	pthread_mutex_unlock(&p->tls_mu);
+	return n > 0 ? (unsigned)n : 0;
+}
+
+/* A terminated connection's bytes against max_bytes, as a tunnel's: what
+ * would pass it is not carried. The loop sees the budget spent at its
+ * next connection (proxy_spend). */
+static int tls_spend(void *ud, uint64_t n)
+{
+	struct net_proxy *p = ud;
+	uint64_t before = atomic_fetch_add(&p->used, n);
+	return p->cfg.max_bytes && before + n > p->cfg.max_bytes ? -ENOSPC : 0;
+}
+
 static void tls_event(struct tls_job *j, const struct net_tls_result *r, int rc)
 {
 	struct net_proxy *p = j->p;
@@ -85,7 +103,7 @@ static void *tls_run(void *arg)
 	struct net_proxy *p = j->p;
 	struct net_tls_result r;
 	int rc = net_tls_serve(p->cfg.tls, j->cfd, j->ufd, j->host, j->port, p->cfg.secrets, p->cfg.nsecrets,
-			       p->cfg.idle_ms, &r);
+			       p->cfg.secret_other_ok, p->cfg.idle_ms, tls_spend, p, &r);
 	tls_event(j, &r, rc);
 	pthread_mutex_lock(&p->tls_mu);
 	p->tls_fd[j->slot][0] = p->tls_fd[j->slot][1] = -1;

@@ -261,7 +261,8 @@ static void proxy_turn_away(struct net_proxy *p, int fd)
 static int proxy_take(struct net_proxy *p, int fd)
 {
 	p->st.conns++;
-	if (p->nconns >= p->cfg.max_conns) {
+	/* A terminated connection, on its thread, is still one of the box's. */
+	if (p->nconns + proxy_tls_open(p) >= p->cfg.max_conns) {
 		proxy_turn_away(p, fd);
 		return 0;
 	}

@@ -60,6 +60,10 @@ struct net_proxy_cfg {
 	 * request to any other host that carries either is refused. */
 	const struct net_secret *secrets;
 	size_t nsecrets;
+	/* A credential of another (an Authorization, an X-Api-Key, an AWS
+	 * signature by another key) to a secret's host is carried as it is
+	 * rather than refused (--secret-other-ok). */
+	bool secret_other_ok;
 	/* With it (the caller's, net/tlsterm.h), a CONNECT to a secret's host
 	 * is terminated and its request substituted; NULL: tunnelled. */
 	struct net_tls *tls;

@@ -7,6 +7,41 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "net/sigv4.h"
+
+const char *const net_secret_aws_vars[3] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN" };
+
+bool net_secret_is_aws(const char *name)
+{
+	return !strcmp(name, NET_SECRET_AWS);
+}
+
+/* A key's part: printable, no space and no ':' (the value's separator). */
+static bool aws_part_ok(const char *s)
+{
+	for (; *s; s++)
+		if (*s <= ' ' || *s >= 0x7f || *s == ':')
+			return false;
+	return true;
+}
+
+int net_secret_aws_value(const char *key, const char *secret, const char *token, char *out, size_t n,
+			 struct err *e)
+{
+	const char *part[3] = { key, secret, token && *token ? token : NULL };
+	for (int i = 0; i < 3; i++) {
+		if (i < 2 && (!part[i] || !*part[i]))
+			return err_set(e, -EINVAL, "secret aws needs %s (with %s; %s for a session's keys)",
+				       net_secret_aws_vars[i], net_secret_aws_vars[1 - i], net_secret_aws_vars[2]);
+		if (part[i] && !aws_part_ok(part[i]))
+			return err_set(e, -EINVAL, "secret aws: %s holds a space, a ':' or a byte that is not printable "
+				       "ASCII; no AWS key does", net_secret_aws_vars[i]);
+	}
+	if ((size_t)snprintf(out, n, "%s:%s%s%s", key, secret, part[2] ? ":" : "", part[2] ? part[2] : "") >= n)
+		return err_set(e, -EINVAL, "secret aws: its keys are over %d bytes together", NET_SECRET_VALUE_MAX);
+	return 0;
+}
+
 static bool name_ok(const char *s, size_t n)
 {
 	if (!n || n > NET_SECRET_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
@@ -103,6 +138,25 @@ bool net_secret_is_placeholder(const char *s)
 	return strspn(s + pl, "0123456789abcdef") == 32;
 }
 
+int net_secret_load(struct net_secret *s)
+{
+	s->aws = net_secret_is_aws(s->name);
+	if (!s->aws)
+		return 0;
+	char *c1 = memchr(s->value, ':', s->value_len);
+	char *c2 = c1 ? memchr(c1 + 1, ':', s->value_len - (size_t)(c1 + 1 - s->value)) : NULL;
+	if (!c1 || c1 == s->value || c1[1] == ':' || !c1[1] || (c2 && !c2[1]) ||
+	    (c2 && memchr(c2 + 1, ':', s->value_len - (size_t)(c2 + 1 - s->value))))
+		return -EINVAL;
+	*c1 = 0;
+	if (c2)
+		*c2 = 0;
+	s->aws_key = s->value;
+	s->aws_secret = c1 + 1;
+	s->aws_token = c2 ? c2 + 1 : NULL;
+	return 0;
+}
+
 bool net_secret_owns(const struct net_secret *s, const struct net_host *h)
 {
 	for (size_t i = 0; i < s->nhost; i++)
@@ -113,6 +167,13 @@ bool net_secret_owns(const struct net_secret *s, const struct net_host *h)
 
 bool net_secret_carried(const struct net_secret *s, const char *p, size_t n)
 {
+	if (s->aws) {
+		const char *part[3] = { s->aws_key, s->aws_secret, s->aws_token };
+		for (int i = 0; i < 3; i++)
+			if (part[i] && memmem(p, n, part[i], strlen(part[i])))
+				return true;
+		return memmem(p, n, s->ph, NET_SECRET_PH_LEN);
+	}
 	return memmem(p, n, s->ph, NET_SECRET_PH_LEN) || (s->value_len && memmem(p, n, s->value, s->value_len));
 }
 
@@ -166,6 +227,25 @@ bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_
 		p += ll + 1;
 	}
 	return false;
+}
+
+int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok, char *why,
+		     size_t wn)
+{
+	if (s->aws) {
+		struct net_sigv4_keys k = { .ph_key = s->ph, .ph_secret = s->ph, .ph_token = s->aws_token ? s->ph : NULL,
+					    .key = s->aws_key, .secret = s->aws_secret, .token = s->aws_token };
+		int r = net_sigv4_resign(head, &k, body_hash, why, wn);
+		return r == -EPERM && other_ok ? 0 : r;
+	}
+	if (!other_ok && net_secret_foreign_cred(s, head->data, head->len)) {
+		snprintf(why, wn, "a credential that is not secret %s's placeholder", s->name);
+		return -EPERM;
+	}
+	int k = net_secret_substitute(s, head);
+	if (k == -ENOBUFS)
+		snprintf(why, wn, "the request head is too long with the value in it");
+	return k;
 }
 
 void net_secret_wipe(struct net_secret *s)

@@ -27,6 +27,20 @@
 #define NET_SECRET_PH_PREFIX "ward-secret-"
 #define NET_SECRET_PH_LEN (sizeof(NET_SECRET_PH_PREFIX) - 1 + 32)
 
+/* The secret named this is AWS's keys (--secret aws@HOST): its value
+ * "KEY_ID:SECRET_KEY[:SESSION_TOKEN]" (ward reads AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN), the box's environment
+ * the placeholder in each of those, and the proxy checks and makes again
+ * the SigV4 signature of each request to its hosts (net/sigv4.h). */
+#define NET_SECRET_AWS "aws"
+bool net_secret_is_aws(const char *name);
+/* The AWS environment's names, in the value's order. */
+extern const char *const net_secret_aws_vars[3];
+/* An aws value from its parts (token NULL or ""): -EINVAL with one line
+ * in e where one cannot be (empty, a ':' in a key, too long). */
+int net_secret_aws_value(const char *key, const char *secret, const char *token, char *out, size_t n,
+			 struct err *e);
+
 /* A parsed spec: NAME[=@PATH]@HOST[,HOST...] (a HOST is a name, or
  * name:port; where it connects is the allow-list's business). */
 struct net_secret_spec {
@@ -56,8 +70,15 @@ struct net_secret {
 	size_t value_len;
 	struct net_host host[NET_SECRET_HOSTS_MAX];
 	size_t nhost;
+	/* An aws secret (net_secret_load): its parts, in value's bytes;
+	 * aws_token NULL when there is none. */
+	bool aws;
+	const char *aws_key, *aws_secret, *aws_token;
 };
 
+/* s's value taken (value, value_len set; the caller's to wipe with s):
+ * an aws secret's split into its parts. -EINVAL when it is not one. */
+int net_secret_load(struct net_secret *s);
 /* Whether h is one of s's hosts (any port). */
 bool net_secret_owns(const struct net_secret *s, const struct net_host *h);
 /* Whether p[0..n) carries s's placeholder or its value. */
@@ -69,5 +90,14 @@ int net_secret_substitute(const struct net_secret *s, struct buf *b);
  * (Authorization, X-Api-Key) that does not carry s's placeholder: a key
  * the proxy did not put there, to s's own host. */
 bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_t n);
+/* A request head (whole, as it goes on) to s's own host made s's: a
+ * credential of another (net_secret_foreign_cred; for aws, a signature by
+ * another key) refused unless other_ok, then the placeholder replaced by
+ * the value, or for aws the signature checked and made again (body_hash:
+ * the hex SHA-256 of its body, or NULL where it is not known). The count
+ * put in (>0) or 0; -EPERM another credential, -EBADMSG an aws request
+ * that cannot be re-signed, -ENOBUFS past head's cap; why[wn] says. */
+int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok, char *why,
+		     size_t wn);
 /* Zero and free what net_secret holds. */
 void net_secret_wipe(struct net_secret *s);

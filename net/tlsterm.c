@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/param.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include "net/reqhead.h"
+#include "net/sigv4.h"
 
 struct net_tls {
 	SSL_CTX *server, *client;
@@ -167,6 +169,10 @@ int net_tls_new(const char *ca_key_pem, const char *ca_cert_pem, const char *ext
 		return err_set(e, -EINVAL, "the box's CA is not what it should be: %s", tls_err());
 	}
 	SSL_CTX_set_min_proto_version(t->server, TLS1_2_VERSION);
+	/* No session tickets: each connection has a leaf certificate of its
+	 * own, nothing to resume, and a ticket is a record a client waiting
+	 * for an answer may take for one. */
+	SSL_CTX_set_num_tickets(t->server, 0);
 	SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION);
 	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
 	if (SSL_CTX_load_verify_locations(t->client, NET_TLS_SYSTEM_CAS, NULL) != 1)
@@ -254,6 +260,46 @@ static int head_rebuild(const char *h, size_t n, struct buf *out, uint64_t *ret_
 	return 0;
 }
 
+/* The head's line named name (lowercase, with its ':'), or NULL; its
+ * length into *ret_len. */
+static const char *header_line(const char *h, size_t n, const char *name, size_t *ret_len)
+{
+	size_t nl0 = strlen(name);
+	for (const char *p = h, *end = h + n; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (ll > nl0 && !strncasecmp(p, name, nl0)) {
+			*ret_len = ll;
+			return p;
+		}
+		p += ll + 1;
+	}
+	return NULL;
+}
+
+static bool expects_continue(const char *h, size_t n)
+{
+	size_t ll;
+	const char *p = header_line(h, n, "expect:", &ll);
+	return p && memmem(p, ll, "100-continue", 12);
+}
+
+/* Whether an aws secret of host's is to re-sign this head, and its
+ * signature covers the body's hash rather than x-amz-content-sha256's. */
+static bool wants_body_hash(const struct net_secret *secrets, size_t nsecrets, const struct net_host *h,
+			    const char *head, size_t n)
+{
+	size_t ll;
+	const char *a = header_line(head, n, "authorization:", &ll);
+	if (!a || !memmem(a, ll, NET_SIGV4_ALGO " ", strlen(NET_SIGV4_ALGO) + 1) ||
+	    header_line(head, n, "x-amz-content-sha256:", &ll))
+		return false;
+	for (size_t i = 0; i < nsecrets; i++)
+		if (secrets[i].aws && net_secret_owns(&secrets[i], h))
+			return true;
+	return false;
+}
+
 static SSL *leaf_ssl(struct net_tls *t, const char *host, int fd)
 {
 	EVP_PKEY *k = ec_key();
@@ -272,14 +318,16 @@ static SSL *leaf_ssl(struct net_tls *t, const char *host, int fd)
 }
 
 int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_t port,
-		  const struct net_secret *secrets, size_t nsecrets, int64_t idle_ms, struct net_tls_result *res)
+		  const struct net_secret *secrets, size_t nsecrets, bool other_ok, int64_t idle_ms,
+		  int (*spend)(void *ud, uint64_t n), void *ud, struct net_tls_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	set_timeouts(cfd, idle_ms);
 	set_timeouts(ufd, idle_ms);
 	SSL *c = leaf_ssl(t, host, cfd), *u = NULL;
-	struct buf head, out;
+	struct buf head, out, body;
 	buf_init(&head, NET_REQHEAD_MAX);
+	buf_init(&body, NET_TLS_HASHED_BODY_MAX);
 	buf_init(&out, NET_REQHEAD_MAX + 2 * NET_SECRET_MAX * NET_SECRET_VALUE_MAX);
 	int r = -EIO;
 	if (!c || SSL_accept(c) != 1) {
@@ -307,6 +355,27 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	struct net_host h;
 	struct err e = { 0 };
 	net_allow_host(host, strlen(host), &h, &e);
+	/* A body an AWS signature covers by its hash: read whole, hashed,
+	 * then sent on from here (the client told to go on first, if it
+	 * waits to be). */
+	char bh[65];
+	const char *body_hash = blen ? NULL : NET_SIGV4_EMPTY_HASH;
+	bool held = false;
+	if (blen && blen <= NET_TLS_HASHED_BODY_MAX && wants_body_hash(secrets, nsecrets, &h, out.data, out.len)) {
+		size_t extra = head.len - hl;
+		if ((expects_continue(out.data, out.len) && ssl_write_all(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) ||
+		    buf_append(&body, head.data + hl, extra > blen ? (size_t)blen : extra) < 0)
+			goto cut;
+		while (body.len < blen) {
+			int n = SSL_read(c, b, (int)MIN(sizeof(b), blen - body.len));
+			if (n <= 0 || buf_append(&body, b, (size_t)n) < 0)
+				goto cut;
+		}
+		if (net_sigv4_hash_hex(body.data, body.len, bh) < 0)
+			goto cut;
+		body_hash = bh;
+		held = true;
+	}
 	for (size_t i = 0; i < nsecrets; i++) {
 		const struct net_secret *s = &secrets[i];
 		bool own = net_secret_owns(s, &h);
@@ -319,14 +388,18 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		}
 		if (!own)
 			continue;
-		if (net_secret_foreign_cred(s, out.data, out.len)) {
+		char why[256];
+		int k = net_secret_apply(s, &out, body_hash, other_ok, why, sizeof(why));
+		if (k < 0) {
 			res->secret = s->name;
-			snprintf(res->why, sizeof(res->why), "a credential that is not secret %s's placeholder, to %s, %s's "
-				 "host (use $%s)", s->name, host, s->name, s->name);
-			r = -EPERM;
+			if (k == -EPERM)
+				snprintf(res->why, sizeof(res->why), "%s, to %s, %s's host (use $%s%s)", why, host,
+					 s->name, s->aws ? net_secret_aws_vars[0] : s->name, s->aws ? " and sign with it" : "");
+			else
+				snprintf(res->why, sizeof(res->why), "secret %s: %s", s->name, why);
+			r = k == -EPERM ? -EPERM : -EBADMSG;
 			goto refuse;
 		}
-		int k = net_secret_substitute(s, &out);
 		if (k > 0)
 			res->substituted |= 1u << i;
 	}
@@ -342,12 +415,26 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	}
 	/* The head, what came of the body with it, then the rest of the body:
 	 * its length and not a byte more. */
-	size_t extra = head.len - hl, take = extra > blen ? (size_t)blen : extra;
-	if (ssl_write_all(u, out.data, out.len) < 0 || ssl_write_all(u, head.data + hl, take) < 0)
+	const char *pre = held ? body.data : head.data + hl;
+	size_t extra = head.len - hl, take = held ? body.len : extra > blen ? (size_t)blen : extra;
+	if (spend(ud, out.len + take) < 0) {
+		snprintf(res->why, sizeof(res->why), "this box's network byte budget is spent");
+		r = -EPERM;
+		goto refuse;
+	}
+	if (ssl_write_all(u, out.data, out.len) < 0 || ssl_write_all(u, pre, take) < 0)
 		goto cut;
 	res->up = out.len + take;
+	/* A client that waits for 100 Continue before its body (botocore
+	 * does, for a second, then hangs on a TLS record that is no answer)
+	 * gets it here; the server's own 100 comes after, as 1xx may. */
+	if (blen > take && expects_continue(out.data, out.len) &&
+	    ssl_write_all(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+		goto cut;
 	for (uint64_t left = blen - take; left;) {
 		int n = SSL_read(c, b, (int)(left < sizeof(b) ? left : sizeof(b)));
+		if (n > 0 && spend(ud, (uint64_t)n) < 0)
+			goto spent;
 		if (n <= 0 || ssl_write_all(u, b, (size_t)n) < 0)
 			goto cut;
 		left -= (uint64_t)n;
@@ -358,6 +445,8 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		int n = SSL_read(u, b, sizeof(b));
 		if (n <= 0)
 			break;
+		if (spend(ud, (uint64_t)n) < 0)
+			goto spent;
 		if (ssl_write_all(c, b, (size_t)n) < 0)
 			goto cut;
 		res->down += (uint64_t)n;
@@ -368,6 +457,10 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 cut:
 	snprintf(res->why, sizeof(res->why), "the connection was cut");
 	r = -EPIPE;
+	goto done;
+spent:
+	snprintf(res->why, sizeof(res->why), "budget");
+	r = -ENOSPC;
 	goto done;
 refuse502:
 refuse: {
@@ -387,5 +480,6 @@ done:
 		explicit_bzero(out.data, out.len);
 	buf_free(&out);
 	buf_free(&head);
+	buf_free(&body);
 	return r;
 }

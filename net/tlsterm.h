@@ -14,6 +14,11 @@
 #include "base/err.h"
 #include "net/secret.h"
 
+/* A SigV4 request to an aws secret's host whose signature covers its
+ * body's hash (no x-amz-content-sha256: AWS's services but S3) has its
+ * body read whole before it is re-signed: at most this many bytes. */
+#define NET_TLS_HASHED_BODY_MAX (1u << 20)
+
 /* The host's CA bundle, as Debian keeps it. */
 #define NET_TLS_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
 
@@ -37,7 +42,11 @@ struct net_tls_result {
 	uint64_t up, down;
 };
 /* Serve one connection: cfd is the box's (after the CONNECT's 200), ufd
- * connected to host's address; both closed here. 0 carried; <0 refused
+ * connected to host's address; both closed here. other_ok: as
+ * net_proxy_cfg's secret_other_ok. spend(ud, n) before n bytes are
+ * carried either way: <0, the box's budget is spent, and the connection
+ * is cut. 0 carried; <0 refused
  * or failed (res->why). */
 int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_t port,
-		  const struct net_secret *secrets, size_t nsecrets, int64_t idle_ms, struct net_tls_result *res);
+		  const struct net_secret *secrets, size_t nsecrets, bool other_ok, int64_t idle_ms,
+		  int (*spend)(void *ud, uint64_t n), void *ud, struct net_tls_result *res);

@@ -16,7 +16,7 @@
  * box_opts gets its row here and a check in tests/unit/test-boxopts.c;
  * then change the size below (a bool can hide in padding: the row is what
  * counts, the size only a tripwire). */
-_Static_assert(sizeof(struct box_opts) == 272, "struct box_opts changed: give the new field its row in box_opts_fields");
+_Static_assert(sizeof(struct box_opts) == 280, "struct box_opts changed: give the new field its row in box_opts_fields");
 
 /* The largest integer a JSON number (a double) holds exactly. */
 #define BOX_OPTS_INT_MAX 9007199254740992.0
@@ -50,6 +50,7 @@ static const struct field box_opts_fields[] = {
 	{ "secrets", F_LIST, AT(secrets), AT(nsecrets), NET_SECRET_MAX },
 	{ "secret_values", F_LIST, AT(secret_values), AT(nsecret_values), NET_SECRET_MAX },
 	{ "secret_ca", F_STR, AT(secret_ca) },
+	{ "secret_other_ok", F_BOOL, AT(secret_other_ok) },
 	{ "workspace", F_STR, AT(workspace) },
 	{ "image", F_STR, AT(image) },
 	{ "rw", F_BOOL, AT(rw) },

@@ -70,6 +70,9 @@ struct box_opts {
 	/* PEM certificates the proxy trusts, beside the host's CAs, for the
 	 * secrets' hosts it terminates TLS for (--secret-ca); or NULL. */
 	const char *secret_ca;
+	/* A credential of another to a secret's host carried, not refused
+	 * (--secret-other-ok; net_proxy_cfg's secret_other_ok). */
+	bool secret_other_ok;
 	const char *workspace;	/* host directory; NULL: an empty one */
 	/* The box's root: an image by its manifest digest ("sha256:<64
 	 * hex>", image/image.h), or NULL for the host's own view. */

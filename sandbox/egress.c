@@ -37,9 +37,10 @@ void egress_init(struct egress *g)
 	buf_init(&g->line, EGRESS_LINE_MAX);
 }
 
-/* Where curl, Python (ssl, requests), Node and git look for CAs. */
+/* Where curl, Python (ssl, requests), Node, git and AWS's SDKs and CLI
+ * (botocore) look for CAs. */
 static const char *const egress_ca_vars[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
-					      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO" };
+					      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "AWS_CA_BUNDLE" };
 
 static int egress_ca(struct egress *g, const char *name, struct err *e)
 {
@@ -73,6 +74,7 @@ int egress_secrets(struct egress *g, const char *name, const struct box_opts *o,
 {
 	if (o->nsecrets > NET_SECRET_MAX || o->nsecret_values != o->nsecrets)
 		return err_set(e, -EINVAL, "the box's secrets are not what ward writes");
+	g->nenv = 0;
 	for (size_t i = 0; i < o->nsecrets; i++) {
 		struct net_secret_spec sp;
 		int r = net_secret_spec_parse(o->secrets[i], &sp, e);
@@ -83,10 +85,20 @@ int egress_secrets(struct egress *g, const char *name, const struct box_opts *o,
 		r = net_secret_placeholder(g->ph[i], sizeof(g->ph[i]));
 		if (r < 0)
 			return err_set(e, r, "no randomness for secret %s's placeholder", sp.name);
+		if (net_secret_is_aws(sp.name)) {
+			/* AWS's three names, each the placeholder: the box signs
+			 * with it; the session token's only where there is one. */
+			const char *c1 = strchr(o->secret_values[i], ':');
+			bool token = c1 && strchr(c1 + 1, ':');
+			for (int k = 0; k < 2 + token; k++) {
+				snprintf(g->aws_kv[k], sizeof(g->aws_kv[k]), "%s=%s", net_secret_aws_vars[k], g->ph[i]);
+				g->env[g->nenv++] = g->aws_kv[k];
+			}
+			continue;
+		}
 		snprintf(g->env_kv[i], sizeof(g->env_kv[i]), "%s=%s", sp.name, g->ph[i]);
-		g->env[i] = g->env_kv[i];
+		g->env[g->nenv++] = g->env_kv[i];
 	}
-	g->nenv = o->nsecrets;
 	return o->nsecrets ? egress_ca(g, name, e) : 0;
 }
 
@@ -218,10 +230,13 @@ static void egress_cfg(struct net_proxy_cfg *cfg, bool *listen, bool *host, pid_
 		s->value_len = strlen(val->valuestring);
 		if (!(s->value = strdup(val->valuestring)))
 			egress_die("out of memory");
+		if (net_secret_load(s) < 0)
+			egress_die("the keeper's secrets are not what they should be");
 		explicit_bzero(val->valuestring, s->value_len);
 	}
 	cfg->secrets = secrets;
 	cfg->nsecrets = ns;
+	cfg->secret_other_ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "secret_other_ok"));
 	const char *ck = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "ca_key"));
 	const char *cc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "ca_cert"));
 	const char *uc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "upstream_ca"));
@@ -308,6 +323,7 @@ int egress_start(struct egress *g, const char *name, const struct box_opts *o, s
 	cJSON_AddNumberToObject(j, "keeper", (double)getpid());
 	/* Secrets: in this sealed memfd only, which the proxy reads and
 	 * closes; never a file, never its command line or environment. */
+	cJSON_AddBoolToObject(j, "secret_other_ok", o->secret_other_ok);
 	cJSON *sa = cJSON_AddArrayToObject(j, "secrets");
 	for (size_t i = 0; sa && i < o->nsecrets; i++) {
 		cJSON *so = cJSON_CreateObject();

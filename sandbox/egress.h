@@ -28,7 +28,8 @@ struct egress {
 	 * the box's life, and "NAME=placeholder" for its environment. */
 	char ph[NET_SECRET_MAX][NET_SECRET_PH_LEN + 1];
 	char env_kv[NET_SECRET_MAX][NET_SECRET_NAME_MAX + NET_SECRET_PH_LEN + 2];
-	const char *env[NET_SECRET_MAX + 8];
+	char aws_kv[3][32 + NET_SECRET_PH_LEN];	/* an aws secret's (net_secret_aws_vars) */
+	const char *env[NET_SECRET_MAX + 3 + 8];
 	size_t nenv;
 	/* The box's CA (with secrets): its key and certificate (PEM), and the
 	 * trust bundle the box gets (the host's CAs and this one). */

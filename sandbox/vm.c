@@ -520,6 +520,9 @@ static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 	/* No workspace: /workspace is a directory of the box's own disk, and
 	 * no 9p share is mounted (a box of an image can then be saved whole). */
 	cJSON_AddBoolToObject(j, "ws_share", s->opts->workspace != NULL);
+	/* With secrets: the trust bundle of the box's CA, its /etc/ward-ca.pem. */
+	if (s->ca_bundle)
+		cJSON_AddStringToObject(j, "ca_bundle", s->ca_bundle);
 	const char *user = s->image ? s->image->user : NULL;
 	if (s->image_root && user && *user) {
 		char why[256];

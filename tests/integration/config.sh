@@ -77,7 +77,7 @@ unset ANTHROPIC_MODEL
 clean
 cfg
 is "$RC" 0 "ward config with no files: exit 0"
-DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 10 default|disk 10G default|image (none) default|network.mode none default|network.allow_hosts (none) default|network.secrets (none) default|network.secret_ca (none) default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
+DEFAULTS="model claude-sonnet-4-20250514 default|provider anthropic default|base_url (the provider's) default|approve auto default|allow (none) default|deny (none) default|deadline none default|max_rounds none default|max_calls none default|max_tokens none default|max_cost none default|idle_timeout 2m default|retries 10 default|disk 10G default|image (none) default|network.mode none default|network.allow_hosts (none) default|network.secrets (none) default|network.secret_ca (none) default|network.secret_other_keys off default|network.max_bytes 10G default|context_window 200000 default|compact_at 80 default|cache_ttl 5m default|project_instructions on default|api_key (set) env ANTHROPIC_API_KEY"
 is "$(printf '%s\n' "$OUT" | grep -v '^#' | tr -s ' ' | paste -sd'|')" "$DEFAULTS" "ward config: the defaults, one line each"
 cfg --json
 is "$(printf '%s' "$OUT" | json settings.model.source)" default "ward config --json: the model's source"
@@ -368,6 +368,7 @@ network.mode|rank|"network": {"allow_hosts": ["pkgs.example"]}|"network": {"mode
 network.allow_hosts|never|-|"network": {"allow_hosts": ["evil.test"]}|-|public|-|"allow_hosts": ["internal.test=127.0.0.1:9"]|"allow_hosts": ["docs.python.org"]
 network.secrets|never|-|"network": {"secrets": ["HOME@evil.test"]}|-|never|-|"secrets": ["HOME@evil.test"]|-
 network.secret_ca|never|-|"network": {"secret_ca": "/etc/hostname"}|-|never|-|"secret_ca": "/etc/hostname"|-
+network.secret_other_keys|never|-|"network": {"secret_other_keys": "on"}|-|never|-|"secret_other_keys": "on"|-
 network.max_bytes|rank|"network": {"max_bytes": "1G"}|"network": {"max_bytes": "100G"}|"network": {"max_bytes": "500M"}|rank|--net-max-bytes 1G|"net_max_bytes": "100G"|"net_max_bytes": "500M"
 context_window|rank|"context_window": 100000|"context_window": 150000|"context_window": 50000|rank|--context-window 100000|"context_window": 150000|"context_window": 50000
 compact_at|rank|"compact_at": 80|"compact_at": 90|"compact_at": 70|rank|--compact-at 80|"compact_at": 90|"compact_at": 70

@@ -1,17 +1,49 @@
 """A plain HTTP (or, with --cert, HTTPS) server on loopback for secret.sh: it records each request's
 method, path and headers as one JSON line in --log, and answers 200 "ok"
-(never echoing what it got: the value must not come back into the box)."""
+(never echoing what it got: the value must not come back into the box).
+With --sigv4 KEY:SECRET it also checks each request's AWS SigV4 signature
+with that key, by its own reading of AWS's algorithm (not ward's), and
+logs "sigv4": true or false (secret-aws.sh)."""
 import argparse
+import hashlib
+import hmac
 import http.server
 import json
+import re
 import socketserver
+from urllib.parse import quote, unquote
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--log", required=True)
 ap.add_argument("--port-file", required=True)
 ap.add_argument("--cert")
 ap.add_argument("--key")
+ap.add_argument("--sigv4")
 a = ap.parse_args()
+
+
+def enc(s, safe):
+    return quote(unquote(s), safe=safe)
+
+
+def sigv4_ok(method, target, headers, body):
+    m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, ?"
+                 r"SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$", headers.get("Authorization", ""))
+    key, secret = a.sigv4.split(":", 1)
+    if not m or m.group(1) != key:
+        return False
+    _, date, region, service, signed, sig = m.groups()
+    path, _, query = target.partition("?")
+    params = sorted((enc(k, "-_.~"), enc(v, "-_.~")) for k, _, v in (p.partition("=") for p in query.split("&") if p))
+    creq = "\n".join([method, enc(path, "/-_.~"), "&".join("%s=%s" % kv for kv in params),
+                      "".join("%s:%s\n" % (h, " ".join((headers.get(h) or "").split())) for h in signed.split(";")),
+                      signed, headers.get("x-amz-content-sha256") or hashlib.sha256(body).hexdigest()])
+    sts = "\n".join(["AWS4-HMAC-SHA256", headers.get("x-amz-date", ""), "%s/%s/%s/aws4_request" % (date, region, service),
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    k = ("AWS4" + secret).encode()
+    for part in (date, region, service, "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    return hmac.compare_digest(hmac.new(k, sts.encode(), hashlib.sha256).hexdigest(), sig)
 
 
 class H(http.server.BaseHTTPRequestHandler):
@@ -19,11 +51,15 @@ class H(http.server.BaseHTTPRequestHandler):
 
     def handle_one(self):
         n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n).decode("latin-1") if n else ""
+        raw = self.rfile.read(n) if n else b""
+        rec = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
+               "body": raw.decode("latin-1")}
+        if a.sigv4:
+            rec["sigv4"] = sigv4_ok(self.command, self.path, self.headers, raw)
         with open(a.log, "a") as f:
-            f.write(json.dumps({"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                                "body": body}) + "\n")
-        out = b"ok\n"
+            f.write(json.dumps(rec) + "\n")
+        # /big/N: N bytes (secret.sh's byte budget through a terminated connection).
+        out = b"x" * int(self.path[5:]) if self.path.startswith("/big/") else b"ok\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(out)))
         self.send_header("Connection", "close")

@@ -123,6 +123,14 @@ R=$(X 'curl -sS -v -H "Authorization: Bearer attackers-own-key" http://api.test:
 like "$R" "403 Forbidden by ward: a credential that is not secret WARD_TEST_KEY's placeholder" \
 	"another Authorization to the secret's host (an attacker's key): refused"
 is "$(wc -l <"$D/api.log")" "$N1" "and it did not reach the server"
+# --secret-other-keys: the box's own credential to the secret's host goes
+# on as it is; the placeholder is still replaced.
+OK=$(box_new "${RULES[@]}" --secret WARD_TEST_KEY@api.test --secret-other-keys)
+R=$("$WARD" box exec "$OK" -- 'curl -sS -H "Authorization: Bearer boxes-own-key" http://api.test:'"$API"'/own' 2>&1)
+is "$R" "ok" "--secret-other-keys: another Authorization to the secret's host is carried"
+like "$(tail -n1 "$D/api.log")" '"Authorization": "Bearer boxes-own-key"' "as it is"
+R=$("$WARD" box exec "$OK" -- 'curl -sS -H "Authorization: Bearer $WARD_TEST_KEY" http://api.test:'"$API"'/own2' 2>&1)
+like "$(tail -n1 "$D/api.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "--secret-other-keys: the placeholder is still replaced"
 
 # Hibernate: nothing saved holds the value, and the woken box's proxy
 # still has it.
@@ -250,6 +258,16 @@ R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_K
 like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed: (unable to get local issuer certificate|certificate verify failed)" \
 	"upstream not verified (no --secret-ca): 502, the secret not sent"
 is "$(wc -l <"$D/tls.log")" "$N3" "and the server got no request"
+# A terminated connection's bytes count in the box's --net-max-bytes, as a
+# tunnel's do: a response past it is cut, and the next request refused.
+M=$(box_new --allow-host "api.test=127.0.0.1:$TLS" --secret WARD_TEST_KEY@api.test --secret-ca "$D/ca.pem" \
+	--net-max-bytes 100K)
+R=$("$WARD" box exec "$M" -- 'curl -sS https://api.test:'"$TLS"'/big/20000 | wc -c' 2>&1)
+is "$R" 20000 "HTTPS under --net-max-bytes 100K: a 20 KB response through the terminating proxy is whole"
+R=$("$WARD" box exec "$M" -- 'curl -sS https://api.test:'"$TLS"'/big/500000 2>/dev/null | wc -c' 2>&1)
+lt "$R" 102400 "a 500 KB one is cut at the budget ($R bytes came)"
+R=$("$WARD" box exec "$M" -- 'curl -sS -v https://api.test:'"$TLS"'/none 2>&1')
+like "$R" "403 Forbidden by ward: this box's network byte budget .* is spent" "and the next request is refused: the budget is spent"
 # --json: the terminated request is one net event, substitution named.
 cat >"$T_TMP/t.json" <<EOS
 {"turns": [

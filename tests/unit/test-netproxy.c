@@ -28,6 +28,7 @@
 #include "net/resolve.h"
 #include "net/secret.h"
 #include "tap.h"
+#include "net/tlsterm.h"
 #include "tls-hello.h"
 
 #define MB (1024 * 1024)
@@ -1282,6 +1283,55 @@ static void test_secrets(void)
 	up_stop(&other);
 }
 
+/* A terminated connection (a CONNECT to a secret's host, on a thread of
+ * its own) is one of the box's connections: at max_conns 2, two held
+ * ones leave no room for a third; once they end, there is again. */
+static void test_tls_cap(void)
+{
+	struct up own;
+	up_start(&own, UP_ECHO, 0);
+	snprintf(allow_own, sizeof(allow_own), "api.test=127.0.0.1:%d", own.port);
+	struct net_secret sec = { .name = "API_KEY", .value = "sk-REAL-7f3a", .value_len = 12, .nhost = 1 };
+	net_secret_placeholder(sec.ph, sizeof(sec.ph));
+	struct err e = { 0 };
+	net_allow_host("api.test", 8, &sec.host[0], &e);
+	char *key = NULL, *cert = NULL;
+	struct net_tls *tls = NULL;
+	if (net_tls_ca_make("t", &key, &cert, &e) < 0 || net_tls_new(key, cert, NULL, &tls, &e) < 0)
+		printf("# %s\n", e.msg);
+	struct px x;
+	px_start(&x, (struct net_proxy_cfg){ .secrets = &sec, .nsecrets = 1, .tls = tls, .max_conns = 2 },
+		 (const char *const[]){ allow_own, NULL });
+	char target[64], st[1024];
+	snprintf(target, sizeof(target), "api.test:%d", own.port);
+	int held[2];
+	bool all200 = true;
+	for (int i = 0; i < 2; i++) {
+		held[i] = connect_tunnel(x.port, target, st, sizeof(st));
+		all200 &= strstr(st, " 200 ") != NULL;
+	}
+	ok(all200, "two CONNECTs to the secret's host (terminated, their TLS not begun): 200 each");
+	sleep_ms(100);
+	int fd = connect_tunnel(x.port, target, st, sizeof(st));
+	like(st, "503 Service Unavailable by ward: this box has 2 connections open, its cap",
+	     "a third at max_conns 2: 503 (the terminated ones count)");
+	close(fd);
+	for (int i = 0; i < 2; i++)
+		close(held[i]);
+	bool again = false;
+	for (int64_t until = now_ms() + 3000; !again && now_ms() < until; sleep_ms(50)) {
+		fd = connect_tunnel(x.port, target, st, sizeof(st));
+		again = strstr(st, " 200 ") != NULL;
+		close(fd);
+	}
+	ok(again, "twin: once they end, a CONNECT to it is taken again");
+	px_stop(&x);
+	up_stop(&own);
+	net_tls_free(tls);
+	free(key);
+	free(cert);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -1297,5 +1347,6 @@ int main(void)
 	test_refusals();
 	test_bounds();
 	test_secrets();
+	test_tls_cap();
 	return tap_done();
 }

@@ -2,6 +2,7 @@
  * asks of a request's bytes. Each refusal has its accepted twin. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "net/secret.h"
@@ -94,5 +95,33 @@ int main(void)
 	sec.value_len = strlen(sec.value);
 	ok(net_secret_substitute(&sec, &b) == -ENOBUFS && b.len == NET_SECRET_PH_LEN, "past the cap: refused, b unchanged");
 	buf_free(&b);
+
+	/* aws: the value's form, and what the proxy holds of it. */
+	char v[NET_SECRET_VALUE_MAX + 1];
+	ok(net_secret_is_aws("aws") && !net_secret_is_aws("AWS") && !net_secret_is_aws("aws2"), "the name aws, exactly");
+	ok(net_secret_aws_value("AKIDX", "se/cr+et", NULL, v, sizeof(v), &e) == 0 && !strcmp(v, "AKIDX:se/cr+et"),
+	   "an aws value: KEY_ID:SECRET_KEY");
+	ok(net_secret_aws_value("AKIDX", "s", "TOK=", v, sizeof(v), &e) == 0 && !strcmp(v, "AKIDX:s:TOK="),
+	   "with a session token: KEY_ID:SECRET_KEY:TOKEN");
+	ok(net_secret_aws_value(NULL, "s", NULL, v, sizeof(v), &e) < 0 && strstr(e.msg, "needs AWS_ACCESS_KEY_ID"),
+	   "no key id: refused, named (%s)", e.msg);
+	ok(net_secret_aws_value("A:B", "s", NULL, v, sizeof(v), &e) < 0 && strstr(e.msg, "AWS_ACCESS_KEY_ID holds"),
+	   "a ':' in a key: refused (%s)", e.msg);
+	struct net_secret aw = { .name = "aws", .nhost = 1 };
+	memcpy(aw.ph, ph, sizeof(ph));
+	aw.value = strdup("AKIDREAL:real/secret:REALTOKEN");
+	aw.value_len = strlen(aw.value);
+	ok(net_secret_load(&aw) == 0 && aw.aws && !strcmp(aw.aws_key, "AKIDREAL") && !strcmp(aw.aws_secret, "real/secret") &&
+		   !strcmp(aw.aws_token, "REALTOKEN"),
+	   "loaded: its three parts");
+	const char *leak = "GET /?s=real/secret HTTP/1.1\r\n\r\n";
+	ok(net_secret_carried(&aw, leak, strlen(leak)), "the real secret key alone is carried (caught)");
+	ok(!net_secret_carried(&aw, plain, strlen(plain)), "twin: a head without any part carries nothing");
+	net_secret_wipe(&aw);
+	struct net_secret bad = { .name = "aws" };
+	bad.value = strdup("no-colon");
+	bad.value_len = strlen(bad.value);
+	ok(net_secret_load(&bad) < 0, "an aws value without KEY_ID:SECRET_KEY: not loaded");
+	net_secret_wipe(&bad);
 	return tap_done();
 }

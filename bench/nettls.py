@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""HTTPS through an ns box's egress proxy, three ways: direct on the host;
+through the proxy's tunnel (TLS end to end, the SNI checked: a host with
+no secret); and through the proxy terminating TLS (a host a secret
+belongs to: the box's CA, the request read, TLS again upstream). A small
+GET's latency (a new connection each, 200 requests, median) and a 100 MB
+download's throughput (curl, median of 5), from a loopback HTTPS server.
+Prints one line:
+
+  DIRECT_MBPS TUNNEL_MBPS TERM_MBPS DIRECT_US TUNNEL_US TERM_US
+
+usage: nettls.py WARD WORKDIR
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ward, work = sys.argv[1], sys.argv[2]
+root = os.path.join(work, "tlsroot")
+os.makedirs(root, exist_ok=True)
+with open(os.path.join(root, "big"), "wb") as f:
+    f.truncate(100 << 20)
+open(os.path.join(root, "small"), "w").write("x" * 512)
+ports = os.path.join(work, "tlsports")
+if os.path.exists(ports):
+    os.unlink(ports)
+d = os.path.join(work, "tlscert")
+os.makedirs(d, exist_ok=True)
+q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", d + "/k.pem", "-out", d + "/c.pem", "-days", "1", "-subj", "/CN=tunnel.test",
+                "-addext", "subjectAltName=DNS:tunnel.test,DNS:term.test"], **q)
+srv = subprocess.Popen(["python3", "tests/net-servers.py", "--root", root, "--cert", d + "/c.pem", "--key",
+                        d + "/k.pem", "--ports", ports, "--abstract", "ward-bench-tls-%d" % os.getpid()])
+for _ in range(200):
+    if os.path.exists(ports):
+        break
+    time.sleep(0.05)
+port = json.load(open(ports))["https"]
+
+# Fresh connections, one small GET each, through the proxy (CONNECT, then
+# TLS inside) or directly; CA is the file the client trusts.
+LAT = r'''
+import socket, ssl, sys, time, statistics
+via, host, port, ca, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+ctx = ssl.create_default_context(cafile=ca)
+req = ("GET /small HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode()
+ts = []
+for i in range(n + 10):
+    t0 = time.perf_counter()
+    if via == "direct":
+        s = socket.create_connection(("127.0.0.1", port))
+    else:
+        s = socket.create_connection(("127.0.0.1", 3128))
+        s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        assert b" 200 " in head[:20], head
+    t = ctx.wrap_socket(s, server_hostname=host)
+    t.sendall(req)
+    got = b""
+    while True:
+        b = t.recv(65536)
+        if not b:
+            break
+        got += b
+    t.close()
+    assert b" 200 " in got[:20], got[:100]
+    if i >= 10:
+        ts.append(time.perf_counter() - t0)
+print(int(statistics.median(ts) * 1e6))
+'''
+CURL = "curl -s -o /dev/null -w '%{speed_download}\\n' "
+
+
+def med_speed(lines):
+    v = [float(x) for x in lines.split() if x.strip()]
+    return statistics.median(v) / 1e6
+
+
+def host(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout
+
+
+env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "tlsstate"), BENCH_KEY="bench-not-a-real-key")
+names = []
+try:
+    for extra in ([], ["--secret", "BENCH_KEY@term.test", "--secret-ca", d + "/c.pem"]):
+        r = subprocess.run([ward, "box", "create", "--persistent", "--allow-host", "tunnel.test=127.0.0.1:%d" % port,
+                            "--allow-host", "term.test=127.0.0.1:%d" % port] + extra,
+                           capture_output=True, text=True, env=env)
+        names.append(r.stdout.strip())
+    tun, term = names
+
+    def box(name, cmd):
+        return subprocess.run([ward, "box", "exec", name, "--timeout", "10m", "--", cmd], capture_output=True,
+                              text=True, env=env).stdout
+    ca = open(d + "/c.pem").read()
+    for n in names:
+        box(n, "cat > /tmp/lat.py <<'EOF'\n" + LAT + "\nEOF\ncat > /tmp/ca.pem <<'EOF'\n" + ca + "EOF")
+    direct, tunnel, termd = [], [], []
+    resolve = "--resolve tunnel.test:%d:127.0.0.1 --cacert %s/c.pem " % (port, d)
+    for _ in range(5):
+        direct.append(host(CURL + resolve + "https://tunnel.test:%d/big" % port))
+        tunnel.append(box(tun, CURL + "--cacert /tmp/ca.pem https://tunnel.test:%d/big" % port))
+        termd.append(box(term, CURL + "https://term.test:%d/big" % port))
+    n = 200
+    du = host("python3 -c '%s' direct tunnel.test %d %s/c.pem %d" % (LAT.replace("'", "'\"'\"'"), port, d, n)).strip()
+    tu = box(tun, "python3 /tmp/lat.py proxy tunnel.test %d /tmp/ca.pem %d" % (port, n)).strip()
+    te = box(term, "python3 /tmp/lat.py proxy term.test %d \"$SSL_CERT_FILE\" %d" % (port, n)).strip()
+    print("%.0f %.0f %.0f" % (med_speed(" ".join(direct)), med_speed(" ".join(tunnel)), med_speed(" ".join(termd))),
+          du, tu, te)
+finally:
+    for n in names:
+        subprocess.run([ward, "box", "destroy", n], env=env, capture_output=True)
+    srv.kill()
