@@ -3,6 +3,7 @@
  * a keeper that does not answer and removes what it left. */
 #include "sandbox/box.h"
 #include "sandbox/box-conn-int.h"
+#include "sandbox/box-state.h"
 #include "sandbox/box-int.h"
 #include "base/state.h"
 #include "base/cleanup.h"
@@ -102,7 +103,7 @@ bool box_is_hibernated(const char *name)
 	box_info(c, &info, NULL);
 	box_disconnect(c);
 	const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "state"));
-	bool hib = st && (!strcmp(st, "hibernated") || !strcmp(st, "cold"));
+	bool hib = box_state_name_saved(st);
 	cJSON_Delete(info);
 	return hib;
 }

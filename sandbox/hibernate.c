@@ -311,11 +311,17 @@ void keeper_box_event(const char *what, const char *why)
 	cJSON_Delete(ev);
 }
 
-static void hib_event(const char *what, int64_t ms)
+void keeper_step_event(enum box_step s, enum box_step_event ev, const char *why)
+{
+	keeper_box_event(box_step_event_name(s, ev), why);
+}
+
+/* A step done, in ms. */
+static void hib_event(enum box_step s, int64_t ms)
 {
 	cJSON *ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "type", "box");
-	cJSON_AddStringToObject(ev, "event", what);
+	cJSON_AddStringToObject(ev, "event", box_step_event_name(s, BOX_EV_DONE));
 	cJSON_AddStringToObject(ev, "box", K.name);
 	cJSON_AddNumberToObject(ev, "ms", (double)ms);
 	cJSON_AddNumberToObject(ev, "disk_bytes", (double)keeper_disk_bytes());
@@ -348,7 +354,7 @@ static int hib_save_machine(struct err *e)
 
 static int hib_hibernate(cJSON *ret, struct err *e)
 {
-	if (K.hib.state != KH_NONE) {
+	if (keeper_saved()) {
 		cJSON_AddBoolToObject(ret, "already", 1);
 		return 0;
 	}
@@ -367,7 +373,7 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	state_rm_rf(K.hib.dir);
 	if (state_mkdir_p(K.hib.dir, 0700) < 0)
 		return err_setc(e, -errno, "cannot make %s", K.hib.dir);
-	keeper_state_file("hibernating");
+	keeper_state_set(BOX_ST_HIBERNATING);
 	K.hib.kept = false;
 	K.hib.why[0] = 0;
 	if (K.up && K.be->save && K.inst.keeps_ram) {
@@ -393,7 +399,7 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 		if (r < 0) {
 			/* The box goes on as it was; nothing half-saved is left. */
 			state_rm_rf(K.hib.dir);
-			keeper_state_file("running");
+			keeper_state_set(BOX_ST_RUNNING);
 			char m[sizeof(e->msg)];
 			snprintf(m, sizeof(m), "%s", e->msg);
 			return err_set(e, r, "cannot save box %s's /tmp: %s; the box still runs", K.name, m);
@@ -409,7 +415,7 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	}
 	if (r < 0) {
 		state_rm_rf(K.hib.dir);
-		keeper_state_file(K.up ? "running" : "lost");
+		keeper_state_set(K.up ? BOX_ST_RUNNING : BOX_ST_LOST);
 		return r;
 	}
 	/* Where the machine is not kept, every process of the box ends with
@@ -422,13 +428,12 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	 * unmounted if nobody else holds it), so a rewind or an apply can
 	 * have it; a wake takes it again. */
 	layers_release(&K.layers);
-	K.hib.state = KH_HIBERNATED;
 	K.hib.at_ms = now_ms();
-	keeper_state_file("hibernated");
+	keeper_state_set(BOX_ST_HIBERNATED);
 	int64_t ms = now_ms() - t0;
 	keeper_log("keeper: box %s hibernated in %lld ms (%llu bytes saved)", K.name, (long long)ms,
 		   (unsigned long long)K.hib.bytes);
-	hib_event("hibernated", ms);
+	hib_event(BOX_STEP_HIBERNATE, ms);
 	cJSON_AddNumberToObject(ret, "ms", (double)ms);
 	cJSON_AddNumberToObject(ret, "state_bytes", (double)K.hib.bytes);
 	cJSON_AddStringToObject(ret, "processes", K.hib.kept ? "kept" : "ended");
@@ -441,29 +446,29 @@ static int hib_hibernate(cJSON *ret, struct err *e)
  * (box-conn.c): the keeper's loop waits for these. */
 int keeper_hibernate(cJSON *ret, struct err *e)
 {
-	if (K.hib.state != KH_NONE || K.inst.pooled || K.calls)
+	if (keeper_saved() || K.inst.pooled || K.calls)
 		return hib_hibernate(ret, e);	/* refused or nothing to do: at once */
-	keeper_box_event("hibernating", NULL);
+	keeper_step_event(BOX_STEP_HIBERNATE, BOX_EV_START, NULL);
 	int r = hib_hibernate(ret, e);
 	if (r < 0)
-		keeper_box_event("hibernate_failed", e->msg);
+		keeper_step_event(BOX_STEP_HIBERNATE, BOX_EV_FAILED, e->msg);
 	return r;
 }
 
 static int hib_wake(cJSON *ret, struct err *e)
 {
-	if (K.hib.state == KH_NONE) {
+	if (!keeper_saved()) {
 		cJSON_AddBoolToObject(ret, "already", 1);
 		return 0;
 	}
 	int64_t t0 = now_ms();
-	bool cold = K.hib.state == KH_COLD;
+	bool cold = K.hib.from_cold = K.state == BOX_ST_COLD;
 	int r = cold ? keeper_cold_fetch(e) : 0;
 	if (r >= 0)
 		r = hib_manifest_check(e);
 	if (r < 0)
 		return r;
-	keeper_state_file("waking");
+	keeper_state_set(BOX_ST_WAKING);
 	if (r >= 0)
 		r = keeper_layers_take(e);
 	keeper_guest_cgroup_create();
@@ -496,7 +501,7 @@ static int hib_wake(cJSON *ret, struct err *e)
 			keeper_guest_down();
 		cgroup_remove(&K.cg);
 		layers_release(&K.layers);
-		keeper_state_file(cold ? "cold" : "hibernated");
+		keeper_state_set(cold ? BOX_ST_COLD : BOX_ST_HIBERNATED);
 		char m[sizeof(e->msg)];
 		snprintf(m, sizeof(m), "%s", e->msg);
 		return err_set(e, r, "cannot wake box %s: %s; its saved state is kept", K.name, m);
@@ -504,14 +509,13 @@ static int hib_wake(cJSON *ret, struct err *e)
 	if (cold)
 		keeper_cold_drop();
 	state_rm_rf(K.hib.dir);
-	K.hib.state = KH_NONE;
 	K.hib.bytes = K.hib.stored = 0;
 	K.hib.wakes++;
 	K.last_activity = now_ms();
-	keeper_state_file("running");
+	keeper_state_set(BOX_ST_RUNNING);
 	int64_t ms = now_ms() - t0;
 	keeper_log("keeper: box %s woken in %lld ms", K.name, (long long)ms);
-	hib_event("woken", ms);
+	hib_event(BOX_STEP_WAKE, ms);
 	cJSON_AddNumberToObject(ret, "ms", (double)ms);
 	cJSON_AddStringToObject(ret, "processes", kept ? "kept" : "ended");
 	return 0;
@@ -519,22 +523,21 @@ static int hib_wake(cJSON *ret, struct err *e)
 
 int keeper_wake(cJSON *ret, struct err *e)
 {
-	if (K.hib.state == KH_NONE)
+	if (!keeper_saved())
 		return hib_wake(ret, e);
-	keeper_box_event("waking", NULL);
+	keeper_step_event(BOX_STEP_WAKE, BOX_EV_START, NULL);
 	int r = hib_wake(ret, e);
 	if (r < 0)
-		keeper_box_event("wake_failed", e->msg);
+		keeper_step_event(BOX_STEP_WAKE, BOX_EV_FAILED, e->msg);
 	return r;
 }
 
 void keeper_hib_drop(void)
 {
-	if (K.hib.state == KH_COLD)
+	if (K.state == BOX_ST_COLD || (K.state == BOX_ST_WAKING && K.hib.from_cold))
 		keeper_cold_drop();
 	if (K.hib.dir[0])
 		state_rm_rf(K.hib.dir);
-	K.hib.state = KH_NONE;
 }
 
 static uint64_t du_sum;

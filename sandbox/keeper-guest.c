@@ -158,6 +158,10 @@ void keeper_guest_down(void)
 		K.be->kill(&K.inst);
 	}
 	K.up = false;
+	/* Lost: made again at the next call (a step that ended it says
+	 * where the box is at its own end). */
+	if (K.state == BOX_ST_RUNNING)
+		keeper_state_set(BOX_ST_LOST);
 	K.jobs_running = 0;
 	keeper_jobs_forget();
 	K.gmask = 0;
@@ -256,6 +260,9 @@ int keeper_guest_attach(struct err *e)
 	if (K.inst.log_fd >= 0)
 		loop_add(K.loop, K.inst.log_fd, EPOLLIN, on_guest_log, NULL);
 	K.up = true;
+	/* A step that brings the guest up (a wake) says when it is done. */
+	if (!box_state_busy(K.state))
+		keeper_state_set(BOX_ST_RUNNING);
 	return 0;
 }
 

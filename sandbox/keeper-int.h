@@ -13,6 +13,7 @@
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "sandbox/backend.h"
+#include "sandbox/box-state.h"
 #include "sandbox/egress.h"
 #include "workspace/layers.h"
 #include "image/image.h"
@@ -20,19 +21,14 @@
 /* Refusals of the egress proxy a call's result reports, at most. */
 #define KCALL_NET_MAX 8
 
-/* A box's hibernated state (hibernate.c). */
-enum keeper_hstate {
-	KH_NONE,	/* running, or lost and made again at the next call */
-	KH_HIBERNATED,	/* saved to disk; nothing of the box runs */
-	KH_COLD,	/* saved, compressed, and moved to the store */
-};
+/* A box's hibernated state (hibernate.c); where the box is, K.state. */
 struct keeper_hib {
-	enum keeper_hstate state;
 	char dir[PATH_MAX];	/* where the state lives, on disk */
 	int64_t at_ms;		/* when it was hibernated */
 	uint64_t bytes;		/* on disk */
 	uint64_t stored;	/* in the store, compressed, when cold */
 	unsigned wakes;
+	bool from_cold;		/* a wake's: the state was in the store */
 	/* The box's processes were saved with it (vm.state: its whole
 	 * machine), the machine's memory laid out as a snapshot's restore
 	 * (ram_restored); else why they ended. */
@@ -75,6 +71,9 @@ struct keeper {
 	 * hibernated box wakes over the same tree, and no prune removes it. */
 	struct image_info img;
 	const struct box_backend *be;
+	/* Where the box is (box-state.h says which moves are legal); only
+	 * keeper_state_set moves it. */
+	enum box_state state;
 	struct cgroup_set cg;
 	char cgname[96];
 	struct box_inst inst;
@@ -155,8 +154,12 @@ void keeper_augment_evidence(cJSON *j);
 void keeper_write_files(void);
 /* pool.c: a pool box taken by a create (CLAIM). */
 int keeper_claim(const struct frame *f, struct err *e);
-/* The box's state for ls when the keeper is busy: boxdir/state. */
-void keeper_state_file(const char *state);
+/* The box moved to another state (a move box-state.c refuses is logged
+ * and not made), written to boxdir/state for ls when the keeper is busy
+ * with a step (box_state_busy) and does not answer. */
+void keeper_state_set(enum box_state to);
+/* The box is saved (hibernated or cold): nothing of it runs. */
+bool keeper_saved(void);
 
 /* hibernate.c. Hibernate: the box's /tmp (its home) is saved beside its
  * workspace layer, which is kept, and every process of the box ends (the
@@ -166,8 +169,9 @@ void keeper_state_file(const char *state);
 int keeper_hibernate(cJSON *ret, struct err *e);
 int keeper_wake(cJSON *ret, struct err *e);
 /* A box event ({"type":"box","event":what,"box"[,"why"]}) to every
- * client. */
+ * client; a step's, by its name in box-state.c. */
 void keeper_box_event(const char *what, const char *why);
+void keeper_step_event(enum box_step s, enum box_step_event ev, const char *why);
 /* keeper-port.c: the box's ports opened to the host. Open one (or find
  * the one open) into ret's "port"; every one into ret's "ports"; whether
  * a connection is being carried (the box is not idle); the guest gone

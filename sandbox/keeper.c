@@ -169,11 +169,25 @@ void keeper_broadcast(cJSON *ev)
 		kclient_send_json(c, PROTO_EVENT, 0, ev);
 }
 
-void keeper_state_file(const char *state)
+void keeper_state_set(enum box_state to)
 {
+	enum box_state from = K.state;
+	struct err e = { 0 };
+	if (box_state_move(&K.state, to, &e) < 0) {
+		keeper_log("keeper: box %s: %s", K.name, e.msg);
+		return;
+	}
+	if (from == to)
+		return;
+	const char *name = box_state_name(to);
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/state", K.boxdir);
-	fdio_write_atomic(p, state, strlen(state), 0600);
+	fdio_write_atomic(p, name, strlen(name), 0600);
+}
+
+bool keeper_saved(void)
+{
+	return box_state_saved(K.state);
 }
 
 void kcall_remove(struct kcall *k)
@@ -219,7 +233,7 @@ static void kclient_close(struct kclient *c)
  * made again; a running one is "already". ret gets {ms} or {already}. */
 static int keeper_up_again(cJSON *ret, struct err *e)
 {
-	if (K.hib.state != KH_NONE || K.up || K.inst.pooled)
+	if (keeper_saved() || K.up || K.inst.pooled)
 		return keeper_wake(ret, e);
 	int64_t t0 = now_ms();
 	int r = keeper_guest_restart(e);
@@ -245,7 +259,7 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 			cJSON *j = cJSON_CreateObject();
 			cJSON_AddStringToObject(j, "outcome", "failed");
 			char msg[700];
-			snprintf(msg, sizeof(msg), "%s%s\n", K.hib.state != KH_NONE ? "" : "the box could not be recreated: ", e.msg);
+			snprintf(msg, sizeof(msg), "%s%s\n", keeper_saved() ? "" : "the box could not be recreated: ", e.msg);
 			cJSON_AddStringToObject(j, "text", msg);
 			kclient_send_json(c, PROTO_RESULT, f->id, j);
 			cJSON_Delete(j);
@@ -498,7 +512,7 @@ static int64_t keeper_tick(void)
 		NEXT(K.ttl_at);
 	}
 	/* A hibernated box is not idle: nothing of it runs; TTL still counts. */
-	if (K.o->idle_ms && K.hib.state == KH_NONE) {
+	if (K.o->idle_ms && !keeper_saved()) {
 		/* Busy or attached: not idle. A box that hibernates when idle
 		 * needs nobody to detach: a call wakes it. */
 		bool hib = K.o->on_idle == BOX_IDLE_HIBERNATE;
@@ -524,7 +538,7 @@ static int64_t keeper_tick(void)
 		}
 		NEXT(busy ? now + 1000 : idle_at);
 	}
-	if (K.hib.state == KH_HIBERNATED && K.o->cold_after_ms) {
+	if (K.state == BOX_ST_HIBERNATED && K.o->cold_after_ms) {
 		int64_t cold_at = K.hib.at_ms + K.o->cold_after_ms;
 		if (now >= cold_at) {
 			struct err e = { 0 };
@@ -602,6 +616,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	K.created_ms = K.last_activity = now_ms();
 	K.created_wall = time(NULL);
 	K.be = backend_find(o->backend);
+	K.state = BOX_ST_CREATING;
 	struct err e = { 0 };
 	/* It holds the secrets' values (for each proxy it starts): no core,
 	 * no ptrace by the user's other processes. */
@@ -699,7 +714,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		snprintf(p, sizeof(p), "%s/pool", boxdir);
 		int n = snprintf(txt, sizeof(txt), "{\"key\":\"%s\",\"pool\":%d}", key, (int)o->owner);
 		fdio_write_atomic(p, txt, (size_t)n, 0600);
-		keeper_state_file("pooled");
+		keeper_state_set(BOX_ST_POOLED);
 	}
 	keeper_ready(ready_fd, "ok\n");
 
