@@ -210,9 +210,7 @@ int keeper_cold_fetch(struct err *e)
 		r = in < 0 || out < 0 ? err_setc(e, -errno, "cannot write %s", p) : store_decompress(in, out, NULL, e);
 		unlink(z);
 		if (r < 0) {
-			char m[sizeof(e->msg)];
-			snprintf(m, sizeof(m), "%s", e->msg);
-			r = err_set(e, r, "box %s's saved state in the store is torn (%s): %s", K.name, o->valuestring, m);
+			err_wrap(e, "box %s's saved state in the store is torn (%s)", K.name, o->valuestring);
 			break;
 		}
 	}
