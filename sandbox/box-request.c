@@ -108,13 +108,17 @@ bool box_is_hibernated(const char *name)
 	return hib;
 }
 
+/* How long a destroy waits for the keeper to close its socket, the box
+ * gone: its teardown, the clients' drain (KEEPER_DRAIN_MS) within it. */
+#define BOX_DESTROY_CLOSE_MS 5000
+
 /* DESTROY (payload: its condition, or NULL), and wait for the keeper to
- * close the socket when the box is gone (bounded: 5 s). */
+ * close the socket when the box is gone (bounded: BOX_DESTROY_CLOSE_MS). */
 static void box_send_destroy(struct box_conn *c, const char *payload)
 {
 	box_conn_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
 	char tmp[256];
-	int64_t until = now_ms() + 5000;
+	int64_t until = now_ms() + BOX_DESTROY_CLOSE_MS;
 	while (now_ms() < until) {
 		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
 		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
