@@ -516,6 +516,7 @@ static void hib_woken(int r, struct err *e)
 	K.hib.from_cold = false;
 	state_rm_rf(K.hib.dir);
 	K.hib.bytes = K.hib.stored = 0;
+	K.hib.kept = false;	/* the machine runs again: nothing of it is saved */
 	K.hib.wakes++;
 	K.last_activity = now_ms();
 	keeper_state_set(BOX_ST_RUNNING);

@@ -166,8 +166,9 @@ void keeper_guest_down(void)
 	 * where the box is at its own end). */
 	if (K.state == BOX_ST_RUNNING)
 		keeper_state_set(BOX_ST_LOST);
-	K.jobs_running = 0;
-	keeper_jobs_forget();
+	/* A machine saved whole keeps its jobs: a wake goes on with them. */
+	if (!K.hib.kept)
+		keeper_jobs_forget();
 	K.gmask = 0;
 	proto_reader_free(&K.grd);
 	proto_writer_free(&K.gwr);
@@ -343,14 +344,13 @@ int keeper_guest_restart(struct err *e)
 }
 
 /* The guest's own events: a background job started or ended. Every
- * client is told; the keeper keeps how many run (its idle policy). */
+ * client is told; the keeper keeps which run (keeper-jobs.c: its idle
+ * policy, what a hibernate ends). */
 static void keeper_guest_event(const struct frame *f)
 {
 	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
 	if (cJSON_IsString(type) && !strcmp(type->valuestring, "job")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "running");
-		K.jobs_running = cJSON_IsNumber(n) && n->valuedouble >= 0 ? (unsigned)n->valuedouble : 0;
 		keeper_jobs_event(j);
 		keeper_broadcast(j);
 	}

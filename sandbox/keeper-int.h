@@ -104,7 +104,6 @@ struct keeper {
 	struct box_inst inst;
 	struct egress eg;
 	bool up;		/* a guest is running and has said hello */
-	unsigned jobs_running;	/* the guest's background jobs that run (its events say) */
 	struct proto_reader grd;
 	struct proto_writer gwr;
 	uint32_t gmask;		/* what the loop watches for on the guest's channel */
@@ -235,7 +234,11 @@ void keeper_port_free(void);
  * ("jobs_ended_by_hibernate"); how many. The guest gone any other way:
  * forgotten. */
 void keeper_jobs_event(const cJSON *ev);
+/* How many of the guest's jobs run (the keeper's idle policy). */
+unsigned keeper_jobs_running(void);
 unsigned keeper_jobs_end(const char *why, cJSON *ret);
+/* The guest gone for good (not its machine saved whole, whose jobs a
+ * wake goes on with): its jobs forgotten. */
 void keeper_jobs_forget(void);
 void keeper_jobs_info(cJSON *j);
 void keeper_jobs_free(void);

@@ -638,7 +638,7 @@ static int64_t keeper_tick(void)
 		/* A running job keeps a box that would hibernate awake only
 		 * while someone is attached: alone, it idles out as ever. An
 		 * open port connection keeps it awake. */
-		bool busy = K.calls || keeper_port_busy() || (K.clients && (!hib || K.jobs_running));
+		bool busy = K.calls || keeper_port_busy() || (K.clients && (!hib || keeper_jobs_running()));
 		int64_t idle_at = busy ? now + K.o->idle_ms : K.last_activity + K.o->idle_ms;
 		if (!busy && now >= idle_at) {
 			if (!hib) {
