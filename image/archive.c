@@ -163,9 +163,8 @@ int image_archive_read(const char *file, int dirfd, const struct image_limits *l
 	image_tar_free(&t);
 	image_stream_free(s);
 	if (r < 0) {
-		char m[sizeof(e->msg)];
-		snprintf(m, sizeof(m), "%s", e->msg);
-		return err_set(e, r, "%s: %s", file, m);
+		err_wrap(e, "%s", file);
+		return r;
 	}
 	if (layout && index) {
 		a.kind = IMAGE_ARCHIVE_OCI;

@@ -98,11 +98,8 @@ static int unpack(struct image_store *s, int lfd, const struct image_layout *l, 
 		if ((r = image_stream_open(bfd, IMAGE_MAX_RATIO, &str, e)) < 0)
 			break;
 		r = image_unpack_layer(u, what, image_stream_read, str, e);
-		if (r >= 0 && (r = image_stream_end(str, dg, diff, e)) < 0) {
-			char m[sizeof(e->msg)];
-			snprintf(m, sizeof(m), "%s", e->msg);
-			err_set(e, r, "%s: %s", what, m);
-		}
+		if (r >= 0 && (r = image_stream_end(str, dg, diff, e)) < 0)
+			err_wrap(e, "%s", what);
 		if (r >= 0 && (strcmp(dg, d->digest) || image_stream_in(str) != d->size))
 			r = err_set(e, -EBADMSG, "%s: its bytes do not match its digest or size (a damaged or altered image)", what);
 		else if (r >= 0 && strcmp(diff, d->diff_id))

@@ -653,11 +653,8 @@ int image_unpack_layer(struct image_unpack *u, const char *what, image_tar_read_
 		if ((r = entry(u, &t, en, e)) < 0)
 			break;
 	image_tar_free(&t);
-	if (r < 0 && !strstr(e->msg, what)) {
-		char m[sizeof(e->msg)];
-		snprintf(m, sizeof(m), "%s", e->msg);
-		err_set(e, r, "%s: %s", what, m);
-	}
+	if (r < 0 && !strstr(e->msg, what))
+		err_wrap(e, "%s", what);
 	return r;
 }
 

@@ -6,6 +6,7 @@
  * each call's deadline on this side comes from its budget. */
 #include "sandbox/box.h"
 #include "sandbox/box-conn-int.h"
+#include "sandbox/box-state.h"
 #include "sandbox/box-int.h"
 #include "sandbox/egress.h"
 #include "proto/budget.h"
@@ -52,7 +53,7 @@ static bool box_keeper_busy(const char *boxdir)
 	_cleanup_free_ char *st = NULL;
 	if (fdio_read_file(AT_FDCWD, p, 64, &st, NULL) < 0)
 		return false;
-	return !strcmp(st, "hibernating") || !strcmp(st, "waking") || !strcmp(st, "going_cold");
+	return box_state_name_busy(st);
 }
 
 static int box_connect_as(const char *name, bool wait_busy, struct box_conn **ret, struct err *e)
@@ -391,15 +392,12 @@ static void box_wake_clock(struct box_conn *c, const cJSON *ev)
 		return;
 	int64_t now = now_ms();
 	/* What the keeper's loop waits for: a wake, a hibernate, a move to
-	 * the store; each ends with one of the events after it. */
-	static const char *const starts[] = { "waking", "hibernating", "going_cold", NULL },
-				 *const ends[] = { "woken", "wake_failed", "hibernated", "hibernate_failed", "cold",
-						   "cold_failed", NULL };
-	bool start = false, end = false;
-	for (const char *const *s = starts; *s; s++)
-		start |= !strcmp(what, *s);
-	for (const char *const *s = ends; *s; s++)
-		end |= !strcmp(what, *s);
+	 * the store; each ends with its done or failed event. */
+	enum box_step step;
+	enum box_step_event sev;
+	if (box_step_event_parse(what, &step, &sev) < 0)
+		return;
+	bool start = sev == BOX_EV_START, end = !start;
 	if (start && !c->busy_since) {
 		c->busy_since = now;
 	} else if (c->busy_since && end) {

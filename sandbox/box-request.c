@@ -3,6 +3,7 @@
  * a keeper that does not answer and removes what it left. */
 #include "sandbox/box.h"
 #include "sandbox/box-conn-int.h"
+#include "sandbox/box-state.h"
 #include "sandbox/box-int.h"
 #include "base/state.h"
 #include "base/cleanup.h"
@@ -102,18 +103,22 @@ bool box_is_hibernated(const char *name)
 	box_info(c, &info, NULL);
 	box_disconnect(c);
 	const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "state"));
-	bool hib = st && (!strcmp(st, "hibernated") || !strcmp(st, "cold"));
+	bool hib = box_state_name_saved(st);
 	cJSON_Delete(info);
 	return hib;
 }
 
+/* How long a destroy waits for the keeper to close its socket, the box
+ * gone: its teardown, the clients' drain (KEEPER_DRAIN_MS) within it. */
+#define BOX_DESTROY_CLOSE_MS 5000
+
 /* DESTROY (payload: its condition, or NULL), and wait for the keeper to
- * close the socket when the box is gone (bounded: 5 s). */
+ * close the socket when the box is gone (bounded: BOX_DESTROY_CLOSE_MS). */
 static void box_send_destroy(struct box_conn *c, const char *payload)
 {
 	box_conn_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
 	char tmp[256];
-	int64_t until = now_ms() + 5000;
+	int64_t until = now_ms() + BOX_DESTROY_CLOSE_MS;
 	while (now_ms() < until) {
 		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
 		if (poll(&pf, 1, 100) < 0 && errno != EINTR)

@@ -108,13 +108,16 @@ int box_mount_overlay(const char *lower, const char *upper, const char *work, co
 	return mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
 }
 
+/* How long a killed guest has to be reaped before it is left to init. */
+#define BOX_REAP_MS 2000
+
 void box_kill_reap(pid_t pid, int pidfd, int chan_fd)
 {
 	if (pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 	else
 		kill(pid, SIGKILL);
-	int64_t until = now_ms() + 2000;
+	int64_t until = now_ms() + BOX_REAP_MS;
 	while (now_ms() < until) {
 		pid_t p = waitpid(pid, NULL, WNOHANG);
 		if (p == pid || (p < 0 && errno == ECHILD))

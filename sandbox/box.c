@@ -2,6 +2,7 @@
  * sweeping the dead ones. The connection and its calls are box-conn.c. */
 #include "sandbox/backend.h"
 #include "sandbox/box-int.h"
+#include "sandbox/box-state.h"
 #include "sandbox/vm.h"
 #include "sandbox/box.h"
 #include "sandbox/cgroup.h"
@@ -364,11 +365,13 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 				cJSON_AddBoolToObject(b, "alive", 1);
 			} else {
 				/* A keeper busy hibernating or waking the box does not
-				 * answer: the state it left says what it is doing. */
+				 * answer: the state it left says what it is doing. One
+				 * that is silent otherwise (stopped) leaves it unknown:
+				 * the file says where the box was, not where it is. */
 				char p[PATH_MAX + 80];
 				snprintf(p, sizeof(p), "%s/state", boxdir);
 				_cleanup_free_ char *st = NULL;
-				if (fdio_read_file(AT_FDCWD, p, 64, &st, NULL) == 0)
+				if (fdio_read_file(AT_FDCWD, p, 64, &st, NULL) == 0 && box_state_name_busy(st))
 					cJSON_AddStringToObject(b, "state", st);
 			}
 		}

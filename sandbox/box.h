@@ -175,8 +175,12 @@ int box_info(struct box_conn *c, cJSON **ret, struct err *e);
  * Refused while calls run. A call to a hibernated box wakes it first (a
  * box event {"type":"box","event":"woken","ms"} says how long it took).
  * ret (the callee's to free): {"ms","state_bytes"} or {"already":true}.
- * Bounded: BOX_HIBERNATE_TIMEOUT_MS. */
+ * Bounded: BOX_HIBERNATE_TIMEOUT_MS, the one owner of a step's time: the
+ * keeper's saving or putting back of /tmp may take all of it but
+ * BOX_HIBERNATE_REST_MS, which is the rest's (the manifest, a guest's
+ * start, the answer). */
 #define BOX_HIBERNATE_TIMEOUT_MS (11LL * 60 * 1000)
+#define BOX_HIBERNATE_REST_MS (60LL * 1000)
 int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e);
 /* The same, and the box outlives the ward that made it (a session's box
  * when the session ends: `ward --resume` wakes it); its TTL still holds. */

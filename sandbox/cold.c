@@ -63,14 +63,13 @@ static int cold_move(struct err *e);
 
 int keeper_cold(struct err *e)
 {
-	if (K.hib.state != KH_HIBERNATED)
+	if (K.state != BOX_ST_HIBERNATED)
 		return 0;
-	keeper_state_file("going_cold");
-	keeper_box_event("going_cold", NULL);
+	keeper_state_set(BOX_ST_GOING_COLD);
+	keeper_step_event(BOX_STEP_COLD, BOX_EV_START, NULL);
 	int r = cold_move(e);
-	if (r < 0)
-		keeper_state_file("hibernated");
-	keeper_box_event(r < 0 ? "cold_failed" : "cold", r < 0 ? e->msg : NULL);
+	keeper_state_set(r < 0 ? BOX_ST_HIBERNATED : BOX_ST_COLD);
+	keeper_step_event(BOX_STEP_COLD, r < 0 ? BOX_EV_FAILED : BOX_EV_DONE, r < 0 ? e->msg : NULL);
 	return r;
 }
 
@@ -142,13 +141,11 @@ static int cold_move(struct err *e)
 			cold_path(*f, p, sizeof(p));
 			unlink(p);
 		}
-		K.hib.state = KH_COLD;
 		char p[PATH_MAX + 32];
 		cold_path("cold.json", p, sizeof(p));
 		struct stat sb;
 		K.hib.bytes = stat(p, &sb) == 0 ? (uint64_t)sb.st_blocks * 512 : 0;
 		K.hib.stored = out_total;
-		keeper_state_file("cold");
 		keeper_log("keeper: box %s's saved state went cold in %lld ms: %llu bytes as %llu in %s", K.name,
 			   (long long)(now_ms() - t0), (unsigned long long)in_total, (unsigned long long)out_total,
 			   store_describe(st));
@@ -213,9 +210,7 @@ int keeper_cold_fetch(struct err *e)
 		r = in < 0 || out < 0 ? err_setc(e, -errno, "cannot write %s", p) : store_decompress(in, out, NULL, e);
 		unlink(z);
 		if (r < 0) {
-			char m[sizeof(e->msg)];
-			snprintf(m, sizeof(m), "%s", e->msg);
-			r = err_set(e, r, "box %s's saved state in the store is torn (%s): %s", K.name, o->valuestring, m);
+			err_wrap(e, "box %s's saved state in the store is torn (%s)", K.name, o->valuestring);
 			break;
 		}
 	}

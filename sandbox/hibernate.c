@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long saving or putting back /tmp may take. */
-#define HIB_TAR_MS (10LL * 60 * 1000)
+/* How long saving or putting back /tmp may take: what a client waits
+ * for a hibernate or a wake, less the rest of the step. */
+#define HIB_TAR_MS (BOX_HIBERNATE_TIMEOUT_MS - BOX_HIBERNATE_REST_MS)
 /* What of a tar's stderr a failure reports. */
 #define HIB_ERR_MAX 400
 
@@ -52,12 +52,29 @@ static const char hib_piece_cmd[] = "cat >>/tmp/.ward-wake.tar";
 static const char hib_restore_cmd[] = "tar --extract --file=/tmp/.ward-wake.tar --directory=/tmp --preserve-permissions; "
 				      "r=$?; rm -f /tmp/.ward-wake.tar; exit $r";
 
-/* Run one bash command in the guest with the keeper as its client, and
- * wait for it: stdin from in_fd (-1: none), stdout to out_fd (-1: the
- * command has none worth keeping). No other call runs (the callers check),
- * so every frame on the channel is this call's. */
-static int hib_call(uint32_t gid, const char *cmd, int in_fd, uint64_t in_max, uint64_t *ret_fed, int out_fd,
-		    struct err *e);
+/* The step that runs: a hibernate's save of /tmp, a wake's pieces and
+ * its unpacking, each a call on the keeper's one call path (kcall_start)
+ * that the loop waits on; keeper_step_advance takes the next part once
+ * the call is over. */
+enum hib_phase {
+	HP_IDLE,
+	HP_SAVE_TMP,	/* a hibernate's tar of /tmp, into tmp.tar */
+	HP_PIECE,	/* a wake's piece of tmp.tar, into the box */
+	HP_RESTORE,	/* a wake's unpacking of it */
+};
+static struct {
+	enum hib_phase phase;
+	int64_t t0;
+	cJSON *ret;		/* the answer so far */
+	int fd;			/* tmp.tar: written by a save, read by a wake */
+	bool kept;		/* a wake's: the machine went on where it stopped */
+	struct kcall *k;	/* the call that runs, until its result */
+	bool over;		/* it is over: the next part's turn */
+	int r;			/* how it ended (or what stopped it first) */
+	struct err e;
+	uint64_t out, fed;	/* a save's bytes out; a piece's in */
+	char errtail[HIB_ERR_MAX + 1];	/* the last of its stderr */
+} S = { .fd = -1 };
 
 /* What a saved /tmp may take on disk at most: the box's memory (its /tmp
  * is memory) and a margin; past it the hibernate is refused. */
@@ -66,20 +83,63 @@ static uint64_t hib_cap(void)
 	return (K.o->lim.memory ? K.o->lim.memory : BOX_DEFAULT_MEMORY) + (64u << 20);
 }
 
-static int hib_run(const char *cmd, int in_fd, uint64_t in_max, uint64_t *ret_fed, int out_fd, struct err *e)
+static void hib_call_frame(struct kcall *k, const struct frame *f)
 {
-	uint32_t gid = ++K.next_gid ? K.next_gid : ++K.next_gid;
-	int r = hib_call(gid, cmd, in_fd, in_max, ret_fed, out_fd, e);
-	if (r < 0 && r != -EIO && K.up) {
-		/* Not ended by the guest: it is stopped, not left running. */
-		proto_queue(&K.gwr, PROTO_CANCEL, 0, gid, NULL, 0);
-		proto_flush(&K.gwr, K.inst.chan_fd);
+	if (k != S.k || f->type != PROTO_OUTPUT)
+		return;
+	if (f->flags == 1) {
+		/* stdout: a save's archive; a wake's commands have none */
+		if (S.phase != HP_SAVE_TMP || S.r < 0)
+			return;
+		S.out += f->len;
+		int w = 0;
+		if (S.out > hib_cap())
+			S.r = err_set(&S.e, -EFBIG, "the box's /tmp is over %llu MiB, more than its memory",
+				      (unsigned long long)(hib_cap() >> 20));
+		else if ((w = fdio_write_full(S.fd, f->payload, f->len)) < 0)
+			S.r = err_setc(&S.e, w, "writing the saved state");
+		if (S.r < 0)
+			kcall_cancel(k);	/* its result ends the step */
+		return;
 	}
-	return r;
+	/* stderr: the last of it says what went wrong */
+	size_t have = strlen(S.errtail), n = MIN(f->len, (uint32_t)HIB_ERR_MAX);
+	if (have + n > HIB_ERR_MAX) {
+		size_t drop = have + n - HIB_ERR_MAX;
+		memmove(S.errtail, S.errtail + drop, have - drop + 1);
+		have -= drop;
+	}
+	memcpy(S.errtail + have, f->payload + f->len - n, n);
+	S.errtail[have + n] = 0;
 }
 
-static int hib_call(uint32_t gid, const char *cmd, int in_fd, uint64_t in_max, uint64_t *ret_fed, int out_fd,
-		    struct err *e)
+static void hib_call_result(struct kcall *k, const cJSON *res)
+{
+	if (k != S.k)
+		return;
+	S.k = NULL;
+	S.over = true;
+	if (S.r < 0)
+		return;	/* what stopped it says why */
+	const char *oc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "outcome"));
+	if (oc && !strcmp(oc, "ok"))
+		return;
+	/* Its stderr's last line, else the keeper's own text (the guest
+	 * gone, the call past its deadline), first line. */
+	char why[HIB_ERR_MAX + 1];
+	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "text"));
+	snprintf(why, sizeof(why), "%s", S.errtail[0] ? S.errtail : text && *text ? text : "tar failed");
+	why[strcspn(why, "\n")] = 0;
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
+	S.r = err_set(&S.e, -EIO, "%s (%s, exit code %d)", why, oc ? oc : "no outcome",
+		      cJSON_IsNumber(x) ? (int)x->valuedouble : -1);
+}
+
+static const struct kcall_own hib_own = { .frame = hib_call_frame, .result = hib_call_result };
+
+/* One bash command in the guest, the keeper its client: stdin the next
+ * piece of S.fd (HIB_PIECE at most) for a piece, none for the others. */
+static int hib_call_start(enum hib_phase phase, const char *cmd, struct err *e)
 {
 	struct budget b = budget_make(HIB_TAR_MS, 0, -1, K.o->grace_ms);
 	cJSON *req = cJSON_CreateObject();
@@ -93,95 +153,30 @@ static int hib_call(uint32_t gid, const char *cmd, int in_fd, uint64_t in_max, u
 	cJSON_AddStringToObject(req, "key", "ward-hibernate");
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	if (!s || proto_queue(&K.gwr, PROTO_CALL, 0, gid, s, strlen(s)) < 0)
-		return err_set(e, -ENOMEM, "cannot queue the call");
-	int fd = K.inst.chan_fd;
-	int64_t until = now_ms() + budget_deadline(&b, BUDGET_KEEPER, 0, 0);
-	bool in_done = in_fd < 0, eof_sent = false;
-	if (in_done) {
-		proto_queue(&K.gwr, PROTO_INPUT, PROTO_F_EOF, gid, NULL, 0);
-		eof_sent = true;
-	}
-	char errtail[HIB_ERR_MAX + 1] = "";
+	S.phase = phase;
+	S.over = false;
+	S.r = 0;
+	S.e = (struct err){ 0 };
+	S.out = S.fed = 0;
+	S.errtail[0] = 0;
+	S.k = s ? kcall_start(NULL, 0, &b, true, s, strlen(s), &hib_own) : NULL;
+	if (!S.k)
+		return err_set(e, -ENOMEM, "cannot start the call");
+	uint32_t gid = S.k->gid;
 	static char chunk[256u << 10];
-	uint64_t fed = 0, out = 0;
-	for (;;) {
-		/* Feed stdin while the queue to the guest is short, in_max at
-		 * most. */
-		while (!in_done && proto_queued(&K.gwr) < (1u << 20)) {
-			ssize_t n = fed < in_max ? fdio_read_some(in_fd, chunk, MIN(sizeof(chunk), in_max - fed)) : 0;
-			if (n < 0)
-				return err_setc(e, (int)n, "reading the saved state");
-			if (n == 0) {
-				in_done = true;
-				break;
-			}
-			proto_queue(&K.gwr, PROTO_INPUT, 0, gid, chunk, (size_t)n);
-			fed += (uint64_t)n;
+	while (phase == HP_PIECE && S.fed < HIB_PIECE) {
+		ssize_t n = fdio_read_some(S.fd, chunk, MIN(sizeof(chunk), HIB_PIECE - S.fed));
+		if (n < 0) {
+			kcall_cancel(S.k);
+			return S.r = err_setc(&S.e, (int)n, "reading the saved state");
 		}
-		if (ret_fed)
-			*ret_fed = fed;
-		if (in_done && !eof_sent) {
-			proto_queue(&K.gwr, PROTO_INPUT, PROTO_F_EOF, gid, NULL, 0);
-			eof_sent = true;
-		}
-		int64_t left = until - now_ms();
-		if (left <= 0)
-			return err_set(e, -ETIMEDOUT, "the box did not finish within %lld s", (long long)(HIB_TAR_MS / 1000));
-		struct pollfd pf = { .fd = fd, .events = POLLIN | (proto_pending(&K.gwr) ? POLLOUT : 0) };
-		if (poll(&pf, 1, (int)MIN(left, 1000)) < 0 && errno != EINTR)
-			return err_setc(e, -errno, "poll");
-		if (pf.revents & POLLOUT) {
-			int w = proto_flush(&K.gwr, fd);
-			if (w < 0 && w != -EAGAIN)
-				return err_set(e, -EPIPE, "the box's guest is gone");
-		}
-		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		int r = proto_reader_fill(&K.grd, fd);
-		if (r == -EAGAIN)
-			continue;
-		if (r <= 0)
-			return err_set(e, -EPIPE, "the box's guest is gone");
-		struct frame f;
-		while ((r = proto_reader_next(&K.grd, &f)) == 0) {
-			if (f.id != gid)
-				continue;
-			if (f.type == PROTO_OUTPUT && f.flags == 1 && out_fd >= 0) {
-				out += f.len;
-				if (out > hib_cap())
-					return err_set(e, -EFBIG, "the box's /tmp is over %llu MiB, more than its memory",
-						       (unsigned long long)(hib_cap() >> 20));
-				int w = fdio_write_full(out_fd, f.payload, f.len);
-				if (w < 0)
-					return err_setc(e, w, "writing the saved state");
-			} else if (f.type == PROTO_OUTPUT) {
-				/* stderr: the last of it says what went wrong */
-				size_t have = strlen(errtail), n = MIN(f.len, (uint32_t)HIB_ERR_MAX);
-				if (have + n > HIB_ERR_MAX) {
-					size_t drop = have + n - HIB_ERR_MAX;
-					memmove(errtail, errtail + drop, have - drop + 1);
-					have -= drop;
-				}
-				memcpy(errtail + have, f.payload + f.len - n, n);
-				errtail[have + n] = 0;
-			} else if (f.type == PROTO_RESULT) {
-				cJSON *j = cJSON_ParseWithLength((const char *)f.payload, f.len);
-				const char *oc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "outcome"));
-				bool ok = oc && !strcmp(oc, "ok");
-				if (!ok) {
-					const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
-					errtail[strcspn(errtail, "\n")] = 0;
-					err_set(e, -EIO, "%s (%s, exit code %d)", errtail[0] ? errtail : "tar failed",
-						oc ? oc : "no outcome", cJSON_IsNumber(x) ? (int)x->valuedouble : -1);
-				}
-				cJSON_Delete(j);
-				return ok ? 0 : -EIO;
-			}
-		}
-		if (r != -EAGAIN)
-			return err_set(e, -EPROTO, "a malformed frame from the box's guest");
+		if (n == 0)
+			break;
+		keeper_guest_send(PROTO_INPUT, 0, gid, chunk, (size_t)n);
+		S.fed += (uint64_t)n;
 	}
+	keeper_guest_send(PROTO_INPUT, PROTO_F_EOF, gid, NULL, 0);
+	return 0;
 }
 
 static void hib_paths(const char *leaf, char *out, size_t n)
@@ -311,11 +306,17 @@ void keeper_box_event(const char *what, const char *why)
 	cJSON_Delete(ev);
 }
 
-static void hib_event(const char *what, int64_t ms)
+void keeper_step_event(enum box_step s, enum box_step_event ev, const char *why)
+{
+	keeper_box_event(box_step_event_name(s, ev), why);
+}
+
+/* A step done, in ms. */
+static void hib_event(enum box_step s, int64_t ms)
 {
 	cJSON *ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "type", "box");
-	cJSON_AddStringToObject(ev, "event", what);
+	cJSON_AddStringToObject(ev, "event", box_step_event_name(s, BOX_EV_DONE));
 	cJSON_AddStringToObject(ev, "box", K.name);
 	cJSON_AddNumberToObject(ev, "ms", (double)ms);
 	cJSON_AddNumberToObject(ev, "disk_bytes", (double)keeper_disk_bytes());
@@ -346,72 +347,42 @@ static int hib_save_machine(struct err *e)
 	return 0;
 }
 
-static int hib_hibernate(cJSON *ret, struct err *e)
+/* The step over: its waiter answered (keeper.c), a failure told to every
+ * client (a step started: its start event was sent). */
+static void hib_end(enum box_step step, int r, struct err *e)
 {
-	if (K.hib.state != KH_NONE) {
-		cJSON_AddBoolToObject(ret, "already", 1);
-		return 0;
-	}
-	if (K.inst.pooled)
-		return err_set(e, -EBUSY, "box %s waits in a pool; a create takes it", K.name);
-	unsigned n = 0;
-	for (struct kcall *k = K.calls; k; k = k->next)
-		n += !k->evidence;
-	if (n)
-		return err_set(e, -EBUSY, "%u call%s running in box %s; hibernate it when %s ended (or cancel %s)", n,
-			       n == 1 ? " is" : "s are", K.name, n == 1 ? "it has" : "they have", n == 1 ? "it" : "them");
-	int64_t t0 = now_ms();
-	int r = state_hib_dir(K.name, K.hib.dir, sizeof(K.hib.dir), e);
+	if (S.fd >= 0)
+		close(S.fd);
+	S.fd = -1;
+	S.phase = HP_IDLE;
+	S.k = NULL;
+	S.over = false;
+	cJSON *ret = S.ret;
+	S.ret = NULL;
 	if (r < 0)
-		return r;
-	state_rm_rf(K.hib.dir);
-	if (state_mkdir_p(K.hib.dir, 0700) < 0)
-		return err_setc(e, -errno, "cannot make %s", K.hib.dir);
-	keeper_state_file("hibernating");
-	K.hib.kept = false;
-	K.hib.why[0] = 0;
-	if (K.up && K.be->save && K.inst.keeps_ram) {
-		r = hib_save_machine(e);
-		if (r < 0) {
-			snprintf(K.hib.why, sizeof(K.hib.why), "its machine could not be saved (%s)", e->msg);
-			keeper_log("keeper: box %s: %s; its processes end", K.name, K.hib.why);
-			*e = (struct err){ 0 };
-		}
-	} else if (K.up) {
-		snprintf(K.hib.why, sizeof(K.hib.why), "%s",
-			 K.inst.ram_why ? K.inst.ram_why
-					: "an ns box's processes cannot be saved: they end at a hibernate (its files are kept)");
-	}
-	/* A box whose /tmp is on its own disk (a vm's) keeps it there. */
-	if (K.up && !K.hib.kept && !K.inst.tmp_on_disk) {
-		char p[PATH_MAX + 32];
-		hib_paths("tmp.tar", p, sizeof(p));
-		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		r = fd < 0 ? err_setc(e, -errno, "cannot write %s", p) : hib_run(hib_save_cmd, -1, 0, NULL, fd, e);
-		if (r >= 0 && fsync(fd) < 0)
-			r = err_setc(e, -errno, "saving /tmp");
-		if (r < 0) {
-			/* The box goes on as it was; nothing half-saved is left. */
-			state_rm_rf(K.hib.dir);
-			keeper_state_file("running");
-			char m[sizeof(e->msg)];
-			snprintf(m, sizeof(m), "%s", e->msg);
-			return err_set(e, r, "cannot save box %s's /tmp: %s; the box still runs", K.name, m);
-		}
-	}
+		keeper_step_event(step, BOX_EV_FAILED, e->msg);
+	keeper_step_answer(r, ret, e);
+}
+
+/* A hibernate's last part, once /tmp is saved (or needs no saving). */
+static void hib_hibernated(void)
+{
+	struct err e = { 0 };
 	/* The manifest while the box still runs: a state that cannot be
 	 * made whole leaves the box as it was. */
-	r = hib_manifest_write(K.hib.kept ? "kept" : "ended", e);
+	int r = hib_manifest_write(K.hib.kept ? "kept" : "ended", &e);
 	if (r < 0 && K.hib.kept) {
 		/* The machine stopped for the save: it ends with its state. */
-		keeper_guest_down();
 		K.hib.kept = false;
+		keeper_guest_down();
 	}
 	if (r < 0) {
 		state_rm_rf(K.hib.dir);
-		keeper_state_file(K.up ? "running" : "lost");
-		return r;
+		keeper_state_set(K.up ? BOX_ST_RUNNING : BOX_ST_LOST);
+		hib_end(BOX_STEP_HIBERNATE, r, &e);
+		return;
 	}
+	cJSON *ret = S.ret;
 	/* Where the machine is not kept, every process of the box ends with
 	 * its guest: so do its jobs, and every client is told which. */
 	if (!K.hib.kept)
@@ -422,124 +393,245 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	 * unmounted if nobody else holds it), so a rewind or an apply can
 	 * have it; a wake takes it again. */
 	layers_release(&K.layers);
-	K.hib.state = KH_HIBERNATED;
 	K.hib.at_ms = now_ms();
-	keeper_state_file("hibernated");
-	int64_t ms = now_ms() - t0;
+	keeper_state_set(BOX_ST_HIBERNATED);
+	int64_t ms = now_ms() - S.t0;
 	keeper_log("keeper: box %s hibernated in %lld ms (%llu bytes saved)", K.name, (long long)ms,
 		   (unsigned long long)K.hib.bytes);
-	hib_event("hibernated", ms);
+	hib_event(BOX_STEP_HIBERNATE, ms);
 	cJSON_AddNumberToObject(ret, "ms", (double)ms);
 	cJSON_AddNumberToObject(ret, "state_bytes", (double)K.hib.bytes);
 	cJSON_AddStringToObject(ret, "processes", K.hib.kept ? "kept" : "ended");
 	if (!K.hib.kept && K.hib.why[0])
 		cJSON_AddStringToObject(ret, "why", K.hib.why);
-	return 0;
+	hib_end(BOX_STEP_HIBERNATE, 0, NULL);
+}
+
+/* A hibernate's save of /tmp over (r < 0: failed, e says why). */
+static void hib_tmp_saved(int r, struct err *e)
+{
+	if (r >= 0 && fsync(S.fd) < 0)
+		r = err_setc(e, -errno, "saving /tmp");
+	if (r < 0) {
+		/* The box goes on as it was; nothing half-saved is left. */
+		state_rm_rf(K.hib.dir);
+		keeper_state_set(K.up ? BOX_ST_RUNNING : BOX_ST_LOST);
+		err_wrap(e, "cannot save box %s's /tmp", K.name);
+		if (K.up)
+			err_append(e, "; the box still runs");
+		hib_end(BOX_STEP_HIBERNATE, r, e);
+		return;
+	}
+	hib_hibernated();
 }
 
 /* The clients hold their calls' clocks from the first event to the last
- * (box-conn.c): the keeper's loop waits for these. */
-int keeper_hibernate(cJSON *ret, struct err *e)
+ * (box-conn.c). */
+void keeper_hibernate(void)
 {
-	if (K.hib.state != KH_NONE || K.inst.pooled || K.calls)
-		return hib_hibernate(ret, e);	/* refused or nothing to do: at once */
-	keeper_box_event("hibernating", NULL);
-	int r = hib_hibernate(ret, e);
-	if (r < 0)
-		keeper_box_event("hibernate_failed", e->msg);
-	return r;
+	struct err e = { 0 };
+	S.ret = cJSON_CreateObject();
+	if (keeper_saved()) {
+		cJSON_AddBoolToObject(S.ret, "already", 1);
+		hib_end(BOX_STEP_HIBERNATE, 0, NULL);
+		return;
+	}
+	int r = 0;
+	unsigned n = 0;
+	for (struct kcall *k = K.calls; k; k = k->next)
+		n += !k->evidence;
+	if (K.inst.pooled)
+		r = err_set(&e, -EBUSY, "box %s waits in a pool; a create takes it", K.name);
+	else if (n)
+		r = err_set(&e, -EBUSY, "%u call%s running in box %s; hibernate it when %s ended (or cancel %s)", n,
+			    n == 1 ? " is" : "s are", K.name, n == 1 ? "it has" : "they have", n == 1 ? "it" : "them");
+	if (r < 0) {
+		/* refused: at once, no step started */
+		cJSON *ret = S.ret;
+		S.ret = NULL;
+		keeper_step_answer(r, ret, &e);
+		return;
+	}
+	keeper_step_event(BOX_STEP_HIBERNATE, BOX_EV_START, NULL);
+	S.t0 = now_ms();
+	r = state_hib_dir(K.name, K.hib.dir, sizeof(K.hib.dir), &e);
+	if (r < 0) {
+		hib_end(BOX_STEP_HIBERNATE, r, &e);
+		return;
+	}
+	state_rm_rf(K.hib.dir);
+	if (state_mkdir_p(K.hib.dir, 0700) < 0) {
+		r = err_setc(&e, -errno, "cannot make %s", K.hib.dir);
+		hib_end(BOX_STEP_HIBERNATE, r, &e);
+		return;
+	}
+	keeper_state_set(BOX_ST_HIBERNATING);
+	K.hib.kept = false;
+	K.hib.why[0] = 0;
+	if (K.up && K.be->save && K.inst.keeps_ram) {
+		r = hib_save_machine(&e);
+		if (r < 0) {
+			snprintf(K.hib.why, sizeof(K.hib.why), "its machine could not be saved (%s)", e.msg);
+			keeper_log("keeper: box %s: %s; its processes end", K.name, K.hib.why);
+			e = (struct err){ 0 };
+		}
+	} else if (K.up) {
+		snprintf(K.hib.why, sizeof(K.hib.why), "%s",
+			 K.inst.ram_why ? K.inst.ram_why
+					: "an ns box's processes cannot be saved: they end at a hibernate (its files are kept)");
+	}
+	/* A box whose /tmp is on its own disk (a vm's) keeps it there; else
+	 * the box's tar saves it, a call the loop waits on. */
+	if (K.up && !K.hib.kept && !K.inst.tmp_on_disk) {
+		char p[PATH_MAX + 32];
+		hib_paths("tmp.tar", p, sizeof(p));
+		S.fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		r = S.fd < 0 ? err_setc(&e, -errno, "cannot write %s", p) : hib_call_start(HP_SAVE_TMP, hib_save_cmd, &e);
+		if (r < 0)
+			hib_tmp_saved(r, &e);
+		return;
+	}
+	hib_hibernated();
 }
 
-static int hib_wake(cJSON *ret, struct err *e)
+/* A wake over (r < 0: failed, e says why; the saved state kept). */
+static void hib_woken(int r, struct err *e)
 {
-	if (K.hib.state == KH_NONE) {
-		cJSON_AddBoolToObject(ret, "already", 1);
-		return 0;
-	}
-	int64_t t0 = now_ms();
-	bool cold = K.hib.state == KH_COLD;
-	int r = cold ? keeper_cold_fetch(e) : 0;
-	if (r >= 0)
-		r = hib_manifest_check(e);
-	if (r < 0)
-		return r;
-	keeper_state_file("waking");
-	if (r >= 0)
-		r = keeper_layers_take(e);
-	keeper_guest_cgroup_create();
-	bool ram_restored = false, kept = r >= 0 && hib_manifest_kept(&ram_restored);
-	if (r >= 0 && kept && !K.be->resume)
-		r = err_set(e, -ENOTSUP, "its state holds a machine that the %s backend cannot restore", K.be->name);
-	if (r >= 0 && kept) {
-		/* The machine goes on where it stopped: its guest opens its port
-		 * again and says hello. */
-		char vs[PATH_MAX + 32];
-		hib_paths("vm.state", vs, sizeof(vs));
-		struct box_spec spec;
-		keeper_spec(&spec);
-		r = K.be->resume(&spec, vs, ram_restored, &K.inst, e);
-		if (r >= 0)
-			r = keeper_guest_attach(e);
-	} else if (r >= 0) {
-		r = keeper_guest_up(e);
-	}
-	char p[PATH_MAX + 32];
-	hib_paths("tmp.tar", p, sizeof(p));
-	_cleanup_close_ int fd = r < 0 ? -1 : open(p, O_RDONLY | O_CLOEXEC);
-	for (uint64_t fed = HIB_PIECE; r >= 0 && fd >= 0 && fed == HIB_PIECE;)
-		r = hib_run(hib_piece_cmd, fd, HIB_PIECE, &fed, -1, e);
-	if (r >= 0 && fd >= 0)
-		r = hib_run(hib_restore_cmd, -1, 0, NULL, -1, e);
+	bool cold = K.hib.from_cold;
 	if (r < 0) {
 		/* The saved state stays as it was: a later wake may do better. */
 		if (K.up)
 			keeper_guest_down();
 		cgroup_remove(&K.cg);
 		layers_release(&K.layers);
-		keeper_state_file(cold ? "cold" : "hibernated");
-		char m[sizeof(e->msg)];
-		snprintf(m, sizeof(m), "%s", e->msg);
-		return err_set(e, r, "cannot wake box %s: %s; its saved state is kept", K.name, m);
+		if (K.state == BOX_ST_WAKING)
+			keeper_state_set(cold ? BOX_ST_COLD : BOX_ST_HIBERNATED);
+		err_wrap(e, "cannot wake box %s", K.name);
+		err_append(e, "; its saved state is kept");
+		hib_end(BOX_STEP_WAKE, r, e);
+		return;
 	}
 	if (cold)
 		keeper_cold_drop();
+	K.hib.from_cold = false;
 	state_rm_rf(K.hib.dir);
-	K.hib.state = KH_NONE;
 	K.hib.bytes = K.hib.stored = 0;
+	K.hib.kept = false;	/* the machine runs again: nothing of it is saved */
 	K.hib.wakes++;
 	K.last_activity = now_ms();
-	keeper_state_file("running");
-	int64_t ms = now_ms() - t0;
+	keeper_state_set(BOX_ST_RUNNING);
+	int64_t ms = now_ms() - S.t0;
 	keeper_log("keeper: box %s woken in %lld ms", K.name, (long long)ms);
-	hib_event("woken", ms);
-	cJSON_AddNumberToObject(ret, "ms", (double)ms);
-	cJSON_AddStringToObject(ret, "processes", kept ? "kept" : "ended");
-	return 0;
+	hib_event(BOX_STEP_WAKE, ms);
+	cJSON_AddNumberToObject(S.ret, "ms", (double)ms);
+	cJSON_AddStringToObject(S.ret, "processes", S.kept ? "kept" : "ended");
+	hib_end(BOX_STEP_WAKE, 0, NULL);
 }
 
-int keeper_wake(cJSON *ret, struct err *e)
+void keeper_wake(void)
 {
-	if (K.hib.state == KH_NONE)
-		return hib_wake(ret, e);
-	keeper_box_event("waking", NULL);
-	int r = hib_wake(ret, e);
+	struct err e = { 0 };
+	S.ret = cJSON_CreateObject();
+	if (!keeper_saved()) {
+		cJSON_AddBoolToObject(S.ret, "already", 1);
+		hib_end(BOX_STEP_WAKE, 0, NULL);
+		return;
+	}
+	keeper_step_event(BOX_STEP_WAKE, BOX_EV_START, NULL);
+	S.t0 = now_ms();
+	bool cold = K.hib.from_cold = K.state == BOX_ST_COLD;
+	int r = cold ? keeper_cold_fetch(&e) : 0;
+	if (r >= 0)
+		r = hib_manifest_check(&e);
+	if (r < 0) {
+		hib_end(BOX_STEP_WAKE, r, &e);
+		return;
+	}
+	keeper_state_set(BOX_ST_WAKING);
+	r = keeper_layers_take(&e);
+	keeper_guest_cgroup_create();
+	bool ram_restored = false;
+	S.kept = r >= 0 && hib_manifest_kept(&ram_restored);
+	if (r >= 0 && S.kept && !K.be->resume)
+		r = err_set(&e, -ENOTSUP, "its state holds a machine that the %s backend cannot restore", K.be->name);
+	if (r >= 0 && S.kept) {
+		/* The machine goes on where it stopped: its guest opens its port
+		 * again and says hello. */
+		char vs[PATH_MAX + 32];
+		hib_paths("vm.state", vs, sizeof(vs));
+		struct box_spec spec;
+		keeper_spec(&spec);
+		r = K.be->resume(&spec, vs, ram_restored, &K.inst, &e);
+		if (r >= 0)
+			r = keeper_guest_attach(&e);
+	} else if (r >= 0) {
+		r = keeper_guest_up(&e);
+	}
+	/* /tmp goes back in pieces, each a call the loop waits on, then is
+	 * unpacked (keeper_step_advance). */
+	char p[PATH_MAX + 32];
+	hib_paths("tmp.tar", p, sizeof(p));
+	S.fd = r < 0 ? -1 : open(p, O_RDONLY | O_CLOEXEC);
+	if (r >= 0 && S.fd >= 0)
+		r = hib_call_start(HP_PIECE, hib_piece_cmd, &e);
+	if (r < 0 || S.fd < 0)
+		hib_woken(r, &e);
+}
+
+bool keeper_step_advance(void)
+{
+	if (!S.over)
+		return false;
+	S.over = false;
+	struct err e = { 0 };
+	int r = S.r;
 	if (r < 0)
-		keeper_box_event("wake_failed", e->msg);
-	return r;
+		e = S.e;
+	switch (S.phase) {
+	case HP_SAVE_TMP:
+		hib_tmp_saved(r, &e);
+		break;
+	case HP_PIECE:
+		/* A whole piece: there may be more. */
+		if (r >= 0)
+			r = S.fed == HIB_PIECE ? hib_call_start(HP_PIECE, hib_piece_cmd, &e)
+					       : hib_call_start(HP_RESTORE, hib_restore_cmd, &e);
+		if (r < 0)
+			hib_woken(r, &e);
+		break;
+	case HP_RESTORE:
+		hib_woken(r, &e);
+		break;
+	case HP_IDLE:
+		break;
+	}
+	return true;
+}
+
+void keeper_step_abort(const char *why)
+{
+	if (S.phase == HP_IDLE)
+		return;
+	bool wake = S.phase != HP_SAVE_TMP;
+	struct err e = { 0 };
+	int r = err_set(&e, -ECANCELED, "box %s was destroyed during its %s: %s", K.name,
+			wake ? "wake" : "hibernate", why);
+	hib_end(wake ? BOX_STEP_WAKE : BOX_STEP_HIBERNATE, r, &e);
 }
 
 void keeper_hib_drop(void)
 {
-	if (K.hib.state == KH_COLD)
+	if (K.state == BOX_ST_COLD || (K.state == BOX_ST_WAKING && K.hib.from_cold))
 		keeper_cold_drop();
 	if (K.hib.dir[0])
 		state_rm_rf(K.hib.dir);
-	K.hib.state = KH_NONE;
 }
 
 static uint64_t du_sum;
 static size_t du_n;
 #define DU_MAX 1000000
+/* How often the layer is walked again for its size, at most. */
+#define DU_EVERY_MS 5000
 static int du_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
 	du_sum += (uint64_t)st->st_blocks * 512;
@@ -551,7 +643,7 @@ uint64_t keeper_disk_bytes(void)
 	/* A walk of the layer is the box's to make long: once in a while. */
 	static int64_t at = -1;
 	static uint64_t layer;
-	if (at >= 0 && now_ms() - at < 5000)
+	if (at >= 0 && now_ms() - at < DU_EVERY_MS)
 		return layer + K.hib.bytes;
 	at = now_ms();
 	du_sum = 0;

@@ -163,9 +163,8 @@ int keeper_fork_copy(struct err *e)
 	layers_release(&pl);
 	forked.ms = now_ms() - t0;
 	if (r < 0) {
-		char why[sizeof(e->msg)];
-		snprintf(why, sizeof(why), "%s", e->msg);
-		return err_set(e, r, "cannot copy box %s's layers: %s", K.o->fork_of, why);
+		err_wrap(e, "cannot copy box %s's layers", K.o->fork_of);
+		return r;
 	}
 	keeper_log("keeper: forked from %s: %zu files, %llu bytes copied in %lld ms", K.o->fork_of, forked.files,
 		   (unsigned long long)forked.bytes_copied, (long long)forked.ms);

@@ -53,7 +53,8 @@ static void keeper_net_event(void *ud, cJSON *ev)
 {
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(ev);
 	for (struct kclient *c = K.clients; c && s; c = c->next)
-		kclient_send(c, PROTO_EVENT, 0, 0, s, strlen(s));
+		if (c->hello)
+			kclient_send(c, PROTO_EVENT, 0, 0, s, strlen(s));
 	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "why"));
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev, "allowed")) && why && *why) {
 		for (struct kcall *k = K.calls; k; k = k->next)
@@ -119,7 +120,10 @@ void keeper_guest_fail_calls(const char *outcome, const char *text, struct kcall
 		cJSON_AddStringToObject(j, "text", mine ? msg : text);
 		cJSON_AddStringToObject(j, "environment", "the box was destroyed");
 		cJSON_AddBoolToObject(j, "box_destroyed", 1);
-		kclient_send_json(k->cl, PROTO_RESULT, k->cid, j);
+		if (k->own)
+			k->own->result(k, j);
+		else
+			kclient_send_json(k->cl, PROTO_RESULT, k->cid, j);
 		cJSON_Delete(j);
 		kcall_remove(k);
 	}
@@ -158,8 +162,13 @@ void keeper_guest_down(void)
 		K.be->kill(&K.inst);
 	}
 	K.up = false;
-	K.jobs_running = 0;
-	keeper_jobs_forget();
+	/* Lost: made again at the next call (a step that ended it says
+	 * where the box is at its own end). */
+	if (K.state == BOX_ST_RUNNING)
+		keeper_state_set(BOX_ST_LOST);
+	/* A machine saved whole keeps its jobs: a wake goes on with them. */
+	if (!K.hib.kept)
+		keeper_jobs_forget();
 	K.gmask = 0;
 	proto_reader_free(&K.grd);
 	proto_writer_free(&K.gwr);
@@ -256,6 +265,9 @@ int keeper_guest_attach(struct err *e)
 	if (K.inst.log_fd >= 0)
 		loop_add(K.loop, K.inst.log_fd, EPOLLIN, on_guest_log, NULL);
 	K.up = true;
+	/* A step that brings the guest up (a wake) says when it is done. */
+	if (!box_state_busy(K.state))
+		keeper_state_set(BOX_ST_RUNNING);
 	return 0;
 }
 
@@ -332,14 +344,13 @@ int keeper_guest_restart(struct err *e)
 }
 
 /* The guest's own events: a background job started or ended. Every
- * client is told; the keeper keeps how many run (its idle policy). */
+ * client is told; the keeper keeps which run (keeper-jobs.c: its idle
+ * policy, what a hibernate ends). */
 static void keeper_guest_event(const struct frame *f)
 {
 	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
 	if (cJSON_IsString(type) && !strcmp(type->valuestring, "job")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "running");
-		K.jobs_running = cJSON_IsNumber(n) && n->valuedouble >= 0 ? (unsigned)n->valuedouble : 0;
 		keeper_jobs_event(j);
 		keeper_broadcast(j);
 	}
@@ -373,7 +384,9 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 		case PROTO_OUTPUT:
 		case PROTO_ERROR:
 		case PROTO_PONG:
-			if (k)
+			if (k && k->own)
+				k->own->frame(k, &f);
+			else if (k)
 				kclient_send(k->cl, f.type, f.flags, k->cid, f.payload, f.len);
 			break;
 		case PROTO_EVIDENCE:
@@ -390,7 +403,14 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 			}
 			break;
 		case PROTO_RESULT:
-			if (k) {
+			if (k && k->own) {
+				/* The keeper's own: its next part is the loop's
+				 * (keeper_step_advance), not made from here. */
+				cJSON *j = cJSON_ParseWithLength((const char *)f.payload, f.len);
+				k->own->result(k, j);
+				cJSON_Delete(j);
+				kcall_remove(k);
+			} else if (k) {
 				/* What the proxy said up to now counts for this call. */
 				egress_read(&K.eg, keeper_net_event, NULL);
 				keeper_send_result(k, &f);

@@ -43,13 +43,12 @@ void keeper_info(struct kclient *c, uint32_t id)
 	keeper_labels(j);
 	cJSON_AddBoolToObject(j, "restored", K.inst.restored);
 	cJSON_AddStringToObject(j, "backend", K.be->name);
-	cJSON_AddStringToObject(j, "state", K.inst.pooled ? "pooled" : K.up ? "running" : K.hib.state == KH_HIBERNATED ? "hibernated" :
-				K.hib.state == KH_COLD ? "cold" : "lost");
+	cJSON_AddStringToObject(j, "state", box_state_name(K.state));
 	cJSON_AddNumberToObject(j, "disk_bytes", (double)keeper_disk_bytes());
 	cJSON *hb = cJSON_AddObjectToObject(j, "hibernate");
 	cJSON_AddStringToObject(hb, "on_idle", K.o->on_idle == BOX_IDLE_HIBERNATE ? "hibernate" : "destroy");
 	cJSON_AddStringToObject(hb, "keeps", "the workspace's changes and /tmp (the home)");
-	if (K.hib.state != KH_NONE ? K.hib.kept : K.inst.keeps_ram)
+	if (keeper_saved() ? K.hib.kept : K.inst.keeps_ram)
 		cJSON_AddStringToObject(hb, "loses", "nothing: its whole machine (memory, processes, devices) is saved, "
 				       "and a wake goes on where it stopped");
 	else
@@ -59,9 +58,9 @@ void keeper_info(struct kclient *c, uint32_t id)
 					"every process: a wake is a new box over the same files");
 	if (K.o->cold_after_ms)
 		cJSON_AddNumberToObject(hb, "cold_after_ms", (double)K.o->cold_after_ms);
-	if (K.hib.state == KH_COLD)
+	if (K.state == BOX_ST_COLD)
 		cJSON_AddNumberToObject(hb, "stored_bytes", (double)K.hib.stored);
-	if (K.hib.state != KH_NONE) {
+	if (keeper_saved()) {
 		cJSON_AddNumberToObject(hb, "state_bytes", (double)K.hib.bytes);
 		cJSON_AddNumberToObject(hb, "for_ms", (double)(now_ms() - K.hib.at_ms));
 	}
@@ -75,7 +74,7 @@ void keeper_info(struct kclient *c, uint32_t id)
 	/* When it dies if nothing more happens: its TTL, or its idle timeout
 	 * counted from the last work (a running call holds the clock). */
 	int64_t ends = K.ttl_at;
-	if (K.o->idle_ms && !K.calls && K.o->on_idle == BOX_IDLE_DESTROY && K.hib.state == KH_NONE) {
+	if (K.o->idle_ms && !K.calls && K.o->on_idle == BOX_IDLE_DESTROY && !keeper_saved()) {
 		int64_t idle_at = K.last_activity + K.o->idle_ms;
 		if (!ends || idle_at < ends)
 			ends = idle_at;

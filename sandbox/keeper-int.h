@@ -13,6 +13,7 @@
 #include "proto/budget.h"
 #include "proto/proto.h"
 #include "sandbox/backend.h"
+#include "sandbox/box-state.h"
 #include "sandbox/egress.h"
 #include "workspace/layers.h"
 #include "image/image.h"
@@ -20,19 +21,14 @@
 /* Refusals of the egress proxy a call's result reports, at most. */
 #define KCALL_NET_MAX 8
 
-/* A box's hibernated state (hibernate.c). */
-enum keeper_hstate {
-	KH_NONE,	/* running, or lost and made again at the next call */
-	KH_HIBERNATED,	/* saved to disk; nothing of the box runs */
-	KH_COLD,	/* saved, compressed, and moved to the store */
-};
+/* A box's hibernated state (hibernate.c); where the box is, K.state. */
 struct keeper_hib {
-	enum keeper_hstate state;
 	char dir[PATH_MAX];	/* where the state lives, on disk */
 	int64_t at_ms;		/* when it was hibernated */
 	uint64_t bytes;		/* on disk */
 	uint64_t stored;	/* in the store, compressed, when cold */
 	unsigned wakes;
+	bool from_cold;		/* a wake's: the state was in the store */
 	/* The box's processes were saved with it (vm.state: its whole
 	 * machine), the machine's memory laid out as a snapshot's restore
 	 * (ram_restored); else why they ended. */
@@ -45,7 +41,31 @@ struct kclient {
 	struct proto_reader rd;
 	struct proto_writer wr;
 	uint32_t mask;		/* what the loop watches for */
+	bool hello;		/* told the keeper's hello (held while a step runs) */
 	struct kclient *next;
+};
+
+/* A call the keeper makes itself (hibernate.c's tar), on the same path
+ * as a client's: its frames (OUTPUT, ERROR, the call's EVENTs) and its
+ * result go to these, not to a client. The result is the guest's, or
+ * the keeper's own when the guest is gone or the call ran past its
+ * deadline; the call is removed after. */
+struct kcall;
+struct kcall_own {
+	void (*frame)(struct kcall *k, const struct frame *f);
+	void (*result)(struct kcall *k, const cJSON *res);
+};
+
+/* Who waits for a step (a hibernate, a wake) to end: a client's request,
+ * or the keeper's own idle hibernate (type 0, no client). */
+struct kwaiter {
+	struct kclient *cl;	/* NULL: gone meanwhile, or the keeper's own */
+	uint8_t type;		/* PROTO_HIBERNATE, PROTO_WAKE or PROTO_CALL */
+	uint32_t id;
+	bool keep;		/* a hibernate that lets the box outlive its owner */
+	bool owner_gone;	/* ... whose owner exited while it ran */
+	uint8_t *call;		/* the CALL that woke the box: made once it is up */
+	uint32_t call_len;
 };
 
 struct kcall {
@@ -58,6 +78,7 @@ struct kcall {
 	/* What the egress proxy refused while the call ran: its result says. */
 	char *net_refused[KCALL_NET_MAX];
 	unsigned nnet;
+	const struct kcall_own *own;	/* the keeper's own call: cl is NULL */
 	struct kcall *next;
 };
 
@@ -75,12 +96,14 @@ struct keeper {
 	 * hibernated box wakes over the same tree, and no prune removes it. */
 	struct image_info img;
 	const struct box_backend *be;
+	/* Where the box is (box-state.h says which moves are legal); only
+	 * keeper_state_set moves it. */
+	enum box_state state;
 	struct cgroup_set cg;
 	char cgname[96];
 	struct box_inst inst;
 	struct egress eg;
 	bool up;		/* a guest is running and has said hello */
-	unsigned jobs_running;	/* the guest's background jobs that run (its events say) */
 	struct proto_reader grd;
 	struct proto_writer gwr;
 	uint32_t gmask;		/* what the loop watches for on the guest's channel */
@@ -88,6 +111,7 @@ struct keeper {
 	int lfd, sfd, ownerfd;
 	struct kclient *clients;
 	struct kcall *calls;
+	struct kwaiter waiter;	/* who waits for the step that runs */
 	uint32_t next_gid;
 	int64_t created_ms, ttl_at, idle_at, last_activity;
 	time_t created_wall;
@@ -123,6 +147,15 @@ void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data);
 void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n);
 /* A call done with (its result sent, or its client gone). */
 void kcall_remove(struct kcall *k);
+/* A call to the guest, for client c (its id cid) or the keeper's own
+ * (own; c NULL): its deadline from b, the CALL sent. NULL: no memory. */
+struct kcall *kcall_start(struct kclient *c, uint32_t cid, const struct budget *b, bool input, const void *req,
+			  size_t len, const struct kcall_own *own);
+/* Cancel a call: the guest stops it within the call's grace. */
+void kcall_cancel(struct kcall *k);
+/* The step that ran is over (r < 0: failed, e says why): K.waiter is
+ * answered with ret (freed), and the clients are listened to again. */
+void keeper_step_answer(int r, cJSON *ret, const struct err *e);
 
 /* keeper-guest.c. Start the guest in the box's cgroup and attach it (a
  * pool box's waits for START: a claim attaches it). */
@@ -155,19 +188,34 @@ void keeper_augment_evidence(cJSON *j);
 void keeper_write_files(void);
 /* pool.c: a pool box taken by a create (CLAIM). */
 int keeper_claim(const struct frame *f, struct err *e);
-/* The box's state for ls when the keeper is busy: boxdir/state. */
-void keeper_state_file(const char *state);
+/* The box moved to another state (a move box-state.c refuses is logged
+ * and not made), written to boxdir/state for ls when the keeper is busy
+ * with a step (box_state_busy) and does not answer. */
+void keeper_state_set(enum box_state to);
+/* The box is saved (hibernated or cold): nothing of it runs. */
+bool keeper_saved(void);
 
 /* hibernate.c. Hibernate: the box's /tmp (its home) is saved beside its
  * workspace layer, which is kept, and every process of the box ends (the
  * guest, the VMM, the egress proxy); the state is complete only once its
  * manifest is written, last. Wake: a new guest over the same layers, /tmp
- * put back. Both block the keeper's loop while they run. */
-int keeper_hibernate(cJSON *ret, struct err *e);
-int keeper_wake(cJSON *ret, struct err *e);
+ * put back. Each is a step on the keeper's loop, K.state busy while it
+ * runs, answering K.waiter at its end (keeper_step_answer): the saving and
+ * the putting back of /tmp are calls the loop waits on, so TTL, the
+ * owner's exit and signals are heeded meanwhile. What is not: a vm's save
+ * of its machine and its resume, a guest's start (each bounded by its
+ * backend), and a fetch from the store, block the loop while they run.
+ * Client requests wait while a step runs (a new client's hello too). */
+void keeper_hibernate(void);
+void keeper_wake(void);
+/* The loop's turn for the step that runs: true when it did something. */
+bool keeper_step_advance(void);
+/* The box ends while a step runs: it is over, its waiter told why. */
+void keeper_step_abort(const char *why);
 /* A box event ({"type":"box","event":what,"box"[,"why"]}) to every
- * client. */
+ * client; a step's, by its name in box-state.c. */
 void keeper_box_event(const char *what, const char *why);
+void keeper_step_event(enum box_step s, enum box_step_event ev, const char *why);
 /* keeper-port.c: the box's ports opened to the host. Open one (or find
  * the one open) into ret's "port"; every one into ret's "ports"; whether
  * a connection is being carried (the box is not idle); the guest gone
@@ -186,7 +234,11 @@ void keeper_port_free(void);
  * ("jobs_ended_by_hibernate"); how many. The guest gone any other way:
  * forgotten. */
 void keeper_jobs_event(const cJSON *ev);
+/* How many of the guest's jobs run (the keeper's idle policy). */
+unsigned keeper_jobs_running(void);
 unsigned keeper_jobs_end(const char *why, cJSON *ret);
+/* The guest gone for good (not its machine saved whole, whose jobs a
+ * wake goes on with): its jobs forgotten. */
 void keeper_jobs_forget(void);
 void keeper_jobs_info(cJSON *j);
 void keeper_jobs_free(void);

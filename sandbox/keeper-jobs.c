@@ -54,6 +54,11 @@ void keeper_jobs_event(const cJSON *ev)
 	}
 }
 
+unsigned keeper_jobs_running(void)
+{
+	return (unsigned)nrunning;
+}
+
 void keeper_jobs_forget(void)
 {
 	nrunning = 0;

@@ -51,6 +51,8 @@
  * client that stopped reading (SIGSTOP, a full socket) is left behind
  * after this, never waited for. */
 #define KEEPER_DRAIN_MS 1000
+/* How long a box-wide evidence request waits for the guest's answer. */
+#define KEEPER_EVIDENCE_MS 5000
 
 struct keeper K;
 
@@ -78,7 +80,9 @@ void keeper_pace(void)
 			K.gmask = m;
 		}
 	}
-	bool read_clients = proto_queued(&K.gwr) <= KEEPER_PACE;
+	/* While a step runs (a hibernate, a wake) requests wait: a step's
+	 * end listens again. */
+	bool read_clients = proto_queued(&K.gwr) <= KEEPER_PACE && !box_state_busy(K.state);
 	for (struct kclient *c = K.clients; c; c = c->next) {
 		bool read = read_clients && proto_queued(&c->wr) <= KEEPER_BACKLOG;
 		/* A whole request read but held back while the backlog was full
@@ -131,6 +135,17 @@ void kclient_reply(struct kclient *c, uint32_t id, cJSON *j, int r, const struct
 	cJSON_Delete(j);
 }
 
+/* The keeper's hello: it tells the client the box's cancel grace, which
+ * goes into every call's budget. */
+static void kclient_hello(struct kclient *c)
+{
+	uint8_t hello[64];
+	proto_hello_payload(hello);
+	int n = snprintf((char *)hello + 8, sizeof(hello) - 8, "{\"grace_ms\":%lld}", (long long)K.o->grace_ms);
+	c->hello = true;
+	kclient_send(c, PROTO_HELLO, 0, 0, hello, 8 + (size_t)n);
+}
+
 /* Tell every client the box is destroyed and give each what it was sent,
  * until `until` at the latest: the sockets stay non-blocking, and a
  * client that reads nothing holds the teardown for no longer than that. */
@@ -139,6 +154,8 @@ static void keeper_drain_clients(int64_t until)
 	size_t n = 0;
 	for (struct kclient *c = K.clients; c; c = c->next) {
 		const char m[] = "{\"destroyed\":true}";
+		if (!c->hello)	/* it came during a step: its requests are told */
+			kclient_hello(c);
 		proto_queue(&c->wr, PROTO_INFO, 0, 0, m, sizeof(m) - 1);
 		n++;
 	}
@@ -166,14 +183,30 @@ static void keeper_drain_clients(int64_t until)
 void keeper_broadcast(cJSON *ev)
 {
 	for (struct kclient *c = K.clients; c; c = c->next)
-		kclient_send_json(c, PROTO_EVENT, 0, ev);
+		if (c->hello)	/* one that waits for its hello hears nothing before it */
+			kclient_send_json(c, PROTO_EVENT, 0, ev);
 }
 
-void keeper_state_file(const char *state)
+
+void keeper_state_set(enum box_state to)
 {
+	enum box_state from = K.state;
+	struct err e = { 0 };
+	if (box_state_move(&K.state, to, &e) < 0) {
+		keeper_log("keeper: box %s: %s", K.name, e.msg);
+		return;
+	}
+	if (from == to)
+		return;
+	const char *name = box_state_name(to);
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/state", K.boxdir);
-	fdio_write_atomic(p, state, strlen(state), 0600);
+	fdio_write_atomic(p, name, strlen(name), 0600);
+}
+
+bool keeper_saved(void)
+{
+	return box_state_saved(K.state);
 }
 
 void kcall_remove(struct kcall *k)
@@ -193,6 +226,8 @@ static void kclient_close(struct kclient *c)
 {
 	if (K.freezer == c)
 		keeper_fork_thaw();
+	if (K.waiter.cl == c)
+		K.waiter.cl = NULL;	/* the step goes on; nobody is told */
 	for (struct kcall *k = K.calls, *n; k; k = n) {
 		n = k->next;
 		if (k->cl != c)
@@ -215,40 +250,145 @@ static void kclient_close(struct kclient *c)
 	keeper_pace();
 }
 
-/* The box up again: a hibernated one woken, a lost one (its guest ended)
- * made again; a running one is "already". ret gets {ms} or {already}. */
-static int keeper_up_again(cJSON *ret, struct err *e)
+/* A call that cannot run: its result says why. */
+static void kclient_call_failed(struct kclient *c, uint32_t id, const char *why)
 {
-	if (K.hib.state != KH_NONE || K.up || K.inst.pooled)
-		return keeper_wake(ret, e);
-	int64_t t0 = now_ms();
-	int r = keeper_guest_restart(e);
-	if (r >= 0)
-		cJSON_AddNumberToObject(ret, "ms", (double)(now_ms() - t0));
-	return r;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "outcome", "failed");
+	char msg[700];
+	snprintf(msg, sizeof(msg), "%s\n", why);
+	cJSON_AddStringToObject(j, "text", msg);
+	kclient_send_json(c, PROTO_RESULT, id, j);
+	cJSON_Delete(j);
 }
 
-/* A call to a box that is down brings it up first. */
+/* The box up again for K.waiter: a hibernated one woken (a step), a lost
+ * one (its guest ended) made again; a running one is "already". The
+ * answer gets {ms} or {already}. */
+static void keeper_up_again(void)
+{
+	if (keeper_saved() || K.up || K.inst.pooled) {
+		keeper_wake();
+		return;
+	}
+	struct err e = { 0 };
+	cJSON *ret = cJSON_CreateObject();
+	int64_t t0 = now_ms();
+	int r = keeper_guest_restart(&e);
+	if (r >= 0)
+		cJSON_AddNumberToObject(ret, "ms", (double)(now_ms() - t0));
+	else
+		err_wrap(&e, "the box could not be recreated");
+	keeper_step_answer(r, ret, &e);
+}
+
+static void kclient_call(struct kclient *c, const struct frame *f);
+
+void keeper_step_answer(int r, cJSON *ret, const struct err *e)
+{
+	struct kwaiter w = K.waiter;
+	K.waiter = (struct kwaiter){ 0 };
+	switch (w.type) {
+	case PROTO_HIBERNATE:
+		if (r >= 0 && w.keep && (K.ownerfd >= 0 || w.owner_gone)) {
+			/* Its owner may go now: the box waits, hibernated, for a
+			 * wake or its TTL. */
+			if (K.ownerfd >= 0) {
+				loop_del(K.loop, K.ownerfd);
+				close(K.ownerfd);
+				K.ownerfd = -1;
+			}
+			K.kept = true;
+			/* Its TTL counts from now: a session's box waits a TTL
+			 * for the person's next working day. */
+			if (K.ttl_at)
+				K.ttl_at = now_ms() + K.o->ttl_ms;
+		} else if (w.owner_gone) {
+			K.why = "the ward that made it exited";
+			K.quit = true;
+		}
+		/* fall through */
+	case PROTO_WAKE:
+		kclient_reply(w.cl, w.id, ret, r, e);
+		break;
+	case PROTO_CALL:
+		/* The call that woke the box runs now, or says why not. */
+		cJSON_Delete(ret);
+		if (r < 0)
+			kclient_call_failed(w.cl, w.id, e->msg);
+		else if (w.cl && !K.quit)
+			kclient_call(w.cl, &(struct frame){ .type = PROTO_CALL, .id = w.id, .len = w.call_len,
+							    .payload = w.call });
+		free(w.call);
+		break;
+	default:
+		/* The keeper's own idle hibernate. */
+		cJSON_Delete(ret);
+		if (r < 0) {
+			keeper_log("keeper: idle, but could not hibernate: %s", e->msg);
+			K.last_activity = now_ms();	/* tried: try again after another idle spell */
+		}
+		break;
+	}
+	if (box_state_busy(K.state))
+		return;
+	/* The clients that came meanwhile get their hello; the requests
+	 * that waited are read (keeper_pace). */
+	for (struct kclient *c = K.clients; c; c = c->next)
+		if (!c->hello)
+			kclient_hello(c);
+	keeper_pace();
+}
+
+struct kcall *kcall_start(struct kclient *c, uint32_t cid, const struct budget *b, bool input, const void *req,
+			  size_t len, const struct kcall_own *own)
+{
+	struct kcall *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	int64_t now = now_ms();
+	*k = (struct kcall){
+		.gid = ++K.next_gid ? K.next_gid : ++K.next_gid,
+		.cid = cid, .cl = c, .b = *b, .start_ms = now, .input = input, .own = own,
+		.deadline_ms = budget_deadline(b, BUDGET_KEEPER, now, 0),
+		.next = K.calls,
+	};
+	K.calls = k;
+	keeper_guest_send(PROTO_CALL, 0, k->gid, req, len);
+	return k;
+}
+
+void kcall_cancel(struct kcall *k)
+{
+	if (k->evidence || k->cancel_ms)
+		return;
+	k->cancel_ms = now_ms();
+	k->deadline_ms = budget_deadline(&k->b, BUDGET_KEEPER, k->start_ms, k->cancel_ms);
+	keeper_guest_send(PROTO_CANCEL, 0, k->gid, NULL, 0);
+}
+
+/* A call to a box that is down brings it up first: a hibernated one's
+ * wake is a step, and the call is made at its end. */
 static void kclient_call(struct kclient *c, const struct frame *f)
 {
 	if (K.inst.pooled) {
-		const char m[] = "{\"outcome\":\"failed\",\"text\":\"the box waits in a pool: a create takes it\\n\"}";
-		kclient_send(c, PROTO_RESULT, 0, f->id, m, sizeof(m) - 1);
+		kclient_call_failed(c, f->id, "the box waits in a pool: a create takes it");
+		return;
+	}
+	if (!K.up && keeper_saved()) {
+		uint8_t *copy = malloc(f->len ? f->len : 1);
+		if (!copy)
+			return;
+		memcpy(copy, f->payload, f->len);
+		K.waiter = (struct kwaiter){ .cl = c, .type = PROTO_CALL, .id = f->id, .call = copy, .call_len = f->len };
+		keeper_wake();
 		return;
 	}
 	if (!K.up) {
 		struct err e = { 0 };
-		cJSON *res = cJSON_CreateObject();
-		int r = keeper_up_again(res, &e);
-		cJSON_Delete(res);
-		if (r < 0) {
-			cJSON *j = cJSON_CreateObject();
-			cJSON_AddStringToObject(j, "outcome", "failed");
-			char msg[700];
-			snprintf(msg, sizeof(msg), "%s%s\n", K.hib.state != KH_NONE ? "" : "the box could not be recreated: ", e.msg);
-			cJSON_AddStringToObject(j, "text", msg);
-			kclient_send_json(c, PROTO_RESULT, f->id, j);
-			cJSON_Delete(j);
+		if (keeper_guest_restart(&e) < 0) {
+			err_wrap(&e, "the box could not be recreated");
+			kclient_call_failed(c, f->id, e.msg);
 			return;
 		}
 	}
@@ -262,18 +402,7 @@ static void kclient_call(struct kclient *c, const struct frame *f)
 		kclient_send(c, PROTO_RESULT, 0, f->id, m, sizeof(m) - 1);
 		return;
 	}
-	struct kcall *k = calloc(1, sizeof(*k));
-	if (!k)
-		return;
-	int64_t now = now_ms();
-	*k = (struct kcall){
-		.gid = ++K.next_gid ? K.next_gid : ++K.next_gid,
-		.cid = f->id, .cl = c, .b = b, .start_ms = now, .input = input,
-		.deadline_ms = budget_deadline(&b, BUDGET_KEEPER, now, 0),
-		.next = K.calls,
-	};
-	K.calls = k;
-	keeper_guest_send(PROTO_CALL, 0, k->gid, f->payload, f->len);
+	kcall_start(c, f->id, &b, input, f->payload, f->len, NULL);
 }
 
 static void kclient_frame(struct kclient *c, const struct frame *f)
@@ -295,11 +424,8 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 		break;
 	case PROTO_CANCEL:
 		for (k = K.calls; k; k = k->next)
-			if (k->cl == c && k->cid == f->id && !k->evidence && !k->cancel_ms) {
-				k->cancel_ms = now_ms();
-				k->deadline_ms = budget_deadline(&k->b, BUDGET_KEEPER, k->start_ms, k->cancel_ms);
-				keeper_guest_send(PROTO_CANCEL, 0, k->gid, NULL, 0);
-			}
+			if (k->cl == c && k->cid == f->id)
+				kcall_cancel(k);
 		break;
 	case PROTO_INPUT:
 		/* A call that has ended (or never was) drops it: a race with
@@ -325,7 +451,7 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 			if (!e)
 				break;
 			*e = (struct kcall){ .gid = ++K.next_gid, .cid = f->id, .cl = c, .evidence = true,
-					     .deadline_ms = now_ms() + 5000, .next = K.calls };
+					     .deadline_ms = now_ms() + KEEPER_EVIDENCE_MS, .next = K.calls };
 			K.calls = e;
 			gid = e->gid;
 		}
@@ -338,29 +464,19 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 	case PROTO_INFO:
 		keeper_info(c, f->id);
 		break;
-	case PROTO_HIBERNATE:
-	case PROTO_WAKE: {
-		struct err e = { 0 };
-		cJSON *j = cJSON_CreateObject();
+	case PROTO_HIBERNATE: {
+		/* {"keep":true}: its owner may go once it is hibernated. */
 		cJSON *req = f->len ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
-		int r = f->type == PROTO_HIBERNATE ? keeper_hibernate(j, &e) : keeper_up_again(j, &e);
-		if (r >= 0 && f->type == PROTO_HIBERNATE && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "keep")) &&
-		    K.ownerfd >= 0) {
-			/* Its owner may go now: the box waits, hibernated, for a
-			 * wake or its TTL. */
-			loop_del(K.loop, K.ownerfd);
-			close(K.ownerfd);
-			K.ownerfd = -1;
-			K.kept = true;
-			/* Its TTL counts from now: a session's box waits a TTL
-			 * for the person's next working day. */
-			if (K.ttl_at)
-				K.ttl_at = now_ms() + K.o->ttl_ms;
-		}
+		K.waiter = (struct kwaiter){ .cl = c, .type = PROTO_HIBERNATE, .id = f->id,
+					     .keep = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "keep")) };
 		cJSON_Delete(req);
-		kclient_reply(c, f->id, j, r, &e);
+		keeper_hibernate();
 		break;
 	}
+	case PROTO_WAKE:
+		K.waiter = (struct kwaiter){ .cl = c, .type = PROTO_WAKE, .id = f->id };
+		keeper_up_again();
+		break;
 	case PROTO_CLAIM: {
 		struct err e = { 0 };
 		cJSON *j = cJSON_CreateObject();
@@ -405,12 +521,15 @@ static bool kclient_take(struct kclient *c)
 {
 	struct frame f;
 	int r = -EAGAIN;
-	while (proto_queued(&c->wr) <= KEEPER_BACKLOG && (r = proto_reader_next(&c->rd, &f)) == 0) {
+	while (!box_state_busy(K.state) && proto_queued(&c->wr) <= KEEPER_BACKLOG &&
+	       (r = proto_reader_next(&c->rd, &f)) == 0) {
 		kclient_frame(c, &f);
 		if (K.quit)
 			return true;
+		r = -EAGAIN;
 	}
-	return proto_queued(&c->wr) > KEEPER_BACKLOG || r == -EAGAIN;
+	/* Stopped by a step that runs, or by the backlog: the rest waits. */
+	return r == -EAGAIN || box_state_busy(K.state) || proto_queued(&c->wr) > KEEPER_BACKLOG;
 }
 
 static void on_client(struct loop *l, int fd, uint32_t events, void *data)
@@ -460,12 +579,13 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *data)
 	K.clients = c;
 	loop_add(l, cfd, EPOLLIN, on_client, c);
 	c->mask = EPOLLIN;
-	/* The hello tells the client the box's cancel grace, which goes into
-	 * every call's budget. */
-	uint8_t hello[64];
-	proto_hello_payload(hello);
-	int n = snprintf((char *)hello + 8, sizeof(hello) - 8, "{\"grace_ms\":%lld}", (long long)K.o->grace_ms);
-	kclient_send(c, PROTO_HELLO, 0, 0, hello, 8 + (size_t)n);
+	/* A step that runs answers once it is done (keeper_step_answer),
+	 * the hello too: a client waits for it while the state says busy. */
+	if (box_state_busy(K.state)) {
+		keeper_pace();
+		return;
+	}
+	kclient_hello(c);
 }
 
 static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
@@ -481,6 +601,14 @@ static void on_signal(struct loop *l, int fd, uint32_t events, void *data)
 
 void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data)
 {
+	if (box_state_busy(K.state) && K.waiter.type == PROTO_HIBERNATE && K.waiter.keep) {
+		/* A hibernate that lets the owner go: its end decides. */
+		loop_del(K.loop, K.ownerfd);
+		close(K.ownerfd);
+		K.ownerfd = -1;
+		K.waiter.owner_gone = true;
+		return;
+	}
 	K.why = "the ward that made it exited";
 	K.quit = true;
 }
@@ -497,15 +625,20 @@ static int64_t keeper_tick(void)
 		}
 		NEXT(K.ttl_at);
 	}
-	/* A hibernated box is not idle: nothing of it runs; TTL still counts. */
-	if (K.o->idle_ms && K.hib.state == KH_NONE) {
+	/* A step's next part (a hibernate's, a wake's), once the call it
+	 * waited for is over. */
+	if (keeper_step_advance())
+		return 0;
+	/* A hibernated box is not idle: nothing of it runs; TTL still counts.
+	 * Nor is one whose step runs. */
+	if (K.o->idle_ms && !keeper_saved() && !box_state_busy(K.state)) {
 		/* Busy or attached: not idle. A box that hibernates when idle
 		 * needs nobody to detach: a call wakes it. */
 		bool hib = K.o->on_idle == BOX_IDLE_HIBERNATE;
 		/* A running job keeps a box that would hibernate awake only
 		 * while someone is attached: alone, it idles out as ever. An
 		 * open port connection keeps it awake. */
-		bool busy = K.calls || keeper_port_busy() || (K.clients && (!hib || K.jobs_running));
+		bool busy = K.calls || keeper_port_busy() || (K.clients && (!hib || keeper_jobs_running()));
 		int64_t idle_at = busy ? now + K.o->idle_ms : K.last_activity + K.o->idle_ms;
 		if (!busy && now >= idle_at) {
 			if (!hib) {
@@ -513,18 +646,13 @@ static int64_t keeper_tick(void)
 				K.quit = true;
 				return 0;
 			}
-			struct err e = { 0 };
-			cJSON *j = cJSON_CreateObject();
-			if (keeper_hibernate(j, &e) < 0) {
-				keeper_log("keeper: idle, but could not hibernate: %s", e.msg);
-				K.last_activity = now;	/* tried: try again after another idle spell */
-			}
-			cJSON_Delete(j);
+			K.waiter = (struct kwaiter){ 0 };	/* the keeper's own */
+			keeper_hibernate();
 			return 0;
 		}
 		NEXT(busy ? now + 1000 : idle_at);
 	}
-	if (K.hib.state == KH_HIBERNATED && K.o->cold_after_ms) {
+	if (K.state == BOX_ST_HIBERNATED && K.o->cold_after_ms) {
 		int64_t cold_at = K.hib.at_ms + K.o->cold_after_ms;
 		if (now >= cold_at) {
 			struct err e = { 0 };
@@ -602,6 +730,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	K.created_ms = K.last_activity = now_ms();
 	K.created_wall = time(NULL);
 	K.be = backend_find(o->backend);
+	K.state = BOX_ST_CREATING;
 	struct err e = { 0 };
 	/* It holds the secrets' values (for each proxy it starts): no core,
 	 * no ptrace by the user's other processes. */
@@ -699,7 +828,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		snprintf(p, sizeof(p), "%s/pool", boxdir);
 		int n = snprintf(txt, sizeof(txt), "{\"key\":\"%s\",\"pool\":%d}", key, (int)o->owner);
 		fdio_write_atomic(p, txt, (size_t)n, 0600);
-		keeper_state_file("pooled");
+		keeper_state_set(BOX_ST_POOLED);
 	}
 	keeper_ready(ready_fd, "ok\n");
 
@@ -715,6 +844,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	keeper_port_free();
 	keeper_jobs_free();
 	keeper_guest_fail_calls("unknown", "the box was destroyed while this call ran; its outcome is unknown\n", NULL);
+	keeper_step_abort(K.why ? K.why : "loop error");
 	keeper_drain_clients(now_ms() + KEEPER_DRAIN_MS);
 	cgroup_remove(&K.cg);
 	unlink(K.sock);

@@ -258,7 +258,6 @@ int keeper_claim(const struct frame *f, struct err *e)
 	snprintf(p, sizeof(p), "%s/pool", K.boxdir);
 	unlink(p);
 	keeper_write_files();
-	keeper_state_file("running");
 	return 0;
 }
 

@@ -16,6 +16,15 @@
 #include <string.h>
 #include <unistd.h>
 
+/* QMP's bounds: its greeting, a command's reply, a migration's end (out
+ * or in), the VMM's connection to the migration socket; and how often a
+ * state is polled for. */
+#define QMP_GREETING_MS 5000
+#define QMP_REPLY_MS 10000
+#define VM_MIGRATE_MS 60000
+#define VM_MIGRATE_CONNECT_MS 10000
+#define QMP_POLL_US 2000
+
 /* QMP, synchronously: connect, leave capability negotiation, commands. */
 struct qmp {
 	int fd;
@@ -59,7 +68,7 @@ static cJSON *qmp_cmd(struct qmp *q, const char *json, struct err *e)
 		err_setc(e, -EPIPE, "QMP");
 		return NULL;
 	}
-	int64_t until = now_ms() + 10000;
+	int64_t until = now_ms() + QMP_REPLY_MS;
 	for (;;) {
 		char *line;
 		int n = qmp_line(q, &line, until);
@@ -94,10 +103,10 @@ static int qmp_open(struct qmp *q, const char *path, struct err *e)
 			break;
 		if (now_ms() > until)
 			return err_set(e, -ETIMEDOUT, "the VMM's QMP socket did not answer");
-		usleep(2000);
+		usleep(QMP_POLL_US);
 	}
 	char *line;
-	int n = qmp_line(q, &line, now_ms() + 5000);	/* the greeting */
+	int n = qmp_line(q, &line, now_ms() + QMP_GREETING_MS);
 	if (n < 0)
 		return err_setc(e, n, "QMP greeting");
 	qmp_consume(q, n);
@@ -120,7 +129,7 @@ static int qmp_ok(struct qmp *q, const char *json, struct err *e)
 /* Wait for a migration (out or in) to finish. */
 static int qmp_migrated(struct qmp *q, struct err *e)
 {
-	int64_t until = now_ms() + 60000;
+	int64_t until = now_ms() + VM_MIGRATE_MS;
 	while (now_ms() < until) {
 		cJSON *r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}", e);
 		if (!r)
@@ -135,7 +144,7 @@ static int qmp_migrated(struct qmp *q, struct err *e)
 			return 0;
 		if (failed)
 			return -EIO;
-		usleep(2000);
+		usleep(QMP_POLL_US);
 	}
 	return err_set(e, -ETIMEDOUT, "migration did not finish");
 }
@@ -184,7 +193,7 @@ static int vm_migrate_out(struct qmp *q, const struct vm_paths *p, const char *s
 		r = qmp_ok(q, cmd, e);
 	if (r >= 0) {
 		struct pollfd pf = { .fd = lfd, .events = POLLIN };
-		int cfd = poll(&pf, 1, 10000) > 0 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+		int cfd = poll(&pf, 1, VM_MIGRATE_CONNECT_MS) > 0 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
 		char tmp[PATH_MAX + 8];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", state);
 		_cleanup_close_ int ofd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -252,7 +261,7 @@ int vm_snapshot_save(const struct vm_paths *p, const char *state, struct err *e)
 	for (size_t i = 0; r >= 0 && i < 2; i++) {
 		int64_t until = now_ms() + VM_CONNECT_MS;
 		while ((r = vm_chardev_closed(&q, chans[i], e)) == 0 && now_ms() < until)
-			usleep(2000);
+			usleep(QMP_POLL_US);
 		if (r == 0)
 			r = err_set(e, -ETIMEDOUT, "the VMM did not see its %s channel close", chans[i]);
 	}
@@ -282,7 +291,7 @@ int vm_snapshot_restore(const struct vm_paths *p, const char *state, struct err 
 		r = qmp_ok(&q, cmd, e);
 	if (r >= 0) {
 		int fd = -1;
-		int64_t until = now_ms() + 5000;
+		int64_t until = now_ms() + VM_CONNECT_MS;
 		while (fd < 0 && now_ms() < until) {
 			fd = fdio_unix_connect(p->mig, false);
 			if (fd < 0)

@@ -286,4 +286,59 @@ like "$ERR" "$B" "naming the box"
 "$WARD" box reap >/dev/null
 ok "$([ ! -e "$HIB/$B" ] && [ ! -e "$RT/$B" ]; echo $?)" "reap removes the half-written state and the box"
 
+# The box's owner exits in the middle of a hibernate: the keeper's loop
+# runs while /tmp is saved (the save is a call it waits on), so the box is
+# destroyed as at any other time, within the bound ward box run's kill -9
+# has (lifecycle.sh), and the hibernate is told why; nothing of the box is
+# left. The twin: a --persistent box's hibernate, its creating shell
+# killed the same way, completes. 300 MB in /tmp makes the save long
+# enough (seconds) to be caught in its middle: its archive growing, no
+# manifest yet.
+owner_round() { # owner_round persistent|owned
+	local kind=$1 flags=() OP B K G T0 MS HP OUT RC
+	[ "$kind" = persistent ] && flags=(--persistent)
+	rm -f "$T_TMP/own-name"
+	# The owner: the shell that runs the create (its parent), kept alive
+	# until it is killed.
+	bash -c '"$0" box create --memory 1G "$@" >"'"$T_TMP"'/own-name" && exec sleep 600' "$WARD" "${flags[@]}" &
+	OP=$!
+	wait_until 60 test -s "$T_TMP/own-name"
+	B=$(cat "$T_TMP/own-name")
+	echo "$B" >>"$T_TMP/boxes"
+	K=$(keeper_of "$B")
+	"$WARD" box exec "$B" --timeout 120s -- sh -c 'head -c 300000000 /dev/urandom >/tmp/big' >/dev/null
+	G=$("$WARD" box info "$B" | json guest_pid)
+	like "$G" '^[0-9]+$' "$kind: the box runs (its guest $G)"
+	"$WARD" box hibernate "$B" >"$T_TMP/own-hib" 2>&1 &
+	HP=$!
+	wait_until 60 test -s "$HIB/$B/tmp.tar"
+	is "$(cat "$RT/$B/state" 2>/dev/null)/$([ -e "$HIB/$B/state.json" ] && echo manifest)" "hibernating/" \
+		"$kind: the hibernate is under way, its archive half written, no manifest yet"
+	kill -9 "$OP"
+	T0=$(now_ms)
+	if [ "$kind" = owned ]; then
+		wait_until 5 gone "$G"
+		MS=$(( $(now_ms) - T0 ))
+		lt "$MS" 1000 "owned: the owner killed mid-hibernate: the box's guest is gone within 1 s ($MS ms)"
+		wait_until 5 gone "$K"; ok $? "owned: and its keeper"
+		wait "$HP"; RC=$?
+		OUT=$(cat "$T_TMP/own-hib")
+		is "$RC" 1 "owned: the hibernate fails"
+		like "$OUT" "box $B was destroyed during its hibernate: the ward that made it exited" \
+			"owned: saying the box was destroyed, and why"
+		is "$(children_of "$K")" "" "owned: no process of the box is left under its keeper"
+		ok "$([ ! -e "$RT/$B" ] && [ ! -e "$HIB/$B" ]; echo $?)" "owned: the box and its half-saved state are removed"
+	else
+		wait "$HP"; RC=$?
+		OUT=$(cat "$T_TMP/own-hib")
+		is "$RC" 0 "persistent: its creating shell killed mid-hibernate, the hibernate completes"
+		like "$OUT" "$B: hibernated in [0-9]+ ms" "persistent: saying so"
+		is "$(state_of "$B")" hibernated "persistent: and the box is hibernated, its keeper alive"
+		ok "$([ -s "$HIB/$B/state.json" ]; echo $?)" "persistent: its saved state whole (its manifest written)"
+		"$WARD" box destroy "$B"
+	fi
+}
+owner_round owned
+owner_round persistent
+
 done_testing
