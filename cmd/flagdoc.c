@@ -70,9 +70,9 @@ static void man_flags(FILE *out, const struct flag_cmd *c)
 		roff(out, f->name);
 		fputs("\\fR", out);
 		if (f->arg) {
-			fputs(" \\fI", out);
+			fputs(f->optional ? "[=\\fI" : " \\fI", out);
 			roff(out, f->arg);
-			fputs("\\fR", out);
+			fputs(f->optional ? "\\fR]" : "\\fR", out);
 		}
 		fputc('\n', out);
 		roff(out, f->help);
@@ -119,7 +119,7 @@ static void man_text(FILE *out, const char *text)
 static void upper(FILE *out, const char *s)
 {
 	for (; *s; s++)
-		fputc(*s == ' ' ? '-' : *s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s, out);
+		fputc(*s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s, out);
 }
 
 static int man(FILE *out, const char *page)
@@ -138,7 +138,12 @@ static int man(FILE *out, const char *page)
 	fprintf(out, " 1 \"\" \"ward %s\" \"ward manual\"\n.SH NAME\n", WARD_VERSION);
 	roff(out, page);
 	fputs(" \\- ", out);
-	roff(out, first->summary);
+	/* A command's page is named for the command (ward-box: ward box's summary). */
+	const char *summary = first->summary;
+	for (const struct command *const *k = cmd_commands; *k; k++)
+		if (!strncmp(page, "ward-", 5) && !strcmp(page + 5, (*k)->name))
+			summary = (*k)->summary;
+	roff(out, summary);
 	fputs("\n.nh\n.ad l\n.SH SYNOPSIS\n.nf\n", out);
 	for (const struct flag_cmd *const *c = flagtab_cmds; *c; c++)
 		if (!strcmp((*c)->page, page)) {
@@ -221,10 +226,8 @@ static void readme_block(FILE *out, const struct flag_cmd *c)
 		if (f->hidden)
 			continue;
 		char d[400], envs[256];
-		fputs("- `", out);
-		if (f->short_name)
-			fprintf(out, "-%c`, `", f->short_name);
-		fprintf(out, "--%s%s%s`: %s", f->name, f->arg ? " " : "", f->arg ? f->arg : "", f->help);
+		char sp[200];
+		fprintf(out, "- `%s`: %s", flags_spelling(f, sp, sizeof(sp)), f->help);
 		flags_default_text(f, d, sizeof(d));
 		if (*d)
 			fprintf(out, " (%s)", d);
@@ -331,12 +334,13 @@ static int list(FILE *out, const char *name)
 	FOREACH_FLAG(c, g, f) {
 		if (f->hidden)
 			continue;
-		char v[128], d[400], envs[256];
+		char v[128], d[400], envs[256], sp[200];
 		const char *key = doc_key(g, f);
 		doc_envs(g, f, envs, sizeof(envs));
-		fprintf(out, "%s\t%c\t%s\t%s\t%s\t%s\t%s\n", f->name, f->short_name ? f->short_name : '-',
+		fprintf(out, "%s\t%c\t%s\t%s\t%s\t%s\t%s\t%s\n", f->name, f->short_name ? f->short_name : '-',
 			f->arg ? f->arg : "-", *flags_default_value(f, v, sizeof(v)) ? v : "-",
-			*flags_default_text(f, d, sizeof(d)) ? d : "-", key ? key : "-", *envs ? envs : "-");
+			*flags_default_text(f, d, sizeof(d)) ? d : "-", key ? key : "-", *envs ? envs : "-",
+			flags_spelling(f, sp, sizeof(sp)));
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
  *   readme FILE    FILE with each <!-- ward-flags CMD --> block made again
  *   bash           the bash completion
  *   list CMD       the flags of CMD, one a line, tab-separated: name, short,
- *                  argument, default value, --help's default, key, variables
+ *                  argument, default value, --help's default, key, variables,
+ *                  the flag as --help spells it
  * An exit code. */
 int flagdoc_main(int argc, char **argv);

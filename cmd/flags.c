@@ -20,7 +20,8 @@ void flags_getopt_init(struct flags_getopt *g, const struct flag_cmd *c)
 	FOREACH_FLAG(c, gr, f) {
 		if (n == FLAGS_OPTS_MAX || s + 3 >= sizeof(g->shorts))
 			abort();
-		g->opts[n++] = (struct option){ f->name, f->arg ? required_argument : no_argument, NULL, f->val };
+		g->opts[n++] = (struct option){ f->name, !f->arg ? no_argument : f->optional ? optional_argument : required_argument,
+						NULL, f->val };
 		if (f->short_name) {
 			g->shorts[s++] = f->short_name;
 			if (f->arg)
@@ -182,6 +183,16 @@ static void paragraphs(FILE *out, const char *text)
 	}
 }
 
+const char *flags_spelling(const struct flag *f, char *buf, size_t n)
+{
+	char sh[8] = "";
+	if (f->short_name)
+		snprintf(sh, sizeof(sh), "-%c, ", f->short_name);
+	snprintf(buf, n, "%s--%s%s%s%s", sh, f->name, !f->arg ? "" : f->optional ? "[=" : " ", f->arg ? f->arg : "",
+		 f->arg && f->optional ? "]" : "");
+	return buf;
+}
+
 void flags_help(FILE *out, const struct flag_cmd *c)
 {
 	fprintf(out, "usage: %s\n", c->synopsis);
@@ -196,10 +207,7 @@ void flags_help_flags(FILE *out, const struct flag_cmd *c)
 		if (f->hidden)
 			continue;
 		char left[160], d[400], text[2048];
-		int l = f->short_name ? snprintf(left, sizeof(left), "  -%c, --%s%s%s", f->short_name, f->name,
-						 f->arg ? " " : "", f->arg ? f->arg : "")
-				      : snprintf(left, sizeof(left), "  --%s%s%s", f->name, f->arg ? " " : "",
-						 f->arg ? f->arg : "");
+		int l = snprintf(left, sizeof(left), "  %s", flags_spelling(f, text, sizeof(text)));
 		flags_default_text(f, d, sizeof(d));
 		snprintf(text, sizeof(text), "%s%s%s%s", f->help, *d ? " (" : "", d, *d ? ")" : "");
 		fputs(left, out);

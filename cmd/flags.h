@@ -34,6 +34,7 @@ struct flag {
 				 * before the constant when both are set */
 	const char *help;	/* one sentence or a few; wrapped where it is shown */
 	bool hidden;		/* parsed, not shown: a subagent's, from its parent */
+	bool optional;		/* the argument may be left out (--tls-verify, --tls-verify=false) */
 };
 
 /* A group of flags several commands share (the run flags, the network's):
@@ -44,7 +45,7 @@ struct flag_group {
 	bool settings;
 };
 
-#define FLAG_GROUPS_MAX 8
+#define FLAG_GROUPS_MAX 10
 
 struct flag_cmd {
 	const char *name;	/* "run", "box create"; "" for ward itself */
@@ -81,6 +82,8 @@ const char *flags_default_value(const struct flag *f, char *buf, size_t n);
 /* The whole default as --help says it ("default 10G", "default: the
  * provider's"): "" when none. */
 const char *flags_default_text(const struct flag *f, char *buf, size_t n);
+/* "-o, --output-last-message FILE", "--tls-verify[=BOOL]". */
+const char *flags_spelling(const struct flag *f, char *buf, size_t n);
 /* --help: the usage line, the about text, the flags, the footer. */
 void flags_help(FILE *out, const struct flag_cmd *c);
 /* The flags alone, one a line or a few. */

@@ -14,6 +14,7 @@
 #include "turn/compact.h"
 #include "turn/retry.h"
 #include "turn/window.h"
+#include "image/image.h"
 
 #define HELP { "help", 'h', 'h', NULL, .help = "print this help and exit" }
 #define END { 0 }
@@ -73,10 +74,25 @@ static const struct flag run_bounds[] = {
 	END,
 };
 
-static const struct flag run_box[] = {
+/* Which box and workspace, and which session. */
+static const struct flag run_target[] = {
 	{ "box", 0, 'b', "NAME", .dnote = "a new one for the run", .help = "use this existing box" },
 	{ "workspace", 0, 'w', "DIR", .dnote = "the current directory",
 	  .help = "the task's directory, copy-on-write in the box" },
+	{ "resume", 0, 'S', "ID", .help = "continue session ID (ward run: with TASK as the next instruction)" },
+	END,
+};
+
+/* ward acp refuses them: the editor says the directory (cmd/acp.c). */
+static const struct flag acp_refused[] = {
+	{ "box", 0, 'b', "NAME", .hidden = true },
+	{ "workspace", 0, 'w', "DIR", .hidden = true },
+	{ "resume", 0, 'S', "ID", .hidden = true },
+	END,
+};
+
+/* The box a command makes. */
+static const struct flag run_box[] = {
 	{ "image", 0, 'i', "REF",
 	  .help = "the box's root: an image (pulled when not here; see ward image) instead of the host's own /usr" },
 	{ "rw", 0, 'r', NULL, .help = "let the box change DIR directly" },
@@ -86,7 +102,6 @@ static const struct flag run_box[] = {
 		  "applied)" },
 	{ "disk", 0, 'K', "SIZE", FLAG_DEFAULT_SIZE, .dnum = BOX_DEFAULT_DISK,
 	  .help = "disk ceiling of the box's changes to DIR (see ward doctor)" },
-	{ "resume", 0, 'S', "ID", .help = "continue session ID (ward run: with TASK as the next instruction)" },
 	END,
 };
 
@@ -175,7 +190,7 @@ const struct flag_cmd flagtab_run = {
 	.page = "ward-run",
 	.synopsis = "ward run [FLAGS] \"TASK\"   (or - to read the task from stdin)",
 	.summary = "run one task in a new box and print the answer",
-	.groups = { { run_model, true }, { run_approve_auto, true }, { run_bounds, true }, { run_box, true },
+	.groups = { { run_model, true }, { run_approve_auto, true }, { run_bounds, true }, { run_target, true }, { run_box, true },
 		    { net_flags, true }, { mcp_flags }, { run_own } },
 	.footer = SETTINGS_FOOTER
 	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined, 6 the API "
@@ -191,7 +206,7 @@ const struct flag_cmd flagtab_chat = {
 	.summary = "the interactive session",
 	.about = "An interactive session: type a task, watch the model work in its box, approve what needs "
 		 "approving, interrupt with Esc or Ctrl-C, and keep going.\n",
-	.groups = { { run_model, true }, { run_approve_edits, true }, { run_bounds, true }, { run_box, true },
+	.groups = { { run_model, true }, { run_approve_edits, true }, { run_bounds, true }, { run_target, true }, { run_box, true },
 		    { net_flags, true }, { mcp_flags }, { help_only } },
 	.footer = SETTINGS_FOOTER,
 	.optprefix = "+:",
@@ -206,7 +221,7 @@ const struct flag_cmd flagtab_acp = {
 		 "prompt is a turn in it, the approvals are the editor's dialogs. Logs go to stderr. The bounds "
 		 "(--deadline, --max-*) are each prompt's.\n",
 	.groups = { { run_model, true }, { run_approve_edits, true }, { run_bounds, true }, { run_box, true },
-		    { net_flags, true }, { mcp_flags }, { help_only } },
+		    { net_flags, true }, { mcp_flags }, { acp_refused }, { help_only } },
 	.footer = SETTINGS_FOOTER
 	"The changes a session made stay in its layers: `ward diff` and `ward apply` show and apply them.\n",
 	.optprefix = "+:",
@@ -229,7 +244,7 @@ const struct flag_cmd flagtab_mcp_list = {
 		 "stdio process runs inside the box, with its limits and network rules; an HTTP server is reached "
 		 "through the box's egress proxy (allow its host with --allow-host). Tools need approval unless "
 		 "the server marks them read-only.\n",
-	.groups = { { run_model, true }, { run_approve_auto, true }, { run_bounds, true }, { run_box, true },
+	.groups = { { run_model, true }, { run_approve_auto, true }, { run_bounds, true }, { run_target, true }, { run_box, true },
 		    { net_flags, true }, { mcp_flags }, { mcp_list_own } },
 	.optprefix = "+:",
 };
@@ -248,7 +263,7 @@ const struct flag_cmd flagtab_config = {
 	.about = "The settings ward run would use, one a line: the value in force and where it came from (flag, "
 		 "env VAR, user file PATH, project file PATH, or default). Give ward run's flags to see their "
 		 "effect.\n",
-	.groups = { { run_model, true }, { run_approve_auto, true }, { run_bounds, true }, { run_box, true },
+	.groups = { { run_model, true }, { run_approve_auto, true }, { run_bounds, true }, { run_target, true }, { run_box, true },
 		    { net_flags, true }, { config_own } },
 	.optprefix = "+:",
 };
@@ -346,6 +361,212 @@ const struct flag_cmd flagtab_box_pool = {
 	.optprefix = "+:",
 };
 
+static const struct flag report_own[] = {
+	{ "json", 0, 'j', NULL, .help = "one JSON object: {\"tasks\": [...], \"totals\": {...}}" },
+	{ "markdown", 0, 'm', NULL, .help = "a GitHub table and totals (for $GITHUB_STEP_SUMMARY)" },
+	{ "junit", 0, 'J', "FILE",
+	  .help = "JUnit XML into FILE (written whole, then renamed); - is stdout. A task not done is a "
+		  "<failure>, one with no readable result an <error>; the classname is ward.TASKFILE (the task "
+		  "file's name less .jsonl)" },
+	{ "task-file", 0, 'F', "F",
+	  .help = "the tasks that should be there: an id of F with no DIR/ID is \"missing\" (an array element "
+		  "that never ran), not left out" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_report = {
+	.name = "report",
+	.page = "ward-report",
+	.synopsis = "ward report [--json | --markdown] [--junit FILE] [--task-file F] DIR",
+	.summary = "gather what a fleet's runs left in DIR",
+	.about = "Gather what `ward run --task-file F --task-index I --out DIR` left in DIR: one row per task "
+		 "directory DIR/ID (sorted by id) from its result.json, and the totals. A directory without "
+		 "result.json is \"missing\", or \"unfinished\" when it has a journal.jsonl or events.jsonl (still "
+		 "running, or killed); a result.json that is not valid JSON, lacks a field or is over 1 MiB is "
+		 "\"unreadable\", with the reason.\n"
+		 "Without --json or --markdown: a table: id, stop, exit code, rounds, calls, tokens (in+out), "
+		 "cost, duration, files changed; why each task not done stopped; totals (per stop, done %, "
+		 "tokens, cost, duration p50/p90/p99 by nearest rank).\n",
+	.groups = { { report_own } },
+	.footer = "Exit status: 0 when every task is done, 1 when one is not (or DIR has none), 64 usage.\n",
+	.optprefix = ":",
+};
+
+/* An image's unpack (pull and import). */
+static const struct flag image_limits[] = {
+	{ "max-files", 0, 'F', "N", FLAG_DEFAULT_NUM, .dnum = IMAGE_MAX_FILES,
+	  .help = "refuse an image of more entries than N" },
+	{ "max-size", 0, 'Z', "SIZE", FLAG_DEFAULT_SIZE, .dnum = IMAGE_MAX_BYTES,
+	  .help = "refuse an image whose files hold more than SIZE" },
+	{ "json", 0, 'j', NULL, .help = "print {\"digest\"} and nothing on stderr but errors" },
+	HELP,
+	END,
+};
+
+static const struct flag image_pull_own[] = {
+	{ "authfile", 0, 'a', "FILE", .help = "the auth file to use" },
+	{ "tls-verify", 0, 't', "BOOL", .optional = true, .dkind = FLAG_DEFAULT_TEXT, .dtext = "true",
+	  .help = "false: talk plain HTTP, or HTTPS without checking the certificate" },
+	END,
+};
+
+const struct flag_cmd flagtab_image_pull = {
+	.name = "image pull",
+	.page = "ward-image",
+	.synopsis = "ward image pull REF [FLAGS]",
+	.summary = "pull an image, verify and unpack it, and print its digest",
+	.about = "Pull REF (e.g. debian:bookworm, ghcr.io/OWNER/NAME:TAG, NAME@sha256:...) through skopeo, for "
+		 "linux/amd64, verify and unpack it, and print its digest. Registry logins are skopeo's and "
+		 "podman's: the containers auth file ($REGISTRY_AUTH_FILE, else "
+		 "$XDG_RUNTIME_DIR/containers/auth.json), and ~/.docker/config.json.\n",
+	.groups = { { image_pull_own }, { image_limits } },
+	.optprefix = ":",
+};
+
+static const struct flag image_import_own[] = {
+	{ "name", 0, 'n', "NAME[:TAG]", .help = "name it so too" },
+	END,
+};
+
+const struct flag_cmd flagtab_image_import = {
+	.name = "image import",
+	.page = "ward-image",
+	.synopsis = "ward image import FILE [FLAGS]",
+	.summary = "import an image from an archive or an OCI layout",
+	.about = "Import an image from FILE: a `docker save` archive, an OCI archive (skopeo copy ... "
+		 "oci-archive:FILE), either one compressed, or an OCI image layout directory. Every blob is "
+		 "verified, the image unpacked, named as the archive names it, and its digest printed.\n",
+	.groups = { { image_import_own }, { image_limits } },
+	.optprefix = ":",
+};
+
+static const struct flag prune_own[] = {
+	{ "older-than", 0, 'o', "DUR", .help = "sessions not written to for DUR (e.g. 168h for a week, 30m)" },
+	{ "state", 0, 's', "STOP",
+	  .help = "sessions whose last stop is STOP (done, cancelled, deadline, ...; none: never stopped); "
+		  "repeatable, any of them" },
+	{ "all", 0, 'a', NULL, .help = "every session (with neither of the above)" },
+	{ "dry-run", 0, 'n', NULL, .help = "say what would go and how much it holds, remove nothing" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_sessions_prune = {
+	.name = "sessions prune",
+	.page = "ward-sessions",
+	.synopsis = "ward sessions prune [--older-than DUR] [--state STOP]... [--all] [--dry-run]",
+	.summary = "remove old sessions and their kept changes",
+	.groups = { { prune_own } },
+	.footer = "Each pruned session loses its journal, its kept workspace changes (ward diff and ward apply no "
+		  "longer find them) and their checkpoints. A session whose box is kept, or that a ward has open, "
+		  "is left, with a line saying why.\n",
+	.optprefix = "+:",
+};
+
+static const struct flag json_help[] = {
+	{ "json", 0, 'j', NULL, .help = "the list as JSON" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_sessions = {
+	.name = "sessions",
+	.page = "ward-sessions",
+	.synopsis = "ward sessions [--json]",
+	.summary = "list the sessions (ward run's and the terminal's), or prune them",
+	.about = "Every session, when it was last written to, how it ended, how often it was compacted.\n",
+	.groups = { { json_help } },
+	.optprefix = ":",
+};
+
+static const struct flag diff_own[] = {
+	{ "allow-git-changes", 0, 'g', NULL, .help = "show the changes under .git in full (else only named)" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_diff = {
+	.name = "diff",
+	.page = "ward-sessions",
+	.synopsis = "ward diff [--allow-git-changes] SESSION",
+	.summary = "show the workspace changes a run left",
+	.groups = { { diff_own } },
+	.optprefix = ":",
+};
+
+static const struct flag apply_own[] = {
+	{ "force", 0, 'f', NULL, .help = "apply over files changed in the tree since the run (their edits are lost)" },
+	{ "allow-git-changes", 0, 'g', NULL, .help = "apply the changes under .git too (hooks, config: git runs them)" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_apply = {
+	.name = "apply",
+	.page = "ward-sessions",
+	.synopsis = "ward apply [--force] [--allow-git-changes] SESSION",
+	.summary = "apply the workspace changes a run left",
+	.groups = { { apply_own } },
+	.optprefix = ":",
+};
+
+const struct flag_cmd flagtab_image_ls = {
+	.name = "image ls",
+	.page = "ward-image",
+	.synopsis = "ward image ls [--json]",
+	.summary = "list the images: names, digest, size, last use",
+	.groups = { { json_help } },
+	.optprefix = ":",
+};
+
+static const struct flag prune_json[] = {
+	{ "json", 0, 'j', NULL, .help = "what was removed, and the bytes freed, as JSON" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_image_prune = {
+	.name = "image prune",
+	.page = "ward-image",
+	.synopsis = "ward image prune [--json]",
+	.summary = "remove the images no name points to and no box uses",
+	.groups = { { prune_json } },
+	.optprefix = ":",
+};
+
+static const struct flag box_ls_own[] = {
+	{ "json", 0, 'j', NULL, .help = "the list as JSON" },
+	{ "label", 0, 'L', "KEY=VALUE", .help = "only the boxes with this label (repeatable: all of them)" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_box_ls = {
+	.name = "box ls",
+	.page = "ward-box",
+	.synopsis = "ward box ls [--json] [--label KEY=VALUE ...]",
+	.summary = "list boxes",
+	.groups = { { box_ls_own } },
+	.optprefix = ":",
+};
+
+static const struct flag vm_image_own[] = {
+	{ "force", 0, 'f', NULL, .help = "build it again even when the cache has one for this ward-guest" },
+	HELP,
+	END,
+};
+
+const struct flag_cmd flagtab_vm_image_build = {
+	.name = "vm-image build",
+	.page = "ward-vm-image",
+	.synopsis = "ward vm-image build [--force]",
+	.summary = "build the vm backend's kernel and initramfs (cached)",
+	.about = "From the host's own kernel; vm boxes build it on first use too.\n",
+	.groups = { { vm_image_own } },
+	.optprefix = ":",
+};
+
 static const struct flag ward_own[] = {
 	{ "version", 'V', 'V', NULL, .help = "print the version and exit" },
 	HELP,
@@ -363,6 +584,9 @@ const struct flag_cmd flagtab_ward = {
 
 const struct flag_cmd *const flagtab_cmds[] = {
 	&flagtab_ward,	     &flagtab_chat,	&flagtab_run,	   &flagtab_config, &flagtab_acp, &flagtab_mcp_list,
-	&flagtab_box_create, &flagtab_box_run,	&flagtab_box_exec, &flagtab_box_pool,
+	&flagtab_box_create, &flagtab_box_run,	&flagtab_box_exec, &flagtab_box_pool, &flagtab_image_pull,
+	&flagtab_box_ls, &flagtab_image_import, &flagtab_image_ls, &flagtab_image_prune, &flagtab_sessions,
+	&flagtab_sessions_prune, &flagtab_diff, &flagtab_apply, &flagtab_report,
+	&flagtab_vm_image_build,
 	NULL,
 };

@@ -19,4 +19,6 @@ enum {
 };
 
 extern const struct flag_cmd flagtab_ward, flagtab_run, flagtab_chat, flagtab_config, flagtab_acp, flagtab_mcp_list, flagtab_box_create,
-	flagtab_box_run, flagtab_box_exec, flagtab_box_pool;
+	flagtab_box_run, flagtab_box_exec, flagtab_box_pool, flagtab_image_pull, flagtab_image_import,
+	flagtab_sessions_prune, flagtab_report, flagtab_sessions, flagtab_diff, flagtab_apply, flagtab_image_ls,
+	flagtab_image_prune, flagtab_box_ls, flagtab_vm_image_build;

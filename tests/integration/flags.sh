@@ -39,11 +39,8 @@ while IFS=$'\t' read -r page name; do
 	# shellcheck disable=SC2086
 	help=$("$WARD" $name --help 2>&1 | norm)
 	manp=$(man "$page" 2>&1 | norm)
-	while IFS=$'\t' read -r flag short arg dval dtext key envs; do
+	while IFS=$'\t' read -r flag short arg dval dtext key envs want; do
 		nflags=$((nflags + 1))
-		want="--$flag"
-		[ "$arg" = - ] || want="$want $arg"
-		[ "$short" = - ] || want="-$short, $want"
 		case "$help" in *" $want "*) ;; *) BAD="$BAD|help of '$name' lacks '$want'" ;; esac
 		case "$manp" in *" $want "*) ;; *) BAD="$BAD|man $page lacks '$want'" ;; esac
 		if [ "$dtext" != - ]; then
@@ -66,7 +63,7 @@ is "$r" 1 "twin: a help without --max-calls is seen to lack it"
 # --- ward config's defaults are the table's.
 OUT=$(cd "$T_TMP" && ANTHROPIC_API_KEY=x "$WARD" config)
 BAD=""
-while IFS=$'\t' read -r flag short arg dval dtext key envs; do
+while IFS=$'\t' read -r flag short arg dval dtext key envs want; do
 	# (one a note comes first in, the model's window, is the model's)
 	[ "$key" = - ] || [ "$dval" = - ] || [ "${dtext#default:}" != "$dtext" ] && continue
 	line=$(printf '%s\n' "$OUT" | awk -v k="$key" '$1 == k { print $2; exit }')
