@@ -246,7 +246,7 @@ static void readme_block(FILE *out, const struct flag_cmd *c)
 
 static int readme(FILE *out, const char *path)
 {
-	FILE *in = fopen(path, "r");
+	FILE *in = fopen(path, "re");
 	if (!in) {
 		cmd_error("--flagdoc readme: cannot open %s", path);
 		return EXIT_NOINPUT;
@@ -345,6 +345,34 @@ static int list(FILE *out, const char *name)
 	return 0;
 }
 
+/* Each table: no name or getopt value twice, every row with help unless
+ * hidden, every settings row with its row in cmd/settings.c. */
+static int check(FILE *out)
+{
+	int bad = 0;
+	for (const struct flag_cmd *const *c = flagtab_cmds; *c; c++)
+		FOREACH_FLAG(*c, g, f) {
+			FOREACH_FLAG(*c, g2, f2) {
+				if (f2 == f)
+					break;
+				if (!strcmp(f2->name, f->name) || f2->val == f->val) {
+					fprintf(out, "ward %s: --%s and --%s: the same %s\n", (*c)->name, f2->name, f->name,
+						f2->val == f->val ? "getopt value" : "name");
+					bad = 1;
+				}
+			}
+			if (!f->hidden && !f->help) {
+				fprintf(out, "ward %s: --%s has no help\n", (*c)->name, f->name);
+				bad = 1;
+			}
+			if (g->settings && !settings_key_by_flag(f->val)) {
+				fprintf(out, "ward %s: --%s has no row in cmd/settings.c\n", (*c)->name, f->name);
+				bad = 1;
+			}
+		}
+	return bad ? EXIT_FAIL : 0;
+}
+
 int flagdoc_main(int argc, char **argv)
 {
 	const char *kind = argc > 1 ? argv[1] : "";
@@ -359,10 +387,12 @@ int flagdoc_main(int argc, char **argv)
 	}
 	if (!strcmp(kind, "readme") && argc == 3)
 		return readme(stdout, argv[2]);
+	if (!strcmp(kind, "check") && argc == 2)
+		return check(stdout);
 	if (!strcmp(kind, "bash") && argc == 2)
 		return bash(stdout);
 	if (!strcmp(kind, "list") && argc == 3)
 		return list(stdout, argv[2]);
-	cmd_error("usage: ward --flagdoc man PAGE | pages | cmds | readme FILE | bash | list CMD");
+	cmd_error("usage: ward --flagdoc man PAGE | pages | cmds | readme FILE | bash | list CMD | check");
 	return EXIT_USAGE;
 }

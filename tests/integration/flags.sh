@@ -32,6 +32,10 @@ like "$RUNMAN" "^WARD-RUN\(1\)" "man ward-run: the page's header"
 like "$RUNMAN" "--max-rounds N" "man ward-run: shows the flags"
 like "$(man ward 2>&1)" "ward box" "man ward: lists the commands"
 
+# --- The tables: no name or value twice in a command, help on each row.
+out=$("$WARD" --flagdoc check 2>&1)
+is "$?/$out" "0/" "ward --flagdoc check: every table is consistent"
+
 # --- Every flag of every table: in --help and in the man page, default and all.
 BAD=""
 nflags=0
