@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "base/timeutil.h"
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/hook.h"
 #include "cmd/mcpconf.h"
 #include "cmd/rewind.h"
@@ -29,29 +30,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-
-static const struct option acp_opts[] = {
-	RUN_FLAG_OPTIONS,
-	MCPCONF_OPTIONS,
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static const char acp_help[] =
-	"usage: ward acp [FLAGS]   (started by an editor: Zed, JetBrains, any ACP client)\n"
-	"ward as an Agent Client Protocol agent on stdin/stdout: a session/new makes a session\n"
-	"and its box over the editor's directory (copy-on-write), a prompt is a turn in it, the\n"
-	"approvals are the editor's dialogs. Logs go to stderr.\n"
-	"  --model M, --provider P, --base-url URL   as for ward run\n"
-	"  --approve MODE     ask | edits | auto (default edits: file changes go to the\n"
-	"                     copy-on-write workspace; commands are asked)\n"
-	"  --allow RULE, --deny RULE                 as for ward run\n"
-	"  --deadline DUR     each prompt's time limit\n"
-	"  --max-rounds N, --max-calls N, --max-tokens N, --max-cost USD   each prompt's bounds\n"
-	"  --image REF, --rw, --disk SIZE, --allow-host PAT, --net MODE      as for ward run\n"
-	MCPCONF_HELP
-	"Settings also come from config files and the environment: see `ward config --help`.\n"
-	"The changes a session made stay in its layers: `ward diff` and `ward apply` show and apply them.\n";
 
 /* The command's own: the flags each session starts from, the hooks. */
 struct acp_cmd {
@@ -292,15 +270,17 @@ static int acp_run(int argc, char **argv)
 	if (!c)
 		return EXIT_FAIL;
 	struct run_flags *f = &c->f0;
-	run_flags_init(f, GATE_EDITS);
+	run_flags_init(f, CHAT_APPROVE_DEFAULT);
 	optind = 1;
 	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "+:h", acp_opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_acp);
+	while ((ch = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		if (ch == '?' || ch == ':')
 			return cmd_bad_flag("acp", ch, argv);
 		if (ch == 'h') {
-			fputs(acp_help, stdout);
+			flags_help(stdout, &flagtab_acp);
 			return 0;
 		}
 		if (ch == 'S' || ch == 'b' || ch == 'w') {

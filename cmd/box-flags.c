@@ -1,6 +1,7 @@
 /* The flags that make a box, shared by ward box create, run and pool. */
 #include "cmd/box-flags.h"
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/netflag.h"
 #include "base/parse.h"
 #include "sandbox/box.h"
@@ -13,70 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct option create_opts[] = {
-	{ "name", required_argument, NULL, 'n' },
-	{ "ttl", required_argument, NULL, 't' },
-	{ "idle", required_argument, NULL, 'i' },
-	{ "persistent", no_argument, NULL, 'p' },
-	{ "memory", required_argument, NULL, 'm' },
-	{ "pids", required_argument, NULL, 'P' },
-	{ "cpus", required_argument, NULL, 'c' },
-	{ "disk", required_argument, NULL, 'K' },
-	NETFLAG_OPTIONS,
-	{ "workspace", required_argument, NULL, 'w' },
-	{ "image", required_argument, NULL, 'M' },
-	{ "rw", no_argument, NULL, 'r' },
-	{ "allow-git-changes", no_argument, NULL, 'G' },
-	{ "grace", required_argument, NULL, 'g' },
-	{ "backend", required_argument, NULL, 'b' },
-	{ "no-snapshot", no_argument, NULL, 'S' },
-	{ "label", required_argument, NULL, 'L' },
-	{ "publish", required_argument, NULL, 'U' },
-	{ "on-idle", required_argument, NULL, 'O' },
-	{ "cold-after", required_argument, NULL, 'C' },
-	{ "store", required_argument, NULL, 'D' },
-	{ "timeout", required_argument, NULL, 'T' },
-	{ "idle-timeout", required_argument, NULL, 'I' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-const char box_flags_help[] =
-	"  --name NAME        box name (default: generated)\n"
-	"  --ttl DUR          destroy after DUR (default 8h; 0 = never)\n"
-	"  --idle DUR         after DUR idle, --on-idle's action (default 30m; 0 = never); idle is no\n"
-	"                     call and, for destroy, no client attached\n"
-	"  --on-idle ACTION   destroy or hibernate: keep /workspace's changes and /tmp on disk, end\n"
-	"                     every process; the next call wakes the box (default: hibernate for a\n"
-	"                     --persistent box, else destroy)\n"
-	"  --cold-after DUR   a box hibernated this long has its saved state compressed and moved\n"
-	"                     to the store (default: never)\n"
-	"  --store WHERE      where cold state goes: a directory (default: the state dir's cold/)\n"
-	"                     or s3://BUCKET/PREFIX (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-	"                     AWS_REGION; WARD_S3_ENDPOINT for an S3-compatible server)\n"
-	"  --persistent       outlive the process that created it (default: dies with it)\n"
-	"  --memory SIZE      memory ceiling (default 1G)\n"
-	"  --pids N           process ceiling (default 512)\n"
-	"  --cpus N           CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)\n"
-	"  --disk SIZE        disk ceiling of the workspace's and the root's changes (default 10G;\n"
-	"                     enforced where ward runs as root with loop devices; see ward doctor)\n"
-	NETFLAG_HELP
-	"  --workspace DIR    the task's directory at /workspace (copy-on-write)\n"
-	"  --image REF        the box's root: an image (ward image ls; pulled when not here) instead of\n"
-	"                     the host's own /usr; the box is tied to its digest\n"
-	"  --rw               make /workspace a live read-write view of DIR instead\n"
-	"  --allow-git-changes  leave DIR's git directories (.git) writable in the box (else read-only)\n"
-	"  --grace DUR        SIGTERM-to-SIGKILL grace on cancel (default 2s)\n"
-	"  --backend B        ns (namespaces, default), vm (a QEMU microVM), or auto (vm with KVM, else ns)\n"
-	"  --no-snapshot      vm: cold-boot instead of restoring the cached snapshot\n"
-	"  --label KEY=VALUE  metadata the box carries (repeatable): shown by ls and info, kept in\n"
-	"                     every record of the journal of each session that uses the box;\n"
-	"                     ls --label filters\n"
-	"  --publish [[ADDR:]HOSTPORT:]PORT  open the box's PORT to the host (repeatable; ns only):\n"
-	"                     at 127.0.0.1 unless ADDR is given, on a port the kernel picks unless\n"
-	"                     HOSTPORT is; ward box port BOX says where\n";
-
-int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
+int box_flags_parse(const struct flag_cmd *t, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s)
 {
 	optind = 1;
 	opterr = 0;
@@ -89,9 +27,11 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 	size_t npublish = 0;
 	size_t nlabels = 0;
 	bool on_idle_given = false;
-	while ((c = getopt_long(argc, argv, "+:h", create_opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, t);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
-			cmd_bad_flag(cmd, c, argv);
+			cmd_bad_flag(t->name, c, argv);
 			return -1;
 		}
 		int nr = netflag_parse(&nf, c, optarg);
@@ -238,10 +178,7 @@ int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, 
 			o->no_snapshot = true;
 			break;
 		case 'h':
-			printf("flags:\n%s", box_flags_help);
-			if (timeout_s)
-				printf("  --timeout DUR      the command's time limit (default 120s)\n"
-				       "  --idle-timeout DUR stop the command after DUR without output\n");
+			flags_help(stdout, t);
 			exit(0);
 		default:
 			return -1;

@@ -5,12 +5,11 @@
 
 #include "sandbox/box.h"
 
-/* Their help, one flag a line or two. */
-extern const char box_flags_help[];
-/* Parse them into o (and, where not NULL, `box run`'s --timeout and the
- * idle limit). cmd names the command in messages. Returns the index of
+struct flag_cmd;
+/* Parse the flags of t (cmd/flagtab.c: box create, run, exec or pool) into
+ * o (and, where not NULL, `box run`'s --timeout and the idle limit). Returns the index of
  * the first argument that is not a flag, or -1 after printing why. */
-int box_flags_parse(const char *cmd, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s);
+int box_flags_parse(const struct flag_cmd *t, int argc, char **argv, struct box_opts *o, int64_t *timeout_s, int64_t *idle_s);
 /* --workspace made absolute (into buf, n bytes): 0, or -1 after printing
  * that it does not exist. */
 int box_flags_workspace(struct box_opts *o, char *buf, size_t n);

@@ -2,6 +2,7 @@
  * state, limits and what enforces them. */
 #include "cmd/box-ls.h"
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
@@ -79,28 +80,36 @@ int box_ls_main(int argc, char **argv)
 	bool json = false;
 	const char *want[BOX_LABELS_MAX];
 	size_t nwant = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: ward box ls [--json] [--label KEY=VALUE ...]\n"
-			       "  --label KEY=VALUE  only the boxes with this label (repeatable: all of them)\n");
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_box_ls);
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
+		if (c == 'h') {
+			flags_help(stdout, &flagtab_box_ls);
 			return 0;
 		}
-		if (!strcmp(argv[i], "--json")) {
+		if (c == 'j') {
 			json = true;
 			continue;
 		}
-		const char *kv = !strcmp(argv[i], "--label") && i + 1 < argc ? argv[++i]
-				 : !strncmp(argv[i], "--label=", 8) ? argv[i] + 8 : NULL;
+		if (c != 'L')
+			return cmd_bad_flag("box ls", c, argv);
 		struct err le = { 0 };
-		if (kv && box_label_check(kv, &le) < 0) {
+		if (box_label_check(optarg, &le) < 0) {
 			cmd_error("box ls: --%s", le.msg);
 			return EXIT_USAGE;
 		}
-		if (!kv || nwant == BOX_LABELS_MAX) {
-			cmd_error("box ls: unknown argument %s; it takes --json and --label KEY=VALUE", argv[i]);
+		if (nwant == BOX_LABELS_MAX) {
+			cmd_error("box ls: at most %d --label filters", BOX_LABELS_MAX);
 			return EXIT_USAGE;
 		}
-		want[nwant++] = kv;
+		want[nwant++] = optarg;
+	}
+	if (optind != argc) {
+		cmd_error("box ls: unknown argument %s; it takes --json and --label KEY=VALUE", argv[optind]);
+		return EXIT_USAGE;
 	}
 	struct err e = { 0 };
 	cJSON *arr;

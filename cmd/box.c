@@ -1,5 +1,6 @@
 /* ward box: manage boxes by hand. */
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/term.h"
 #include "cmd/box-flags.h"
 #include "cmd/box-image.h"
@@ -65,7 +66,7 @@ static int sub_create(int argc, char **argv)
 {
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = box_flags_parse("box create", argc, argv, &o, NULL, NULL);
+	int i = box_flags_parse(&flagtab_box_create, argc, argv, &o, NULL, NULL);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i < argc) {
@@ -209,7 +210,7 @@ static int sub_exec(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
-	int i = box_flags_parse("box exec", argc - 1, argv + 1, &o, &timeout_s, &idle_s);
+	int i = box_flags_parse(&flagtab_box_exec, argc - 1, argv + 1, &o, &timeout_s, &idle_s);
 	if (i < 0)
 		return EXIT_USAGE;
 	i += 1;
@@ -225,7 +226,7 @@ static int sub_run(int argc, char **argv)
 	int64_t timeout_s = 0, idle_s = 0;
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = box_flags_parse("box run", argc, argv, &o, &timeout_s, &idle_s);
+	int i = box_flags_parse(&flagtab_box_run, argc, argv, &o, &timeout_s, &idle_s);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i >= argc) {
@@ -274,7 +275,7 @@ static int sub_pool(int argc, char **argv)
 	args[n] = NULL;
 	struct box_opts o;
 	box_opts_default(&o);
-	int i = box_flags_parse("box pool", n, args, &o, NULL, NULL);
+	int i = box_flags_parse(&flagtab_box_pool, n, args, &o, NULL, NULL);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (i < n) {
@@ -571,7 +572,8 @@ static int box_run(int argc, char **argv)
 		fprintf(f, "usage: ward box SUBCOMMAND\n\n");
 		for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
 			fprintf(f, "  %-9s %-26s %s\n", subs[i].name, subs[i].args, subs[i].summary);
-		fprintf(f, "\ncreate/run flags:\n%s", box_flags_help);
+		fputc('\n', f);
+		flags_help(f, &flagtab_box_create);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
@@ -584,10 +586,11 @@ static int box_run(int argc, char **argv)
 			int r = cmd_operands_only(argc - 1, argv + 1, cmd, usage);
 			if (r >= 0)
 				return r;
+		} else if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) && flags_cmd(cmd)) {
+			flags_help(stdout, flags_cmd(cmd));
+			return 0;
 		} else if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-			printf("usage: %s\n%s", usage, strcmp(subs[i].name, "ls") ? "\nflags:\n" : "");
-			if (strcmp(subs[i].name, "ls"))
-				fputs(box_flags_help, stdout);
+			printf("usage: %s\n", usage);
 			return 0;
 		}
 		/* Every ward start sweeps boxes whose keeper is gone. */

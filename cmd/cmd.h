@@ -37,6 +37,8 @@ struct command {
 	int (*run)(int argc, char **argv);
 };
 
+/* Every command, in the order ward --help lists them; NULL ends it. */
+extern const struct command *const cmd_commands[];
 extern const struct command cmd_acp, cmd_apply, cmd_box, cmd_chat, cmd_config, cmd_mcp, cmd_diff, cmd_doctor, cmd_image, cmd_vm_image, cmd_report, cmd_rewind, cmd_run, cmd_sessions, cmd_version;
 
 /* One line on stderr: "ward: ..." */

@@ -2,6 +2,7 @@
 #include "cmd/cmd.h"
 #include "cmd/term.h"
 #include "cmd/settings.h"
+#include "cmd/flagtab.h"
 #include "base/cleanup.h"
 #include "turn/turn.h"
 #include "turn/window.h"
@@ -12,35 +13,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct option config_opts[] = {
-	RUN_FLAG_OPTIONS,
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static void config_help(void)
+static void config_help(const struct run_flags *f)
 {
-	fputs("usage: ward config [--json] [FLAGS of ward run]\n"
-	      "The settings ward run would use, one a line: the value in force and where it came\n"
-	      "from (flag, env VAR, user file PATH, project file PATH, or default). Give ward run's\n"
-	      "flags to see their effect; --json: one JSON object.\n"
-	      "Each source is over the one before: default, user file, project file, environment,\n"
+	flags_help(stdout, &flagtab_config);
+	fputs("Each source is over the one before: default, user file, project file, environment,\n"
 	      "flags. Lists (allow, deny) add up; a source that sets the network replaces the\n"
 	      "network settings of the sources before it.\n"
 	      "  user file     $XDG_CONFIG_HOME/ward/config.json (default ~/.config/ward/config.json)\n"
 	      "  project file  .ward/config.json in the --workspace directory (default: the current\n"
 	      "                one); it may only narrow: a model no dearer, deny rules, a stricter\n"
 	      "                approve, tighter bounds, project_instructions off, network mode none.\n"
-	      "                Any other key is ignored, with a line.\n"
-	      "  environment   WARD_MODEL; ANTHROPIC_MODEL and ANTHROPIC_BASE_URL (provider anthropic);\n"
-	      "                OPENAI_BASE_URL (providers openai and openai-responses)\n"
-	      "A file holds one JSON object; each key is read as its flag would be:\n",
+	      "                Any other key is ignored, with a line.\n",
+	      stdout);
+	int c;
+	const char *var, *provider;
+	for (size_t i = 0; (c = settings_env_at(i, &var, &provider)) >= 0; i++)
+		printf("  %-13s %s (--%s%s%s)\n", i ? "" : "environment", var, settings_flag_name(c),
+		       provider ? ", provider " : "", provider ? provider : "");
+	fputs("A file holds one JSON object; each key is read as its flag would be (key, flag, default, an example):\n",
 	      stdout);
 	for (size_t i = 0; settings_key_at(i); i++) {
 		const struct settings_key *k = settings_key_at(i);
+		char d[200];
 		if (k->key)
-			printf("  %-20s --%-13s e.g. %s\n", k->key, settings_flag_name(k->c), k->eg);
+			printf("  %-20s --%-13s %-18s e.g. %s\n", k->key, settings_flag_name(k->c),
+			       settings_default_text(f, k->c, d, sizeof(d)), k->eg);
 	}
 	fputs("(network.* nest: {\"network\": {\"mode\": \"none\", \"allow_hosts\": [...]}})\n"
 	      "An unknown key is a warning, so a newer ward's file works with this one; a malformed\n"
@@ -81,27 +78,6 @@ static void show_line(const char *key, const char *value, const struct settings_
 	term_printf(stdout, "%-20s %-30s %s\n", key, value, src);
 }
 
-static const char *default_text(const struct settings_key *k, const struct run_flags *f)
-{
-	if (k->c == 'm')
-		return run_flags_model(f);
-	if (k->c == 'a')
-		return gate_mode_name(f->mode_default);
-	if (k->c == 'N' && f->net.nallow)
-		return "(allow_hosts)";
-	if (k->c == 'W') {
-		/* The model's, from ward's table. */
-		static char w[64];
-		int64_t n;
-		if (window_for(run_flags_model(f), &n))
-			snprintf(w, sizeof(w), "%lld", (long long)n);
-		else
-			snprintf(w, sizeof(w), "%d (the model is not in ward's table)", WINDOW_DEFAULT);
-		return w;
-	}
-	return k->dflt;
-}
-
 static int config_show(const struct run_flags *f, const struct settings_report *rep, bool json)
 {
 	cJSON *out = json ? cJSON_CreateObject() : NULL, *set = NULL;
@@ -136,19 +112,20 @@ static int config_show(const struct run_flags *f, const struct settings_report *
 			else
 				show_line(k->key, a->value, a);
 		}
+		char d[200];
 		if (k->type == SETTINGS_LIST) {
 			if (!last && !json)
-				show_line(k->key, k->dflt, NULL);
+				show_line(k->key, settings_default_text(f, k->c, d, sizeof(d)), NULL);
 			continue;
 		}
-		const char *v = last ? last->value : default_text(k, f);
+		const char *v = last ? last->value : settings_default_text(f, k->c, d, sizeof(d));
 		if (json)
 			cJSON_AddItemToObject(set, k->key, source_json(last, v));
 		else
 			show_line(k->key, v, last);
 	}
 	/* Whether the key is there, never the key. */
-	const struct provider *p = provider_find(f->provider ? f->provider : "anthropic");
+	const struct provider *p = provider_find(f->provider ? f->provider : RUN_DEFAULT_PROVIDER);
 	const char *key = getenv(p->key_env);
 	bool has = key && *key;
 	if (json) {
@@ -170,12 +147,14 @@ static int config_run(int argc, char **argv)
 	_cleanup_free_ struct settings_report *rep = malloc(sizeof(*rep));
 	if (!f || !rep)
 		return EXIT_FAIL;
-	run_flags_init(f, GATE_AUTO);
+	run_flags_init(f, RUN_APPROVE_DEFAULT);
 	bool json = false;
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", config_opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_config);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("config", c, argv);
 		int k = run_flag_given(f, c, optarg);
@@ -184,7 +163,7 @@ static int config_run(int argc, char **argv)
 		if (k > 0)
 			continue;
 		if (c == 'h') {
-			config_help();
+			config_help(f);
 			return EXIT_OKAY;
 		}
 		if (c != 'j')

@@ -2,6 +2,7 @@
  * registry, imported from an archive, listed, removed. (The vm backend's
  * own kernel and initramfs are `ward vm-image`'s: cmd/vmimage.c.) */
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/term.h"
 #include "base/jsonprint.h"
 #include "base/parse.h"
@@ -67,17 +68,8 @@ static int limit_flag(int c, const char *arg, struct image_limits *l)
 	return 0;
 }
 
-#define LIMIT_HELP                                                                                           \
-	"  --max-files N     refuse an image of more entries than N (default 1000000)\n"                        \
-	"  --max-size SIZE   refuse an image whose files hold more than SIZE (default 64G)\n"
-
 static int sub_pull(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "authfile", required_argument, NULL, 'a' }, { "tls-verify", optional_argument, NULL, 't' },
-		{ "max-files", required_argument, NULL, 'F' }, { "max-size", required_argument, NULL, 'Z' },
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { 0 },
-	};
 	struct image_limits lim;
 	image_limits_default(&lim);
 	struct image_pull_opts o = { .tls_verify = -1, .lim = &lim };
@@ -85,7 +77,9 @@ static int sub_pull(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_image_pull);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		int k = limit_flag(c, optarg, &lim);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -110,14 +104,7 @@ static int sub_pull(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			printf("usage: ward image pull REF [FLAGS]\n\n"
-			       "Pull REF (e.g. debian:bookworm, ghcr.io/OWNER/NAME:TAG, NAME@sha256:...) through skopeo, for\n"
-			       "linux/amd64, verify and unpack it, and print its digest. Registry logins are skopeo's and\n"
-			       "podman's: the containers auth file ($REGISTRY_AUTH_FILE, else\n"
-			       "$XDG_RUNTIME_DIR/containers/auth.json), and ~/.docker/config.json.\n\nflags:\n"
-			       "  --authfile FILE   the auth file to use\n"
-			       "  --tls-verify=false  talk plain HTTP, or HTTPS without checking the certificate\n" LIMIT_HELP
-			       "  --json            print {\"digest\"} and nothing on stderr but errors\n");
+			flags_help(stdout, &flagtab_image_pull);
 			return 0;
 		default:
 			return cmd_bad_flag("image pull", c, argv);
@@ -145,11 +132,6 @@ static int sub_pull(int argc, char **argv)
 
 static int sub_import(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "name", required_argument, NULL, 'n' }, { "max-files", required_argument, NULL, 'F' },
-		{ "max-size", required_argument, NULL, 'Z' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
-	};
 	struct image_limits lim;
 	image_limits_default(&lim);
 	const char *name = NULL;
@@ -157,7 +139,9 @@ static int sub_import(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_image_import);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		int k = limit_flag(c, optarg, &lim);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -171,12 +155,7 @@ static int sub_import(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			printf("usage: ward image import FILE [FLAGS]\n\n"
-			       "Import an image from FILE: a `docker save` archive, an OCI archive (skopeo copy ...\n"
-			       "oci-archive:FILE), either one compressed, or an OCI image layout directory. Every blob is\n"
-			       "verified, the image unpacked, named as the archive names it, and its digest printed.\n\nflags:\n"
-			       "  --name NAME[:TAG] name it so too\n" LIMIT_HELP
-			       "  --json            print {\"digest\"} and nothing on stderr but errors\n");
+			flags_help(stdout, &flagtab_image_import);
 			return 0;
 		default:
 			return cmd_bad_flag("image import", c, argv);
@@ -212,11 +191,22 @@ static void when(double t, char *out, size_t n)
 
 static int sub_ls(int argc, char **argv)
 {
-	bool json = argc == 2 && !strcmp(argv[1], "--json");
-	if (!json && argc > 1) {
-		int r = cmd_operands_only(argc, argv, "image ls", "ward image ls [--json]");
-		if (r >= 0)
-			return r;
+	bool json = false;
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_image_ls);
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
+		if (c == 'h') {
+			flags_help(stdout, &flagtab_image_ls);
+			return 0;
+		}
+		if (c != 'j')
+			return cmd_bad_flag("image ls", c, argv);
+		json = true;
+	}
+	if (optind != argc) {
 		cmd_error("image ls takes no arguments; usage: ward image ls [--json]");
 		return EXIT_USAGE;
 	}
@@ -285,11 +275,22 @@ static int sub_rm(int argc, char **argv)
 
 static int sub_prune(int argc, char **argv)
 {
-	bool json = argc == 2 && !strcmp(argv[1], "--json");
-	if (!json && argc > 1) {
-		int r = cmd_operands_only(argc, argv, "image prune", "ward image prune [--json]");
-		if (r >= 0)
-			return r;
+	bool json = false;
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_image_prune);
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
+		if (c == 'h') {
+			flags_help(stdout, &flagtab_image_prune);
+			return 0;
+		}
+		if (c != 'j')
+			return cmd_bad_flag("image prune", c, argv);
+		json = true;
+	}
+	if (optind != argc) {
 		cmd_error("image prune takes no arguments; usage: ward image prune [--json]");
 		return EXIT_USAGE;
 	}

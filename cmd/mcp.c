@@ -1,6 +1,7 @@
 /* ward mcp list: the MCP servers a run would start, started in a box of
  * their own for the asking: their state and their tools. */
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/mcpconf.h"
 #include "cmd/term.h"
 #include "cmd/session.h"
@@ -16,38 +17,20 @@
 #include <string.h>
 #include <unistd.h>
 
-static const struct option mcp_opts[] = {
-	RUN_FLAG_OPTIONS,
-	MCPCONF_OPTIONS,
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static const char mcp_help[] =
-	"usage: ward mcp list [--json] [--workspace DIR] [--mcp-config FILE] [--trust-project-mcp]\n"
-	"                     [--allow-host PAT] [--net MODE]\n"
-	"Start the MCP servers ward run would start (your config file's \"mcpServers\", the\n"
-	"workspace's .mcp.json once trusted, --mcp-config files) in a box of their own, and show\n"
-	"each one's state and tools (as the model sees them: mcp__SERVER__TOOL). The box is\n"
-	"destroyed after. A server's stdio process runs inside the box, with its limits and\n"
-	"network rules; an HTTP server is reached through the box's egress proxy (allow its\n"
-	"host with --allow-host). Tools need approval unless the server marks them read-only.\n"
-	MCPCONF_HELP
-	"  --json             one JSON array: [{name, transport, state, why?, restarts, tools}]\n";
-
 static int mcp_list(int argc, char **argv)
 {
 	struct run_flags *f = malloc(sizeof(*f));
 	if (!f)
 		return EXIT_FAIL;
-	run_flags_init(f, GATE_AUTO);
+	run_flags_init(f, RUN_APPROVE_DEFAULT);
 	struct mcpconf mc = { 0 };
 	bool json = false;
 	optind = 1;
 	opterr = 0;
 	int c, r = 0;
-	while ((c = getopt_long(argc, argv, "+:hj", mcp_opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_mcp_list);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			free(f);
 			return cmd_bad_flag("mcp list", c, argv);
@@ -67,7 +50,7 @@ static int mcp_list(int argc, char **argv)
 		}
 		free(f);
 		if (c == 'h') {
-			fputs(mcp_help, stdout);
+			flags_help(stdout, &flagtab_mcp_list);
 			return 0;
 		}
 		return cmd_bad_flag("mcp list", '?', argv);
@@ -136,7 +119,7 @@ static int mcp_list(int argc, char **argv)
 static int mcp_run(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs(mcp_help, argc < 2 ? stderr : stdout);
+		flags_help(argc < 2 ? stderr : stdout, &flagtab_mcp_list);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	if (!strcmp(argv[1], "list"))

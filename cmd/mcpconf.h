@@ -11,13 +11,7 @@
 #include "mcp/mcp-config.h"
 
 #define MCPCONF_FILES_MAX 16
-#define MCPCONF_OPTIONS                                                                                    \
-	{ "mcp-config", required_argument, NULL, 'M' }, { "trust-project-mcp", no_argument, NULL, 'E' }
-#define MCPCONF_HELP                                                                                       \
-	"  --mcp-config FILE  MCP servers ({\"mcpServers\": {...}}, .mcp.json's shape) to start in the\n"     \
-	"                     box (repeatable); their tools are mcp__SERVER__TOOL\n"                           \
-	"  --trust-project-mcp  start the servers of the workspace's .mcp.json without asking\n"
-
+/* --mcp-config and --trust-project-mcp: mcp_flags of cmd/flagtab.c. */
 struct mcpconf {
 	const char *files[MCPCONF_FILES_MAX];
 	size_t nfiles;

@@ -2,6 +2,7 @@
  * --task-index I --out DIR writes DIR/ID/result.json last), as a table,
  * JSON, JUnit XML and Markdown; exit 0 only when every task is done. */
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/report.h"
 
 #include <errno.h>
@@ -12,34 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const struct option report_opts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "markdown", no_argument, NULL, 'm' },
-	{ "junit", required_argument, NULL, 'J' },
-	{ "task-file", required_argument, NULL, 'F' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static const char report_help[] =
-	"usage: ward report [--json | --markdown] [--junit FILE] [--task-file F] DIR\n"
-	"Gather what `ward run --task-file F --task-index I --out DIR` left in DIR: one row per\n"
-	"task directory DIR/ID (sorted by id) from its result.json, and the totals. A directory\n"
-	"without result.json is \"missing\", or \"unfinished\" when it has a journal.jsonl or\n"
-	"events.jsonl (still running, or killed); a result.json that is not valid JSON, lacks a\n"
-	"field or is over 1 MiB is \"unreadable\", with the reason.\n"
-	"  (default)          a table: id, stop, exit code, rounds, calls, tokens (in+out), cost,\n"
-	"                     duration, files changed; why each task not done stopped; totals\n"
-	"                     (per stop, done %, tokens, cost, duration p50/p90/p99 by nearest rank)\n"
-	"  --json             one JSON object: {\"tasks\": [...], \"totals\": {...}}\n"
-	"  --markdown         a GitHub table and totals (for $GITHUB_STEP_SUMMARY)\n"
-	"  --junit FILE       JUnit XML into FILE (written whole, then renamed); - is stdout. A task\n"
-	"                     not done is a <failure>, one with no readable result an <error>; the\n"
-	"                     classname is ward.TASKFILE (the task file's name less .jsonl)\n"
-	"  --task-file F      the tasks that should be there: an id of F with no DIR/ID is \"missing\"\n"
-	"                     (an array element that never ran), not left out\n"
-	"Exit status: 0 when every task is done, 1 when one is not (or DIR has none), 64 usage.\n";
 
 /* FILE.tmp, then one rename: a reader never sees half a report. Anything
  * that is not a regular file (a pipe, /dev/stderr) gets it directly. */
@@ -79,9 +52,11 @@ static int report_run(int argc, char **argv)
 	opterr = 0;
 	int c;
 	/* Flags before or after DIR, as in the examples. */
-	while ((c = getopt_long(argc, argv, ":h", report_opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_report);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		if (c == 'h') {
-			fputs(report_help, stdout);
+			flags_help(stdout, &flagtab_report);
 			return EXIT_OKAY;
 		}
 		if (c == 'j')

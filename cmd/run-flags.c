@@ -28,7 +28,7 @@ static const char run_system[] =
 
 void run_flags_init(struct run_flags *f, enum gate_mode mode)
 {
-	*f = (struct run_flags){ .cfg.retries = -1, .cfg.pcfg.cache_ttl = "5m", .gate.mode = mode, .mode_default = mode };
+	*f = (struct run_flags){ .cfg.retries = -1, .cfg.pcfg.cache_ttl = RUN_DEFAULT_CACHE_TTL, .gate.mode = mode, .mode_default = mode };
 }
 
 /* http://HOST[:PORT][/PATH] or https://...: a host, no spaces, no
@@ -221,7 +221,7 @@ const char *run_flags_model(const struct run_flags *f)
 {
 	if (f->model)
 		return f->model;
-	const struct provider *p = provider_find(f->provider ? f->provider : "anthropic");
+	const struct provider *p = provider_find(f->provider ? f->provider : RUN_DEFAULT_PROVIDER);
 	return p == &provider_openai		 ? RUN_DEFAULT_OPENAI_MODEL
 	       : p == &provider_openai_responses ? RUN_DEFAULT_OPENAI_RESPONSES_MODEL
 						 : RUN_DEFAULT_ANTHROPIC_MODEL;
@@ -248,7 +248,7 @@ int run_flags_finish(struct run_flags *f)
 		cfg->pcfg.model = "replay";
 	} else {
 		/* run_flag checked the name. */
-		cfg->provider = provider_find(f->provider ? f->provider : "anthropic");
+		cfg->provider = provider_find(f->provider ? f->provider : RUN_DEFAULT_PROVIDER);
 		cfg->pcfg.model = run_flags_model(f);
 		cfg->pcfg.base_url = f->base_url;
 		const char *key = getenv(cfg->provider->key_env);

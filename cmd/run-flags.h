@@ -14,23 +14,13 @@
 /* A reasoning model: its reasoning is what the Responses API carries. */
 #define RUN_DEFAULT_OPENAI_RESPONSES_MODEL "gpt-5"
 
-/* getopt_long entries for the flags run_flag handles. */
-#define RUN_FLAG_OPTIONS                                                                                     \
-	{ "provider", required_argument, NULL, 'p' }, { "model", required_argument, NULL, 'm' },               \
-	{ "base-url", required_argument, NULL, 'u' }, { "approve", required_argument, NULL, 'a' },             \
-	{ "allow", required_argument, NULL, 'A' }, { "deny", required_argument, NULL, 'D' },                   \
-	{ "deadline", required_argument, NULL, 'd' }, { "max-rounds", required_argument, NULL, 'R' },          \
-	{ "max-calls", required_argument, NULL, 'C' }, { "max-tokens", required_argument, NULL, 'T' },         \
-	{ "max-cost", required_argument, NULL, '$' }, { "box", required_argument, NULL, 'b' },                 \
-	{ "workspace", required_argument, NULL, 'w' }, { "rw", no_argument, NULL, 'r' },                       \
-	{ "allow-git-changes", no_argument, NULL, 'g' },                                                   \
-	{ "resume", required_argument, NULL, 'S' }, { "idle-timeout", required_argument, NULL, 'I' },          \
-	{ "retries", required_argument, NULL, 'Y' }, { "disk", required_argument, NULL, 'K' },         \
-	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
-	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
-	{ "context-window", required_argument, NULL, 'W' }, { "compact-at", required_argument, NULL, '%' },    \
-	{ "image", required_argument, NULL, 'i' },                                                          \
-	NETFLAG_OPTIONS
+#define RUN_DEFAULT_PROVIDER "anthropic"
+#define RUN_DEFAULT_CACHE_TTL "5m"
+/* The approval mode of ward run and of the session (and ward acp). */
+#define RUN_APPROVE_DEFAULT GATE_AUTO
+#define CHAT_APPROVE_DEFAULT GATE_EDITS
+
+/* The flags run_flag handles are the settings groups of cmd/flagtab.c. */
 
 #define RUN_GIVEN_MAX 512
 #define RUN_LINE_MAX 256

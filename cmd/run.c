@@ -3,6 +3,7 @@
  * line on stdout for every event, ending with a "result" event. */
 #include "cmd/cmd.h"
 #include "base/json.h"
+#include "cmd/flagtab.h"
 #include "cmd/term.h"
 #include "cmd/session.h"
 #include "cmd/fleet.h"
@@ -50,106 +51,9 @@
 
 #define RUN_TASK_MAX (1u << 20)
 
-enum {
-	OPT_TASK_FILE = 1000,
-	OPT_TASK_INDEX,
-	OPT_OUT,
-	OPT_TRUST_TASKS,
-	OPT_TASK_ROOT,
-	OPT_KEEP_CHANGES,
-	OPT_MAX_SUBAGENTS,
-	OPT_AGENT_DEPTH,
-	OPT_AGENT_LEDGER,
-	OPT_AGENT_ID,
-	OPT_AGENT_PARENT,
-};
-
-static const struct option run_opts[] = {
-	RUN_FLAG_OPTIONS,
-	{ "json", no_argument, NULL, 'j' },
-	{ "patch", required_argument, NULL, 'P' },
-	{ "apply", no_argument, NULL, 'X' },
-	{ "approve-cmd", required_argument, NULL, 'G' },
-	{ "output-schema", required_argument, NULL, 'O' },
-	{ "output-last-message", required_argument, NULL, 'o' },
-	{ "task-file", required_argument, NULL, OPT_TASK_FILE },
-	{ "task-index", required_argument, NULL, OPT_TASK_INDEX },
-	{ "out", required_argument, NULL, OPT_OUT },
-	{ "trust-task-file", no_argument, NULL, OPT_TRUST_TASKS },
-	{ "task-root", required_argument, NULL, OPT_TASK_ROOT },
-	{ "keep-changes", no_argument, NULL, OPT_KEEP_CHANGES },
-	{ "max-subagents", required_argument, NULL, OPT_MAX_SUBAGENTS },
-	/* A subagent's, from its parent (turn/agent.c): not for people. */
-	{ "agent-depth", required_argument, NULL, OPT_AGENT_DEPTH },
-	{ "agent-ledger", required_argument, NULL, OPT_AGENT_LEDGER },
-	{ "agent-id", required_argument, NULL, OPT_AGENT_ID },
-	{ "agent-parent", required_argument, NULL, OPT_AGENT_PARENT },
-	MCPCONF_OPTIONS,
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static const char run_help[] =
-	"usage: ward run [FLAGS] \"TASK\"   (or - to read the task from stdin)\n"
-	"  --model M          the model (default " RUN_DEFAULT_ANTHROPIC_MODEL "); replay:FILE plays a recorded script\n"
-	"  --provider P       anthropic (default), openai (Chat Completions: any compatible server with\n"
-	"                     --base-url) or openai-responses (the Responses API)\n"
-	"  --base-url URL     the API's address\n"
-	"  --approve MODE     ask | edits | auto (default auto: everything runs inside the box)\n"
-	"  --allow RULE       allow TOOL or TOOL:GLOB, e.g. 'bash:git status*' (repeatable)\n"
-	"  --deny RULE        deny likewise; deny rules are checked first (repeatable)\n"
-	"  --approve-cmd CMD  a program that answers when a call needs approval: the call as\n"
-	"                     JSON on stdin; exit 0 allows, 2 stops the turn, else refuses\n"
-	MCPCONF_HELP
-	"  --deadline DUR     stop the run after DUR (e.g. 10m); each call's limit is clamped to what is left\n"
-	"  --max-rounds N     at most N model rounds\n"
-	"  --max-calls N      at most N tool calls\n"
-	"  --max-tokens N     at most N tokens (input + output)\n"
-	"  --max-cost USD     at most this much, for models whose prices ward knows\n"
-	"                     (each budget is the whole task's: the run and its subagents together)\n"
-	"  --max-subagents N  subagents (the task tool) running at once, the rest wait (default 3; 0: no\n"
-	"                     task tool)\n"
-	"  --box NAME         use this existing box (default: a new one for the run)\n"
-	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
-	"  --image REF        the box's root: an image (pulled when not here; see ward image) instead of\n"
-	"                     the host's own /usr\n"
-	"  --rw               let the box change DIR directly\n"
-	"  --allow-git-changes  let the box change DIR's git directories (.git: hooks, config), and\n"
-	"                     apply or patch those changes too (else .git is read-only in the box and\n"
-	"                     its changes are listed apart, never applied)\n"
-	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G; see ward doctor)\n"
-	NETFLAG_HELP
-	"  --json             one JSON event per line on stdout (else stdout is the final answer alone,\n"
-	"                     and progress goes to stderr)\n"
-	"  -o, --output-last-message FILE  write the final answer to FILE too (0600)\n"
-	"  --task-file FILE   run one task of FILE (JSON Lines: {\"id\", \"task\", \"workspace\", and any of\n"
-	"                     these flags' long names with _ for -}) instead of TASK\n"
-	"  --task-index I     which one (0 first; default SLURM_ARRAY_TASK_ID, then JOB_COMPLETION_INDEX)\n"
-	"  --out DIR          with --task-file: results in DIR/ID/ (events.jsonl, result.json, patch.diff,\n"
-	"                     journal.jsonl); a task already finished there is skipped, one cut off resumes\n"
-	"  --task-root DIR    with --task-file: the directory a line's workspace (and replay script)\n"
-	"                     must lie under (default: the task file's)\n"
-	"  --keep-changes     with --task-file: keep a finished task's workspace changes (ward diff, ward\n"
-	"                     apply) after its patch.diff is written (else they go: the patch holds them)\n"
-	"  --trust-task-file  a task's line may set any of these flags and name any path (else it only\n"
-	"                     narrows: a model no dearer, tighter bounds, approve, deny rules, net none,\n"
-	"                     allow_hosts of public hosts, a workspace under the task root)\n"
-	"  --resume ID        continue session ID with TASK as the next instruction\n"
-	"  --idle-timeout DUR end a stream with no bytes for DUR (default 2m)\n"
-	"  --retries N        provider retries (default 10, or with --deadline as many as it leaves room for)\n"
-	"  --context-window N the model's context window in tokens (default: ward's table, else 128000)\n"
-	"  --compact-at PCT   compact the conversation when a prompt reaches PCT% of it (default 80)\n"
-	"  --apply            apply the workspace changes to DIR at the end\n"
-	"  --patch FILE       write the workspace changes to FILE as a patch\n"
-	"  --output-schema F  the final answer must be JSON matching the JSON Schema in F: checked, sent\n"
-	"                     back once if it does not match, then exit 1; it is the result's \"output\"\n"
-	"  --cache-ttl T      prompt caching (anthropic): 5m (default), 1h or off\n"
-	"  --no-project-instructions  do not read AGENTS.md / CLAUDE.md into the system prompt\n"
-	"Settings also come from ~/.config/ward/config.json, the project's .ward/config.json and the\n"
-	"environment, under the flags: see `ward config --help`, and `ward config` for what is in force.\n"
-	"exit codes: 0 done, 1 error, 2 a bound was hit, 3 refused, 4 no box, 5 the model declined,\n"
-	"6 the API refused the key, 64 usage, 66 no such workspace, 69 no such box, 75 the task or session\n"
-	"is held by another ward (try later), 130 cancelled\n";
+/* ward run's flags as getopt_long takes them (cmd/flagtab.c). */
+static struct flags_getopt run_getopt;
+#define run_opts (run_getopt.opts)
 
 enum { EXIT_BOUND = 2, EXIT_REFUSED = 3, EXIT_MODEL_REFUSED = 5, EXIT_AUTH = 6 };
 
@@ -335,48 +239,48 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 	case 'G':
 		x->approver->cmd = arg;
 		return 0;
-	case OPT_TASK_FILE:
+	case FLAG_RUN_TASK_FILE:
 		x->fl->file = arg;
 		return 0;
-	case OPT_TASK_INDEX:
+	case FLAG_RUN_TASK_INDEX:
 		x->fl->index_arg = arg;
 		return 0;
-	case OPT_OUT:
+	case FLAG_RUN_OUT:
 		x->fl->out = arg;
 		return 0;
-	case OPT_TRUST_TASKS:
+	case FLAG_RUN_TRUST_TASKS:
 		x->fl->trusted = true;
 		return 0;
-	case OPT_TASK_ROOT:
+	case FLAG_RUN_TASK_ROOT:
 		x->fl->root_arg = arg;
 		return 0;
-	case OPT_KEEP_CHANGES:
+	case FLAG_RUN_KEEP_CHANGES:
 		x->keep_changes = true;
 		return 0;
-	case OPT_AGENT_ID:
-	case OPT_AGENT_PARENT:
+	case FLAG_RUN_AGENT_ID:
+	case FLAG_RUN_AGENT_PARENT:
 		if (!*arg || strlen(arg) > 60 || arg[strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789.")]) {
-			cmd_error("--%s: \"%s\" is not an agent id (a1, a1.a2, ...)", c == OPT_AGENT_ID ? "agent-id" : "agent-parent",
+			cmd_error("--%s: \"%s\" is not an agent id (a1, a1.a2, ...)", c == FLAG_RUN_AGENT_ID ? "agent-id" : "agent-parent",
 				  arg);
 			return -1;
 		}
-		if (c == OPT_AGENT_ID)
+		if (c == FLAG_RUN_AGENT_ID)
 			x->out->agent = arg;
 		else
 			x->out->parent = arg;
 		return 0;
-	case OPT_MAX_SUBAGENTS:
-	case OPT_AGENT_DEPTH:
-	case OPT_AGENT_LEDGER: {
+	case FLAG_RUN_MAX_SUBAGENTS:
+	case FLAG_RUN_AGENT_DEPTH:
+	case FLAG_RUN_AGENT_LEDGER: {
 		uint64_t v;
-		const char *name = c == OPT_MAX_SUBAGENTS ? "max-subagents" : c == OPT_AGENT_DEPTH ? "agent-depth" : "agent-ledger";
+		const char *name = c == FLAG_RUN_MAX_SUBAGENTS ? "max-subagents" : c == FLAG_RUN_AGENT_DEPTH ? "agent-depth" : "agent-ledger";
 		if (parse_u64(arg, &v) < 0 || v > 64) {
 			cmd_error("--%s: \"%s\" is not a number from 0 to 64", name, arg);
 			return -1;
 		}
-		if (c == OPT_MAX_SUBAGENTS)
+		if (c == FLAG_RUN_MAX_SUBAGENTS)
 			x->max_subagents = (int)v;
-		else if (c == OPT_AGENT_DEPTH)
+		else if (c == FLAG_RUN_AGENT_DEPTH)
 			x->agent_depth = (int)v;
 		else
 			x->agent_ledger = (int)v;
@@ -541,7 +445,7 @@ static void fleet_freep(struct fleet *fl)
 static int run_run(int argc, char **argv)
 {
 	struct run_flags f;
-	run_flags_init(&f, GATE_AUTO);
+	run_flags_init(&f, RUN_APPROVE_DEFAULT);
 	struct turn_cfg *cfg = &f.cfg;
 	__attribute__((cleanup(out_close))) struct run_out out = { 0 };
 	struct run_approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
@@ -577,7 +481,8 @@ static int run_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:ho:", run_opts, NULL)) != -1) {
+	flags_getopt_init(&run_getopt, &flagtab_run);
+	while ((c = getopt_long(argc, argv, run_getopt.shorts, run_opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("run", c, argv);
 		int k = run_opt(&x, c, optarg);
@@ -597,7 +502,7 @@ static int run_run(int argc, char **argv)
 			break;
 		}
 		if (k > 0) {
-			fputs(run_help, stdout);
+			flags_help(stdout, &flagtab_run);
 			return 0;
 		}
 	}

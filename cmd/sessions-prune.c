@@ -1,6 +1,7 @@
 #include "cmd/sessions-prune.h"
 #include "base/json.h"
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/session.h"
 #include "cmd/term.h"
 #include "base/cleanup.h"
@@ -22,17 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char prune_help[] =
-	"usage: ward sessions prune [--older-than DUR] [--state STOP]... [--all] [--dry-run]\n"
-	"  --older-than DUR  sessions not written to for DUR (e.g. 168h for a week, 30m)\n"
-	"  --state STOP      sessions whose last stop is STOP (done, cancelled, deadline, ...; none: never\n"
-	"                    stopped); repeatable, any of them\n"
-	"  --all             every session (with neither of the above)\n"
-	"  --dry-run         say what would go and how much it holds, remove nothing\n"
-	"Each pruned session loses its journal, its kept workspace changes (ward diff and ward apply\n"
-	"no longer find them) and their checkpoints. A session whose box is kept, or that a ward has open,\n"
-	"is left, with a line saying why.\n";
 
 static uint64_t du_sum;
 static int du_one(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -101,11 +91,6 @@ static bool in_use(const char *jdir, const char *id)
 
 int sessions_prune(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "older-than", required_argument, NULL, 'o' }, { "state", required_argument, NULL, 's' },
-		{ "all", no_argument, NULL, 'a' },		 { "dry-run", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },		 { 0 },
-	};
 	int64_t older_ms = -1;
 	const char *states[16];
 	size_t nstates = 0;
@@ -113,7 +98,9 @@ int sessions_prune(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_sessions_prune);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (parse_duration_ms(optarg, &older_ms) < 0 || older_ms <= 0) {
@@ -136,7 +123,7 @@ int sessions_prune(int argc, char **argv)
 			dry = true;
 			break;
 		case 'h':
-			fputs(prune_help, stdout);
+			flags_help(stdout, &flagtab_sessions_prune);
 			return 0;
 		default:
 			return cmd_bad_flag("sessions prune", c, argv);

@@ -2,6 +2,7 @@
  * behind, looked at and applied after. */
 #include "cmd/cmd.h"
 #include "base/json.h"
+#include "cmd/flagtab.h"
 #include "cmd/session.h"
 #include "cmd/sessions-prune.h"
 #include "cmd/term.h"
@@ -23,36 +24,31 @@
 static int changes_cmd(int argc, char **argv, bool apply)
 {
 	const char *cmd = apply ? "apply" : "diff";
-	const char *usage = apply ? "ward apply [--force] [--allow-git-changes] SESSION\n"
-				    "  --force  apply over files changed in the tree since the run (their edits are lost)\n"
-				    "  --allow-git-changes  apply the changes under .git too (hooks, config: git runs them)"
-				  : "ward diff [--allow-git-changes] SESSION\n"
-				    "  --allow-git-changes  show the changes under .git in full (else only named)";
-	/* --force is apply's one flag; what is left is operands. */
-	_cleanup_free_ char **args = calloc((size_t)argc + 1, sizeof(*args));
-	if (!args) {
-		cmd_error("out of memory");
-		return EXIT_FAIL;
-	}
-	int n = 0;
+	const struct flag_cmd *t = apply ? &flagtab_apply : &flagtab_diff;
 	bool force = false, allow_git = false;
-	for (int i = 0; i < argc; i++) {
-		if (apply && i > 0 && !strcmp(argv[i], "--force"))
+	struct flags_getopt g;
+	flags_getopt_init(&g, t);
+	optind = 1;
+	opterr = 0;
+	int c;
+	/* Flags before or after SESSION. */
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
+		if (c == 'h') {
+			flags_help(stdout, t);
+			return EXIT_OKAY;
+		}
+		if (c == 'f')
 			force = true;
-		else if (i > 0 && !strcmp(argv[i], "--allow-git-changes"))
+		else if (c == 'g')
 			allow_git = true;
 		else
-			args[n++] = argv[i];
+			return cmd_bad_flag(cmd, c, argv);
 	}
-	int u = cmd_operands_only(n, args, cmd, usage);
-	if (u >= 0)
-		return u;
-	if (n != 2) {
-		cmd_error("%s: give one session (see `ward sessions`); usage: %s", cmd,
-			  apply ? "ward apply [--force] [--allow-git-changes] SESSION" : "ward diff [--allow-git-changes] SESSION");
+	if (optind + 1 != argc) {
+		cmd_error("%s: give one session (see `ward sessions`); usage: %s", cmd, t->synopsis);
 		return EXIT_USAGE;
 	}
-	const char *id = args[1];
+	const char *id = argv[optind];
 	struct err e = { 0 };
 	struct journal_state st;
 	if (journal_load(id, &st, &e) < 0) {
@@ -124,11 +120,24 @@ static int sessions_run(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "prune"))
 		return sessions_prune(argc - 1, argv + 1);
-	bool json = argc == 2 && !strcmp(argv[1], "--json");
-	if (!json) {
-		int u = cmd_no_operands(argc, argv, "sessions");
-		if (u >= 0)
-			return u;
+	bool json = false;
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_sessions);
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
+		if (c == 'h') {
+			flags_help(stdout, &flagtab_sessions);
+			return 0;
+		}
+		if (c != 'j')
+			return cmd_bad_flag("sessions", c, argv);
+		json = true;
+	}
+	if (optind != argc) {
+		cmd_error("sessions takes no arguments; usage: %s (or ward sessions prune ...)", flagtab_sessions.synopsis);
+		return EXIT_USAGE;
 	}
 	struct err e = { 0 };
 	cJSON *list = NULL;

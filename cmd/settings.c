@@ -6,6 +6,8 @@
 #include "base/parse.h"
 #include "base/utf8.h"
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
+#include "turn/window.h"
 #include "net/allow.h"
 #include "sandbox/box.h"
 #include "turn/compact.h"
@@ -26,7 +28,7 @@
 
 #define CONFIG_FILE_MAX (256u << 10)
 
-/* One row per flag of RUN_FLAG_OPTIONS: a flag with a config key gets it
+/* One row per flag of ward run's settings groups (cmd/flagtab.c): a flag with a config key gets it
  * by adding its row here; settings_apply refuses to run while a flag has
  * none, or a ranked key has no rank. How a project's file and a task line
  * may set each key is decided here and nowhere else (tests/integration
@@ -37,53 +39,45 @@ static const struct settings_key keys[] = {
 	/* A model no dearer than the one in force (ward's price table). */
 	KEY("model", 'm', STR, RANK, RANK, .eg = "\"claude-sonnet-4-20250514\""),
 	KEY("provider", 'p', STR, NEVER, NEVER,
-	    .why = "this picks the API that gets your key (set it in your own file, or give --provider)",
-	    .dflt = "anthropic", .eg = "\"openai\""),
+	    .why = "this picks the API that gets your key (set it in your own file, or give --provider)", .eg = "\"openai\""),
 	KEY("base_url", 'u', STR, NEVER, NEVER,
 	    .why = "this would send your requests and your API key to another server (set it in your own file, "
-		   "ANTHROPIC_BASE_URL or OPENAI_BASE_URL, or give --base-url)",
-	    .dflt = "(the provider's)", .eg = "\"http://127.0.0.1:8080/v1\""),
+		   "ANTHROPIC_BASE_URL or OPENAI_BASE_URL, or give --base-url)", .eg = "\"http://127.0.0.1:8080/v1\""),
 	KEY("approve", 'a', STR, RANK, RANK, .why = "auto would run every call without asking", .eg = "\"ask\""),
 	KEY("allow", 'A', LIST, NEVER, NEVER,
-	    .why = "allow rules widen it (deny rules are taken; put allow rules in your own file, or give --allow)",
-	    .dflt = "(none)", .eg = "[\"bash:git status*\"]"),
-	KEY("deny", 'D', LIST, ALWAYS, ALWAYS, .dflt = "(none)", .eg = "[\"bash:rm *\"]"),
-	KEY("deadline", 'd', STR, RANK, RANK, .dflt = "none", .eg = "\"10m\""),
-	KEY("max_rounds", 'R', NUM, RANK, RANK, .dflt = "none", .eg = "50"),
-	KEY("max_calls", 'C', NUM, RANK, RANK, .dflt = "none", .eg = "200"),
-	KEY("max_tokens", 'T', NUM, RANK, RANK, .dflt = "none", .eg = "1000000"),
-	KEY("max_cost", '$', NUM, RANK, RANK, .dflt = "none", .eg = "2.5"),
-	KEY("idle_timeout", 'I', STR, RANK, RANK, .dflt = "2m", .eg = "\"2m\""),
-	KEY("retries", 'Y', NUM, RANK, RANK, .dflt = "10", .eg = "10"),
-	KEY("disk", 'K', STR, RANK, RANK, .dflt = "10G", .eg = "\"10G\""),
+	    .why = "allow rules widen it (deny rules are taken; put allow rules in your own file, or give --allow)", .eg = "[\"bash:git status*\"]"),
+	KEY("deny", 'D', LIST, ALWAYS, ALWAYS, .eg = "[\"bash:rm *\"]"),
+	KEY("deadline", 'd', STR, RANK, RANK, .eg = "\"10m\""),
+	KEY("max_rounds", 'R', NUM, RANK, RANK, .eg = "50"),
+	KEY("max_calls", 'C', NUM, RANK, RANK, .eg = "200"),
+	KEY("max_tokens", 'T', NUM, RANK, RANK, .eg = "1000000"),
+	KEY("max_cost", '$', NUM, RANK, RANK, .eg = "2.5"),
+	KEY("idle_timeout", 'I', STR, RANK, RANK, .eg = "\"2m\""),
+	KEY("retries", 'Y', NUM, RANK, RANK, .eg = "10"),
+	KEY("disk", 'K', STR, RANK, RANK, .eg = "\"10G\""),
 	/* The box's root: nothing of the host, so any source may name one;
 	 * the host connects to a registry only for an image that is not here,
 	 * and for a project's file or a task line only to a public one. */
-	KEY("image", 'i', STR, ROOT, ROOT, .dflt = "(none)", .eg = "\"debian:bookworm\""),
-	KEY("network.mode", 'N', STR, RANK, RANK, .why = "host would open the host's whole network to the box",
-	    .dflt = "none", .eg = "\"none\""),
+	KEY("image", 'i', STR, ROOT, ROOT, .eg = "\"debian:bookworm\""),
+	KEY("network.mode", 'N', STR, RANK, RANK, .why = "host would open the host's whole network to the box", .eg = "\"none\""),
 	KEY("network.allow_hosts", 'H', LIST, NEVER, PUBLIC,
-	    .why = "this would let the box reach those hosts (put them in your own file, or give --allow-host)",
-	    .dflt = "(none)", .eg = "[\"pkgs.example\"]"),
+	    .why = "this would let the box reach those hosts (put them in your own file, or give --allow-host)", .eg = "[\"pkgs.example\"]"),
 	KEY("network.secrets", 'k', LIST, NEVER, NEVER,
-	    .why = "this would send your credentials to those hosts (put them in your own file, or give --secret)",
-	    .dflt = "(none)", .eg = "[\"API_KEY@api.example.com\"]"),
+	    .why = "this would send your credentials to those hosts (put them in your own file, or give --secret)", .eg = "[\"API_KEY@api.example.com\"]"),
 	KEY("network.secret_ca", 'q', STR, NEVER, NEVER,
 	    .why = "this would trust a certificate authority for the hosts your secrets go to (put it in your own "
-		   "file, or give --secret-ca)",
-	    .dflt = "(none)", .eg = "\"/etc/ssl/private-ca.pem\""),
+		   "file, or give --secret-ca)", .eg = "\"/etc/ssl/private-ca.pem\""),
 	KEY("network.secret_other_keys", 'V', STR, NEVER, NEVER,
 	    .why = "this would let the box take its own credentials to your secrets' hosts (put it in your own "
-		   "file, or give --secret-other-keys)",
-	    .dflt = "off", .eg = "\"on\""),
-	KEY("network.max_bytes", 'Q', STR, RANK, RANK, .dflt = "10G", .eg = "\"500M\""),
+		   "file, or give --secret-other-keys)", .eg = "\"on\""),
+	KEY("network.max_bytes", 'Q', STR, RANK, RANK, .eg = "\"500M\""),
 	/* A bigger window, a later compaction: bigger prompts. */
 	KEY("context_window", 'W', NUM, RANK, RANK, .eg = "200000"),
-	KEY("compact_at", '%', NUM, RANK, RANK, .dflt = "80", .eg = "80"),
+	KEY("compact_at", '%', NUM, RANK, RANK, .eg = "80"),
 	/* How long the provider keeps the prompt cached (1h costs more). */
-	KEY("cache_ttl", 'c', STR, RANK, RANK, .dflt = "5m", .eg = "\"1h\""),
+	KEY("cache_ttl", 'c', STR, RANK, RANK, .eg = "\"1h\""),
 	/* The repository's AGENTS.md in the prompt: on is looser than off. */
-	KEY("project_instructions", 'n', STR, RANK, RANK, .dflt = "on", .eg = "\"off\""),
+	KEY("project_instructions", 'n', STR, RANK, RANK, .eg = "\"off\""),
 	/* Flags of one invocation, not settings: neither source may set them. */
 	{ .c = 'b' }, { .c = 'w' }, { .c = 'r' }, { .c = 'S' }, { .c = 'g' },
 };
@@ -102,14 +96,21 @@ static const struct {
 	{ "OPENAI_BASE_URL", 'u', "openai-responses" },
 };
 
-static const struct option flag_opts[] = { RUN_FLAG_OPTIONS, { 0 } };
-
 const char *settings_flag_name(int c)
 {
-	for (const struct option *o = flag_opts; o->name; o++)
-		if (o->val == c)
-			return o->name;
-	return "?";
+	const struct flag *f = flags_setting(c);
+	return f ? f->name : "?";
+}
+
+int settings_env_at(size_t i, const char **ret_var, const char **ret_provider)
+{
+	if (i >= sizeof(envs) / sizeof(envs[0]))
+		return -1;
+	if (ret_var)
+		*ret_var = envs[i].var;
+	if (ret_provider)
+		*ret_provider = envs[i].provider;
+	return envs[i].c;
 }
 
 const struct settings_key *settings_key_at(size_t i)
@@ -123,7 +124,7 @@ const char *settings_source_name(enum settings_source s)
 	return names[s];
 }
 
-static const struct settings_key *key_by_flag(int c)
+const struct settings_key *settings_key_by_flag(int c)
 {
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].c == c)
@@ -133,10 +134,37 @@ static const struct settings_key *key_by_flag(int c)
 
 const struct settings_key *settings_key_of_flag(const char *name)
 {
-	for (const struct option *o = flag_opts; o->name; o++)
-		if (!strcmp(o->name, name))
-			return key_by_flag(o->val);
+	for (const struct flag_group *g = flagtab_run.groups; g < flagtab_run.groups + FLAG_GROUPS_MAX && g->flags; g++)
+		for (const struct flag *f = g->flags; g->settings && f->name; f++)
+			if (!strcmp(f->name, name))
+				return settings_key_by_flag(f->val);
 	return NULL;
+}
+
+const char *settings_default_text(const struct run_flags *f, int c, char *buf, size_t n)
+{
+	const struct settings_key *k = settings_key_by_flag(c);
+	const struct flag *fl = flags_setting(c);
+	if (c == 'm')
+		return run_flags_model(f);
+	if (c == 'a')
+		return gate_mode_name(f->mode_default);
+	if (c == 'n')
+		return "on";
+	if (c == 'N' && f->net.nallow)
+		return "(allow_hosts)";
+	if (c == 'W') {
+		/* The model's, from ward's table. */
+		int64_t w;
+		if (window_for(run_flags_model(f), &w))
+			snprintf(buf, n, "%lld", (long long)w);
+		else
+			snprintf(buf, n, "%d (the model is not in ward's table)", WINDOW_DEFAULT);
+		return buf;
+	}
+	if (!fl || !k || k->type == SETTINGS_LIST || !*flags_default_value(fl, buf, n))
+		snprintf(buf, n, fl && fl->dnote && k && k->type != SETTINGS_LIST ? "(%s)" : "(none)", fl ? fl->dnote : "");
+	return buf;
 }
 
 static const struct settings_key *key_by_name(const char *section, const char *name)
@@ -316,7 +344,7 @@ static const char *where(char *buf, size_t n, const struct layer *L, const char 
 }
 
 /* The value in force for c, and where it came from, for a message. */
-static void in_force(const struct settings_report *rep, int c, char *buf, size_t n)
+static void in_force(const struct run_flags *g, const struct settings_report *rep, int c, char *buf, size_t n)
 {
 	for (size_t i = rep->n; i-- > 0;) {
 		const struct settings_applied *a = &rep->applied[i];
@@ -326,8 +354,8 @@ static void in_force(const struct settings_report *rep, int c, char *buf, size_t
 			return;
 		}
 	}
-	const struct settings_key *k = key_by_flag(c);
-	snprintf(buf, n, "%s, the default", k && k->dflt ? k->dflt : "?");
+	char d[200];
+	snprintf(buf, n, "%s, the default", settings_default_text(g, c, d, sizeof(d)));
 }
 
 static void record(struct settings_report *rep, int c, const char *value, const struct layer *L)
@@ -375,7 +403,7 @@ static int line_host(const struct run_flags *g, const char *value, const struct 
 	}
 	if (g->net.net_set) {
 		char was[600];
-		in_force(L->rep, 'N', was, sizeof(was));
+		in_force(g, L->rep, 'N', was, sizeof(was));
 		cmd_error("warning: %s%s ignored: a task line may only narrow the network, and a network mode is in "
 			  "force (%s)", ctx, value, was);
 		return 1;
@@ -439,7 +467,7 @@ static int apply(struct run_flags *g, const struct settings_key *k, const char *
 		}
 		if (loose) {
 			char was[600];
-			in_force(L->rep, k->c, was, sizeof(was));
+			in_force(g, L->rep, k->c, was, sizeof(was));
 			cmd_error("warning: %s%s ignored: %s may only tighten it, and this is looser than what is in force "
 				  "(%s)", ctx, value ? value : "true", who(L), was);
 			return 0;
@@ -716,11 +744,12 @@ static bool user_path(char *buf, size_t n)
 
 int settings_apply(struct run_flags *f, struct settings_report *rep)
 {
-	for (const struct option *o = flag_opts; o->name; o++)
-		if (!key_by_flag(o->val)) {
-			cmd_error("internal: --%s has no row in the table of cmd/settings.c", o->name);
-			return EXIT_FAIL;
-		}
+	for (const struct flag_group *fg = flagtab_run.groups; fg < flagtab_run.groups + FLAG_GROUPS_MAX && fg->flags; fg++)
+		for (const struct flag *o = fg->flags; fg->settings && o->name; o++)
+			if (!settings_key_by_flag(o->val)) {
+				cmd_error("internal: --%s has no row in the table of cmd/settings.c", o->name);
+				return EXIT_FAIL;
+			}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const struct settings_key *k = &keys[i];
 		if ((k->project == NARROW_RANK || k->line == NARROW_RANK) && k->c != 'm' && isnan(rank(f, k->c))) {
@@ -764,7 +793,7 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 	}
 
 	/* The environment: which base URL depends on the provider in force. */
-	const char *provider = f->provider ? f->provider : g->provider ? g->provider : "anthropic";
+	const char *provider = f->provider ? f->provider : g->provider ? g->provider : RUN_DEFAULT_PROVIDER;
 	L = (struct layer){ .src = SETTINGS_ENV, .rep = rep };
 	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
 		const char *v = getenv(envs[i].var);
@@ -773,7 +802,7 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 		char ctx[100];
 		snprintf(ctx, sizeof(ctx), "env %s: ", envs[i].var);
 		L.from = envs[i].var;
-		int r = apply(g, key_by_flag(envs[i].c), v, &L, ctx);
+		int r = apply(g, settings_key_by_flag(envs[i].c), v, &L, ctx);
 		if (r)
 			return r;
 	}
@@ -783,7 +812,7 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 	for (size_t i = 0; i < f->ngiven; i++) {
 		const struct run_given *a = &f->given[i];
 		L.from = settings_flag_name(a->c);
-		int r = apply(g, key_by_flag(a->c), a->arg, &L, NULL);
+		int r = apply(g, settings_key_by_flag(a->c), a->arg, &L, NULL);
 		if (r)
 			return r;
 	}
@@ -793,7 +822,7 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 		const struct run_given *a = &f->line[i];
 		char ctx[PATH_MAX + 100];
 		snprintf(ctx, sizeof(ctx), "%s: \"%s\": ", f->line_from ? f->line_from : "task line", a->field);
-		int r = apply(g, key_by_flag(a->c), a->arg, &L, ctx);
+		int r = apply(g, settings_key_by_flag(a->c), a->arg, &L, ctx);
 		if (r)
 			return r;
 	}

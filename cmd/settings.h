@@ -33,7 +33,6 @@ struct settings_key {
 	enum settings_narrow project;	/* a project's .ward/config.json */
 	enum settings_narrow line;	/* a line of ward run --task-file, without --trust-task-file */
 	const char *why;	/* NEVER: why not; RANK: why not its loosest value */
-	const char *dflt;	/* the default, as ward config shows it; NULL: computed */
 	const char *eg;		/* an example value, for a type error */
 };
 /* The i-th row of the table (flags of one invocation have no key); NULL
@@ -41,6 +40,17 @@ struct settings_key {
 const struct settings_key *settings_key_at(size_t i);
 /* A shared flag's long name, without the dashes. */
 const char *settings_flag_name(int c);
+/* The row of a shared flag by its letter; NULL: none (a flag of one
+ * invocation has a row without a key). */
+const struct settings_key *settings_key_by_flag(int c);
+/* The i-th environment variable ward reads a setting from: the flag's
+ * letter, its name and the provider it is read with (NULL: any); -1 past
+ * the last. */
+int settings_env_at(size_t i, const char **ret_var, const char **ret_provider);
+/* The default of a setting as ward config shows it, with f's defaults
+ * (the command's approval mode, the model's window): the flag table's
+ * constant, else its note in parentheses, else "(none)". */
+const char *settings_default_text(const struct run_flags *f, int c, char *buf, size_t n);
 /* The row of a shared flag by its long name ("max-rounds"); NULL when it is
  * not one of them (a flag of ward run alone: --approve-cmd, --patch, ...). */
 const struct settings_key *settings_key_of_flag(const char *name);

@@ -22,6 +22,7 @@
 #include "cmd/edit.h"
 #include "cmd/mdterm.h"
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "cmd/hook.h"
 #include "cmd/session.h"
 #include "cmd/rewind.h"
@@ -47,35 +48,6 @@
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
-
-static const struct option tui_opts[] = {
-	RUN_FLAG_OPTIONS,
-	MCPCONF_OPTIONS,
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
-
-static const char tui_help[] =
-	"usage: ward [chat] [FLAGS]   (at a terminal)\n"
-	"An interactive session: type a task, watch the model work in its box, approve\n"
-	"what needs approving, interrupt with Esc or Ctrl-C, and keep going.\n"
-	"  --model M, --provider P, --base-url URL   as for ward run\n"
-	"  --approve MODE     ask | edits | auto (default edits: file changes go to the\n"
-	"                     copy-on-write workspace; commands are asked; ask with --rw)\n"
-	"  --allow RULE, --deny RULE                 as for ward run\n"
-	"  --deadline DUR     each message's time limit\n"
-	"  --max-rounds N, --max-calls N, --max-tokens N, --max-cost USD\n"
-	"  --context-window N, --compact-at PCT      as for ward run: when to compact\n"
-	"  --workspace DIR    the task's directory (default: the current one)\n"
-	"  --image REF        the box's root: an image instead of the host's own /usr\n"
-	"  --rw               let the box change DIR directly\n"
-	"  --allow-git-changes  let the box change DIR's .git (hooks, config) and /apply apply it\n"
-	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
-	"  --allow-host PAT, --net MODE              as for ward run\n"
-	"  --box NAME         use this existing box\n"
-	"  --resume ID        continue a session\n"
-	MCPCONF_HELP
-	"Settings also come from config files and the environment: see `ward config --help`.\n";
 
 static const struct {
 	const char *cmd, *what;
@@ -727,11 +699,13 @@ static int tui_run(int argc, char **argv)
 		return EXIT_FAIL;
 	u->s.j.fd = -1;
 	u->sfd = -1;
-	run_flags_init(&u->f, GATE_EDITS);
+	run_flags_init(&u->f, CHAT_APPROVE_DEFAULT);
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", tui_opts, NULL)) != -1) {
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_chat);
+	while ((c = getopt_long(argc, argv, g.shorts, g.opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			free(u);
 			return cmd_bad_flag("chat", c, argv);
@@ -747,7 +721,7 @@ static int tui_run(int argc, char **argv)
 			continue;
 		free(u);
 		if (c == 'h') {
-			fputs(tui_help, stdout);
+			flags_help(stdout, &flagtab_chat);
 			return 0;
 		}
 		return cmd_bad_flag("chat", '?', argv);

@@ -2,6 +2,7 @@
  * from the host's own kernel and cached; vm boxes build it on first use
  * too. (A box's root image is `ward image`'s: cmd/image.c.) */
 #include "cmd/cmd.h"
+#include "cmd/flagtab.h"
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
 
@@ -14,16 +15,26 @@ static int vmimage_run(int argc, char **argv)
 	bool force = false;
 	if (argc < 2 || strcmp(argv[1], "build")) {
 		bool help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-		fprintf(help ? stdout : stderr, "usage: ward vm-image build [--force]\n");
+		flags_help(help ? stdout : stderr, &flagtab_vm_image_build);
 		return help ? 0 : EXIT_USAGE;
 	}
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--force")) {
-			force = true;
-		} else {
-			cmd_error("vm-image build: unknown flag \"%s\"; the only one is --force", argv[i]);
-			return EXIT_USAGE;
+	struct flags_getopt g;
+	flags_getopt_init(&g, &flagtab_vm_image_build);
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc - 1, argv + 1, g.shorts, g.opts, NULL)) != -1) {
+		if (c == 'h') {
+			flags_help(stdout, &flagtab_vm_image_build);
+			return 0;
 		}
+		if (c != 'f')
+			return cmd_bad_flag("vm-image build", c, argv + 1);
+		force = true;
+	}
+	if (optind != argc - 1) {
+		cmd_error("vm-image build takes no arguments; usage: %s", flagtab_vm_image_build.synopsis);
+		return EXIT_USAGE;
 	}
 	struct err e = { 0 };
 	struct vm_image img;

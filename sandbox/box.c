@@ -35,7 +35,7 @@
 void box_opts_default(struct box_opts *o)
 {
 	*o = (struct box_opts){
-		.backend = "ns",
+		.backend = BOX_DEFAULT_BACKEND,
 		.ttl_ms = BOX_DEFAULT_TTL_MS,
 		.idle_ms = BOX_DEFAULT_IDLE_MS,
 		.lim = { .memory = BOX_DEFAULT_MEMORY, .pids = BOX_DEFAULT_PIDS, .disk = BOX_DEFAULT_DISK },

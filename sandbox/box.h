@@ -13,6 +13,7 @@
 #include "base/state.h"
 
 /* Defaults, pinned in tests/unit/test-defaults.c. */
+#define BOX_DEFAULT_BACKEND "ns"
 #define BOX_DEFAULT_MEMORY (1ULL << 30)
 #define BOX_DEFAULT_PIDS 512
 #define BOX_DEFAULT_DISK (10ULL << 30)
