@@ -75,8 +75,14 @@ for _ in range(3):
     bash.append(one("bash", {"command": "true"}, []))
     hooked.append(one("bash", {"command": "true"}, [], cfgdir))
     plain.append(one("bash", {"command": "true"}, []))
+# The input a PreToolUse hook gets, in size and shape.
+event = json.dumps({"session_id": "20261202-000000-000000", "transcript_path": os.path.join(work, "state", "x.jsonl"),
+                    "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": "bash",
+                    "tool_input": {"command": "true"}, "tool_use_id": "toolu_0123456789"})
+spawn = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ward))), "bench", "bench-spawn")
+floor = int(subprocess.run([spawn, str(rounds * 3), event, hook], capture_output=True, text=True, check=True).stdout)
 med = lambda xs, i: statistics.median(x[i] for x in xs)
 print(med(mcp, 0), med(bash, 0), round(med(mcp, 1), 2), round(med(bash, 1), 2),
-      round(med(hooked, 1) - med(plain, 1), 2), round(med(plain, 1), 2), round(med(http, 1), 2))
+      round(med(hooked, 1) - med(plain, 1), 2), round(med(plain, 1), 2), round(med(http, 1), 2), round(floor / 1000, 2))
 hsrv.kill()
 hsrv.wait()
