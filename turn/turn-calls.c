@@ -116,7 +116,13 @@ static void on_agent_result(void *ud, uint32_t id, cJSON *result)
 
 static void on_agent_event(void *ud, uint32_t id, const char *agent, cJSON *ev)
 {
+	struct turn *t = ud;
 	struct turn_event te = { .type = EV_AGENT, .result = ev, .text = agent, .len = strlen(agent) };
+	/* Whose child it is: the task call that started it (its
+	 * description), for a front end's card. */
+	for (size_t i = 0; i < t->ncalls; i++)
+		if (t->calls[i].agent && t->calls[i].state == TC_RUNNING && t->calls[i].box_id == id)
+			te.call = t->calls[i].block;
 	turn_emit(ud, &te);
 	cJSON_Delete(ev);
 }

@@ -81,7 +81,9 @@ enum turn_ev_type {
 				 * {event: started|ended, job: {id, command, state, ...},
 				 * running, how?, tail?} (guest/bgjob.c) */
 	EV_AGENT,		/* result: one event line of a subagent's (its own
-				 * type, and its agent and parent ids), as it wrote it */
+				 * type, and its agent and parent ids), as it wrote it;
+				 * text: the child's id (a1); call: the task call's
+				 * tool_use block that started it */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 
