@@ -59,6 +59,7 @@ enum {
 	OPT_AGENT_LEDGER,
 	OPT_AGENT_ID,
 	OPT_AGENT_PARENT,
+	OPT_AGENT_SESSION,
 };
 
 static const struct option run_opts[] = {
@@ -81,6 +82,7 @@ static const struct option run_opts[] = {
 	{ "agent-ledger", required_argument, NULL, OPT_AGENT_LEDGER },
 	{ "agent-id", required_argument, NULL, OPT_AGENT_ID },
 	{ "agent-parent", required_argument, NULL, OPT_AGENT_PARENT },
+	{ "agent-session", required_argument, NULL, OPT_AGENT_SESSION },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -403,6 +405,7 @@ struct run_ctx {
 	int max_subagents;	/* -1: the default */
 	int agent_depth;
 	int agent_ledger;	/* -1: none */
+	const char *agent_session;	/* a subagent's: its parent's session */
 };
 
 /* One flag by its getopt value: 0, 1 for --help, or -1 after an error
@@ -463,6 +466,13 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 			x->out->agent = arg;
 		else
 			x->out->parent = arg;
+		return 0;
+	case OPT_AGENT_SESSION:
+		if (!*arg || strlen(arg) > 60 || arg[strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789-")]) {
+			cmd_error("--agent-session: \"%s\" is not a session id (see `ward sessions`)", arg);
+			return -1;
+		}
+		x->agent_session = arg;
 		return 0;
 	case OPT_MAX_SUBAGENTS:
 	case OPT_AGENT_DEPTH:
@@ -590,7 +600,7 @@ static void out_close(struct run_out *o)
  * its parent (--agent-ledger), a run's own otherwise. A live tree (--rw)
  * and a run as deep as AGENT_DEPTH_MAX offer no task tool. */
 static int run_agents(struct run_ctx *x, struct turn_cfg *cfg, const char *box, const char *workspace,
-		      const char *const *argv, size_t nargv, struct ledger *led, struct agents **ret)
+		      const char *session, const char *const *argv, size_t nargv, struct ledger *led, struct agents **ret)
 {
 	struct err e = { 0 };
 	if (x->agent_ledger >= 0) {
@@ -623,7 +633,7 @@ static int run_agents(struct run_ctx *x, struct turn_cfg *cfg, const char *box, 
 	}
 	struct agents_cfg ac = { .exe = exe, .argv = argv, .nargv = nargv, .box = box, .workspace = workspace,
 				 .max = x->max_subagents, .depth = x->agent_depth, .ledger = cfg->ledger, .b = &cfg->b,
-				 .replay_dir = replay_dir, .id = x->out->agent };
+				 .replay_dir = replay_dir, .id = x->out->agent, .session = session };
 	if (agents_new(&ac, ret, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
@@ -700,6 +710,11 @@ static int run_run(int argc, char **argv)
 			return 0;
 		}
 	}
+	/* A subagent does not outlive its parent, however the parent ended
+	 * (a SIGKILL included): SIGTERM, which the loop reads as a stop
+	 * (its calls cancelled, its box destroyed). */
+	if (x.agent_depth > 0)
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 	_cleanup_free_ char *task = NULL;
 	int r;
 	if (fl.file) {
@@ -809,6 +824,17 @@ static int run_run(int argc, char **argv)
 	}
 	if (fl.file)
 		fleet_session(&fl, s.j.id, s.j.path);
+	if (x.agent_depth > 0 && !f.resume) {
+		/* A subagent's session is its parent's child: ward sessions
+		 * lists it under the parent's. */
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "agent", out.agent ? out.agent : "");
+		cJSON_AddStringToObject(rec, "parent", out.parent ? out.parent : "main");
+		if (x.agent_session)
+			cJSON_AddStringToObject(rec, "parent_session", x.agent_session);
+		journal_write(&s.j, "agent", rec);
+		cJSON_Delete(rec);
+	}
 	if (box_ws[0])
 		snprintf(wsabs, sizeof(wsabs), "%s", box_ws);	/* a resumed session's too */
 	const char *workspace = wsabs[0] ? wsabs : NULL;
@@ -860,7 +886,7 @@ static int run_run(int argc, char **argv)
 	rewind_checkpoint(&s, own_box && !f.rw && workspace);
 	__attribute__((cleanup(ledger_free))) struct ledger led = { .fd = -1 };
 	struct agents *agents = NULL;
-	r = run_agents(&x, cfg, box_name, f.rw ? NULL : workspace, pass_argv, npass, &led, &agents);
+	r = run_agents(&x, cfg, box_name, f.rw ? NULL : workspace, s.j.id, pass_argv, npass, &led, &agents);
 	if (r) {
 		mcp_free(mcp);
 		if (own_box)

@@ -311,7 +311,7 @@ struct agents *tui_agents_begin(struct tui *u, struct turn_cfg *cfg)
 	cfg->ledger = &u->led;
 	struct agents_cfg ac = { .exe = exe, .argv = u->argv, .nargv = u->nargv, .box = u->box,
 				 .workspace = u->ws[0] ? u->ws : NULL, .ledger = cfg->ledger, .b = &cfg->b,
-				 .replay_dir = replay_dir };
+				 .replay_dir = replay_dir, .session = u->s.j.id };
 	struct agents *a = NULL;
 	if (agents_new(&ac, &a, &e) < 0)
 		return NULL;

@@ -185,6 +185,10 @@ static int spawn(struct agents *a, struct agent *g, struct err *e)
 	add_arg(argv, &n, 128, g->name);
 	add_arg(argv, &n, 128, "--agent-parent");
 	add_arg(argv, &n, 128, a->cfg.id ? a->cfg.id : "main");
+	if (a->cfg.session) {
+		add_arg(argv, &n, 128, "--agent-session");
+		add_arg(argv, &n, 128, a->cfg.session);
+	}
 	if (a->cfg.ledger) {
 		add_arg(argv, &n, 128, "--agent-ledger");
 		add_arg(argv, &n, 128, "3");
@@ -479,6 +483,11 @@ int agents_start(struct agents *a, struct loop *l, const cJSON *input, agent_res
 	 * one that could not start is told from agents_tick. */
 	start_waiting(a);
 	return 0;
+}
+
+const char *agents_name(const struct agents *a, uint32_t id)
+{
+	return a && id > 0 && id <= a->n ? a->v[id - 1].name : "";
 }
 
 void agents_cancel(struct agents *a, uint32_t id)

@@ -231,6 +231,72 @@ MS=$(( $(now_ms) - t0 ))
 [ "$MS" -lt 10000 ]; ok $? "SIGTERM: the parent ends within 10 s ($MS ms)"
 is "$(pgrep -fc "^sleep 7\.$$[123]\$") $(boxes | wc -l)" "0 0" "SIGTERM: no child's process or box is left"
 
+# The journal and ward sessions nest the children under their parent; a
+# parent killed while a child ran (SIGKILL: no stop of its own) leaves no
+# child behind, and its --resume tells the model which children's outcome
+# is unknown, their ids and descriptions, with no tool_use left dangling.
+export XDG_STATE_HOME=$T_TMP/state-nest
+JD=$XDG_STATE_HOME/ward/sessions
+child n1 "echo quick >/workspace/n1.txt"
+child n2 "sleep 9.$$ && touch /workspace/canary-n2; sleep 100"
+cat >"$R/nest.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "do n1", "description": "the quick part", "model": "replay:n1.json"}},
+   {"name": "task", "input": {"prompt": "do n2", "description": "the slow part", "model": "replay:n2.json"}}]},
+ {"expect": "go on", "text": "told of the cut"}]}
+J
+ws nest
+"$WARD" run --json --model "replay:$R/nest.json" --workspace "$WS" go >"$T_TMP/out-nest" 2>"$T_TMP/err" </dev/null &
+P=$!
+PJ=""
+for _ in $(seq 150); do
+	PJ=$(grep -l '"type":"agent_end"' "$JD"/*.jsonl 2>/dev/null | head -1)
+	[ -n "$PJ" ] && [ "$(pgrep -fc "^sleep 9\.$$\$")" -ge 1 ] && break
+	sleep 0.1
+done
+PS=$(basename "$PJ" .jsonl)
+[ -n "$PS" ]; ok $? "the parent's journal records a child's end while another runs ($PS)"
+is "$(pgrep -fc "^sleep 9\.$$\$")" 1 "(the slow child's command runs)"
+kill -KILL $P
+wait $P 2>/dev/null
+t0=$(now_ms)
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 9\.$$\$")$(pgrep -fc -- "--agent-session $PS")" = 00 ] && break; sleep 0.1; done
+MS=$(( $(now_ms) - t0 ))
+is "$(pgrep -fc "^sleep 9\.$$\$") $(pgrep -fc -- "--agent-session $PS")" "0 0" \
+	"the parent killed (SIGKILL): its children's wards and commands are gone too ($MS ms)"
+J=$(cat "$PJ")
+like "$J" '"type":"agent_start","call_id":"[^"]+","agent":"a1","description":"the quick part"' "the journal records each child's start (a1, its description)"
+like "$J" '"type":"agent_start","call_id":"[^"]+","agent":"a2","description":"the slow part"' "and a2's"
+like "$J" '"type":"agent_end","call_id":"[^"]+","agent":"a1","session":"[0-9a-f-]+","stop":"done"' "and a1's end: its session and how it stopped"
+unlike "$J" '"type":"agent_end","call_id":"[^"]+","agent":"a2"' "(a2 never ended)"
+S1=$(grep -o '"type":"agent_end","call_id":"[^"]*","agent":"a1","session":"[0-9a-f-]*"' "$PJ" | sed 's/.*"session":"//; s/"$//')
+"$WARD" sessions >"$T_TMP/sessions" 2>&1
+SL=$(python3 - "$T_TMP/sessions" "$PS" "$S1" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+i = [r[0] for r in rows].index(sys.argv[2])
+kids = rows[i + 1:i + 3]
+print("nested" if [k[:2] for k in kids] == [["└", "a1"], ["└", "a2"]] and kids[0][2] == sys.argv[3] else "rows: %r" % rows)
+PY
+)
+is "$SL" nested "ward sessions: the children's sessions listed under the parent's (└ a1, └ a2), a1's its own"
+is "$("$WARD" sessions | grep -c '^[0-9]')" 1 "(twin: the parent's is the one session at the top level)"
+is "$("$WARD" sessions --json | python3 -c 'import json,sys; print(" ".join(sorted("%s<%s" % (s["agent"], s["parent_session"] == sys.argv[1]) for s in json.load(sys.stdin) if "agent" in s)))' "$PS")" \
+	"a1<True a2<True" "ward sessions --json: each child says its agent and its parent's session"
+"$WARD" run --json --resume "$PS" --model "replay:$R/nest.json" --workspace "$WS" "go on" >"$T_TMP/out-resume" 2>"$T_TMP/err" </dev/null
+is "$?" 0 "--resume of the parent: exit 0"
+# The conversation the model is sent, as the journal has it.
+T=$(python3 -c '
+import json, sys
+msgs = [json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"message\"" in l]
+use = [b["id"] for m in msgs if m["role"] == "assistant" for b in m["content"] if b.get("type") == "tool_use"]
+res = {b["tool_use_id"]: b for m in msgs if m["role"] == "user" for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
+print("dangling" if set(use) - set(res) else "\n".join(str(res[u]["content"]) for u in use))' "$JD/$PS.jsonl")
+like "$T" 'outcome unknown: subagent a2 \(the slow part\) was cut off while it ran' "the model is told a2's outcome is unknown (its id and description)"
+like "$T" 'subagent a1 \(the quick part\) had ended \(done\).*not in your workspace' "and that a1 had ended but was never merged"
+unlike "$T" dangling "no tool_use is left without its tool_result"
+unlike "$(tail -1 "$T_TMP/out-resume")" '"path":"n1.txt"' "a1's file was not merged (it is not among the changes)"
+[ ! -e "$WS/canary-n2" ] && [ -z "$(find "$XDG_STATE_HOME" -name canary-n2 2>/dev/null)" ]; ok $? "the slow child's canary never fired"
+
 V=$(validate_events "$T_TMP/out" 2>&1)
 like "$V" "^valid [0-9]+" "--json with subagents validates against the event schema ($V)"
 done_testing
