@@ -60,6 +60,9 @@ enum {
 	OPT_AGENT_ID,
 	OPT_AGENT_PARENT,
 	OPT_AGENT_SESSION,
+	OPT_AGENT_MAX_CALLS,
+	OPT_AGENT_MAX_TOKENS,
+	OPT_AGENT_MAX_COST,
 };
 
 static const struct option run_opts[] = {
@@ -83,6 +86,10 @@ static const struct option run_opts[] = {
 	{ "agent-id", required_argument, NULL, OPT_AGENT_ID },
 	{ "agent-parent", required_argument, NULL, OPT_AGENT_PARENT },
 	{ "agent-session", required_argument, NULL, OPT_AGENT_SESSION },
+	/* A subagent's own share of the task's budgets (its task call's). */
+	{ "agent-max-calls", required_argument, NULL, OPT_AGENT_MAX_CALLS },
+	{ "agent-max-tokens", required_argument, NULL, OPT_AGENT_MAX_TOKENS },
+	{ "agent-max-cost", required_argument, NULL, OPT_AGENT_MAX_COST },
 	MCPCONF_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -406,6 +413,7 @@ struct run_ctx {
 	int agent_depth;
 	int agent_ledger;	/* -1: none */
 	const char *agent_session;	/* a subagent's: its parent's session */
+	struct budgets share;	/* its share_*: set after run_flags_finish (which rebuilds the budgets) */
 };
 
 /* One flag by its getopt value: 0, 1 for --help, or -1 after an error
@@ -489,6 +497,30 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 			x->agent_depth = (int)v;
 		else
 			x->agent_ledger = (int)v;
+		return 0;
+	}
+	case OPT_AGENT_MAX_CALLS:
+	case OPT_AGENT_MAX_TOKENS: {
+		uint64_t v;
+		if (parse_u64(arg, &v) < 0 || v == 0 || v > 1000000000000ull) {
+			cmd_error("--%s: \"%s\" is not a positive number", c == OPT_AGENT_MAX_CALLS ? "agent-max-calls" : "agent-max-tokens",
+				  arg);
+			return -1;
+		}
+		if (c == OPT_AGENT_MAX_CALLS)
+			x->share.share_calls = v > 1000000 ? 1000000 : (int)v;
+		else
+			x->share.share_tokens = (int64_t)v;
+		return 0;
+	}
+	case OPT_AGENT_MAX_COST: {
+		char *end;
+		double d = strtod(arg, &end);
+		if (end == arg || *end || !(d > 0) || d > 1e6) {
+			cmd_error("--agent-max-cost: \"%s\" is not an amount in USD (e.g. 0.05)", arg);
+			return -1;
+		}
+		x->share.share_cost = d;
 		return 0;
 	}
 	case 'h':
@@ -757,6 +789,14 @@ static int run_run(int argc, char **argv)
 	r = run_flags_finish(&f);
 	if (r)
 		return r;
+	cfg->b.share_calls = x.share.share_calls;
+	cfg->b.share_tokens = x.share.share_tokens;
+	cfg->b.share_cost = x.share.share_cost;
+	struct price share_pr;
+	if (cfg->b.share_cost > 0 && !price_for(cfg->pcfg.model, &share_pr)) {
+		cmd_error("--agent-max-cost: ward does not know the prices of %s", cfg->pcfg.model);
+		return EXIT_USAGE;
+	}
 	if (approver.cmd) {
 		f.gate.ask = approver_ask;
 		f.gate.ask_ud = &approver;

@@ -110,6 +110,12 @@ struct budgets {
 	int max_calls;
 	int64_t max_tokens;	/* input + output over the run */
 	double max_cost;	/* USD; 0: none */
+	/* A subagent's own share, which its parent's task call gave it:
+	 * what this run alone may spend, inside the task's totals above
+	 * (which still bind); 0: none. */
+	int share_calls;
+	int64_t share_tokens;
+	double share_cost;
 };
 
 #define TURN_SINKS_MAX 4

@@ -160,6 +160,63 @@ like "$(grep '"agent":"a1.a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'no 
 	"the grandchild (a1.a1) has no task tool: the depth limit"
 like "$(grep '"agent":"a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'subagent a1.a1' "(twin: the child a1 started a1.a1)"
 
+# A child's own share: deadline_s bounds its time (its calls cut at its
+# deadline, while a sibling without one finishes); a child that hangs
+# (stopped, so its own deadline cannot fire) is killed by the parent at
+# its share and the grace; max_calls caps its own calls while a sibling
+# makes all of its.
+cat >"$R/share.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "s1", "description": "short", "deadline_s": 2, "model": "replay:s1.json"}},
+   {"name": "task", "input": {"prompt": "s2", "description": "free", "model": "replay:s2.json"}}]}, {"text": "ok"}]}
+J
+child s1 "sleep 30.$$1"
+child s2 "sleep 3; echo s2 >/workspace/s2.txt"
+ws share
+run share
+STOPS=$(python3 -c 'import json,sys; print(" ".join("%s:%s" % (a["description"], a["stop"]) for a in json.loads(sys.argv[1])["agents"]))' "$OUT")
+is "$STOPS" "short:deadline free:done" "deadline_s 2: that child stops at its own deadline; its sibling without a share is done"
+[ "$MS" -lt 12000 ]; ok $? "the parent is not held by the child's 30 s call ($MS ms)"
+like "$OUT" '"path":"s2.txt"' "(twin: the sibling's work is merged)"
+is "$(pgrep -fc "^sleep 30\.$$1\$")" 0 "the cut child's command is gone"
+
+cat >"$R/hang.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "h1", "description": "hangs", "deadline_s": 2, "model": "replay:h1.json"}}]}, {"text": "ok"}]}
+J
+child h1 "sleep 31.$$1"
+ws hang
+t0=$(now_ms)
+"$WARD" run --json --model "replay:$R/hang.json" --workspace "$WS" go >"$T_TMP/out" 2>"$T_TMP/err" </dev/null &
+P=$!
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 31\.$$1\$")" -ge 1 ] && break; sleep 0.1; done
+C=$(pgrep -P $P -f -- "--agent-id a1")
+[ -n "$C" ] && kill -STOP $C; ok $? "the child ward is stopped (it hangs: its own deadline cannot fire)"
+wait $P
+MS=$(( $(now_ms) - t0 ))
+OUT=$(tail -1 "$T_TMP/out")
+[ "$MS" -ge 6000 ] && [ "$MS" -lt 15000 ]; ok $? "the parent kills it at its 2 s share and the 5 s grace ($MS ms)"
+like "$(mine tool_result)" 'it ran past its share of time \(2 s\) and was killed' "the parent's tool result says so"
+is "$(pgrep -fc "^sleep 31\.$$1\$") $(boxes | wc -l)" "0 0" "its command and its box are gone"
+
+cat >"$R/calls.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "m1", "description": "capped", "max_calls": 1, "model": "replay:m3.json"}},
+   {"name": "task", "input": {"prompt": "m2", "description": "uncapped", "model": "replay:m3.json"}}]}, {"text": "ok"}]}
+J
+cat >"$R/m3.json" <<'J'
+{"turns": [{"tools": [{"name": "bash", "input": {"command": "echo 1"}}]}, {"tools": [{"name": "bash", "input": {"command": "echo 2"}}]},
+ {"tools": [{"name": "bash", "input": {"command": "echo 3"}}]}, {"text": "three calls"}]}
+J
+ws calls
+run calls
+is "$(python3 -c 'import json,sys; print(" ".join("%s:%s:%d" % (a["description"], a["stop"], a["calls"]) for a in json.loads(sys.argv[1])["agents"]))' "$OUT")" \
+	"capped:call_cap:1 uncapped:done:3" "max_calls 1: that child makes one call and stops at its share; its sibling makes its three"
+like "$(grep '"agent":"a1"' "$T_TMP/out" | grep '"type":"result"')" "its own share of the task's tool calls \(1\) was used" "the child says its own share stopped it"
+cat >"$R/badshare.json" <<'J'
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "x", "max_cost": "lots", "model": "replay:s2.json"}}]}, {"text": "ok"}]}
+J
+ws badshare
+run badshare
+like "$(mine tool_result)" 'max_cost: \\"lots\\" is not an amount in USD' "a max_cost that is not an amount: bad input, said"
+
 # A bad model name: a host file is never read as a script.
 cat >"$R/bad.json" <<'J'
 {"turns": [{"tools": [{"name": "task", "input": {"prompt": "x", "model": "replay:../x.json"}}]}, {"text": "ok"}]}
