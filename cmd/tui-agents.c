@@ -13,11 +13,7 @@
 #include "base/timeutil.h"
 #include "cmd/term.h"
 #include "tools/tool.h"
-#include "turn/agent.h"
-#include "turn/ledger.h"
-
-#include <limits.h>
-#include <unistd.h>
+#include "cmd/subagents.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,52 +265,8 @@ void tui_agents_show(struct tui *u)
 	u->agents_open = open;
 }
 
-/* The flags a child is given as the person gave them to the session
- * (ward run passes the same ones, cmd/run.c): the provider, the model,
- * the gate's mode and rules, the stream's limits. A child is a ward run:
- * without --approve its calls run in its own box without asking; the
- * task call that starts it is what the session's gate asks about. */
-static const char passed[] = "pumaADYIW%c";
-static const char *const passed_names[] = { "--provider", "--base-url", "--model", "--approve", "--allow", "--deny",
-					    "--retries", "--idle-timeout", "--context-window", "--compact-at", "--cache-ttl" };
-
 struct agents *tui_agents_begin(struct tui *u, struct turn_cfg *cfg)
 {
 	u->nagents = 0;
-	if (u->f.rw || !u->box[0])
-		return NULL;	/* a live tree: no task tool (as ward run) */
-	struct err e = { 0 };
-	if (u->led.fd < 0 && ledger_new(&u->led, &e) < 0) {
-		u->led.fd = -1;
-		return NULL;
-	}
-	static char exe[PATH_MAX], rdir[PATH_MAX];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (k <= 0)
-		return NULL;
-	exe[k] = 0;
-	u->nargv = 0;
-	for (size_t i = 0; i < u->f.ngiven && u->nargv + 2 <= TUI_AGENT_ARGV; i++) {
-		const char *at = u->f.given[i].c ? strchr(passed, u->f.given[i].c) : NULL;
-		if (!at || !u->f.given[i].arg)
-			continue;
-		u->argv[u->nargv++] = passed_names[at - passed];
-		u->argv[u->nargv++] = u->f.given[i].arg;
-	}
-	const char *replay_dir = NULL;
-	if (cfg->replay_path && realpath(cfg->replay_path, rdir)) {
-		char *sl = strrchr(rdir, '/');
-		if (sl)
-			*sl = 0;
-		replay_dir = rdir;
-	}
-	cfg->ledger = &u->led;
-	struct agents_cfg ac = { .exe = exe, .argv = u->argv, .nargv = u->nargv, .box = u->box,
-				 .workspace = u->ws[0] ? u->ws : NULL, .ledger = cfg->ledger, .b = &cfg->b,
-				 .replay_dir = replay_dir, .session = u->s.j.id };
-	struct agents *a = NULL;
-	if (agents_new(&ac, &a, &e) < 0)
-		return NULL;
-	cfg->agents = a;
-	return a;
+	return subagents_begin(&u->sub, &u->f, cfg, u->box, u->ws[0] ? u->ws : NULL, u->s.j.id);
 }

@@ -716,7 +716,7 @@ static void tui_free(struct tui *u)
 	buf_free(&u->card);
 	buf_free(&u->card_line);
 	buf_free(&u->last_out);
-	ledger_free(&u->led);
+	subagents_free(&u->sub);
 	mdterm_stream_free(u->md);
 	mdterm_stream_free(u->think);
 	for (size_t i = 0; i < TUI_OUT_TAIL; i++)
@@ -732,7 +732,7 @@ static int tui_run(int argc, char **argv)
 {
 	struct tui *u = calloc(1, sizeof(*u));
 	if (u)
-		u->led.fd = -1;
+		subagents_init(&u->sub);
 	if (!u)
 		return EXIT_FAIL;
 	u->s.j.fd = -1;

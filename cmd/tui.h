@@ -13,7 +13,7 @@
 #include "cmd/session.h"
 #include "cmd/mcpconf.h"
 #include "sandbox/box.h"
-#include "turn/ledger.h"
+#include "cmd/subagents.h"
 
 /* Rows of a call's output shown on its card: the first and the last;
  * those between are counted, and Ctrl-T at the prompt shows them all. */
@@ -39,7 +39,6 @@
  * calls an open card lists (the last ones; the earlier are counted). */
 #define TUI_AGENTS 64
 #define TUI_AGENT_CALLS 8
-#define TUI_AGENT_ARGV 64	/* the flags passed on to a child */
 /* The live rows at most (the answer's preview, the running calls' and
  * children's cards, the spinner, the draft, the footer). */
 #define TUI_LIVE_ROWS 40
@@ -159,9 +158,7 @@ struct tui {
 	struct tui_agent agents[TUI_AGENTS];
 	size_t nagents;
 	bool agents_open;
-	struct ledger led;	/* the session's spend with its children's (fd -1: none yet) */
-	const char *argv[TUI_AGENT_ARGV];	/* the flags a child is given */
-	size_t nargv;
+	struct subagents sub;	/* the task tool's: the session's ledger, the flags passed on */
 };
 
 /* tui-keys.c: the terminal. */
