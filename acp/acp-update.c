@@ -179,6 +179,108 @@ static cJSON *plan_update(const cJSON *call)
 	return u;
 }
 
+/* Whose a subagent's call is, for the editor: ACP's ToolCall has no
+ * parent, so ward says it under _meta (the protocol's room for an
+ * agent's own fields): {"ward": {"agent": "a1", "parentToolCallId": the
+ * task call's}}. */
+static void agent_meta(cJSON *u, const char *agent, const cJSON *task)
+{
+	cJSON *w = cJSON_AddObjectToObject(cJSON_AddObjectToObject(u, "_meta"), "ward");
+	cJSON_AddStringToObject(w, "agent", agent);
+	if (json_str(task, "id"))
+		cJSON_AddStringToObject(w, "parentToolCallId", json_str(task, "id"));
+}
+
+/* A subagent's own call (EV_AGENT's line): the editor sees it as a call
+ * of the prompt's, its id the child's ("a1/ID", unique in the session),
+ * its title labelled with the child ("a1 · bash make"). Its diffs are
+ * not shown: the child's box is its own until the merge. */
+static cJSON *agent_update(const struct turn_event *ev, const char *ws)
+{
+	const cJSON *line = ev->result;
+	const char *type = json_str(line, "type"), *who = json_str(line, "agent");
+	if (!type || !who)
+		return NULL;
+	char id[300];
+	cJSON *u = NULL;
+	if (!strcmp(type, "tool_call")) {
+		const cJSON *call = cJSON_GetObjectItemCaseSensitive(line, "call");
+		cJSON *c = cJSON_Duplicate(call, 1);
+		if (!c)
+			return NULL;
+		snprintf(id, sizeof(id), "%s/%s", who, json_str(call, "id") ? json_str(call, "id") : "?");
+		cJSON_ReplaceItemInObject(c, "id", cJSON_CreateString(id));
+		u = cJSON_CreateObject();
+		cJSON_AddStringToObject(u, "sessionUpdate", "tool_call");
+		acp_update_call(u, c, ws, "pending", NULL);
+		cJSON_Delete(c);
+		char title[400];
+		snprintf(title, sizeof(title), "%s · %.300s", who, json_str(u, "title") ? json_str(u, "title") : "");
+		cJSON_ReplaceItemInObject(u, "title", cJSON_CreateString(title));
+		/* A write's card without the file as it was: no diff here. */
+		cJSON_ReplaceItemInObject(u, "content", cJSON_CreateArray());
+	} else if (!strcmp(type, "approval") && json_str(line, "decision") && !strcmp(json_str(line, "decision"), "allow")) {
+		snprintf(id, sizeof(id), "%s/%s", who, json_str(line, "call_id") ? json_str(line, "call_id") : "?");
+		u = cJSON_CreateObject();
+		cJSON_AddStringToObject(u, "sessionUpdate", "tool_call_update");
+		cJSON_AddStringToObject(u, "toolCallId", id);
+		cJSON_AddStringToObject(u, "status", "in_progress");
+	} else if (!strcmp(type, "tool_result")) {
+		snprintf(id, sizeof(id), "%s/%s", who, json_str(line, "call_id") ? json_str(line, "call_id") : "?");
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "id", id);
+		u = result_update(c, cJSON_GetObjectItemCaseSensitive(line, "result"), ws, NULL);
+		cJSON_Delete(c);
+	}
+	if (u)
+		agent_meta(u, who, ev->call);
+	return u;
+}
+
+/* A background job of the box (EV_JOB): a card of its own for as long as
+ * it lives ("job-N"), in progress from its start, completed or failed at
+ * its end, which says how it ended and the tail of its output. */
+static cJSON *job_update(const struct turn_event *ev)
+{
+	const char *what = json_str(ev->result, "event"), *how = json_str(ev->result, "how");
+	const cJSON *job = cJSON_GetObjectItemCaseSensitive(ev->result, "job");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(job, "id");
+	if (!what || !cJSON_IsNumber(n))
+		return NULL;
+	char id[32];
+	snprintf(id, sizeof(id), "job-%d", n->valueint);
+	bool start = !strcmp(what, "started");
+	if (!start && strcmp(what, "ended"))
+		return NULL;
+	cJSON *u = cJSON_CreateObject();
+	cJSON_AddStringToObject(u, "sessionUpdate", start ? "tool_call" : "tool_call_update");
+	cJSON_AddStringToObject(u, "toolCallId", id);
+	if (start) {
+		char title[300];
+		snprintf(title, sizeof(title), "job %d: %.250s", n->valueint, json_str(job, "command") ? json_str(job, "command") : "");
+		cJSON_AddStringToObject(u, "title", title);
+		cJSON_AddStringToObject(u, "kind", "execute");
+		cJSON_AddStringToObject(u, "status", "in_progress");
+	} else {
+		/* It exited with status 0; a signal or another status failed. */
+		const cJSON *ec = cJSON_GetObjectItemCaseSensitive(job, "exit_code");
+		bool ok = cJSON_IsNumber(ec) && ec->valueint == 0;
+		cJSON_AddStringToObject(u, "status", ok ? "completed" : "failed");
+		const char *tail = json_str(ev->result, "tail");
+		char text[1024];
+		snprintf(text, sizeof(text), "job %d %s%s%.900s", n->valueint, how ? how : "ended", tail && *tail ? "\n" : "",
+			 tail ? tail : "");
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "type", "content");
+		cJSON *b = cJSON_AddObjectToObject(c, "content");
+		cJSON_AddStringToObject(b, "type", "text");
+		cJSON_AddStringToObject(b, "text", text);
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(u, "content"), c);
+	}
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(u, "_meta"), "ward"), "job", cJSON_Duplicate(job, 1));
+	return u;
+}
+
 cJSON *acp_update_for(const struct turn_event *ev, const char *ws, const cJSON *olds)
 {
 	if (ev->type == EV_TOOL_CALL || ev->type == EV_APPROVAL || ev->type == EV_TOOL_RESULT) {
@@ -213,6 +315,10 @@ cJSON *acp_update_for(const struct turn_event *ev, const char *ws, const cJSON *
 	}
 	case EV_TOOL_RESULT:
 		return result_update(ev->call, ev->result, ws, olds);
+	case EV_AGENT:
+		return agent_update(ev, ws);
+	case EV_JOB:
+		return job_update(ev);
 	default:
 		return NULL;
 	}

@@ -191,13 +191,21 @@ static cJSON *modes(const struct acp_sess *s)
 }
 
 /* The session's slash commands: the copy-on-write workspace's changes,
- * shown and applied (with --rw there is no copy, and none). */
+ * shown and applied (with --rw there is no copy, and neither); rewind
+ * (ward's /rewind: the conversation and the changes back to before a
+ * message) and the box's background jobs are the host's (host->command).
+ * hint: what follows the name, where anything may. */
 static const struct {
-	const char *name, *what;
-	bool apply;
+	const char *name, *what, *hint;
+	bool apply, host, cow;
 } acp_commands[] = {
-	{ "diff", "Show the session's changes to the directory (its copy-on-write workspace) as a diff", false },
-	{ "apply", "Apply the session's changes to the directory (refused where a file changed there since)", true },
+	{ "diff", "Show the session's changes to the directory (its copy-on-write workspace) as a diff", NULL, false, false, true },
+	{ "apply", "Apply the session's changes to the directory (refused where a file changed there since)", NULL, true, false,
+	  true },
+	{ "rewind", "List your messages, or go back to before message N: the conversation and the workspace changes as "
+		    "they were then (the box is made again)", "N (a message's number; nothing: list them)", false, true, true },
+	{ "jobs", "The box's background jobs (the model's servers, watchers, builds); /jobs kill N ends one",
+	  "kill N (nothing: list them)", false, true, false },
 };
 
 static void send_commands(struct acp_sess *s)
@@ -205,10 +213,14 @@ static void send_commands(struct acp_sess *s)
 	cJSON *u = cJSON_CreateObject();
 	cJSON_AddStringToObject(u, "sessionUpdate", "available_commands_update");
 	cJSON *list = cJSON_AddArrayToObject(u, "availableCommands");
-	for (size_t i = 0; !s->o.rw && i < ARRAY_SIZE(acp_commands); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(acp_commands); i++) {
+		if ((s->o.rw && acp_commands[i].cow) || (acp_commands[i].host && !s->a->host->command))
+			continue;
 		cJSON *c = cJSON_CreateObject();
 		cJSON_AddStringToObject(c, "name", acp_commands[i].name);
 		cJSON_AddStringToObject(c, "description", acp_commands[i].what);
+		if (acp_commands[i].hint)
+			cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "input"), "hint", acp_commands[i].hint);
 		cJSON_AddItemToArray(list, c);
 	}
 	send_update(s, u);
@@ -329,12 +341,21 @@ static void m_session_open(struct acp *a, const cJSON *id, const cJSON *params, 
 }
 
 /* A slash command's answer, as the agent's message. */
-static void run_command(struct acp *a, struct acp_sess *s, const cJSON *id, bool apply)
+static void run_command(struct acp *a, struct acp_sess *s, const cJSON *id, int k, const char *arg)
 {
 	struct err e = { 0 };
 	_cleanup_free_ char *text = NULL;
 	const char *stop = "end_turn";
-	if (s->o.rw) {
+	bool apply = acp_commands[k].apply;
+	if (acp_commands[k].host) {
+		if (a->host->command(a->ud, s->o.h, acp_commands[k].name, arg, &text, &e) < 0) {
+			free(text);
+			text = NULL;
+			rpc_error(&a->rpc, id, RPC_INTERNAL, "/%s: %s", acp_commands[k].name,
+				  e.msg[0] ? e.msg : "failed (ward's log says why)");
+			return;
+		}
+	} else if (s->o.rw) {
 		text = strdup("This session's box works on the directory itself (--rw): there is no copy to diff or apply.");
 	} else if (a->host->changes(a->ud, s->o.h, apply, &text, &e) < 0) {
 		free(text);
@@ -342,7 +363,7 @@ static void run_command(struct acp *a, struct acp_sess *s, const cJSON *id, bool
 		rpc_error(&a->rpc, id, RPC_INTERNAL, "/%s: %s", apply ? "apply" : "diff", e.msg[0] ? e.msg : "failed (ward's log says why)");
 		return;
 	}
-	if (!apply && text && *text) {
+	if (!apply && !acp_commands[k].host && text && *text) {
 		size_t n = strlen(text) + 32;
 		char *md = malloc(n);
 		if (md) {
@@ -362,16 +383,28 @@ static void run_command(struct acp *a, struct acp_sess *s, const cJSON *id, bool
 	rpc_reply(&a->rpc, id, res);
 }
 
-/* The prompt's text as a slash command of the session's: its index, or -1. */
-static int command_of(const char *text)
+/* The prompt's text as a slash command of the session's: its index (and
+ * *arg, what follows its name, trimmed, for one that takes any), or -1. */
+static int command_of(const struct acp_sess *s, char *text, const char **arg)
 {
 	text += strspn(text, " \t\r\n");
 	if (*text != '/')
 		return -1;
 	for (size_t i = 0; i < ARRAY_SIZE(acp_commands); i++) {
 		size_t l = strlen(acp_commands[i].name);
-		if (!strncmp(text + 1, acp_commands[i].name, l) && !text[1 + l + strspn(text + 1 + l, " \t\r\n")])
-			return (int)i;
+		if (strncmp(text + 1, acp_commands[i].name, l) || (text[1 + l] && !strchr(" \t\r\n", text[1 + l])))
+			continue;
+		if ((s->o.rw && acp_commands[i].cow) || (acp_commands[i].host && !s->a->host->command))
+			continue;
+		char *rest = text + 1 + l;
+		rest += strspn(rest, " \t\r\n");
+		size_t n = strlen(rest);
+		while (n && strchr(" \t\r\n", rest[n - 1]))
+			rest[--n] = 0;
+		if (*rest && !acp_commands[i].hint)
+			continue;	/* /diff something: not the command, a prompt */
+		*arg = rest;
+		return (int)i;
 	}
 	return -1;
 }
@@ -389,10 +422,11 @@ static void m_session_prompt(struct acp *a, const cJSON *id, const cJSON *params
 		rpc_error(&a->rpc, id, RPC_PARAMS, "session/prompt: %s", why);
 		return;
 	}
-	int cmd = command_of(b.data);
+	const char *arg = "";
+	int cmd = b.data ? command_of(s, b.data, &arg) : -1;
 	if (cmd >= 0) {
+		run_command(a, s, id, cmd, arg);
 		buf_free(&b);
-		run_command(a, s, id, acp_commands[cmd].apply);
 		return;
 	}
 	struct turn_cfg cfg = { 0 };

@@ -61,6 +61,10 @@ struct acp_host {
 	 * (*ret, malloc'd; "" for none); apply true: applied, *ret saying
 	 * what was. 0, or -1 with e. */
 	int (*changes)(void *ud, void *h, bool apply, char **ret, struct err *e);
+	/* A slash command of the host's (rewind, jobs) with arg (what
+	 * followed its name, "" for nothing): 0 with *ret (malloc'd) what
+	 * to tell the person, or -1 with e. NULL: none offered. */
+	int (*command)(void *ud, void *h, const char *name, const char *arg, char **ret, struct err *e);
 	/* One line for the log (ward's stderr). */
 	void (*log)(void *ud, const char *line);
 };

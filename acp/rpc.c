@@ -45,7 +45,17 @@ static void send_msg(struct rpc *r, cJSON *msg)
 	cJSON_Delete(msg);
 	if (!s || r->out < 0)
 		return;
-	if (fdio_write_full(r->out, s, strlen(s)) < 0 || fdio_write_full(r->out, "\n", 1) < 0) {
+	/* The line and its newline in one write: a reader woken by the line
+	 * alone would wait for the newline until ward ran again (on a busy
+	 * machine, a time slice: bench/acp.py's first update). */
+	size_t n = strlen(s);
+	char *l = realloc(s, n + 2);
+	if (!l)
+		return;
+	s = l;
+	s[n] = '\n';
+	s[n + 1] = 0;
+	if (fdio_write_full(r->out, s, n + 1) < 0) {
 		say(r, "the other side no longer reads: %s", strerror(errno));
 		r->out = -1;	/* (the owner's fd: it closes it) */
 		r->eof = true;

@@ -15,6 +15,8 @@
 #include "cmd/mcpconf.h"
 #include "cmd/rewind.h"
 #include "cmd/session.h"
+#include "cmd/subagents.h"
+#include "base/parse.h"
 #include "mcp/mcp.h"
 #include "sandbox/box.h"
 #include "workspace/layers.h"
@@ -49,6 +51,8 @@ struct acp_cmd_sess {
 	struct mcp *mcp;
 	bool started;
 	char cwd[PATH_MAX], ws[PATH_MAX], box[BOX_NAME_MAX + 1];
+	struct subagents sub;	/* the task tool's: the session's ledger */
+	struct agents *agents;	/* the running prompt's */
 };
 
 static void host_log(void *ud, const char *line)
@@ -69,6 +73,8 @@ static void host_close(void *ud, void *h)
 	if (hs->started)
 		session_end(&hs->s);
 	mcpconf_free(&hs->mc);
+	agents_free(hs->agents);
+	subagents_free(&hs->sub);
 	free(hs);
 }
 
@@ -93,6 +99,7 @@ static int host_open(void *ud, const struct acp_open *o, struct acp_opened *out,
 	if (!hs)
 		return err_set(e, -ENOMEM, "out of memory");
 	hs->c = c;
+	subagents_init(&hs->sub);
 	hs->f = c->f0;
 	hs->mc = c->mc0;
 	snprintf(hs->cwd, sizeof(hs->cwd), "%s", o->cwd);
@@ -156,6 +163,9 @@ static int host_prompt_begin(void *ud, void *h, struct turn_cfg *cfg, struct err
 	cfg->mcp = hs->mcp;
 	hs->c->deadline = hs->f.deadline_ms ? now_ms() + hs->f.deadline_ms : 0;
 	cfg->b.deadline_ms = hs->c->deadline;
+	/* The task tool: its children's calls come to the editor as the
+	 * prompt's own (acp/acp-update.c). */
+	hs->agents = subagents_begin(&hs->sub, &hs->f, cfg, hs->box, hs->f.rw ? NULL : hs->ws, hs->s.j.id);
 	return 0;
 }
 
@@ -163,6 +173,8 @@ static void host_prompt_end(void *ud, void *h, const struct turn_stop *stop)
 {
 	struct acp_cmd_sess *hs = h;
 	struct session_ws sw = host_ws(hs);
+	agents_free(hs->agents);
+	hs->agents = NULL;
 	hs->c->deadline = 0;
 	if (!hs->f.rw)
 		session_changes_record(&sw);
@@ -254,7 +266,114 @@ static int host_changes(void *ud, void *h, bool apply, char **ret, struct err *e
 	return 0;
 }
 
+/* The box goes (its changes are kept): the next prompt makes it again. */
+static void box_drop(void *ud)
+{
+	struct acp_cmd_sess *hs = ud;
+	mcp_free(hs->mcp);
+	hs->mcp = NULL;
+	if (hs->s.box)
+		box_disconnect(hs->s.box);
+	hs->s.box = NULL;
+	if (hs->box[0]) {
+		struct err de = { 0 };
+		box_destroy(hs->box, &de);
+		hs->box[0] = 0;
+	}
+}
+
+/* /rewind: the person's messages, or back to before message N (ward's
+ * /rewind, cmd/rewind.h). */
+static int slash_rewind(struct acp_cmd_sess *hs, const char *arg, struct buf *b, struct err *e)
+{
+	if (!*arg) {
+		cJSON *list = NULL;
+		if (rewind_list(hs->s.j.id, &list, e) < 0)
+			return -1;
+		const cJSON *c;
+		cJSON_ArrayForEach(c, list) {
+			const char *t = json_str(c, "text") ? json_str(c, "text") : "";
+			buf_printf(b, "%lld. %.60s%s\n", (long long)json_int(c, "message", 0), t, strlen(t) > 60 ? "…" : "");
+		}
+		buf_printf(b, "%s", cJSON_GetArraySize(list) ? "Go back to before one with /rewind N (its number).\n"
+							     : "No messages yet.\n");
+		cJSON_Delete(list);
+		return 0;
+	}
+	uint64_t n;
+	if (parse_u64(arg, &n) < 0 || n > INT_MAX) {
+		buf_printf(b, "\"%.40s\" is not a message number; /rewind lists them.\n", arg);
+		return 0;
+	}
+	struct rewind_done d = { 0 };
+	int r = rewind_to(&hs->s, (int)n, hs->f.disk, hs->f.rw ? NULL : box_drop, hs, &d);
+	if (r)
+		return err_set(e, -EINVAL, "the session could not go back to before message %d (ward's log says why)", (int)n);
+	buf_printf(b, "Back before message %d: the conversation has %d message%s; %s.%s\n", (int)n, d.messages,
+		   d.messages == 1 ? "" : "s",
+		   d.workspace ? "the workspace changes are as they were then"
+			       : "the workspace was not rewound (the box works on the directory directly: --rw)",
+		   d.box_stopped ? " The box was destroyed (processes that ran in it are gone); the next prompt makes a new one."
+				 : "");
+	return 0;
+}
+
+/* /jobs, /jobs kill N: the box's background jobs (as the terminal's /jobs). */
+static int slash_jobs(struct acp_cmd_sess *hs, const char *arg, struct buf *b, struct err *e)
+{
+	if (!hs->s.box) {
+		buf_printf(b, "No box now, so no jobs; the next prompt makes one.\n");
+		return 0;
+	}
+	cJSON *args = cJSON_CreateObject();
+	const char *tool = "job_list";
+	uint64_t id = 0;
+	if (!strncmp(arg, "kill", 4) && (!arg[4] || arg[4] == ' ')) {
+		const char *num = arg + 4 + strspn(arg + 4, " ");
+		if (parse_u64(num, &id) < 0 || !id || id > 1000000) {
+			buf_printf(b, "/jobs kill takes a job's number: /jobs kill 2 (/jobs lists them).\n");
+			cJSON_Delete(args);
+			return 0;
+		}
+		tool = "job_kill";
+		cJSON_AddNumberToObject(args, "id", (double)id);
+	} else if (*arg) {
+		buf_printf(b, "/jobs takes kill N, or nothing.\n");
+		cJSON_Delete(args);
+		return 0;
+	}
+	/* job_kill answers once the job is gone: SIGKILL comes 2 s after
+	 * SIGTERM. */
+	const struct box_call_req rq = { .tool = tool, .args = args, .left_ms = 2 * BOX_JOBS_TIMEOUT_MS };
+	cJSON *res = NULL;
+	int r = box_call(hs->s.box, &rq, NULL, NULL, -1, &res, e);
+	cJSON_Delete(args);
+	if (r < 0)
+		return -1;
+	const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "text"));
+	buf_printf(b, "%s%s", t ? t : "", t && *t && t[strlen(t) - 1] != '\n' ? "\n" : "");
+	cJSON_Delete(res);
+	return 0;
+}
+
+static int host_command(void *ud, void *h, const char *name, const char *arg, char **ret, struct err *e)
+{
+	struct acp_cmd_sess *hs = h;
+	struct buf b;
+	buf_init(&b, 1u << 20);
+	int r = !strcmp(name, "rewind") ? slash_rewind(hs, arg, &b, e)
+		: !strcmp(name, "jobs") ? slash_jobs(hs, arg, &b, e)
+					: err_set(e, -EINVAL, "no command /%s", name);
+	if (r < 0 || buf_cstr(&b) < 0) {
+		buf_free(&b);
+		return r < 0 ? r : err_set(e, -ENOMEM, "out of memory");
+	}
+	*ret = b.data;
+	return 0;
+}
+
 static const struct acp_host acp_cmd_host = {
+	.command = host_command,
 	.open = host_open,
 	.prompt_begin = host_prompt_begin,
 	.prompt_end = host_prompt_end,

@@ -181,6 +181,11 @@ static const struct flag run_own[] = {
 	{ "agent-ledger", 0, FLAG_RUN_AGENT_LEDGER, "FD", .hidden = true },
 	{ "agent-id", 0, FLAG_RUN_AGENT_ID, "ID", .hidden = true },
 	{ "agent-parent", 0, FLAG_RUN_AGENT_PARENT, "ID", .hidden = true },
+	{ "agent-session", 0, FLAG_RUN_AGENT_SESSION, "ID", .hidden = true },
+	/* A subagent's own share of the task's budgets (its task call's). */
+	{ "agent-max-calls", 0, FLAG_RUN_AGENT_MAX_CALLS, "N", .hidden = true },
+	{ "agent-max-tokens", 0, FLAG_RUN_AGENT_MAX_TOKENS, "N", .hidden = true },
+	{ "agent-max-cost", 0, FLAG_RUN_AGENT_MAX_COST, "USD", .hidden = true },
 	HELP,
 	END,
 };

@@ -208,6 +208,8 @@ struct run_ctx {
 	int max_subagents;	/* -1: the default */
 	int agent_depth;
 	int agent_ledger;	/* -1: none */
+	const char *agent_session;	/* a subagent's: its parent's session */
+	struct budgets share;	/* its share_*: set after run_flags_finish (which rebuilds the budgets) */
 };
 
 /* One flag by its getopt value: 0, 1 for --help, or -1 after an error
@@ -269,6 +271,13 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 		else
 			x->out->parent = arg;
 		return 0;
+	case FLAG_RUN_AGENT_SESSION:
+		if (!*arg || strlen(arg) > 60 || arg[strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789-")]) {
+			cmd_error("--agent-session: \"%s\" is not a session id (see `ward sessions`)", arg);
+			return -1;
+		}
+		x->agent_session = arg;
+		return 0;
 	case FLAG_RUN_MAX_SUBAGENTS:
 	case FLAG_RUN_AGENT_DEPTH:
 	case FLAG_RUN_AGENT_LEDGER: {
@@ -284,6 +293,30 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 			x->agent_depth = (int)v;
 		else
 			x->agent_ledger = (int)v;
+		return 0;
+	}
+	case FLAG_RUN_AGENT_MAX_CALLS:
+	case FLAG_RUN_AGENT_MAX_TOKENS: {
+		uint64_t v;
+		if (parse_u64(arg, &v) < 0 || v == 0 || v > 1000000000000ull) {
+			cmd_error("--%s: \"%s\" is not a positive number", c == FLAG_RUN_AGENT_MAX_CALLS ? "agent-max-calls" : "agent-max-tokens",
+				  arg);
+			return -1;
+		}
+		if (c == FLAG_RUN_AGENT_MAX_CALLS)
+			x->share.share_calls = v > 1000000 ? 1000000 : (int)v;
+		else
+			x->share.share_tokens = (int64_t)v;
+		return 0;
+	}
+	case FLAG_RUN_AGENT_MAX_COST: {
+		char *end;
+		double d = strtod(arg, &end);
+		if (end == arg || *end || !(d > 0) || d > 1e6) {
+			cmd_error("--agent-max-cost: \"%s\" is not an amount in USD (e.g. 0.05)", arg);
+			return -1;
+		}
+		x->share.share_cost = d;
 		return 0;
 	}
 	case 'h':
@@ -395,7 +428,7 @@ static void out_close(struct run_out *o)
  * its parent (--agent-ledger), a run's own otherwise. A live tree (--rw)
  * and a run as deep as AGENT_DEPTH_MAX offer no task tool. */
 static int run_agents(struct run_ctx *x, struct turn_cfg *cfg, const char *box, const char *workspace,
-		      const char *const *argv, size_t nargv, struct ledger *led, struct agents **ret)
+		      const char *session, const char *const *argv, size_t nargv, struct ledger *led, struct agents **ret)
 {
 	struct err e = { 0 };
 	if (x->agent_ledger >= 0) {
@@ -428,7 +461,7 @@ static int run_agents(struct run_ctx *x, struct turn_cfg *cfg, const char *box, 
 	}
 	struct agents_cfg ac = { .exe = exe, .argv = argv, .nargv = nargv, .box = box, .workspace = workspace,
 				 .max = x->max_subagents, .depth = x->agent_depth, .ledger = cfg->ledger, .b = &cfg->b,
-				 .replay_dir = replay_dir, .id = x->out->agent };
+				 .replay_dir = replay_dir, .id = x->out->agent, .session = session };
 	if (agents_new(&ac, ret, &e) < 0) {
 		cmd_error("%s", e.msg);
 		return EXIT_FAIL;
@@ -506,6 +539,11 @@ static int run_run(int argc, char **argv)
 			return 0;
 		}
 	}
+	/* A subagent does not outlive its parent, however the parent ended
+	 * (a SIGKILL included): SIGTERM, which the loop reads as a stop
+	 * (its calls cancelled, its box destroyed). */
+	if (x.agent_depth > 0)
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 	_cleanup_free_ char *task = NULL;
 	int r;
 	if (fl.file) {
@@ -548,6 +586,14 @@ static int run_run(int argc, char **argv)
 	r = run_flags_finish(&f);
 	if (r)
 		return r;
+	cfg->b.share_calls = x.share.share_calls;
+	cfg->b.share_tokens = x.share.share_tokens;
+	cfg->b.share_cost = x.share.share_cost;
+	struct price share_pr;
+	if (cfg->b.share_cost > 0 && !price_for(cfg->pcfg.model, &share_pr)) {
+		cmd_error("--agent-max-cost: ward does not know the prices of %s", cfg->pcfg.model);
+		return EXIT_USAGE;
+	}
 	if (approver.cmd) {
 		f.gate.ask = run_approver_ask;
 		f.gate.ask_ud = &approver;
@@ -615,6 +661,17 @@ static int run_run(int argc, char **argv)
 	}
 	if (fl.file)
 		fleet_session(&fl, s.j.id, s.j.path);
+	if (x.agent_depth > 0 && !f.resume) {
+		/* A subagent's session is its parent's child: ward sessions
+		 * lists it under the parent's. */
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "agent", out.agent ? out.agent : "");
+		cJSON_AddStringToObject(rec, "parent", out.parent ? out.parent : "main");
+		if (x.agent_session)
+			cJSON_AddStringToObject(rec, "parent_session", x.agent_session);
+		journal_write(&s.j, "agent", rec);
+		cJSON_Delete(rec);
+	}
 	if (box_ws[0])
 		snprintf(wsabs, sizeof(wsabs), "%s", box_ws);	/* a resumed session's too */
 	const char *workspace = wsabs[0] ? wsabs : NULL;
@@ -666,7 +723,7 @@ static int run_run(int argc, char **argv)
 	rewind_checkpoint(&s, own_box && !f.rw && workspace);
 	__attribute__((cleanup(ledger_free))) struct ledger led = { .fd = -1 };
 	struct agents *agents = NULL;
-	r = run_agents(&x, cfg, box_name, f.rw ? NULL : workspace, pass_argv, npass, &led, &agents);
+	r = run_agents(&x, cfg, box_name, f.rw ? NULL : workspace, s.j.id, pass_argv, npass, &led, &agents);
 	if (r) {
 		mcp_free(mcp);
 		if (own_box)

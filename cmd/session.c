@@ -3,6 +3,7 @@
 #include "cmd/box-image.h"
 #include "cmd/term.h"
 #include "cmd/instructions.h"
+#include "turn/agent.h"
 #include "turn/schema.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -29,7 +30,41 @@
 /* A session that ends with the model's calls and no results for them was
  * cut off mid-call: each call gets the result the journal has, or "outcome
  * unknown" (it is never run again). NULL when nothing is missing. */
-static cJSON *resume_results(const cJSON *messages, const cJSON *results)
+/* A task call cut off: which subagent it was, and what is known of it
+ * (the journal's agent_start and agent_end records). */
+static cJSON *agent_unknown(const cJSON *block, const cJSON *agents)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(agents, json_str(block, "id") ? json_str(block, "id") : "");
+	const char *id = json_str(a, "agent"), *desc = json_str(a, "description"), *sess = json_str(a, "session"),
+		   *stop = json_str(a, "stop");
+	if (!desc)
+		desc = json_str(cJSON_GetObjectItemCaseSensitive(block, "input"), "description");
+	char who[300];
+	snprintf(who, sizeof(who), "subagent %s%s%s%s", id && *id ? id : "(not started)", desc ? " (" : "", desc ? desc : "",
+		 desc ? ")" : "");
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "outcome", "unknown");
+	struct buf b;
+	buf_init(&b, 4096);
+	if (stop)
+		buf_printf(&b, "outcome unknown: %s had ended (%s) when the session was cut off (ward was stopped), but "
+			       "before its changes were merged: they are not in your workspace and its answer was not "
+			       "kept here%s%s%s. Run it again if its part is still needed.",
+			   who, stop, sess ? " (its own session is " : "", sess ? sess : "", sess ? ")" : "");
+	else
+		buf_printf(&b, "outcome unknown: %s was cut off while it ran (ward was stopped); it was not run again, "
+			       "and none of its changes were merged into your workspace (its box is gone). Run it again "
+			       "if its part is still needed.",
+			   who);
+	buf_cstr(&b);
+	cJSON_AddStringToObject(r, "text", b.data ? b.data : "");
+	buf_free(&b);
+	cJSON *ag = cJSON_AddObjectToObject(r, "agent");
+	cJSON_AddStringToObject(ag, "id", id ? id : "");
+	return r;
+}
+
+static cJSON *resume_results(const cJSON *messages, const cJSON *results, const cJSON *agents)
 {
 	const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
 	const char *role = json_str(last, "role");
@@ -45,7 +80,10 @@ static cJSON *resume_results(const cJSON *messages, const cJSON *results)
 			continue;
 		const cJSON *res = cJSON_GetObjectItemCaseSensitive(results, id ? id : "");
 		cJSON *unknown = NULL;
-		if (!res || !json_str(res, "text")) {
+		const char *name = json_str(b, "name");
+		if ((!res || !json_str(res, "text")) && name && !strcmp(name, AGENT_TOOL)) {
+			unknown = agent_unknown(b, agents);
+		} else if (!res || !json_str(res, "text")) {
 			unknown = cJSON_CreateObject();
 			cJSON_AddStringToObject(unknown, "outcome", "unknown");
 			cJSON_AddStringToObject(unknown, "text",
@@ -124,7 +162,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		s->rounds = st.rounds;
 		s->calls = st.calls;
 		s->refused = st.refused;
-		cJSON *cut = resume_results(s->messages, st.results);
+		cJSON *cut = resume_results(s->messages, st.results, st.agents);
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");
 		f->rw = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.header, "rw"));
@@ -633,6 +671,12 @@ int session_list(cJSON **ret, struct err *e)
 						json_str(st.header, "workspace") ? json_str(st.header, "workspace") : "");
 			cJSON_AddStringToObject(x, "first", first);
 			cJSON_AddNumberToObject(x, "compactions", st.compactions);
+			/* A subagent's: whose child it is (ward sessions nests it). */
+			if (st.agent) {
+				cJSON_AddStringToObject(x, "agent", json_str(st.agent, "agent"));
+				if (json_str(st.agent, "parent_session"))
+					cJSON_AddStringToObject(x, "parent_session", json_str(st.agent, "parent_session"));
+			}
 			/* When it was last written to: what a prune by age goes by. */
 			struct stat jst;
 			char jp[PATH_MAX + 300];

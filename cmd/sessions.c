@@ -114,6 +114,57 @@ const struct command cmd_apply = {
 	.name = "apply", .args = "[--force] [--allow-git-changes] SESSION", .summary = "apply the workspace changes a run left", .run = apply_run,
 };
 
+/* A subagent's session whose parent's is in the list: printed under it. */
+static bool has_parent(const cJSON *list, const cJSON *x)
+{
+	const char *p = json_str(x, "parent_session");
+	const cJSON *y;
+	cJSON_ArrayForEach(y, list)
+		if (p && y != x && json_str(y, "session") && !strcmp(json_str(y, "session"), p))
+			return true;
+	return false;
+}
+
+static int by_agent(const void *a, const void *b)
+{
+	const char *x = json_str(*(const cJSON *const *)a, "agent"), *y = json_str(*(const cJSON *const *)b, "agent");
+	return strverscmp(x ? x : "", y ? y : "");
+}
+
+/* One session's row, then its children's, each level indented ("└ a1 "
+ * before a child's id, the agent it was). */
+static void print_session(const cJSON *list, const cJSON *x, int depth)
+{
+	const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
+	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(x, "mtime");
+	char c[16] = "-", when[32] = "-", name[160];
+	if (cJSON_IsNumber(nc) && nc->valueint > 0)
+		snprintf(c, sizeof(c), "%d", nc->valueint);
+	/* The last time it was written to, in the machine's time zone. */
+	struct tm tm;
+	time_t t = cJSON_IsNumber(mt) ? (time_t)mt->valuedouble : 0;
+	if (t && localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+	const char *id = json_str(x, "session") ? json_str(x, "session") : "?";
+	if (depth)
+		snprintf(name, sizeof(name), "%*s└ %s %s", 2 * (depth - 1), "", json_str(x, "agent") ? json_str(x, "agent") : "?", id);
+	else
+		snprintf(name, sizeof(name), "%s", id);
+	term_printf(stdout, "%-24s %-16s %-14s %-16.16s %-9s %s\n", name, when, json_str(x, "stop"), json_str(x, "model"), c,
+		    json_str(x, "workspace"));
+	/* Its children in the order they were started (a1, a2, ..., a10). */
+	const cJSON *kids[128], *y;
+	size_t n = 0;
+	cJSON_ArrayForEach(y, list) {
+		const char *p = json_str(y, "parent_session");
+		if (p && y != x && !strcmp(p, id) && depth < 8 && n < ARRAY_SIZE(kids))
+			kids[n++] = y;
+	}
+	qsort(kids, n, sizeof(kids[0]), by_agent);
+	for (size_t i = 0; i < n; i++)
+		print_session(list, kids[i], depth + 1);
+}
+
 /* ward sessions [--json] | ward sessions prune ...: the journals, newest
  * last, with how each ended and when each was last written to. */
 static int sessions_run(int argc, char **argv)
@@ -156,20 +207,9 @@ static int sessions_run(int argc, char **argv)
 	}
 	term_printf(stdout, "%-24s %-16s %-14s %-16s %-9s %s\n", "SESSION", "TIME", "STOP", "MODEL", "COMPACTED", "WORKSPACE");
 	const cJSON *x;
-	cJSON_ArrayForEach(x, list) {
-		const cJSON *nc = cJSON_GetObjectItemCaseSensitive(x, "compactions");
-		const cJSON *mt = cJSON_GetObjectItemCaseSensitive(x, "mtime");
-		char c[16] = "-", when[32] = "-";
-		if (cJSON_IsNumber(nc) && nc->valueint > 0)
-			snprintf(c, sizeof(c), "%d", nc->valueint);
-		/* The last time it was written to, in the machine's time zone. */
-		struct tm tm;
-		time_t t = cJSON_IsNumber(mt) ? (time_t)mt->valuedouble : 0;
-		if (t && localtime_r(&t, &tm))
-			strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
-		term_printf(stdout, "%-24s %-16s %-14s %-16.16s %-9s %s\n", json_str(x, "session"), when, json_str(x, "stop"),
-			    json_str(x, "model"), c, json_str(x, "workspace"));
-	}
+	cJSON_ArrayForEach(x, list)
+		if (!has_parent(list, x))
+			print_session(list, x, 0);
 	cJSON_Delete(list);
 	return 0;
 }

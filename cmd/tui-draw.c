@@ -169,7 +169,7 @@ void tui_live_clear(struct tui *u)
 	u->live_n = 0;
 }
 
-static void live_row(struct tui *u, struct buf *b, const char *s, int cols)
+void tui_live_row(struct tui *u, struct buf *b, const char *s, int cols)
 {
 	if (u->live_n >= (int)ARRAY_SIZE(u->live_w))
 		return;
@@ -322,7 +322,7 @@ void tui_live_draw(struct tui *u)
 			size_t at = r % TUI_PREVIEW_ROWS;
 			char row[4096];
 			snprintf(row, sizeof(row), "%.*s", (int)MIN(ends[at] - starts[at], sizeof(row) - 1), line + starts[at]);
-			live_row(u, &b, row, cols);
+			tui_live_row(u, &b, row, cols);
 		}
 	}
 	/* The running call's last rows, while its card shows only the first. */
@@ -333,9 +333,10 @@ void tui_live_draw(struct tui *u)
 			char row[4096];
 			snprintf(row, sizeof(row), DIM "%s", u->tail[at].row ? u->tail[at].row : "");
 			row[strcspn(row, "\n")] = 0;
-			live_row(u, &b, row, cols);
+			tui_live_row(u, &b, row, cols);
 		}
 	}
+	tui_agents_live(u, &b, cols);
 	if (u->waiting || u->call_running) {
 		double secs = (double)(now_ms() - u->since) / 1000;
 		char left[48] = "", row[512];
@@ -349,7 +350,7 @@ void tui_live_draw(struct tui *u)
 		else
 			snprintf(row, sizeof(row), DIM "%s waiting for the model %.1fs%s · esc to interrupt" UNDIM,
 				 frames[u->spin % 10], secs, left);
-		live_row(u, &b, row, cols);
+		tui_live_row(u, &b, row, cols);
 	}
 	struct buf d;
 	buf_init(&d, TUI_QUEUE * 4);
@@ -363,14 +364,14 @@ void tui_live_draw(struct tui *u)
 		size_t off = skip ? term_fit_bytes(s, n, skip + 1) : 0;
 		char row[8192];
 		snprintf(row, sizeof(row), "› %s%s", off ? "…" : "", s + off);
-		live_row(u, &b, row, cols);
+		tui_live_row(u, &b, row, cols);
 	}
 	buf_free(&d);
 	_cleanup_free_ char *foot = tui_footer(u, cols);
 	if (foot) {
 		char row[1024];
 		snprintf(row, sizeof(row), DIM "%s" UNDIM, foot);
-		live_row(u, &b, row, cols);
+		tui_live_row(u, &b, row, cols);
 	}
 	if (b.len) {
 		fwrite(b.data, 1, b.len, stdout);
@@ -914,6 +915,7 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 		break;
 	case EV_TOOL_RESULT:
 		u->call_running = false;
+		tui_agents_result(u, ev->result);
 		card_result(u, ev->call, ev->result);
 		break;
 	case EV_USAGE:
@@ -941,7 +943,8 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 		break;
 	}
 	case EV_AGENT:
-		break;	/* (ward run's: the terminal session offers no task tool yet) */
+		tui_agents_event(u, ev);
+		break;
 	case EV_NET: {
 		/* Between a card's output and its result: what the box reached. */
 		const char *host = json_str(ev->result, "host"), *why = json_str(ev->result, "why");
@@ -970,6 +973,7 @@ void tui_on_event(void *ud, const struct turn_event *ev)
 	case EV_STOP: {
 		const struct turn_stop *st = ev->stop;
 		md_end(u);
+		tui_agents_end(u);
 		if (st->kind == TURN_CANCELLED && u->streamed)
 			tui_put(u, DIM "[interrupted: the partial answer is kept]" UNDIM "\n");
 		tui_newline(u);

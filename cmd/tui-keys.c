@@ -276,6 +276,14 @@ static bool prompt_key(struct tui *u, unsigned char *c)
 		tui_prompt_footer(u);
 		*c = EDITOR_REDRAW_BYTE;
 		return true;
+	case 0x0f:	/* Ctrl-O: the last turn's subagents, open */
+		if (!u->nagents)
+			return true;
+		fputs("\r\n\033[J", stdout);
+		tui_agents_show(u);
+		tui_prompt_footer(u);
+		*c = EDITOR_REDRAW_BYTE;
+		return true;
 	case 0x1a:	/* Ctrl-Z */
 		fputs("\r\n\033[J", stdout);
 		fputs(DIM "ward is suspended; fg brings it back" UNDIM "\n", stdout);
@@ -398,6 +406,12 @@ void tui_on_keys(void *ud, struct turn *t)
 		 * at the next prompt. */
 		if (buf[i] == 4) {
 			u->ctrl_d_typed = true;
+			continue;
+		}
+		/* Ctrl-O: the subagents' cards open or close (where any runs;
+		 * otherwise it is typeahead, as before). */
+		if (buf[i] == 0x0f && u->nagents) {
+			u->agents_open = !u->agents_open;
 			continue;
 		}
 		buf_append(&u->ahead, &buf[i], 1);

@@ -29,6 +29,7 @@
 #include "base/parse.h"
 #include "mcp/mcp.h"
 #include "sandbox/box.h"
+#include "turn/agent.h"
 #include "workspace/layers.h"
 #include "workspace/wsdiff.h"
 
@@ -61,6 +62,8 @@ static const struct {
 	{ "/apply", "apply them to the workspace directory (not over files changed there since the box took its "
 		    "copy; /apply --force does)" },
 	{ "/cost", "tokens and cost so far" },
+	{ "/agents", "the last turn's subagents (the task tool), their cards open: each child's calls, how it "
+		     "ended, its cost" },
 	{ "/status", "the model, the box, the session and the project instructions loaded" },
 	{ "/config", "the settings in force" },
 	{ "/model [NAME]", "show the model, or switch to another (the conversation goes on)" },
@@ -84,7 +87,8 @@ static const char tui_keys[] =
 	"Keys: Esc or Ctrl-C stops the turn (a running call is cancelled in its box); at the prompt Esc twice "
 	"clears the line, Ctrl-C clears it and twice on an empty line exits. Ctrl-J, Shift-Enter, Alt-Enter or a "
 	"line ending in \\ go on to a new line; Backspace on an empty one goes back to the line before. Tab "
-	"completes a command or an @path; Ctrl-T shows the last call's whole output; Ctrl-R searches the history; "
+	"completes a command or an @path; Ctrl-T shows the last call's whole output; Ctrl-O opens or closes the "
+	"subagents' cards while they run (at the prompt: /agents); Ctrl-R searches the history; "
 	"Ctrl-Z suspends. A paste of several lines is taken as one piece.";
 
 /* The commands as a table where the width holds one, else each name on a
@@ -437,6 +441,8 @@ static bool slash(struct tui *u, char *line)
 		}
 	} else if (!strcmp(line, "/mcp")) {
 		tui_show_mcp(u);
+	} else if (!strcmp(line, "/agents")) {
+		tui_agents_show(u);
 	} else if (!strcmp(line, "/cost")) {
 		tui_putf(u, "%lld tokens in, %lld out (%lld not cached, %lld read from the cache, %lld written to it: %.0f%% hit)",
 			 (long long)usage_prompt(&u->usage), (long long)u->usage.output, (long long)u->usage.input,
@@ -614,10 +620,12 @@ static void run_turn_on(struct tui *u, const char *text)
 		rewind_checkpoint(&u->s, changes);
 	struct turn_cfg cfg;
 	turn_begin(u, &cfg);
+	struct agents *agents = tui_agents_begin(u, &cfg);
 	struct turn_stop stop;
 	struct err e = { 0 };
 	u->retries = 0;
 	int r = run_turn(&cfg, &u->s, text, &stop, &e);
+	agents_free(agents);
 	tui_live_clear(u);
 	if (r < 0)
 		tui_putf(u, RED "ward: %s" RESET "\n", e.msg);
@@ -681,6 +689,7 @@ static void tui_free(struct tui *u)
 	buf_free(&u->card);
 	buf_free(&u->card_line);
 	buf_free(&u->last_out);
+	subagents_free(&u->sub);
 	mdterm_stream_free(u->md);
 	mdterm_stream_free(u->think);
 	for (size_t i = 0; i < TUI_OUT_TAIL; i++)
@@ -695,6 +704,8 @@ static void tui_free(struct tui *u)
 static int tui_run(int argc, char **argv)
 {
 	struct tui *u = calloc(1, sizeof(*u));
+	if (u)
+		subagents_init(&u->sub);
 	if (!u)
 		return EXIT_FAIL;
 	u->s.j.fd = -1;

@@ -13,6 +13,7 @@
 #include "cmd/session.h"
 #include "cmd/mcpconf.h"
 #include "sandbox/box.h"
+#include "cmd/subagents.h"
 
 /* Rows of a call's output shown on its card: the first and the last;
  * those between are counted, and Ctrl-T at the prompt shows them all. */
@@ -34,6 +35,13 @@
 #define TUI_QUEUE 65536
 #define TUI_PASTES 32
 #define TUI_MSG_MAX (1u << 20)
+/* Subagents' cards (tui-agents.c): children of one turn kept, and the
+ * calls an open card lists (the last ones; the earlier are counted). */
+#define TUI_AGENTS 64
+#define TUI_AGENT_CALLS 8
+/* The live rows at most (the answer's preview, the running calls' and
+ * children's cards, the spinner, the draft, the footer). */
+#define TUI_LIVE_ROWS 40
 
 #define DIM "\033[2m"
 #define UNDIM "\033[22m"
@@ -45,6 +53,23 @@
 #define RESET "\033[0m"
 #define PASTE_ON "\033[?2004h"
 #define PASTE_OFF "\033[?2004l"
+
+/* A child of the task tool, as its card shows it. Every string is
+ * term-safe already (the child's and the model's words). */
+struct tui_agent {
+	char name[64];		/* a1, a1.a1 */
+	char desc[160];		/* the task call's description (or its prompt's start) */
+	char now[200];		/* the call it is making; "" between calls */
+	char calls[TUI_AGENT_CALLS][200];	/* its calls, a ring: "✓ bash ls" */
+	int ncalls;
+	struct usage usage;	/* its own running total */
+	double cost;		/* its result's, once it ended; <0: not known */
+	int64_t since, ended;
+	char end[240];		/* how it ended ("" while it runs) */
+	bool ok;
+	char final[200];	/* its final answer's first line */
+	bool shown;		/* its ended card is committed */
+};
 
 struct tui {
 	struct run_flags f;
@@ -82,7 +107,7 @@ struct tui {
 	bool bol;		/* the cursor is at the start of a line */
 	bool live;		/* the live rows are drawn */
 	int live_n;		/* how many */
-	int live_w[8];		/* each one's columns */
+	int live_w[TUI_LIVE_ROWS];	/* each one's columns */
 	struct mdterm_stream *md, *think;	/* the answer, the thinking */
 	bool think_first;	/* the thinking's first row is still to come */
 	bool thinking_open;
@@ -128,6 +153,12 @@ struct tui {
 	struct usage usage;
 	bool priced;
 	struct price price;
+	/* The last turn's subagents; agents_open: their cards open (Ctrl-O
+	 * in a turn), listing their calls. */
+	struct tui_agent agents[TUI_AGENTS];
+	size_t nagents;
+	bool agents_open;
+	struct subagents sub;	/* the task tool's: the session's ledger, the flags passed on */
 };
 
 /* tui-keys.c: the terminal. */
@@ -205,6 +236,24 @@ void tui_show_history(struct tui *u, int exchanges);
 void tui_resume_state(struct tui *u, bool mode_given);
 /* The approval mode, in the journal (a "mode" record), for --resume. */
 void tui_journal_mode(struct tui *u);
+
+/* tui-agents.c: the subagents' cards. tui_agents_event takes a child's
+ * event line (EV_AGENT) and commits the card of one that ended;
+ * tui_agents_result the task call's result (a child cut off before its
+ * own result); tui_agents_live adds the running ones' rows to the live
+ * rows; tui_agents_end commits what is left when the turn ends;
+ * tui_agents_show lists the last turn's children, open (/agents). */
+void tui_agents_event(struct tui *u, const struct turn_event *ev);
+void tui_agents_result(struct tui *u, const cJSON *result);
+void tui_agents_live(struct tui *u, struct buf *b, int cols);
+void tui_agents_end(struct tui *u);
+void tui_agents_show(struct tui *u);
+/* A turn's task tool (turn/agent.h), set in cfg (its agents and the
+ * session's ledger): NULL where the session offers none (--rw). Freed by
+ * agents_free after the turn. */
+struct agents *tui_agents_begin(struct tui *u, struct turn_cfg *cfg);
+/* tui-draw.c's: one live row of ward's own (term-safe) text. */
+void tui_live_row(struct tui *u, struct buf *b, const char *s, int cols);
 
 /* tui-jobs.c: /jobs lists the box's background jobs; /jobs kill N (more:
  * the word after "kill") ends one. */

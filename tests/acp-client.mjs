@@ -127,6 +127,27 @@ try {
 			await timed("fsCancel", ask(c3.sessionId, "look"));
 			return;
 		}
+		if (process.env.ACP_EXTRA) {
+			// The task tool's children, a background job, /jobs and
+			// /rewind, over one session.
+			const s = await ctx.request("session/new", { cwd, mcpServers: [] });
+			res.sessionId = s.sessionId;
+			const ask = (text) => ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text }] });
+			const cmd = async (name, text) => {
+				const n = res.updates.length;
+				await timed(name, ask(text));
+				res[name + "Text"] = res.updates.slice(n).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+			};
+			await timed("agents", ask("agents"));
+			await timed("job", ask("job"));
+			await cmd("jobs", "/jobs");
+			await cmd("jobsBad", "/jobs kill x");
+			await cmd("rewindList", "/rewind");
+			await cmd("rewind", "/rewind 2");
+			await cmd("diff", "/diff");
+			await cmd("notCommand", "/diff job");
+			return;
+		}
 		const mcp = process.env.ACP_MCP;
 		if (mcp) {
 			// The editor's MCP servers: one ward would read another way

@@ -26,7 +26,7 @@ const struct tool *tool_lookup(const char *name)
 const char *tool_call_arg(const cJSON *call)
 {
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(call, "input");
-	static const char *const keys[] = { "command", "path", "pattern" };
+	static const char *const keys[] = { "command", "path", "pattern", "description", "prompt" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, keys[i]));
 		if (v)

@@ -38,6 +38,7 @@ struct agent {
 	struct buf line;
 	cJSON *result;			/* its last line, {"type":"result"} */
 	int64_t started_ms, ended_ms, kill_at;
+	int64_t share_ms, hang_at;	/* its own share of time; when it is killed past it (0: none) */
 	int64_t start_ms;		/* its start's cost: the fork, the base manifest, the spawn */
 	int status;
 	char why[300];			/* what went wrong starting or running it */
@@ -62,6 +63,12 @@ static const struct arg_spec task_args[] = {
 	{ .name = "description", .type = ARG_STRING },
 	{ .name = "tools", .type = ARG_STRING, .choices = tool_sets },
 	{ .name = "model", .type = ARG_STRING },
+	/* Its own share of the task's budgets (the task's totals still
+	 * bind): seconds, tool calls, tokens, USD (a decimal, as a string). */
+	{ .name = "deadline_s", .type = ARG_INT, .min = 1, .max = 86400 },
+	{ .name = "max_calls", .type = ARG_INT, .min = 1, .max = 1000000 },
+	{ .name = "max_tokens", .type = ARG_INT, .min = 1, .max = 1000000000000 },
+	{ .name = "max_cost", .type = ARG_STRING },
 	{ 0 },
 };
 
@@ -92,7 +99,9 @@ cJSON *agents_schema(void)
 			       "Its final answer comes back as the result, with the files it changed (merged into your "
 			       "workspace) and any conflict (a file you or another subagent changed too: not merged, both "
 			       "versions shown, yours kept). prompt: all it is told; tools: \"all\" (default) or "
-			       "\"read-only\" (it reads your workspace and changes nothing); description: a few words.",
+			       "\"read-only\" (it reads your workspace and changes nothing); description: a few words. It "
+			       "shares your budgets; deadline_s, max_calls, max_tokens and max_cost (USD, as a string: "
+			       "\"0.05\") give it a smaller share of its own.",
 		.args = task_args,
 	};
 	return tool_schema(&t);
@@ -121,6 +130,14 @@ int agents_check(const struct agents *a, const cJSON *input, struct err *e)
 			return err_set(e, -EINVAL, "model: replay:NAME is only for a replayed run, NAME a script beside its own");
 	} else if (model && a->cfg.replay_dir) {
 		return err_set(e, -EINVAL, "model: a replayed run's subagents replay too (replay:NAME)");
+	}
+	const char *mc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(input, "max_cost"));
+	if (mc) {
+		char *end;
+		double d = strtod(mc, &end);
+		if (end == mc || *end || !(d > 0) || d > 1e6)
+			return err_set(e, -EINVAL, "max_cost: \"%.40s\" is not an amount in USD (a decimal such as \"0.05\")",
+				       mc);
 	}
 	if (a->n >= AGENT_CHILDREN_MAX)
 		return err_set(e, -EMFILE, "this run has started %d subagents, the most it may", AGENT_CHILDREN_MAX);
@@ -185,16 +202,46 @@ static int spawn(struct agents *a, struct agent *g, struct err *e)
 	add_arg(argv, &n, 128, g->name);
 	add_arg(argv, &n, 128, "--agent-parent");
 	add_arg(argv, &n, 128, a->cfg.id ? a->cfg.id : "main");
+	if (a->cfg.session) {
+		add_arg(argv, &n, 128, "--agent-session");
+		add_arg(argv, &n, 128, a->cfg.session);
+	}
 	if (a->cfg.ledger) {
 		add_arg(argv, &n, 128, "--agent-ledger");
 		add_arg(argv, &n, 128, "3");
 	}
 	const struct budgets *b = a->cfg.b;
-	if (b && b->deadline_ms) {
-		int64_t left = b->deadline_ms - now_ms();
+	/* Its time: what is left of the task's, or its own share if less;
+	 * past that and the grace, the parent kills it (a child that hangs). */
+	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(g->input, "deadline_s");
+	int64_t share = cJSON_IsNumber(ds) ? (int64_t)ds->valuedouble * 1000 : 0;
+	int64_t left = b && b->deadline_ms ? b->deadline_ms - now_ms() : 0;
+	if (share && (!left || share < left))
+		left = share;
+	if (left) {
 		snprintf(dl, sizeof(dl), "%lldms", (long long)(left > 1 ? left : 1));
 		add_arg(argv, &n, 128, "--deadline");
 		add_arg(argv, &n, 128, dl);
+	}
+	g->share_ms = share;
+	char sc[32], st[32], sco[48];
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(g->input, "max_calls");
+	if (cJSON_IsNumber(x)) {
+		snprintf(sc, sizeof(sc), "%lld", (long long)x->valuedouble);
+		add_arg(argv, &n, 128, "--agent-max-calls");
+		add_arg(argv, &n, 128, sc);
+	}
+	x = cJSON_GetObjectItemCaseSensitive(g->input, "max_tokens");
+	if (cJSON_IsNumber(x)) {
+		snprintf(st, sizeof(st), "%lld", (long long)x->valuedouble);
+		add_arg(argv, &n, 128, "--agent-max-tokens");
+		add_arg(argv, &n, 128, st);
+	}
+	const char *mc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g->input, "max_cost"));
+	if (mc) {
+		snprintf(sco, sizeof(sco), "%.40s", mc);
+		add_arg(argv, &n, 128, "--agent-max-cost");
+		add_arg(argv, &n, 128, sco);
 	}
 	if (b && b->max_tokens > 0) {
 		snprintf(tok, sizeof(tok), "%lld", (long long)b->max_tokens);
@@ -255,6 +302,8 @@ static int spawn(struct agents *a, struct agent *g, struct err *e)
 	g->state = AG_RUNNING;
 	g->started_ms = now_ms();
 	g->start_ms = g->started_ms - t0;
+	if (g->share_ms)
+		g->hang_at = g->started_ms + g->share_ms + AGENT_STOP_GRACE_MS;
 	return 0;
 }
 
@@ -481,6 +530,11 @@ int agents_start(struct agents *a, struct loop *l, const cJSON *input, agent_res
 	return 0;
 }
 
+const char *agents_name(const struct agents *a, uint32_t id)
+{
+	return a && id > 0 && id <= a->n ? a->v[id - 1].name : "";
+}
+
 void agents_cancel(struct agents *a, uint32_t id)
 {
 	if (!a || id == 0 || id > a->n)
@@ -556,6 +610,12 @@ void agents_tick(struct agents *a)
 			}
 		} else if (g->kill_at && now_ms() >= g->kill_at) {
 			kill(-g->pid, SIGKILL);
+		} else if (g->hang_at && now_ms() >= g->hang_at) {
+			/* Past its own deadline and the grace: it hangs. */
+			snprintf(g->why, sizeof(g->why), "it ran past its share of time (%lld s) and was killed",
+				 (long long)(g->share_ms / 1000));
+			kill(-g->pid, SIGKILL);
+			g->hang_at = 0;
 		}
 	}
 	for (size_t i = 0; i < a->n && !any; i++)
@@ -571,6 +631,8 @@ int64_t agents_deadline(const struct agents *a)
 		const struct agent *g = &a->v[i];
 		if (g->state == AG_RUNNING && g->kill_at)
 			d = d < 0 || g->kill_at < d ? g->kill_at : d;
+		if (g->state == AG_RUNNING && g->hang_at)
+			d = d < 0 || g->hang_at < d ? g->hang_at : d;
 		if ((g->state == AG_RUNNING && g->fd < 0) || g->state == AG_ENDED)
 			d = d < 0 || now_ms() + 50 < d ? now_ms() + 50 : d;
 	}

@@ -45,6 +45,7 @@ struct agents_cfg {
 	const struct budgets *b;	/* the task's */
 	const char *replay_dir;		/* a replay parent's script directory: a child's model is replay:NAME there */
 	const char *id;			/* the parent's agent id; NULL: "main" (its children: a1, a2, ...) */
+	const char *session;		/* the parent's session, which each child's journal names; NULL: none */
 };
 
 struct agents;
@@ -67,6 +68,8 @@ int agents_check(const struct agents *a, const cJSON *input, struct err *e);
  * cb once, from l's callbacks or agents_tick. */
 int agents_start(struct agents *a, struct loop *l, const cJSON *input, agent_result_cb *cb, agent_event_cb *ev_cb,
 		 void *ud, uint32_t *ret_id, struct err *e);
+/* Child id's name (a1, a1.a2); "" for none. */
+const char *agents_name(const struct agents *a, uint32_t id);
 /* Stop child id (SIGTERM; killed after AGENT_STOP_GRACE_MS); its result
  * says it was cancelled. */
 void agents_cancel(struct agents *a, uint32_t id);

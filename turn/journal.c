@@ -193,6 +193,8 @@ void journal_state_free(struct journal_state *st)
 	cJSON_Delete(st->messages);
 	cJSON_Delete(st->results);
 	cJSON_Delete(st->checkpoints);
+	cJSON_Delete(st->agents);
+	cJSON_Delete(st->agent);
 	*st = (struct journal_state){ 0 };
 }
 
@@ -296,6 +298,7 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 	st->messages = cJSON_CreateArray();
 	st->results = cJSON_CreateObject();
 	st->checkpoints = cJSON_CreateArray();
+	st->agents = cJSON_CreateObject();
 	cJSON *asked = NULL;	/* the last checkpoint, until its message comes */
 	size_t lineno = 0;
 	for (char *p = data, *nl; p < data + len; p = nl + 1) {
@@ -370,6 +373,18 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 		} else if (type && !strcmp(type, "result") && cid) {
 			cJSON_DeleteItemFromObject(st->results, cid);
 			cJSON_AddItemToObject(st->results, cid, cJSON_Duplicate(rec, 1));
+		} else if (type && (!strcmp(type, "agent_start") || !strcmp(type, "agent_end")) && cid && rec_str(rec, "agent")) {
+			cJSON *a = cJSON_GetObjectItemCaseSensitive(st->agents, cid);
+			if (!a)
+				a = cJSON_AddObjectToObject(st->agents, cid);
+			static const char *const keys[] = { "agent", "description", "session", "stop", "why" };
+			for (size_t k = 0; a && k < sizeof(keys) / sizeof(keys[0]); k++)
+				if (rec_str(rec, keys[k])) {
+					cJSON_DeleteItemFromObject(a, keys[k]);
+					cJSON_AddStringToObject(a, keys[k], rec_str(rec, keys[k]));
+				}
+		} else if (type && !strcmp(type, "agent") && rec_str(rec, "agent") && !st->agent) {
+			st->agent = cJSON_Duplicate(rec, 1);
 		}
 		cJSON_Delete(rec);
 	}

@@ -75,6 +75,12 @@ struct journal_state {
 	cJSON *header;
 	cJSON *messages;	/* array, ready to send */
 	cJSON *results;		/* object: call_id -> result record */
+	/* Subagents (the task tool): call_id -> {agent, description?,
+	 * session?, stop?, why?}, from the agent_start and agent_end
+	 * records; and, in a subagent's own journal, its agent record
+	 * ({agent, parent, parent_session?}; NULL in any other). */
+	cJSON *agents;
+	cJSON *agent;
 	char stop[32];		/* the last stop record's reason; "" if none */
 	int compactions;	/* compaction records */
 	/* The person's messages in the conversation, in order, from their

@@ -117,7 +117,31 @@ static void on_agent_result(void *ud, uint32_t id, cJSON *result)
 
 static void on_agent_event(void *ud, uint32_t id, const char *agent, cJSON *ev)
 {
+	struct turn *t = ud;
 	struct turn_event te = { .type = EV_AGENT, .result = ev, .text = agent, .len = strlen(agent) };
+	/* Whose child it is: the task call that started it (its
+	 * description), for a front end's card. */
+	const struct tcall *c = NULL;
+	for (size_t i = 0; i < t->ncalls; i++)
+		if (t->calls[i].agent && t->calls[i].state == TC_RUNNING && t->calls[i].box_id == id)
+			c = &t->calls[i];
+	te.call = c ? c->block : NULL;
+	/* The journal records each child's end as it comes (its session,
+	 * how it stopped): a resume after a cut knows which had ended. */
+	const char *type = json_str(ev, "type"), *who = json_str(ev, "agent");
+	if (c && type && !strcmp(type, "result") && who && !strcmp(who, agent)) {
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "call_id", c->id ? c->id : "");
+		cJSON_AddStringToObject(rec, "agent", agent);
+		static const char *const keys[] = { "session", "stop", "why", "cost_usd" };
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, keys[k]);
+			if (v)
+				cJSON_AddItemToObject(rec, keys[k], cJSON_Duplicate(v, 1));
+		}
+		journal_write(&t->s->j, "agent_end", rec);
+		cJSON_Delete(rec);
+	}
 	turn_emit(ud, &te);
 	cJSON_Delete(ev);
 }
@@ -341,6 +365,18 @@ static void dispatch(struct turn *t, struct tcall *c)
 	t->running++;
 	if (!c->ro)
 		t->running_mut++;
+	if (c->agent) {
+		/* Its start (or its place in the queue behind --max-subagents). */
+		cJSON *rec = cJSON_CreateObject();
+		cJSON_AddStringToObject(rec, "call_id", c->id ? c->id : "");
+		cJSON_AddStringToObject(rec, "agent", agents_name(t->cfg->agents, c->box_id));
+		const char *d = json_str(input, "description");
+		if (d)
+			cJSON_AddStringToObject(rec, "description", d);
+		cJSON_AddBoolToObject(rec, "read_only", agents_readonly(input));
+		journal_write(&t->s->j, "agent_start", rec);
+		cJSON_Delete(rec);
+	}
 }
 
 cJSON *turn_tool_result(const char *id, const cJSON *result)

@@ -131,6 +131,16 @@ bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_k
 		*ret_kind = TURN_COST;
 		snprintf(why, n, "%s cost budget ($%.2f) was used: $%.4f", shared ? whose : "the", b->max_cost,
 			 total_cost(t));
+	} else if (before_call && b->share_calls > 0 && t->s->calls >= b->share_calls) {
+		*ret_kind = TURN_CALL_CAP;
+		snprintf(why, n, "its own share of the task's tool calls (%d) was used", b->share_calls);
+	} else if (b->share_tokens > 0 && usage_prompt(&t->s->usage) + t->s->usage.output >= b->share_tokens) {
+		*ret_kind = TURN_TOKENS;
+		snprintf(why, n, "its own share of the task's tokens (%lld) was used: %lld", (long long)b->share_tokens,
+			 (long long)(usage_prompt(&t->s->usage) + t->s->usage.output));
+	} else if (b->share_cost > 0 && turn_cost(t) >= b->share_cost) {
+		*ret_kind = TURN_COST;
+		snprintf(why, n, "its own share of the task's cost ($%.4f) was used: $%.4f", b->share_cost, turn_cost(t));
 	} else {
 		return true;
 	}

@@ -81,7 +81,9 @@ enum turn_ev_type {
 				 * {event: started|ended, job: {id, command, state, ...},
 				 * running, how?, tail?} (guest/bgjob.c) */
 	EV_AGENT,		/* result: one event line of a subagent's (its own
-				 * type, and its agent and parent ids), as it wrote it */
+				 * type, and its agent and parent ids), as it wrote it;
+				 * text: the child's id (a1); call: the task call's
+				 * tool_use block that started it */
 };
 const char *turn_ev_name(enum turn_ev_type t);
 
@@ -108,6 +110,12 @@ struct budgets {
 	int max_calls;
 	int64_t max_tokens;	/* input + output over the run */
 	double max_cost;	/* USD; 0: none */
+	/* A subagent's own share, which its parent's task call gave it:
+	 * what this run alone may spend, inside the task's totals above
+	 * (which still bind); 0: none. */
+	int share_calls;
+	int64_t share_tokens;
+	double share_cost;
 };
 
 #define TURN_SINKS_MAX 4

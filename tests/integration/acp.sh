@@ -199,7 +199,7 @@ is "$(r4 prompts.a2.stopReason)" end_turn "twin: the running prompt went on to e
 is "$(r4 boxA)|$(r4 boxB)|$(r4 treeBefore)" "box version|box version|saved" "each session's box has its own copy; the directory is untouched"
 like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
 print([c["name"] for u in res["updates"] if u["sessionUpdate"]=="available_commands_update" for c in u["availableCommands"]])' "$T_TMP/res4.json")" \
-	"'diff', 'apply', 'diff', 'apply'" "each session offers /diff and /apply (available_commands_update)"
+	"'diff', 'apply', 'rewind', 'jobs', 'diff', 'apply', 'rewind', 'jobs'" "each session offers /diff, /apply, /rewind and /jobs (available_commands_update)"
 D=$(r4 diffText)
 like "$D" '^```diff' "/diff: the session's changes as a diff"
 like "$D" '^-saved$' "its old line"
@@ -210,6 +210,70 @@ lt "$(r4 prompts.apply.ms)" 5000 "/apply answers promptly"
 is "$(r4 prompts.fsCancel.stopReason)" cancelled "a cancel while ward waits for the editor's buffer: stopReason cancelled"
 lt "$(r4 prompts.fsCancel.ms)" 2500 "answered without waiting for the editor (it answered 3 s later)"
 is "$(r4 treeAfterApply)" "box version" "/apply: the directory has the session's change"
+
+# The task tool's children over ACP: each child's calls are the prompt's
+# tool calls, their ids and titles the child's, _meta naming the child and
+# the task call; a background job is a card of its own from its start to
+# its end; /jobs lists the box's jobs; /rewind lists the messages and goes
+# back to before one (the workspace changes as they were then).
+WS5=$T_TMP/ws5; mkdir -p "$WS5"
+for c in c1 c2; do
+	printf '{"turns": [{"tools": [{"name": "bash", "input": {"command": "echo %s >/workspace/%s.txt"}}]}, {"text": "%s finished"}]}\n' "$c" "$c" "$c" >"$T_TMP/$c.json"
+done
+cat >"$T_TMP/script5.json" <<'JSON'
+{"turns": [
+ {"expect": "agents", "tools": [{"name": "task", "input": {"prompt": "do c1", "description": "the first part", "model": "replay:c1.json"}},
+   {"name": "task", "input": {"prompt": "do c2", "description": "the second part", "model": "replay:c2.json"}}]},
+ {"text": "agents done"},
+ {"expect": "job", "tools": [{"name": "bash", "input": {"command": "sleep 0.5; echo job-bye; echo j >/workspace/j.txt", "background": true}}]},
+ {"tools": [{"name": "bash", "input": {"command": "sleep 2"}}]},
+ {"text": "job seen"}
+]}
+JSON
+ACP_EXTRA=1 node "$CLIENT" "$SDK" "$T_TMP/res5.json" "$WS5" -- sh -c \
+	'exec "$WARD" acp --approve auto --model "replay:$1" 2>>"$2" | tee -a "$3"' sh "$T_TMP/script5.json" "$T_TMP/err" "$T_TMP/out" >/dev/null 2>>"$T_TMP/client-err"
+ok $? "a fifth client (subagents, a job, /jobs, /rewind) ran to its end"
+r5() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v=v[int(k)] if isinstance(v,list) else (v or {}).get(k)
+print(v if isinstance(v,str) else json.dumps(v))' "$T_TMP/res5.json" "$1" 2>/dev/null; }
+is "$(r5 error)" null "no error in the fifth client"
+is "$(r5 prompts.agents.stopReason)" end_turn "a prompt whose model starts two subagents: end_turn"
+A=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+task={u["toolCallId"]:u["rawInput"]["description"] for u in res["updates"] if u["sessionUpdate"]=="tool_call" and u["title"].startswith("task")}
+for u in res["updates"]:
+    w=(u.get("_meta") or {}).get("ward") or {}
+    if "agent" in w: print(u["sessionUpdate"], u["toolCallId"], u.get("status"), w["agent"], task.get(w.get("parentToolCallId"), "?"), u.get("title", ""))' "$T_TMP/res5.json")
+like "$A" '^tool_call a1/[^ ]+ pending a1 the first part a1 · bash echo c1 >/workspace/c1\.txt$' "a child's call: a tool_call of its own (a1/ID), titled with the child, _meta naming it and its task call"
+like "$A" '^tool_call a2/[^ ]+ pending a2 the second part a2 · bash echo c2' "the other child's too"
+like "$A" '^tool_call_update a1/[^ ]+ in_progress a1' "its start"
+like "$A" '^tool_call_update a1/[^ ]+ completed a1' "and its end: completed"
+is "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+ids=[u["toolCallId"] for u in res["updates"] if u["sessionUpdate"]=="tool_call"]
+ids=ids[:[i.startswith("job-") for i in ids].index(True)]
+print(len(ids), len(ids)-len(set(ids)))' "$T_TMP/res5.json")" "5 0" \
+	"the tool_call ids before the job's card (two task calls, their children's calls, the job's bash): none twice"
+like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([u["rawOutput"]["text"][:300] for u in res["updates"] if u["sessionUpdate"]=="tool_call_update" and "a1" in json.dumps(u.get("rawOutput",{}).get("agent",{}))])' "$T_TMP/res5.json")" \
+	"subagent a1 \(the first part\): done" "twin: the task call's own result, the child's answer"
+J=$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+for u in res["updates"]:
+    if u["toolCallId"].startswith("job-") if "toolCallId" in u else False: print(u["sessionUpdate"], u["toolCallId"], u["status"], u.get("title", ""), json.dumps(u.get("content", [])))' "$T_TMP/res5.json")
+like "$J" '^tool_call job-1 in_progress job 1: sleep 0\.5; echo job-bye' "a background job's start: a card of its own, in progress"
+like "$J" '^tool_call_update job-1 completed .*job 1 exited.*job-bye' "its end: completed, how it ended and its output's tail"
+like "$(r5 jobsText)" "job 1: exited with status 0" "/jobs lists the box's job, how it ended"
+like "$(r5 jobsText)" "sleep 0\.5; echo job-bye" "and its command"
+like "$(r5 jobsBadText)" "/jobs kill takes a job's number" "/jobs kill x: says what it takes"
+like "$(r5 rewindListText)" $'1\\. agents\n2\\. job' "/rewind lists the person's messages"
+like "$(r5 rewindText)" "Back before message 2: the conversation has 4 messages; the workspace changes are as they were then" "/rewind 2 goes back, saying so"
+D=$(r5 diffText)
+like "$D" 'c1\.txt' "after it the children's changes are kept (/diff)"
+unlike "$D" 'j\.txt' "and the job's file, made after message 2 began, is gone"
+like "$(python3 -c 'import json,sys; res=json.load(open(sys.argv[1]))
+print([(c["name"], (c.get("input") or {}).get("hint")) for u in res["updates"] if u["sessionUpdate"]=="available_commands_update" for c in u["availableCommands"]][:4])' "$T_TMP/res5.json")" \
+	"'rewind', .N \(a message.s number; nothing: list them\).\), \('jobs', 'kill N \(nothing: list them\)'\)" "the commands offered: /rewind and /jobs, with their input hints"
+is "$(r5 prompts.notCommand.stopReason)" end_turn "/diff with words after it is a prompt, not the command (twin: the model answered it)"
+unlike "$(r5 notCommandText)" '```diff' "(and no diff was shown for it)"
 
 # stdout: nothing but JSON-RPC messages, one a line.
 V=$(python3 -c 'import json,sys

@@ -160,6 +160,63 @@ like "$(grep '"agent":"a1.a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'no 
 	"the grandchild (a1.a1) has no task tool: the depth limit"
 like "$(grep '"agent":"a1"' "$T_TMP/out" | grep '"type":"tool_result"')" 'subagent a1.a1' "(twin: the child a1 started a1.a1)"
 
+# A child's own share: deadline_s bounds its time (its calls cut at its
+# deadline, while a sibling without one finishes); a child that hangs
+# (stopped, so its own deadline cannot fire) is killed by the parent at
+# its share and the grace; max_calls caps its own calls while a sibling
+# makes all of its.
+cat >"$R/share.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "s1", "description": "short", "deadline_s": 2, "model": "replay:s1.json"}},
+   {"name": "task", "input": {"prompt": "s2", "description": "free", "model": "replay:s2.json"}}]}, {"text": "ok"}]}
+J
+child s1 "sleep 30.$$1"
+child s2 "sleep 3; echo s2 >/workspace/s2.txt"
+ws share
+run share
+STOPS=$(python3 -c 'import json,sys; print(" ".join("%s:%s" % (a["description"], a["stop"]) for a in json.loads(sys.argv[1])["agents"]))' "$OUT")
+is "$STOPS" "short:deadline free:done" "deadline_s 2: that child stops at its own deadline; its sibling without a share is done"
+[ "$MS" -lt 12000 ]; ok $? "the parent is not held by the child's 30 s call ($MS ms)"
+like "$OUT" '"path":"s2.txt"' "(twin: the sibling's work is merged)"
+is "$(pgrep -fc "^sleep 30\.$$1\$")" 0 "the cut child's command is gone"
+
+cat >"$R/hang.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "h1", "description": "hangs", "deadline_s": 2, "model": "replay:h1.json"}}]}, {"text": "ok"}]}
+J
+child h1 "sleep 31.$$1"
+ws hang
+t0=$(now_ms)
+"$WARD" run --json --model "replay:$R/hang.json" --workspace "$WS" go >"$T_TMP/out" 2>"$T_TMP/err" </dev/null &
+P=$!
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 31\.$$1\$")" -ge 1 ] && break; sleep 0.1; done
+C=$(pgrep -P $P -f -- "--agent-id a1")
+[ -n "$C" ] && kill -STOP $C; ok $? "the child ward is stopped (it hangs: its own deadline cannot fire)"
+wait $P
+MS=$(( $(now_ms) - t0 ))
+OUT=$(tail -1 "$T_TMP/out")
+[ "$MS" -ge 6000 ] && [ "$MS" -lt 15000 ]; ok $? "the parent kills it at its 2 s share and the 5 s grace ($MS ms)"
+like "$(mine tool_result)" 'it ran past its share of time \(2 s\) and was killed' "the parent's tool result says so"
+is "$(pgrep -fc "^sleep 31\.$$1\$") $(boxes | wc -l)" "0 0" "its command and its box are gone"
+
+cat >"$R/calls.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "m1", "description": "capped", "max_calls": 1, "model": "replay:m3.json"}},
+   {"name": "task", "input": {"prompt": "m2", "description": "uncapped", "model": "replay:m3.json"}}]}, {"text": "ok"}]}
+J
+cat >"$R/m3.json" <<'J'
+{"turns": [{"tools": [{"name": "bash", "input": {"command": "echo 1"}}]}, {"tools": [{"name": "bash", "input": {"command": "echo 2"}}]},
+ {"tools": [{"name": "bash", "input": {"command": "echo 3"}}]}, {"text": "three calls"}]}
+J
+ws calls
+run calls
+is "$(python3 -c 'import json,sys; print(" ".join("%s:%s:%d" % (a["description"], a["stop"], a["calls"]) for a in json.loads(sys.argv[1])["agents"]))' "$OUT")" \
+	"capped:call_cap:1 uncapped:done:3" "max_calls 1: that child makes one call and stops at its share; its sibling makes its three"
+like "$(grep '"agent":"a1"' "$T_TMP/out" | grep '"type":"result"')" "its own share of the task's tool calls \(1\) was used" "the child says its own share stopped it"
+cat >"$R/badshare.json" <<'J'
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "x", "max_cost": "lots", "model": "replay:s2.json"}}]}, {"text": "ok"}]}
+J
+ws badshare
+run badshare
+like "$(mine tool_result)" 'max_cost: \\"lots\\" is not an amount in USD' "a max_cost that is not an amount: bad input, said"
+
 # A bad model name: a host file is never read as a script.
 cat >"$R/bad.json" <<'J'
 {"turns": [{"tools": [{"name": "task", "input": {"prompt": "x", "model": "replay:../x.json"}}]}, {"text": "ok"}]}
@@ -230,6 +287,72 @@ wait $P
 MS=$(( $(now_ms) - t0 ))
 [ "$MS" -lt 10000 ]; ok $? "SIGTERM: the parent ends within 10 s ($MS ms)"
 is "$(pgrep -fc "^sleep 7\.$$[123]\$") $(boxes | wc -l)" "0 0" "SIGTERM: no child's process or box is left"
+
+# The journal and ward sessions nest the children under their parent; a
+# parent killed while a child ran (SIGKILL: no stop of its own) leaves no
+# child behind, and its --resume tells the model which children's outcome
+# is unknown, their ids and descriptions, with no tool_use left dangling.
+export XDG_STATE_HOME=$T_TMP/state-nest
+JD=$XDG_STATE_HOME/ward/sessions
+child n1 "echo quick >/workspace/n1.txt"
+child n2 "sleep 9.$$ && touch /workspace/canary-n2; sleep 100"
+cat >"$R/nest.json" <<J
+{"turns": [{"tools": [{"name": "task", "input": {"prompt": "do n1", "description": "the quick part", "model": "replay:n1.json"}},
+   {"name": "task", "input": {"prompt": "do n2", "description": "the slow part", "model": "replay:n2.json"}}]},
+ {"expect": "go on", "text": "told of the cut"}]}
+J
+ws nest
+"$WARD" run --json --model "replay:$R/nest.json" --workspace "$WS" go >"$T_TMP/out-nest" 2>"$T_TMP/err" </dev/null &
+P=$!
+PJ=""
+for _ in $(seq 150); do
+	PJ=$(grep -l '"type":"agent_end"' "$JD"/*.jsonl 2>/dev/null | head -1)
+	[ -n "$PJ" ] && [ "$(pgrep -fc "^sleep 9\.$$\$")" -ge 1 ] && break
+	sleep 0.1
+done
+PS=$(basename "$PJ" .jsonl)
+[ -n "$PS" ]; ok $? "the parent's journal records a child's end while another runs ($PS)"
+is "$(pgrep -fc "^sleep 9\.$$\$")" 1 "(the slow child's command runs)"
+kill -KILL $P
+wait $P 2>/dev/null
+t0=$(now_ms)
+for _ in $(seq 100); do [ "$(pgrep -fc "^sleep 9\.$$\$")$(pgrep -fc -- "--agent-session $PS")" = 00 ] && break; sleep 0.1; done
+MS=$(( $(now_ms) - t0 ))
+is "$(pgrep -fc "^sleep 9\.$$\$") $(pgrep -fc -- "--agent-session $PS")" "0 0" \
+	"the parent killed (SIGKILL): its children's wards and commands are gone too ($MS ms)"
+J=$(cat "$PJ")
+like "$J" '"type":"agent_start","call_id":"[^"]+","agent":"a1","description":"the quick part"' "the journal records each child's start (a1, its description)"
+like "$J" '"type":"agent_start","call_id":"[^"]+","agent":"a2","description":"the slow part"' "and a2's"
+like "$J" '"type":"agent_end","call_id":"[^"]+","agent":"a1","session":"[0-9a-f-]+","stop":"done"' "and a1's end: its session and how it stopped"
+unlike "$J" '"type":"agent_end","call_id":"[^"]+","agent":"a2"' "(a2 never ended)"
+S1=$(grep -o '"type":"agent_end","call_id":"[^"]*","agent":"a1","session":"[0-9a-f-]*"' "$PJ" | sed 's/.*"session":"//; s/"$//')
+"$WARD" sessions >"$T_TMP/sessions" 2>&1
+SL=$(python3 - "$T_TMP/sessions" "$PS" "$S1" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+i = [r[0] for r in rows].index(sys.argv[2])
+kids = rows[i + 1:i + 3]
+print("nested" if [k[:2] for k in kids] == [["└", "a1"], ["└", "a2"]] and kids[0][2] == sys.argv[3] else "rows: %r" % rows)
+PY
+)
+is "$SL" nested "ward sessions: the children's sessions listed under the parent's (└ a1, └ a2), a1's its own"
+is "$("$WARD" sessions | grep -c '^[0-9]')" 1 "(twin: the parent's is the one session at the top level)"
+is "$("$WARD" sessions --json | python3 -c 'import json,sys; print(" ".join(sorted("%s<%s" % (s["agent"], s["parent_session"] == sys.argv[1]) for s in json.load(sys.stdin) if "agent" in s)))' "$PS")" \
+	"a1<True a2<True" "ward sessions --json: each child says its agent and its parent's session"
+"$WARD" run --json --resume "$PS" --model "replay:$R/nest.json" --workspace "$WS" "go on" >"$T_TMP/out-resume" 2>"$T_TMP/err" </dev/null
+is "$?" 0 "--resume of the parent: exit 0"
+# The conversation the model is sent, as the journal has it.
+T=$(python3 -c '
+import json, sys
+msgs = [json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"message\"" in l]
+use = [b["id"] for m in msgs if m["role"] == "assistant" for b in m["content"] if b.get("type") == "tool_use"]
+res = {b["tool_use_id"]: b for m in msgs if m["role"] == "user" for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
+print("dangling" if set(use) - set(res) else "\n".join(str(res[u]["content"]) for u in use))' "$JD/$PS.jsonl")
+like "$T" 'outcome unknown: subagent a2 \(the slow part\) was cut off while it ran' "the model is told a2's outcome is unknown (its id and description)"
+like "$T" 'subagent a1 \(the quick part\) had ended \(done\).*not in your workspace' "and that a1 had ended but was never merged"
+unlike "$T" dangling "no tool_use is left without its tool_result"
+unlike "$(tail -1 "$T_TMP/out-resume")" '"path":"n1.txt"' "a1's file was not merged (it is not among the changes)"
+[ ! -e "$WS/canary-n2" ] && [ -z "$(find "$XDG_STATE_HOME" -name canary-n2 2>/dev/null)" ]; ok $? "the slow child's canary never fired"
 
 V=$(validate_events "$T_TMP/out" 2>&1)
 like "$V" "^valid [0-9]+" "--json with subagents validates against the event schema ($V)"

@@ -922,6 +922,64 @@ wait_for mcp3 'No MCP servers' 5000; ok $? "and no server was started"
 say mcp3 /quit
 wait_for mcp3 'EXIT=' 10000
 
+# Subagents: each child of the task tool is a card. A replayed parent
+# starts two children in its first message (their cards closed: one row
+# each while they run, then how each ended), one in its second (Ctrl-O
+# opens the cards: its calls listed), and one in its third, interrupted.
+AR=$T_TMP/agent-scripts; mkdir -p "$AR"
+achild() { # achild NAME COMMAND: one bash call, then its answer
+	python3 -c 'import json,sys; print(json.dumps({"turns": [{"tools": [{"name": "bash", "input": {"command": sys.argv[2]}}]}, {"text": sys.argv[1] + " finished"}]}))' "$1" "$2" >"$AR/$1.json"
+}
+atask() { printf '{"name": "task", "input": {"prompt": "do %s", "description": "%s", "model": "replay:%s.json"}}' "$1" "$2" "$1"; }
+achild c1 "sleep 2.5; echo one >/workspace/f1.txt"
+achild c2 "sleep 2.5; echo two >/workspace/f2.txt"
+achild c3 "echo first; sleep 2.5; echo three >/workspace/f3.txt # "$'\e]0;pwned\a'
+achild c4 "sleep 101.$$; touch /workspace/canary"
+cat >"$AR/parent.json" <<J
+{"turns": [{"tools": [$(atask c1 "the first part"), $(atask c2 "the second part")]}, {"text": "both parts done"},
+ {"tools": [$(atask c3 "the third part")]}, {"text": "third part done"},
+ {"tools": [$(atask c4 "a long part")]}, {"text": "not reached"}]}
+J
+start agents --model "replay:$AR/parent.json" --approve auto
+say agents "go"
+wait_count agents '▸ a[12] the (first|second) part · bash sleep 2\.5' 2 10000
+ok $? "two children at once: each its own card while it runs (its id, description and current call)"
+like "$(screen agents)" 'ctrl-o opens or closes the subagents' "the cards say which key opens them"
+wait_for agents 'both parts done' 20000; ok $? "the parent goes on when its children end"
+S=$(screen agents)
+like "$S" '✓ a1 the first part · done · 1 call · (\$[0-9.]+|[0-9]+ tokens) · [0-9.]+s' "a1's card: how it ended, its calls, its spend and time"
+like "$S" '✓ a2 the second part · done · 1 call' "a2's card too"
+unlike "$S" '│ ✓ bash sleep 2\.5; echo one' "closed (the default): a card is one row, its calls not listed"
+unlike "$S" '▸ a[12] ' "no running card is left once they ended"
+say agents /diff
+wait_for agents 'f2\.txt' 5000; ok $? "both children's files are in the session's workspace changes"
+say agents "again"
+wait_for agents '▸ a1 the third part · bash echo first' 10000; ok $? "the second message's child runs (a1 again: a turn's own)"
+key agents C-o
+wait_for agents '▾ a1 the third part' 5000; ok $? "Ctrl-O while it runs opens its card"
+wait_for agents '    │ ● bash echo first; sleep 2\.5' 5000; ok $? "an open card shows the call it is making"
+wait_for agents 'third part done' 20000; ok $? "its turn ends"
+S=$(screen agents)
+like "$S" '✓ a1 the third part · done · 1 call' "its card is committed with how it ended"
+like "$S" '    │ ✓ bash echo first; sleep 2\.5; echo three' "open: its calls listed, each with its outcome"
+like "$S" '    ⎿ c3 finished' "and the first line of its answer"
+like "$S" 'f3\.txt # \^\[\]0;pwned\^G' "a child's words on its card: a title sequence shown, not obeyed"
+unlike "$($TM display -p -t agents '#{pane_title}')" "pwned" "(the title is not set)"
+say agents /agents
+wait_count agents '✓ a1 the third part · done' 2 5000; ok $? "/agents shows the last turn's child again"
+say agents /help
+wait_for agents 'Ctrl-O opens or closes the subagents' 5000; ok $? "/help names the key"
+say agents "long"
+wait_for agents '▾ a1 a long part · bash sleep 101' 10000; ok $? "a third child runs (its card open: Ctrl-O holds)"
+key agents Escape
+wait_for agents '✗ a1 a long part · (cancelled|cut off)' 15000; ok $? "Esc: its card says it was cut off"
+wait_for agents '^› ?$' 10000
+[ -z "$(pgrep -f "^sleep 101\.$$\$")" ]; ok $? "and its command is gone"
+say agents /quit
+wait_for agents 'k keep them for later' 10000
+key agents k
+wait_for agents 'EXIT=0' 10000; ok $? "the session ends"
+
 # Screenshots of a session, as a test's artifacts (PNG, drawn from what
 # tmux captured with its colours): a markdown answer; an edit's diff and a
 # long output cut at its head and tail; an approval with its diff.
