@@ -172,5 +172,40 @@ else
 	skip "no v2 hierarchy with cgroup.kill to make a refused group in"
 	for i in 1 2 3 4 5 6 7 8; do skip "-"; done
 fi
+# A disk ceiling without root, the first part: a layers image mounted by
+# fuse2fs in a user namespace of wardtest's own (workspace/layersfuse.h),
+# no loop device. A fill stops at the image's size; nothing of it is on
+# the host's mount table; a process in a user namespace below the holder's
+# (where a box would be) reaches it, one beside it does not; ending the
+# holder leaves no mount and no daemon. (Boxes do not use it yet.)
+LF=$(runuser -u wardtest -- mktemp -d /tmp/ward-lf.XXXXXX)
+runuser -u wardtest -- mkdir "$LF/layers"
+OUT=$(runuser -u wardtest -- "$LAYERS_FUSE" mount "$LF/img" "$LF/layers" $((64 << 20)) 2>&1)
+RC=$?
+if [ $RC -eq 0 ]; then
+	read -r HP HPATH <<<"$OUT"
+	check "fuse2fs holds the image over the layers directory, in its own namespaces" runuser -u wardtest -- "$LAYERS_FUSE" mounted "$HP" "$LF/layers"
+	is "$(grep -c " $LF/layers " /proc/mounts)" 0 "the mount is not in the host's mount table"
+	FILL=$(runuser -u wardtest -- dd if=/dev/zero of="$HPATH/fill" bs=1M count=100 conv=fsync 2>&1)
+	like "$FILL" "No space left on device" "a fill of 100M into a 64M image stops with ENOSPC"
+	KB=$(runuser -u wardtest -- du -k "$HPATH/fill" | cut -f1)
+	lt "$KB" $((64 << 10)) "what it holds is under 64M ($KB KiB)"
+	lt $((48 << 10)) "$KB" "and near it"
+	runuser -u wardtest -- rm "$HPATH/fill"
+	check "twin: 10M into the same image is written whole" runuser -u wardtest -- dd if=/dev/zero of="$HPATH/ten" bs=1M count=10 conv=fsync status=none
+	is "$(runuser -u wardtest -- stat -c %s "$HPATH/ten")" $((10 << 20)) "and reads back 10M"
+	is "$(ls -A "$LF/layers")" "" "the host's layers directory itself holds nothing (the image does)"
+	is "$(runuser -u wardtest -- nsenter -t "$HP" -U -m --preserve-credentials unshare -Urm stat -c %s "$LF/layers/ten" 2>&1)" \
+		$((10 << 20)) "a process in a user namespace below the holder's sees it at the layers directory"
+	unlike "$(runuser -u wardtest -- unshare -Ur stat -c %s "$HPATH/ten" 2>&1)" "^$((10 << 20))\$" \
+		"one in a user namespace beside it does not reach it"
+	check "ending the holder" runuser -u wardtest -- "$LAYERS_FUSE" unmount "$HP" "$LF/layers"
+	check "leaves no fuse2fs process" gone "$HP"
+	is "$(grep -c "$LF" /proc/mounts)" 0 "and no mount"
+else
+	like "$OUT" "^incapable: " "fuse2fs cannot mount here, and says why ($OUT)"
+	for i in $(seq 12); do skip "no fuse2fs mount here"; done
+fi
+rm -rf "$LF"
 rm -rf "$WS"
 done_testing
