@@ -113,6 +113,49 @@ like "$INFO" '"pids_why":.*not writable' "no delegation: box info says why for p
 like "$INFO" '"kill_why":' "no delegation: box info says why destroy has no cgroup.kill"
 U "$WARD" box destroy "$B"
 
+# Where systemd manages the session and nothing is delegated, each box's
+# keeper asks for a delegated scope (systemd-run --user --scope -p
+# Delegate=yes). This machine has no systemd: a fake systemd-run on PATH
+# (its mode and log beside it) and the user manager's socket as a file in
+# the runtime directory stand in. What only a systemd machine shows (the
+# scope's own group and controllers) is not tested here.
+FAKE=$T_TMP/fake-sd
+mkdir -p "$FAKE" && cat >"$FAKE/systemd-run" <<'EOS'
+#!/bin/sh
+d=$(dirname "$0")
+echo "$*" >>"$d/log"
+if [ "$(cat "$d/mode")" = fail ]; then echo "Failed to connect to bus: No medium found" >&2; exit 1; fi
+while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
+shift
+exec "$@"
+EOS
+chmod 755 "$FAKE/systemd-run"; echo ok >"$FAKE/mode"; : >"$FAKE/log"; chown -R wardtest: "$FAKE"
+runuser -u wardtest -- mkdir -p "$T_TMP/urun/systemd"; runuser -u wardtest -- touch "$T_TMP/urun/systemd/private"
+SD() { U env PATH="$FAKE:$PATH" "$@"; }
+B=$(SD "$WARD" box create --persistent)
+like "$(cat "$FAKE/log")" "^--user --scope -p Delegate=yes --quiet --collect -- /.*/ward-keeper $B\$" \
+	"systemd there, nothing delegated: the keeper is started through systemd-run --user --scope -p Delegate=yes"
+like "$(SD "$WARD" box exec "$B" -- echo scope-ok 2>&1)" "scope-ok" "and its box runs commands"
+SD "$WARD" box destroy "$B"
+DOC=$(SD "$WARD" doctor 2>&1)
+like "$DOC" "systemd scope +systemd-run --user --scope -p Delegate=yes gives each box's keeper a delegated scope" \
+	"doctor says each box's keeper gets a systemd scope"
+unlike "$DOC" "cgroup delegation +none" "and does not say nothing is delegated"
+echo fail >"$FAKE/mode"; : >"$FAKE/log"
+B=$(SD "$WARD" box create --persistent)
+is $? 0 "systemd-run refused: the box is made all the same (the keeper starts where ward is)"
+like "$(cat "$FAKE/log")" "Delegate=yes" "after asking for the scope"
+like "$(SD "$WARD" box exec "$B" -- echo fallback-ok 2>&1)" "fallback-ok" "and its box runs commands"
+like "$(SD "$WARD" box info "$B")" '"memory_by":.*"rlimit \(per process\)"' "and box info says the weaker memory ceiling"
+SD "$WARD" box destroy "$B"
+DOC=$(SD "$WARD" doctor 2>&1)
+like "$DOC" "systemd scope +refused \(systemd-run --user --scope -p Delegate=yes exited 1\)" "doctor says systemd refused the scope, and how"
+like "$DOC" "cgroup delegation +none for this user" "and that nothing is delegated"
+runuser -u wardtest -- rm -r "$T_TMP/urun/systemd"; : >"$FAKE/log"
+B=$(SD "$WARD" box create --persistent)
+is "$(cat "$FAKE/log")" "" "twin: where systemd does not manage the session, systemd-run is not asked"
+SD "$WARD" box destroy "$B"
+
 # A group made but refused: a v2 directory the user may write in, under a
 # group whose cgroup.procs is not the user's, so the kernel refuses to start
 # the box in it (clone3 CLONE_INTO_CGROUP needs the common ancestor's). ward
