@@ -11,6 +11,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/sdscope.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +103,18 @@ static int doctor_run(int argc, char **argv)
 		     v2pids ? c.v2_base : c.pids1_base);
 	cgroup_gap(&c, "cpu", gap, sizeof(gap));
 	line(cgroup_can(&c, "cpu"), "cpu ceiling", cgroup_can(&c, "cpu") ? "cgroup v2 cpu.max" : "not enforced: %s", gap);
-	if (!cgroup_can(&c, "memory") && !cgroup_can(&c, "pids") && getuid() != 0)
+	/* Where systemd would delegate a scope, each box's keeper asks for
+	 * one (sandbox/sdscope.h): asked here once, to say what it got. The
+	 * lines above are this process's own groups; box info says what
+	 * holds a box. */
+	char run[PATH_MAX], swhy[200];
+	bool scope = false;
+	if (getuid() != 0 && sdscope_wanted(&c, run, swhy, sizeof(swhy))) {
+		scope = sdscope_probe(run, swhy, sizeof(swhy));
+		line(scope, "systemd scope", scope ? "%s" : "refused (%s): each box's keeper starts where ward is, "
+			     "with the ceilings above", swhy);
+	}
+	if (!scope && !cgroup_can(&c, "memory") && !cgroup_can(&c, "pids") && getuid() != 0)
 		line(false, "cgroup delegation", "none for this user: %s", CGROUP_DELEGATE_HINT);
 	char dwhy[160];
 	bool disk = layers_disk_capable(dwhy, sizeof(dwhy));

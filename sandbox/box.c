@@ -5,6 +5,7 @@
 #include "sandbox/box-state.h"
 #include "sandbox/vm.h"
 #include "sandbox/box.h"
+#include "sandbox/sdscope.h"
 #include "sandbox/cgroup.h"
 #include "image/image.h"
 #include "workspace/layers.h"
@@ -125,6 +126,14 @@ static int box_spawn_keeper(const struct box_opts *o, const char *name, const ch
 	if (mid == 0) {
 		setsid();
 		pid_t k;
+		/* In a scope systemd delegates, where it would give one
+		 * (sandbox/sdscope.h); else as it is. */
+		struct cgroup_caps caps;
+		char run[PATH_MAX], why[160];
+		cgroup_probe(&caps);
+		if (sdscope_wanted(&caps, run, why, sizeof(why)) &&
+		    sdscope_start(run, o->keeper_path, argv, envp, fds, ARRAY_SIZE(fds), &k, why, sizeof(why)) == 0)
+			_exit(0);
 		int r = child_start_env(o->keeper_path, argv, envp, fds, ARRAY_SIZE(fds), &k);
 		if (r < 0) {
 			char m[PATH_MAX + 128];

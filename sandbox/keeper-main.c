@@ -58,7 +58,10 @@ int main(int argc, char **argv)
 	fdio_std_open();
 	if (argc == 2 && !strcmp(argv[0], EGRESS_ARGV0) && state_name_valid(argv[1]))
 		return egress_main(argv[1]);
-	if (argc == 2 && !strcmp(argv[0], KEEPER_ARGV0) && state_name_valid(argv[1]))
+	/* By its whole path too: systemd-run (sandbox/sdscope.h) execs the
+	 * keeper with the path it resolved as argv[0]. */
+	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	if (argc == 2 && !strcmp(slash ? slash + 1 : argv[0], KEEPER_ARGV0) && state_name_valid(argv[1]))
 		keeper_start(argv[1]);
 	fprintf(stderr, "ward-keeper: ward starts this program for each of its boxes, and as %s for a box's "
 		"egress proxy; it is not run by hand\n", EGRESS_ARGV0);

@@ -1,4 +1,5 @@
 #include "workspace/layers.h"
+#include "workspace/layersfuse.h"
 #include "base/state.h"
 #include "base/cleanup.h"
 #include "base/child.h"
@@ -31,7 +32,13 @@ const char *layers_mkfs(void)
 bool layers_disk_capable(char *why, size_t n)
 {
 	if (geteuid() != 0) {
-		snprintf(why, n, "not enforced: a size-capped file system for the layers needs root (loop devices)");
+		/* Without root, fuse2fs can mount the image (layersfuse.h);
+		 * the box's copy-on-write over it is not built yet. */
+		char f[120];
+		bool fuse = layersfuse_capable(f, sizeof(f));
+		snprintf(why, n, "not enforced: a size-capped file system for the layers needs root (loop devices); %s%s",
+			 fuse ? "fuse2fs could mount one here, but boxes do not use it yet" : "without root: ",
+			 fuse ? "" : f);
 		return false;
 	}
 	if (access("/dev/loop-control", R_OK | W_OK) < 0) {

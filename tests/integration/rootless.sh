@@ -113,6 +113,49 @@ like "$INFO" '"pids_why":.*not writable' "no delegation: box info says why for p
 like "$INFO" '"kill_why":' "no delegation: box info says why destroy has no cgroup.kill"
 U "$WARD" box destroy "$B"
 
+# Where systemd manages the session and nothing is delegated, each box's
+# keeper asks for a delegated scope (systemd-run --user --scope -p
+# Delegate=yes). This machine has no systemd: a fake systemd-run on PATH
+# (its mode and log beside it) and the user manager's socket as a file in
+# the runtime directory stand in. What only a systemd machine shows (the
+# scope's own group and controllers) is not tested here.
+FAKE=$T_TMP/fake-sd
+mkdir -p "$FAKE" && cat >"$FAKE/systemd-run" <<'EOS'
+#!/bin/sh
+d=$(dirname "$0")
+echo "$*" >>"$d/log"
+if [ "$(cat "$d/mode")" = fail ]; then echo "Failed to connect to bus: No medium found" >&2; exit 1; fi
+while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
+shift
+exec "$@"
+EOS
+chmod 755 "$FAKE/systemd-run"; echo ok >"$FAKE/mode"; : >"$FAKE/log"; chown -R wardtest: "$FAKE"
+runuser -u wardtest -- mkdir -p "$T_TMP/urun/systemd"; runuser -u wardtest -- touch "$T_TMP/urun/systemd/private"
+SD() { U env PATH="$FAKE:$PATH" "$@"; }
+B=$(SD "$WARD" box create --persistent)
+like "$(cat "$FAKE/log")" "^--user --scope -p Delegate=yes --quiet --collect -- /.*/ward-keeper $B\$" \
+	"systemd there, nothing delegated: the keeper is started through systemd-run --user --scope -p Delegate=yes"
+like "$(SD "$WARD" box exec "$B" -- echo scope-ok 2>&1)" "scope-ok" "and its box runs commands"
+SD "$WARD" box destroy "$B"
+DOC=$(SD "$WARD" doctor 2>&1)
+like "$DOC" "systemd scope +systemd-run --user --scope -p Delegate=yes gives each box's keeper a delegated scope" \
+	"doctor says each box's keeper gets a systemd scope"
+unlike "$DOC" "cgroup delegation +none" "and does not say nothing is delegated"
+echo fail >"$FAKE/mode"; : >"$FAKE/log"
+B=$(SD "$WARD" box create --persistent)
+is $? 0 "systemd-run refused: the box is made all the same (the keeper starts where ward is)"
+like "$(cat "$FAKE/log")" "Delegate=yes" "after asking for the scope"
+like "$(SD "$WARD" box exec "$B" -- echo fallback-ok 2>&1)" "fallback-ok" "and its box runs commands"
+like "$(SD "$WARD" box info "$B")" '"memory_by":.*"rlimit \(per process\)"' "and box info says the weaker memory ceiling"
+SD "$WARD" box destroy "$B"
+DOC=$(SD "$WARD" doctor 2>&1)
+like "$DOC" "systemd scope +refused \(systemd-run --user --scope -p Delegate=yes exited 1\)" "doctor says systemd refused the scope, and how"
+like "$DOC" "cgroup delegation +none for this user" "and that nothing is delegated"
+runuser -u wardtest -- rm -r "$T_TMP/urun/systemd"; : >"$FAKE/log"
+B=$(SD "$WARD" box create --persistent)
+is "$(cat "$FAKE/log")" "" "twin: where systemd does not manage the session, systemd-run is not asked"
+SD "$WARD" box destroy "$B"
+
 # A group made but refused: a v2 directory the user may write in, under a
 # group whose cgroup.procs is not the user's, so the kernel refuses to start
 # the box in it (clone3 CLONE_INTO_CGROUP needs the common ancestor's). ward
@@ -172,5 +215,40 @@ else
 	skip "no v2 hierarchy with cgroup.kill to make a refused group in"
 	for i in 1 2 3 4 5 6 7 8; do skip "-"; done
 fi
+# A disk ceiling without root, the first part: a layers image mounted by
+# fuse2fs in a user namespace of wardtest's own (workspace/layersfuse.h),
+# no loop device. A fill stops at the image's size; nothing of it is on
+# the host's mount table; a process in a user namespace below the holder's
+# (where a box would be) reaches it, one beside it does not; ending the
+# holder leaves no mount and no daemon. (Boxes do not use it yet.)
+LF=$(runuser -u wardtest -- mktemp -d /tmp/ward-lf.XXXXXX)
+runuser -u wardtest -- mkdir "$LF/layers"
+OUT=$(runuser -u wardtest -- "$LAYERS_FUSE" mount "$LF/img" "$LF/layers" $((64 << 20)) 2>&1)
+RC=$?
+if [ $RC -eq 0 ]; then
+	read -r HP HPATH <<<"$OUT"
+	check "fuse2fs holds the image over the layers directory, in its own namespaces" runuser -u wardtest -- "$LAYERS_FUSE" mounted "$HP" "$LF/layers"
+	is "$(grep -c " $LF/layers " /proc/mounts)" 0 "the mount is not in the host's mount table"
+	FILL=$(runuser -u wardtest -- dd if=/dev/zero of="$HPATH/fill" bs=1M count=100 conv=fsync 2>&1)
+	like "$FILL" "No space left on device" "a fill of 100M into a 64M image stops with ENOSPC"
+	KB=$(runuser -u wardtest -- du -k "$HPATH/fill" | cut -f1)
+	lt "$KB" $((64 << 10)) "what it holds is under 64M ($KB KiB)"
+	lt $((48 << 10)) "$KB" "and near it"
+	runuser -u wardtest -- rm "$HPATH/fill"
+	check "twin: 10M into the same image is written whole" runuser -u wardtest -- dd if=/dev/zero of="$HPATH/ten" bs=1M count=10 conv=fsync status=none
+	is "$(runuser -u wardtest -- stat -c %s "$HPATH/ten")" $((10 << 20)) "and reads back 10M"
+	is "$(ls -A "$LF/layers")" "" "the host's layers directory itself holds nothing (the image does)"
+	is "$(runuser -u wardtest -- nsenter -t "$HP" -U -m --preserve-credentials unshare -Urm stat -c %s "$LF/layers/ten" 2>&1)" \
+		$((10 << 20)) "a process in a user namespace below the holder's sees it at the layers directory"
+	unlike "$(runuser -u wardtest -- unshare -Ur stat -c %s "$HPATH/ten" 2>&1)" "^$((10 << 20))\$" \
+		"one in a user namespace beside it does not reach it"
+	check "ending the holder" runuser -u wardtest -- "$LAYERS_FUSE" unmount "$HP" "$LF/layers"
+	check "leaves no fuse2fs process" gone "$HP"
+	is "$(grep -c "$LF" /proc/mounts)" 0 "and no mount"
+else
+	like "$OUT" "^incapable: " "fuse2fs cannot mount here, and says why ($OUT)"
+	for i in $(seq 12); do skip "no fuse2fs mount here"; done
+fi
+rm -rf "$LF"
 rm -rf "$WS"
 done_testing
