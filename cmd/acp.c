@@ -47,7 +47,7 @@ static const char acp_help[] =
 	"  --allow RULE, --deny RULE                 as for ward run\n"
 	"  --deadline DUR     each prompt's time limit\n"
 	"  --max-rounds N, --max-calls N, --max-tokens N, --max-cost USD   each prompt's bounds\n"
-	"  --image REF, --rw, --disk SIZE, --allow-host PAT, --net MODE      as for ward run\n"
+	"  --image REF, --backend B, --rw, --disk SIZE, --allow-host PAT, --net MODE   as for ward run\n"
 	MCPCONF_HELP
 	"Settings also come from config files and the environment: see `ward config --help`.\n"
 	"The changes a session made stay in its layers: `ward diff` and `ward apply` show and apply them.\n";

@@ -29,7 +29,7 @@
 	{ "cache-ttl", required_argument, NULL, 'c' },                                                     \
 	{ "no-project-instructions", no_argument, NULL, 'n' },                                             \
 	{ "context-window", required_argument, NULL, 'W' }, { "compact-at", required_argument, NULL, '%' },    \
-	{ "image", required_argument, NULL, 'i' },                                                          \
+	{ "image", required_argument, NULL, 'i' }, { "backend", required_argument, NULL, 'B' },            \
 	NETFLAG_OPTIONS
 
 #define RUN_GIVEN_MAX 512
@@ -45,6 +45,7 @@ struct run_flags {
 	bool no_instructions;	/* --no-project-instructions */
 	uint64_t disk;		/* the box's --disk; 0: the default */
 	const char *image;	/* the box's --image REF; NULL: the host's view */
+	const char *backend;	/* the box's --backend (ns, vm, auto); NULL: the default */
 	/* It came from a project's file or a task line, not from the user:
 	 * a pull for it reaches only a public registry (image_resolve). */
 	bool image_untrusted;

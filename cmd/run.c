@@ -110,6 +110,8 @@ static const char run_help[] =
 	"  --workspace DIR    the task's directory (default: the current one), copy-on-write in the box\n"
 	"  --image REF        the box's root: an image (pulled when not here; see ward image) instead of\n"
 	"                     the host's own /usr\n"
+	"  --backend B        the box's backend: ns (namespaces, default), vm (a QEMU microVM), or auto\n"
+	"                     (vm with KVM, else ns), as ward box create --backend\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --allow-git-changes  let the box change DIR's git directories (.git: hooks, config), and\n"
 	"                     apply or patch those changes too (else .git is read-only in the box and\n"

@@ -67,6 +67,7 @@ static const char tui_help[] =
 	"  --context-window N, --compact-at PCT      as for ward run: when to compact\n"
 	"  --workspace DIR    the task's directory (default: the current one)\n"
 	"  --image REF        the box's root: an image instead of the host's own /usr\n"
+	"  --backend B        the box's backend: ns (default), vm or auto, as for ward run\n"
 	"  --rw               let the box change DIR directly\n"
 	"  --allow-git-changes  let the box change DIR's .git (hooks, config) and /apply apply it\n"
 	"  --disk SIZE        disk ceiling of the box's changes to DIR (default 10G)\n"
