@@ -71,9 +71,10 @@ for c in "$C1" "$C2"; do
 	is "$("$WARD" box exec "$c" -- 'cat /workspace/f.txt')" parent-change "fork $c: the parent's changed file"
 	is "$("$WARD" box exec "$c" -- 'hostname')" "$c" "fork $c: its hostname is its own name"
 	# The guest's time lies between the host's before and after the call
-	# (which is seconds under a loaded TCG), a second either side.
+	# (which is seconds under a loaded TCG); a guest starved of its timer
+	# ticks there falls seconds behind, so 10 s either side.
 	H0=$(date +%s); GT=$("$WARD" box exec "$c" -- 'date +%s'); H1=$(date +%s)
-	[ "$GT" -ge $((H0 - 1)) ] && [ "$GT" -le $((H1 + 1)) ]; ok $? "fork $c: its clock is the host's (guest $GT, host $H0..$H1)"
+	[ "$GT" -ge $((H0 - 10)) ] && [ "$GT" -le $((H1 + 10)) ]; ok $? "fork $c: its clock is the host's (guest $GT, host $H0..$H1)"
 	[ -n "$(qemu_of "$c")" ]; ok $? "fork $c: a VMM of its own"
 done
 is "$(ask "$P")" "$ID 2" "the parent's job runs on (its count its own)"
