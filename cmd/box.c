@@ -526,6 +526,19 @@ static int sub_fork(int argc, char **argv)
 		    *bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes_copied"),
 		    *ms = cJSON_GetObjectItemCaseSensitive(j, "ms");
 	printf("%s\n", name);
+	const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "processes"));
+	if (pr && !strcmp(pr, "carried")) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "state_bytes"),
+			    *dk = cJSON_GetObjectItemCaseSensitive(j, "disk_bytes"),
+			    *pm = cJSON_GetObjectItemCaseSensitive(j, "parent_paused_ms");
+		fprintf(stderr, "ward: forked %s as %s in %.0f ms (%s stood still %.0f ms): its machine (%.0f bytes of "
+			"state) and its disk (%.0f bytes) copied; its processes run on in both, its ports were not "
+			"carried\n", argv[1], name, cJSON_IsNumber(ms) ? ms->valuedouble : 0, argv[1],
+			cJSON_IsNumber(pm) ? pm->valuedouble : 0, cJSON_IsNumber(st) ? st->valuedouble : 0,
+			cJSON_IsNumber(dk) ? dk->valuedouble : 0);
+		cJSON_Delete(j);
+		return 0;
+	}
 	fprintf(stderr, "ward: forked %s as %s in %.0f ms: %.0f files, %.0f bytes copied%s; its processes, /tmp and "
 		"ports were not carried (the fork starts with none running)\n", argv[1], name,
 		cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(files) ? files->valuedouble : 0,
@@ -560,7 +573,7 @@ static const struct box_sub subs[] = {
 	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_hibernate, false },
 	{ "port", "BOX [[[ADDR:]HOSTPORT:]PORT]", "open a box's port to the host and print where; list them",
 	  sub_port, false },
-	{ "fork", "BOX [NAME]", "a new box going on from BOX's files (ns; no processes carried)", sub_fork, false },
+	{ "fork", "BOX [NAME]", "a new box going on from BOX's state (vm: its running machine; ns: its files)", sub_fork, false },
 	{ "destroy", "BOX...", "destroy boxes", sub_destroy, false },
 	{ "reap", "", "remove what boxes whose keeper died left behind", sub_reap, false },
 };

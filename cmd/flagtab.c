@@ -95,6 +95,8 @@ static const struct flag acp_refused[] = {
 static const struct flag run_box[] = {
 	{ "image", 0, 'i', "REF",
 	  .help = "the box's root: an image (pulled when not here; see ward image) instead of the host's own /usr" },
+	{ "backend", 0, 'B', "B", FLAG_DEFAULT_TEXT, .dtext = BOX_DEFAULT_BACKEND,
+	  .help = "the box's backend: ns (namespaces), vm (a QEMU microVM), or auto (vm with KVM, else ns)" },
 	{ "rw", 0, 'r', NULL, .help = "let the box change DIR directly" },
 	{ "allow-git-changes", 0, 'g', NULL,
 	  .help = "let the box change DIR's git directories (.git: hooks, config), and apply or patch those "

@@ -144,6 +144,13 @@ int run_flag(struct run_flags *f, int c, const char *arg)
 		f->image = arg;
 		return 1;
 	}
+	case 'B':
+		if (!box_backend_known(arg)) {
+			cmd_error("--backend: \"%s\" is not a backend; use ns, vm or auto", arg);
+			return -1;
+		}
+		f->backend = arg;
+		return 1;
 	case 'w':
 		f->workspace = arg;
 		return 1;
@@ -266,6 +273,11 @@ int run_flags_finish(struct run_flags *f)
 		return EXIT_USAGE;
 	if (f->box_name && f->image) {
 		cmd_error("--image is for the box a run makes; box %s has its own root (see ward box info %s)", f->box_name,
+			  f->box_name);
+		return EXIT_USAGE;
+	}
+	if (f->box_name && f->backend) {
+		cmd_error("--backend is for the box a run makes; box %s runs on its own (see ward box info %s)", f->box_name,
 			  f->box_name);
 		return EXIT_USAGE;
 	}

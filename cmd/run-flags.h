@@ -35,6 +35,7 @@ struct run_flags {
 	bool no_instructions;	/* --no-project-instructions */
 	uint64_t disk;		/* the box's --disk; 0: the default */
 	const char *image;	/* the box's --image REF; NULL: the host's view */
+	const char *backend;	/* the box's --backend (ns, vm, auto); NULL: the default */
 	/* It came from a project's file or a task line, not from the user:
 	 * a pull for it reaches only a public registry (image_resolve). */
 	bool image_untrusted;

@@ -259,6 +259,8 @@ int session_box(struct session *s, struct run_flags *f, const char *workspace, b
 		bo.on_idle = BOX_IDLE_HIBERNATE;
 	bo.keep_layers = true;
 	bo.image = f->image;
+	if (f->backend)
+		bo.backend = f->backend;
 	struct box_image img;
 	int r = box_image_resolve(&bo, !f->image_untrusted, f->quiet, &img);
 	if (r) {

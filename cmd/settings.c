@@ -79,7 +79,7 @@ static const struct settings_key keys[] = {
 	/* The repository's AGENTS.md in the prompt: on is looser than off. */
 	KEY("project_instructions", 'n', STR, RANK, RANK, .eg = "\"off\""),
 	/* Flags of one invocation, not settings: neither source may set them. */
-	{ .c = 'b' }, { .c = 'w' }, { .c = 'r' }, { .c = 'S' }, { .c = 'g' },
+	{ .c = 'b' }, { .c = 'w' }, { .c = 'r' }, { .c = 'S' }, { .c = 'g' }, { .c = 'B' },
 };
 #undef KEY
 

@@ -231,7 +231,8 @@ static const char *vm_keep(const char *s)
 }
 
 /* What a START brings every time: fresh entropy for the kernel's RNG and
- * the host's clock (a claim of a pool box, a wake of a saved one). */
+ * the host's clock (a claim of a pool box, a wake of a saved one, both
+ * sides of a fork), and a fork's hostname. */
 void vm_fresh(const cJSON *start)
 {
 	const char *ent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "entropy"));
@@ -246,6 +247,12 @@ void vm_fresh(const cJSON *start)
 		if (fd < 0 || ioctl(fd, RNDADDENTROPY, &e) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
 			vm_log("fresh entropy: %s", strerror(errno));
 	}
+	/* A fork's own name (a box name: letters, digits, '-', '_', '.'). */
+	const char *hn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "hostname"));
+	size_t hl = hn ? strlen(hn) : 0;
+	if (hl && hl <= 64 && strspn(hn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == hl &&
+	    sethostname(hn, hl) < 0)
+		vm_log("the fork's hostname: %s", strerror(errno));
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(start, "time_ns");
 	if (cJSON_IsNumber(t)) {
 		int64_t ns = (int64_t)t->valuedouble;

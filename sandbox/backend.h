@@ -38,6 +38,7 @@ struct box_inst {
 struct image_info;
 struct box_spec {
 	const struct box_opts *opts;
+	const char *name;	/* the box's (a fork's VM takes it as its hostname) */
 	const char *root_dir, *upper_dir, *work_dir;
 	/* The root's changes (layers.h's root/, made by the keeper and owned
 	 * by the backend's root_owner uid), or NULL: the backend keeps none. */
@@ -83,6 +84,14 @@ struct box_backend {
 	 * guest's hello is the caller's to take. */
 	int (*resume)(const struct box_spec *s, const char *state, bool restored, struct box_inst *ret,
 		      struct err *e);
+	/* A fork of a running box (b->keeps_ram; sandbox/vm-fork.c): its
+	 * channels closed (the caller no longer watches them), its whole
+	 * machine written to the file state and its own disk copied to disk
+	 * while it stands still; then it goes on, its channels connected
+	 * again and its hello taken (b->chan_fd >= 0; else it is lost and the
+	 * caller ends it). A fork is its resume of state. NULL: no backend
+	 * can. */
+	int (*fork)(const struct box_spec *s, struct box_inst *b, const char *state, const char *disk, struct err *e);
 	/* The host cgroup's limits for a box's limits (NULL: the same). */
 	void (*host_limits)(const struct limits *box, struct limits *host);
 };

@@ -1,7 +1,8 @@
-/* ward box fork: a second box that goes on from another's files. The
+/* ward box fork: a second box that goes on from another's state. The
  * parent's keeper gives its options and freezes the parent while this
- * connection lasts; the fork is created with them (and fork_of), its
- * keeper copying the parent's layers before its guest starts; then the
+ * connection lasts (a vm's saves its running machine first); the fork is
+ * created with them (and fork_of), its keeper copying the parent's layers
+ * (or taking its saved machine) before its guest starts; then the
  * connection goes and the parent thaws (keeper-fork.c). */
 #include "sandbox/box.h"
 #include "sandbox/box-conn-int.h"
@@ -21,7 +22,9 @@ int box_fork(const char *parent, const char *name, pid_t owner, char *ret_name, 
 	if (r < 0)
 		return r;
 	cJSON *j = NULL;
-	r = box_request_ok(c, PROTO_FORK, NULL, BOX_CONNECT_TIMEOUT_MS, &j, e);
+	/* A vm's keeper answers once its machine is saved: as long as a
+	 * hibernate. */
+	r = box_request_ok(c, PROTO_FORK, NULL, BOX_HIBERNATE_TIMEOUT_MS, &j, e);
 	if (r < 0) {
 		box_disconnect(c);
 		return r;
@@ -72,11 +75,13 @@ int box_fork(const char *parent, const char *name, pid_t owner, char *ret_name, 
 		box_disconnect(c);
 	}
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(info, "forked_from");
-	const char *keys[] = { "files", "bytes_copied", "skipped" };
+	const char *keys[] = { "files", "bytes_copied", "skipped", "state_bytes", "disk_bytes", "parent_paused_ms" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, keys[i]);
 		cJSON_AddNumberToObject(out, keys[i], cJSON_IsNumber(v) ? v->valuedouble : 0);
 	}
+	const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "processes"));
+	cJSON_AddStringToObject(out, "processes", pr ? pr : "not carried");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(f, "ms");
 	cJSON_AddNumberToObject(out, "copy_ms", cJSON_IsNumber(ms) ? ms->valuedouble : 0);
 	cJSON_Delete(info);

@@ -5,10 +5,18 @@
  * and fork_of, copies the parent's layers into its own before its guest
  * starts: the workspace's changes and each of the root's overlays' upper
  * directories, as a checkpoint copies a layer (checkpoint_copy). The
- * parent's processes, its /tmp and its ports are not carried. */
+ * parent's processes, its /tmp and its ports are not carried.
+ *
+ * A vm box (a backend with a fork) forks its running machine instead: its
+ * keeper has the backend save it and copy its disk beside its own
+ * (NAME.img.fork*) and lets it go on, then answers; the fork's keeper
+ * takes the files as its own and resumes the machine from them. The
+ * processes go on in both; the ports and the egress proxy's streams are
+ * each keeper's own. */
 #include "sandbox/box.h"
 #include "workspace/checkpoint.h"
 #include "sandbox/keeper-int.h"
+#include "sandbox/box-state.h"
 #include "workspace/layers.h"
 #include "base/state.h"
 #include "base/cleanup.h"
@@ -32,20 +40,137 @@
 
 /* What the fork copied (keeper_fork_copy), for info. */
 static struct checkpoint_stats forked;
+/* A vm fork's: the machine's state (its size), the disk's bytes on the
+ * host, how long the parent stood still, and how the machine's memory is
+ * laid out (the backend's resume takes it). */
+static struct {
+	bool on, ram_restored;
+	uint64_t state_bytes, disk_bytes;
+	int64_t paused_ms;
+	char state[PATH_MAX + 16];
+} vmf;
+
+/* What a vm box's fork leaves for the fork's keeper, beside box name's
+ * disk: ".fork" (the disk's copy), ".fork.state", ".fork.json". */
+static int fork_vm_path(const char *name, const char *sfx, char *out, size_t n, struct err *e)
+{
+	char d[PATH_MAX];
+	int r = state_disk_path(name, d, sizeof(d), e);
+	if (r >= 0 && (size_t)snprintf(out, n, "%s%s", d, sfx) >= n)
+		r = err_set(e, -ENAMETOOLONG, "the box's disk path is too long");
+	return r;
+}
+
+static void fork_vm_unlink(const char *name)
+{
+	static const char *const sfx[] = { ".fork", ".fork.state", ".fork.json" };
+	for (size_t i = 0; i < ARRAY_SIZE(sfx); i++) {
+		char p[PATH_MAX + 16];
+		if (fork_vm_path(name, sfx[i], p, sizeof(p), NULL) == 0)
+			unlink(p);
+	}
+}
 
 void keeper_fork_thaw(void)
 {
 	if (!K.freezer)
 		return;
-	cgroup_freeze(&K.cg, false, 0);
+	if (K.be->fork)
+		fork_vm_unlink(K.name);	/* what a fork did not take */
+	else
+		cgroup_freeze(&K.cg, false, 0);
 	K.freezer = NULL;
+}
+
+static uint64_t fork_file_bytes(const char *p, bool blocks)
+{
+	struct stat st;
+	if (stat(p, &st) < 0)
+		return 0;
+	return blocks ? (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size;
+}
+
+/* The parent's side of a vm fork: the machine saved and its disk copied
+ * while it stands still, then it goes on. 0, or -errno with e set (the
+ * box runs on; lost, it is made again at its next call). */
+static int fork_vm_save(struct err *e)
+{
+	if (box_state_saved(K.state))
+		return err_set(e, -EBUSY, "box %s is hibernated: a vm box forks from its running machine; wake it first "
+			       "(ward box wake %s)", K.name, K.name);
+	if (!K.up)
+		return err_set(e, -EBUSY, "box %s has no running machine (it was lost, and is made again at its next call)",
+			       K.name);
+	unsigned n = 0;
+	for (struct kcall *k = K.calls; k; k = k->next)
+		n += !k->evidence;
+	if (n)
+		return err_set(e, -EBUSY, "%u call%s running in box %s; fork it when %s ended (jobs may run)", n,
+			       n == 1 ? " is" : "s are", K.name, n == 1 ? "it has" : "they have");
+	if (!K.inst.keeps_ram) {
+		/* The backend's one line on why. */
+		struct box_spec spec;
+		keeper_spec(&spec);
+		return K.be->fork(&spec, &K.inst, "", "", e);
+	}
+	char st[PATH_MAX + 16], dk[PATH_MAX + 16], js[PATH_MAX + 16];
+	int r = fork_vm_path(K.name, ".fork.state", st, sizeof(st), e);
+	if (r >= 0)
+		r = fork_vm_path(K.name, ".fork", dk, sizeof(dk), e);
+	if (r >= 0)
+		r = fork_vm_path(K.name, ".fork.json", js, sizeof(js), e);
+	if (r < 0)
+		return r;
+	fork_vm_unlink(K.name);
+	struct box_spec spec;
+	keeper_spec(&spec);
+	bool restored = K.inst.restored;
+	int64_t t0 = now_ms();
+	keeper_guest_detach();
+	loop_del(K.loop, K.inst.pidfd);
+	if (K.inst.log_fd >= 0)
+		loop_del(K.loop, K.inst.log_fd);
+	r = K.be->fork(&spec, &K.inst, st, dk, e);
+	int64_t paused = now_ms() - t0;
+	/* The guest again, as after a wake; a frame half read or queued
+	 * before is the old channel's. */
+	proto_reader_free(&K.grd);
+	proto_writer_free(&K.gwr);
+	struct err ae = { 0 };
+	int a = K.inst.chan_fd >= 0 ? keeper_guest_attach(&ae) : -EPIPE;
+	if (a < 0) {
+		keeper_log("keeper: box %s was lost at a fork: %s", K.name, ae.msg[0] ? ae.msg : "its channels are gone");
+		keeper_guest_down();
+		fork_vm_unlink(K.name);
+		if (r >= 0)
+			r = err_set(e, a, "box %s was lost at the fork (%s); it is made again at its next call", K.name,
+				    ae.msg);
+	}
+	if (r < 0)
+		return r;
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddBoolToObject(m, "ram_restored", restored);
+	cJSON_AddNumberToObject(m, "paused_ms", (double)paused);
+	cJSON_AddNumberToObject(m, "state_bytes", (double)fork_file_bytes(st, false));
+	cJSON_AddNumberToObject(m, "disk_bytes", (double)fork_file_bytes(dk, true));
+	_cleanup_free_ char *txt = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	r = txt ? fdio_write_atomic(js, txt, strlen(txt), 0600) : -ENOMEM;
+	if (r < 0) {
+		fork_vm_unlink(K.name);
+		return err_setc(e, r, "cannot write %s", js);
+	}
+	keeper_log("keeper: box %s saved for a fork in %lld ms", K.name, (long long)paused);
+	return 0;
 }
 
 void keeper_fork_request(struct kclient *c, const struct frame *f)
 {
 	cJSON *j = cJSON_CreateObject();
-	if (strcmp(K.be->name, "ns")) {
-		cJSON_AddStringToObject(j, "error", "only ns boxes can be forked yet (this box is a vm box)");
+	struct err e = { 0 };
+	int r;
+	if (strcmp(K.be->name, "ns") && !K.be->fork) {
+		cJSON_AddStringToObject(j, "error", "boxes of this backend cannot be forked");
 		cJSON_AddNumberToObject(j, "code", -EOPNOTSUPP);
 	} else if (K.freezer) {
 		cJSON_AddStringToObject(j, "error", "another fork is copying this box now; try again when it is done");
@@ -53,8 +178,13 @@ void keeper_fork_request(struct kclient *c, const struct frame *f)
 	} else if (K.inst.pooled) {
 		cJSON_AddStringToObject(j, "error", "the box waits in a pool: a create takes it");
 		cJSON_AddNumberToObject(j, "code", -EBUSY);
+	} else if (K.be->fork && (r = fork_vm_save(&e)) < 0) {
+		cJSON_AddStringToObject(j, "error", e.msg);
+		cJSON_AddNumberToObject(j, "code", r);
 	} else {
-		bool frozen = K.up && cgroup_freeze(&K.cg, true, KEEPER_FORK_STOP_MS);
+		/* A vm's machine stood still for its save; an ns box stays
+		 * frozen while its layers are copied. */
+		bool frozen = K.be->fork || (K.up && cgroup_freeze(&K.cg, true, KEEPER_FORK_STOP_MS));
 		K.freezer = c;
 		K.thaw_at = now_ms() + KEEPER_FORK_FREEZE_MS;
 		/* A fork gets no secret: its values stay with this keeper. */
@@ -129,6 +259,62 @@ static int fork_root(const char *from, const char *to, struct err *e)
 	return 0;
 }
 
+/* The fork's side of a vm fork: the parent's saved machine and disk
+ * copy, taken as this box's own (renamed: nobody else takes them). */
+static int fork_vm_take(struct err *e)
+{
+	char st[PATH_MAX + 16], dk[PATH_MAX + 16], js[PATH_MAX + 16];
+	int r = fork_vm_path(K.o->fork_of, ".fork.state", st, sizeof(st), e);
+	if (r >= 0)
+		r = fork_vm_path(K.o->fork_of, ".fork", dk, sizeof(dk), e);
+	if (r >= 0)
+		r = fork_vm_path(K.o->fork_of, ".fork.json", js, sizeof(js), e);
+	if (r >= 0)
+		r = fork_vm_path(K.name, ".fork.state", vmf.state, sizeof(vmf.state), e);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *txt = NULL;
+	if (fdio_read_file(AT_FDCWD, js, 1 << 12, &txt, NULL) < 0)
+		return err_set(e, -ENOENT, "box %s's saved machine is not there (its keeper did not save it)", K.o->fork_of);
+	cJSON *m = cJSON_Parse(txt);
+	vmf.ram_restored = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ram_restored"));
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(m, "paused_ms");
+	vmf.paused_ms = cJSON_IsNumber(x) ? (int64_t)x->valuedouble : 0;
+	cJSON_Delete(m);
+	unlink(js);
+	if (rename(dk, K.disk) < 0 || rename(st, vmf.state) < 0) {
+		r = err_setc(e, -errno, "cannot take box %s's saved machine", K.o->fork_of);
+		unlink(vmf.state);
+		unlink(st);
+		unlink(dk);
+		return r;
+	}
+	vmf.on = true;
+	vmf.state_bytes = fork_file_bytes(vmf.state, false);
+	vmf.disk_bytes = fork_file_bytes(K.disk, true);
+	forked.bytes_copied = vmf.state_bytes + vmf.disk_bytes;
+	return 0;
+}
+
+int keeper_fork_up(struct err *e)
+{
+	if (!vmf.on)
+		return keeper_guest_up(e);
+	int64_t t0 = now_ms();
+	struct box_spec spec;
+	keeper_spec(&spec);
+	int r = K.be->resume(&spec, vmf.state, vmf.ram_restored, &K.inst, e);
+	unlink(vmf.state);
+	if (r >= 0)
+		r = keeper_guest_attach(e);
+	forked.ms += now_ms() - t0;
+	if (r >= 0)
+		keeper_log("keeper: forked from %s's running machine (%llu bytes of state, %llu of disk) in %lld ms",
+			   K.o->fork_of, (unsigned long long)vmf.state_bytes, (unsigned long long)vmf.disk_bytes,
+			   (long long)forked.ms);
+	return r;
+}
+
 int keeper_fork_copy(struct err *e)
 {
 	if (!K.o->fork_of)
@@ -136,6 +322,11 @@ int keeper_fork_copy(struct err *e)
 	int64_t t0 = now_ms();
 	if (!state_name_valid(K.o->fork_of))
 		return err_set(e, -EINVAL, "the box to fork from is not a box name");
+	if (K.be->fork) {
+		int r = fork_vm_take(e);
+		forked.ms = now_ms() - t0;
+		return r;
+	}
 	struct layers pl;
 	int r = layers_find(K.o->fork_of, &pl, e);
 	if (r == 0)
@@ -181,4 +372,10 @@ void keeper_fork_info(cJSON *j)
 	cJSON_AddNumberToObject(f, "files", (double)forked.files);
 	cJSON_AddNumberToObject(f, "bytes_copied", (double)forked.bytes_copied);
 	cJSON_AddNumberToObject(f, "skipped", (double)forked.skipped);
+	cJSON_AddStringToObject(f, "processes", vmf.on ? "carried" : "not carried");
+	if (vmf.on) {
+		cJSON_AddNumberToObject(f, "state_bytes", (double)vmf.state_bytes);
+		cJSON_AddNumberToObject(f, "disk_bytes", (double)vmf.disk_bytes);
+		cJSON_AddNumberToObject(f, "parent_paused_ms", (double)vmf.paused_ms);
+	}
 }

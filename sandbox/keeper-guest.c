@@ -273,7 +273,7 @@ int keeper_guest_attach(struct err *e)
 
 void keeper_spec(struct box_spec *ret)
 {
-	*ret = (struct box_spec){ .opts = K.o, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
+	*ret = (struct box_spec){ .opts = K.o, .name = K.name, .root_dir = K.root, .upper_dir = K.upper, .work_dir = K.work,
 				  .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
 				  .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
 				  .disk_path = K.disk, .env = K.eg.env, .nenv = K.eg.nenv,

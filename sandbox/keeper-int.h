@@ -255,6 +255,9 @@ struct netmux *keeper_mux(void);
 void keeper_fork_request(struct kclient *c, const struct frame *f);
 void keeper_fork_thaw(void);
 int keeper_fork_copy(struct err *e);
+/* The box's guest up: a vm fork's resumed from the parent's machine that
+ * keeper_fork_copy took; else keeper_guest_up. */
+int keeper_fork_up(struct err *e);
 /* What a fork copied, into info's "forked_from" (nothing for a box that
  * is not a fork). */
 void keeper_fork_info(cJSON *j);

@@ -806,7 +806,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		goto fail;
 	if (o->net == BOX_NET_ALLOW && (egress_secrets(&K.eg, name, o, &e) < 0 || egress_listen(&K.eg, boxdir, &e) < 0))
 		goto fail;
-	if (keeper_guest_up(&e) < 0)
+	if (keeper_fork_up(&e) < 0)
 		goto fail;
 	if (keeper_listen(&e) < 0)
 		goto fail;

@@ -123,6 +123,26 @@ static int vm_disk_clone(const char *tmp, const void *arg, struct err *e)
 	return r < 0 ? err_setc(e, r, "cannot copy %s to %s", s->blank, tmp) : 0;
 }
 
+int vm_disk_copy_file(const char *from, const char *to, struct err *e)
+{
+	_cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0)
+		return err_setc(e, -errno, "cannot read the disk %s", from);
+	unlink(to);
+	_cleanup_close_ int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		return err_setc(e, -errno, "cannot make %s", to);
+	int r = vm_disk_copy(in, out, st.st_size);
+	if (r >= 0 && fsync(out) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(to);
+		return err_setc(e, r, "cannot copy the disk %s to %s", from, to);
+	}
+	return 0;
+}
+
 int vm_disk_make(const char *path, uint64_t size, struct err *e)
 {
 	if (access(path, F_OK) == 0)

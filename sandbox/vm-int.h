@@ -24,12 +24,29 @@ struct vm_paths {
  * is not there (one that is keeps its size and what it holds). 0 or
  * -errno, e set. */
 int vm_disk_make(const char *path, uint64_t size, struct err *e);
+/* A copy of the disk from at to (made anew, 0600), its holes kept: a
+ * clone where the file system can, else each extent of data. 0 or
+ * -errno, e set. */
+int vm_disk_copy_file(const char *from, const char *to, struct err *e);
 /* A stand-in for a disk the guest does not read: where a box has no
  * image, and in a snapshot's template. path NULL: the one in the cache
  * every box shares (read-only); else that file (a template's writable
  * one). Its path into out. */
 #define VM_DISK_STANDIN 4096
 int vm_disk_standin(const char *path, char *out, size_t n, struct err *e);
+
+struct box_spec;
+struct box_opts;
+struct box_inst;
+/* vm.c: where box s's VMM has its sockets and files. */
+void vm_paths(const struct box_spec *s, struct vm_paths *p);
+/* A guest that went on from a saved state, its channel connected again:
+ * its hello (or the PONG of one that had not seen its host go), then a
+ * START without a root with fresh entropy, the host's clock and, where
+ * hostname is not NULL, its new hostname. 0 or -errno, e set. */
+int vm_resume_hello(const struct box_opts *o, struct box_inst *b, const char *hostname, struct err *e);
+/* vm-fork.c: the backend's fork (backend.h). */
+int vm_fork(const struct box_spec *s, struct box_inst *b, const char *state, const char *disk, struct err *e);
 
 /* vm-jail.c: what one VMM's root holds beside what every VMM's does (its
  * table): files read-only (the kernel, the initrd), files and directories
@@ -61,3 +78,6 @@ int vm_snapshot_restore(const struct vm_paths *p, const char *state, struct err 
  * whole state, RAM and devices, to the file state (a hibernate that keeps
  * its processes). Not saved, the VM runs on. 0 or -errno, e set. */
 int vm_snapshot_save(const struct vm_paths *p, const char *state, struct err *e);
+/* A VM that vm_snapshot_save left stopped goes on (its disks taken back
+ * from the migration). 0 or -errno, e set. */
+int vm_snapshot_cont(const struct vm_paths *p, struct err *e);

@@ -277,6 +277,17 @@ int vm_snapshot_save(const struct vm_paths *p, const char *state, struct err *e)
 	return r;
 }
 
+int vm_snapshot_cont(const struct vm_paths *p, struct err *e)
+{
+	struct qmp q = { .fd = -1 };
+	int r = qmp_open(&q, p->qmp, e);
+	if (r >= 0)
+		r = qmp_ok(&q, "{\"execute\":\"cont\"}", e);
+	if (q.fd >= 0)
+		close(q.fd);
+	return r;
+}
+
 /* A VMM started with -incoming defer: feed it the state and let it run. */
 int vm_snapshot_restore(const struct vm_paths *p, const char *state, struct err *e)
 {

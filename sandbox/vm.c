@@ -232,7 +232,7 @@ static int vm_opt_path(char *out, size_t n, const char *prefix, const char *path
 }
 
 
-static void vm_paths(const struct box_spec *s, struct vm_paths *p)
+void vm_paths(const struct box_spec *s, struct vm_paths *p)
 {
 	snprintf(p->dir, sizeof(p->dir), "%s", s->root_dir);
 	char *slash = strrchr(p->dir, '/');
@@ -472,6 +472,7 @@ static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
 struct vm_start_as {
 	bool prepare;
 	const cJSON *root;	/* NULL: a claim's */
+	const char *hostname;	/* a fork's name (NULL: the guest keeps its own) */
 };
 
 static int vm_send_start_as(int fd, const struct box_opts *o, const struct vm_start_as *as)
@@ -491,6 +492,8 @@ static int vm_send_start_as(int fd, const struct box_opts *o, const struct vm_st
 	} else {
 		cJSON_AddStringToObject(j, "entropy", hex);
 		cJSON_AddNumberToObject(j, "time_ns", (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec);
+		if (as->hostname)
+			cJSON_AddStringToObject(j, "hostname", as->hostname);
 	}
 	/* With egress, the port the guest listens on for the proxy; git_rw:
 	 * the guest leaves the workspace's git directories writable. */
@@ -827,7 +830,7 @@ static int vm_save(const struct box_spec *s, struct box_inst *b, const char *sta
  * Then a START without a root: its clock set to the host's (it stood
  * still while saved) and fresh entropy (the state it woke from is on
  * disk), as a pool box's claim gets them. */
-static int vm_resume_hello(const struct box_opts *o, struct box_inst *b, struct err *e)
+int vm_resume_hello(const struct box_opts *o, struct box_inst *b, const char *hostname, struct err *e)
 {
 	int r = proto_send(b->chan_fd, PROTO_PING, 0, 0, NULL, 0);
 	int64_t until = now_ms() + BOX_CREATE_TIMEOUT_MS;
@@ -842,7 +845,7 @@ static int vm_resume_hello(const struct box_opts *o, struct box_inst *b, struct 
 		free(payload);
 		if (r == 1) {
 			b->hello_done = true;
-			r = vm_send_start_as(b->chan_fd, o, &(struct vm_start_as){ .prepare = false });
+			r = vm_send_start_as(b->chan_fd, o, &(struct vm_start_as){ .hostname = hostname });
 			if (r < 0)
 				return err_set(e, r, "the restored guest's clock and entropy could not be sent (%s)",
 					       strerror(-r));
@@ -875,7 +878,7 @@ static int vm_resume(const struct box_spec *s, const char *state, bool restored,
 	if (r >= 0)
 		r = vm_snapshot_restore(&p, state, e);
 	if (r >= 0)
-		r = vm_resume_hello(s->opts, ret, e);
+		r = vm_resume_hello(s->opts, ret, s->opts->fork_of ? s->name : NULL, e);
 	if (r < 0) {
 		vm_inst_clear(ret);
 		return r;
@@ -915,5 +918,6 @@ const struct box_backend vm_backend = {
 	.go = vm_go,
 	.save = vm_save,
 	.resume = vm_resume,
+	.fork = vm_fork,
 	.host_limits = vm_host_limits,
 };
