@@ -209,7 +209,7 @@ struct run_ctx {
 	int agent_depth;
 	int agent_ledger;	/* -1: none */
 	const char *agent_session;	/* a subagent's: its parent's session */
-	struct budgets share;	/* its share_*: set after run_flags_finish (which rebuilds the budgets) */
+	struct task_limits share;	/* its share_*: set after run_flags_finish (which rebuilds the budgets) */
 };
 
 /* One flag by its getopt value: 0, 1 for --help, or -1 after an error

@@ -210,7 +210,7 @@ static int spawn(struct agents *a, struct agent *g, struct err *e)
 		add_arg(argv, &n, 128, "--agent-ledger");
 		add_arg(argv, &n, 128, "3");
 	}
-	const struct budgets *b = a->cfg.b;
+	const struct task_limits *b = a->cfg.b;
 	/* Its time: what is left of the task's, or its own share if less;
 	 * past that and the grace, the parent kills it (a child that hangs). */
 	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(g->input, "deadline_s");

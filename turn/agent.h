@@ -22,7 +22,7 @@
 
 struct loop;
 struct ledger;
-struct budgets;
+struct task_limits;
 
 /* Defaults, pinned in tests/unit/test-defaults.c. */
 #define AGENT_MAX_DEFAULT 3	/* --max-subagents: children running at once */
@@ -42,7 +42,7 @@ struct agents_cfg {
 	int max;			/* at once; 0: AGENT_MAX_DEFAULT */
 	int depth;			/* the parent's: 0 for a run a person started */
 	struct ledger *ledger;
-	const struct budgets *b;	/* the task's */
+	const struct task_limits *b;	/* the task's */
 	const char *replay_dir;		/* a replay parent's script directory: a child's model is replay:NAME there */
 	const char *id;			/* the parent's agent id; NULL: "main" (its children: a1, a2, ...) */
 	const char *session;		/* the parent's session, which each child's journal names; NULL: none */

@@ -276,7 +276,7 @@ static void dispatch(struct turn *t, struct tcall *c)
 			updated = true;
 		}
 	}
-	const struct budgets *b = &t->cfg->b;
+	const struct task_limits *b = &t->cfg->b;
 	int64_t left = b->deadline_ms ? b->deadline_ms - now_ms() : -1;
 	bool gro = c->agent ? agents_readonly(input) : c->ro;
 	enum gate_decision d = gate_check(t->cfg->gate, c->name, input, gro, word, why, sizeof(why));

@@ -105,7 +105,7 @@ static double total_cost(const struct turn *t)
 
 bool turn_budget_ok(struct turn *t, bool before_call, enum turn_stop_kind *ret_kind, char *why, size_t n)
 {
-	const struct budgets *b = &t->cfg->b;
+	const struct task_limits *b = &t->cfg->b;
 	/* Worded for the task once it has subagents (its ledger shared). */
 	bool shared = t->cfg->ledger && t->cfg->ledger->shared;
 	const char *whose = shared ? "the task's (with its subagents')" : "the run's";

@@ -218,7 +218,7 @@ static bool budget_check(struct turn *t)
 	/* A subagent's request holds room for itself first: the task's
 	 * total is never passed by agents asking at once. */
 	struct ledger *l = t->cfg->ledger;
-	const struct budgets *b = &t->cfg->b;
+	const struct task_limits *b = &t->cfg->b;
 	if (l && l->shared && !ledger_reserve(l, b->max_tokens, b->max_cost)) {
 		bool cost = b->max_cost > 0 && !ledger_reserve(l, 0, b->max_cost);
 		ledger_release(l);

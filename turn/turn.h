@@ -104,7 +104,9 @@ struct turn_sink {
 	void *ud;
 };
 
-struct budgets {
+/* The task's limits (--deadline, --max-*): totals over the run and its
+ * subagents. Not a call's time, which is proto/budget.h's struct budget. */
+struct task_limits {
 	int64_t deadline_ms;	/* absolute, monotonic; 0: none */
 	int max_rounds;		/* 0: none */
 	int max_calls;
@@ -171,7 +173,7 @@ struct turn_cfg {
 	struct provider_cfg pcfg;
 	const char *replay_path;		/* replay provider's script */
 	const char *system;
-	struct budgets b;
+	struct task_limits b;
 	struct gate *gate;
 	struct turn_sink sinks[TURN_SINKS_MAX];
 	int nsinks;
