@@ -227,6 +227,16 @@ void tui_shell(struct tui *u, const char *cmd);
  * NULL when it names none that could be read (each said why). */
 char *tui_attach(struct tui *u, const char *msg);
 char **tui_complete(void *ud, const char *word, bool line_start);
+/* tui.c: the session's box (made, or connected, with its MCP servers:
+ * 0, or -1 after an error line; gone, with its own box destroyed), what a
+ * turn runs with, a message run as a turn, the conversation sent again. */
+int tui_box_up(struct tui *u);
+void tui_box_down(struct tui *u);
+void tui_turn_begin(struct tui *u, struct turn_cfg *cfg);
+void tui_run_message(struct tui *u, const char *text);
+void tui_retry(struct tui *u);
+/* tui-slash.c: a slash command; false when the session should end. */
+bool tui_slash(struct tui *u, char *line);
 void tui_cmd_model(struct tui *u, const char *arg);
 void tui_cmd_config(struct tui *u);
 /* The last exchanges of a resumed conversation, collapsed. */
