@@ -304,7 +304,8 @@ static int cs_record(struct changeset_reader *r, struct err *e)
 			return cs_fail(r, e, -errno, errno == EEXIST ? "an entry made twice" : strerror(errno), path);
 		if (x[4] & CHANGESET_F_OPAQUE) {
 			_cleanup_close_ int d = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (d < 0 || fsetxattr(d, "user.overlay.opaque", "y", 1, 0) < 0)
+			const char *xa = r->lim.opaque_xattr ? r->lim.opaque_xattr : "user.overlay.opaque";
+			if (d < 0 || fsetxattr(d, xa, "y", 1, 0) < 0)
 				return cs_fail(r, e, -errno, "cannot mark an opaque directory (user xattrs)", path);
 		}
 		if (cs_dirmode_add(r, path, mode, (int64_t)get64(x + 5)) < 0)

@@ -68,6 +68,10 @@ struct changeset_limits {
 	uint64_t total_bytes;	/* all files' sizes together */
 	unsigned path_bytes;	/* a path's length (at most CHANGESET_PATH_MAX) */
 	unsigned depth;		/* a path's components */
+	/* The xattr an opaque directory gets: NULL, the host's upper's
+	 * ("user.overlay.opaque", as overlayfs's userxattr has it); a guest
+	 * seeding its own upper, "trusted.overlay.opaque". */
+	const char *opaque_xattr;
 };
 
 /* What a reader saw, for the caller's figures. */

@@ -368,6 +368,12 @@ static int hib_hibernate(cJSON *ret, struct err *e)
 	if (state_mkdir_p(K.hib.dir, 0700) < 0)
 		return err_setc(e, -errno, "cannot make %s", K.hib.dir);
 	keeper_state_file("hibernating");
+	/* A block workspace's changes since the last call (a job's), for
+	 * whoever reads them while the box sleeps; they are on its disk
+	 * either way. */
+	struct err we = { 0 };
+	if (keeper_ws_sync_now(KEEPER_WS_SYNC_MS, &we) < 0)
+		keeper_log("keeper: before the hibernate: %s", we.msg);
 	K.hib.kept = false;
 	K.hib.why[0] = 0;
 	if (K.up && K.be->save && K.inst.keeps_ram) {

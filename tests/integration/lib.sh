@@ -128,6 +128,40 @@ image_have() { ! grep -q "^$1:" "$FIX/missing"; }	# image_have busybox|debian: t
 image_tree() { echo "$XDG_DATA_HOME/ward/images/trees/${1#sha256:}/root"; }	# image_tree DIGEST: its unpacked tree
 skip() { T_N=$((T_N + 1)); echo "ok $T_N # SKIP $1"; }	# skip WHY: one test skipped
 
+# vm_python_image: the image vm-hibernate.sh and vm-ws.sh boot: busybox's
+# applets, python3.11, its libraries and its standard library (without its
+# tests); made once beside the image fixtures (flock: two runs at once) and
+# imported as ward-test/python. Status 1: it could not be made.
+vm_python_image() {
+	local FIX=${WARD_IMAGE_FIXTURES:-} PYOCI
+	[ -n "$FIX" ] || return 1
+	PYOCI=$FIX/python.oci.tar
+	mkdir -p "$FIX"
+	(
+		flock 9
+		[ -s "$PYOCI" ] && exit 0
+		P=$T_TMP/pyimg
+		mkdir -p "$P/bin" "$P/usr/bin" "$P/tmp" "$P/etc"
+		cp /bin/busybox "$P/bin/busybox"
+		for a in $(/bin/busybox --list-full); do
+			[ "$a" = bin/busybox ] && continue
+			mkdir -p "$P/$(dirname "$a")"
+			ln -sf /bin/busybox "$P/$a"
+		done
+		cp /usr/bin/python3.11 "$P/usr/bin/"
+		ln -sf python3.11 "$P/usr/bin/python3"
+		for l in $(ldd /usr/bin/python3.11 | grep -o '/lib[^ ]*'); do mkdir -p "$P$(dirname "$l")"; cp -L "$l" "$P$l"; done
+		tar -C / --exclude='*/test' --exclude='*/tests' --exclude='*/idlelib' --exclude='*/tkinter' \
+			--exclude='*/ensurepip' --exclude='*/__pycache__' --exclude='config-3.11-*' -cf - usr/lib/python3.11 |
+			tar -C "$P" -xf -
+		echo "ID=ward-python" >"$P/etc/os-release"
+		python3 "$(dirname "$0")/../images/oci.py" image "$T_TMP/python.oci.tar" --name ward-test/python:latest \
+			--env PATH=/usr/sbin:/usr/bin:/sbin:/bin --workdir / --layer "tree:$P:gzip" && mv "$T_TMP/python.oci.tar" "$PYOCI"
+	) 9>"$FIX/.python.lock"
+	[ -s "$PYOCI" ] || return 1
+	"$WARD" image import "$PYOCI" >/dev/null 2>&1
+}
+
 FAKE=$(dirname "$0")/../fake-llm.py
 SRV=""
 serve() { # serve SCENARIO [SERVER FLAGS]: start the fake LLM server; sets URL and LOG

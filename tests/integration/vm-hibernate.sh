@@ -17,33 +17,7 @@ FIX=${WARD_IMAGE_FIXTURES:-}
 [ -n "$FIX" ] || skip_all "WARD_IMAGE_FIXTURES is not set (meson test sets it)"
 qemu_of() { pgrep -f "qemu-system-x86_64.*/$1/" | head -1; }
 
-# The image: busybox's applets, python3.11, its libraries and its standard
-# library (without its tests); made once (flock: two runs at once).
-PYOCI=$FIX/python.oci.tar
-mkdir -p "$FIX"
-(
-	flock 9
-	[ -s "$PYOCI" ] && exit 0
-	P=$T_TMP/pyimg
-	mkdir -p "$P/bin" "$P/usr/bin" "$P/tmp" "$P/etc"
-	cp /bin/busybox "$P/bin/busybox"
-	for a in $(/bin/busybox --list-full); do
-		[ "$a" = bin/busybox ] && continue
-		mkdir -p "$P/$(dirname "$a")"
-		ln -sf /bin/busybox "$P/$a"
-	done
-	cp /usr/bin/python3.11 "$P/usr/bin/"
-	ln -sf python3.11 "$P/usr/bin/python3"
-	for l in $(ldd /usr/bin/python3.11 | grep -o '/lib[^ ]*'); do mkdir -p "$P$(dirname "$l")"; cp -L "$l" "$P$l"; done
-	tar -C / --exclude='*/test' --exclude='*/tests' --exclude='*/idlelib' --exclude='*/tkinter' \
-		--exclude='*/ensurepip' --exclude='*/__pycache__' --exclude='config-3.11-*' -cf - usr/lib/python3.11 |
-		tar -C "$P" -xf -
-	echo "ID=ward-python" >"$P/etc/os-release"
-	python3 "$(dirname "$0")/../images/oci.py" image "$T_TMP/python.oci.tar" --name ward-test/python:latest \
-		--env PATH=/usr/sbin:/usr/bin:/sbin:/bin --workdir / --layer "tree:$P:gzip" && mv "$T_TMP/python.oci.tar" "$PYOCI"
-) 9>"$FIX/.python.lock"
-[ -s "$PYOCI" ] || skip_all "the python image could not be made"
-"$WARD" image import "$PYOCI" >/dev/null 2>&1
+vm_python_image || skip_all "the python image could not be made"
 like "$("$WARD" image ls 2>&1)" "ward-test/python" "the python image is imported"
 
 # The server: a job holding a 50 MB object, answering with its PID and the
