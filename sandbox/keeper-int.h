@@ -253,3 +253,6 @@ int keeper_ws_hold(struct kcall *k, const struct frame *f);
 bool keeper_ws_frame(const struct frame *f);
 void keeper_ws_reset(void);
 int keeper_ws_sync_now(int64_t ms, struct err *e);
+/* A block workspace's syncs, into info's "workspace_sync" (under way,
+ * how many were done, results held). */
+void keeper_ws_info(cJSON *j);

@@ -230,3 +230,16 @@ int keeper_ws_sync_now(int64_t ms, struct err *e)
 	}
 	return W.partial_ok ? 0 : err_set(e, -EIO, "the box's workspace changes were refused (see the keeper's log)");
 }
+
+void keeper_ws_info(cJSON *j)
+{
+	if (!K.inst.ws_sync)
+		return;
+	unsigned held = 0;
+	for (struct kcall *k = K.calls; k; k = k->next)
+		held += k->held != NULL;
+	cJSON *w = cJSON_AddObjectToObject(j, "workspace_sync");
+	cJSON_AddBoolToObject(w, "under_way", W.busy);
+	cJSON_AddNumberToObject(w, "syncs", (double)W.done);
+	cJSON_AddNumberToObject(w, "results_held", held);
+}

@@ -359,9 +359,16 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	/* QEMU under /usr comes with it; one elsewhere is bound by itself. */
 	const char *own_qemu = strncmp(qemu, "/usr/", 5) ? qemu : NULL;
-	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, l->root_img, l->ws_img, own_qemu },
+	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, l->root_img },
 				.rw = { p->vmm, p->exp, l->disk, l->mem_path }, .kvm = kvm,
 				.view = l->skel ? share : NULL, .skel = l->skel };
+	/* Each file bound once: the root's stand-in is the workspace's too
+	 * where a box has neither (a second bind over the first's read-only
+	 * file fails). */
+	size_t nro = 3;
+	if (strcmp(l->ws_img, l->root_img))
+		jail.ro[nro++] = l->ws_img;
+	jail.ro[nro] = own_qemu;
 	if (l->skel)
 		hostview_host_dirs(jail.host, ARRAY_SIZE(jail.host) - 1);
 	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .jail = &jail,
