@@ -79,7 +79,6 @@ P0=$(pid)
 OUT=$("$WARD" box hibernate "$B" 2>&1)
 like "$OUT" "$B: hibernated in [0-9]+ ms, [0-9]+ bytes saved, its processes kept" "hibernated with a workspace, its processes kept"
 [ -z "$(qemu_of "$B")" ]; ok $? "no VMM of the box runs on the host"
-is "$(cat "$UP/before.txt" 2>/dev/null)" before-hibernate "while it sleeps the host's upper has the file"
 OUT=$("$WARD" box wake "$B" 2>&1)
 like "$OUT" "$B: woken in [0-9]+ ms, its processes where they were" "woken, its processes where they were"
 like "$(tool "$B" job_list '{}')" "running" "the job is listed running"
