@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """What a workspace's read-only block image costs to make: mkfs.erofs (as
-a vm box's image root is made, image/erofs.c) of a tree of N files of 2
-KiB in 50 directories, median of RUNS, and the image's size. This is the
-create cost that moving a vm workspace off 9p onto a block image would
-add (issue 25); ward does not make such an image yet.
+a vm box's workspace image is made at its create, sandbox/vm-ws.c, with
+image/erofs.c's image_erofs_make) of a tree of N files of 2 KiB in 50
+directories, median of RUNS, and the image's size. This is what a vm box
+of an image with a copy-on-write --workspace adds to its create the first
+time a tree is seen; a second box of an unchanged tree links the cached
+image (keyed by a walk of the tree's metadata, no file read) instead.
 
 usage: wsimage.py WORKDIR RUNS N... -> one line per N: N ms bytes"""
 import os, shutil, statistics, subprocess, sys, time

@@ -162,7 +162,13 @@ int vm_share(const char *tag, const char *dst, unsigned long flags, const char *
  * erofs; else the host view; ws_share: the workspace's 9p share at
  * /workspace, else the root's own directory), switched to. 0, or -errno
  * with *ret_what the step that failed. */
-int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char **ret_what);
+/* The workspace: none (the root's own /workspace), the 9p share "ws"
+ * (--rw, a box on the host view), or a block image with its changes on
+ * the box's disk. */
+enum vm_ws { VM_WS_NONE, VM_WS_SHARE, VM_WS_BLOCK };
+/* seed: a block workspace's upper is first taken from the host
+ * (changeset_guest_seed). */
+int vm_root_build(bool image, enum vm_ws ws, bool seed, struct guest_cfg *cfg, const char **ret_what);
 
 /* netfwd.c: in a VM, the VM_PORT_NET port's streams, on a thread of its
  * own: a listener on 127.0.0.1:port (0: none) whose connections go to the
@@ -192,3 +198,20 @@ struct call *worker_call(struct job *j);
 struct tool_result *worker_result(struct job *j);
 void worker_cancel(struct job *j);
 void worker_free(struct job *j);
+
+/* main.c: a frame to the host (queued; the loop writes what does not go
+ * now), and how many bytes wait in that queue. */
+void guest_send_frame(uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n);
+size_t guest_queued(void);
+/* changeset.c: a vm box's workspace changes to the host (a CHANGES
+ * request). init: the workspace's overlay upper (guest/vm-root.c), once;
+ * without it a request is refused. request: walk it and start the
+ * stream; pump: more of it, as the queue to the host drains (main.c
+ * calls it whenever the queue shrinks); abort: the host went away. */
+void changeset_guest_init(int upper_fd);
+void changeset_guest_request(uint32_t id, const uint8_t *payload, size_t len);
+void changeset_guest_pump(void);
+void changeset_guest_abort(void);
+/* A fresh box's workspace upper (the path, made anew) from the host's
+ * kept changes, asked for on chan at START. 0 or -errno. */
+int changeset_guest_seed(int chan, const char *upper);

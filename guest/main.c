@@ -67,6 +67,16 @@ static void guest_send(uint8_t type, uint8_t flags, uint32_t id, const void *p, 
 	guest_flush();
 }
 
+void guest_send_frame(uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n)
+{
+	guest_send(type, flags, id, p, n);
+}
+
+size_t guest_queued(void)
+{
+	return proto_queued(&G.wr);
+}
+
 void guest_send_json(uint8_t type, uint32_t id, cJSON *j)
 {
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(j);
@@ -259,6 +269,7 @@ static void guest_resume(void)
 		return;
 	for (struct call *c = G.calls; c; c = c->next)
 		call_pause(c, false);
+	changeset_guest_pump();
 }
 
 static void stdin_close(struct call *c)
@@ -638,6 +649,9 @@ static void guest_frame(const struct frame *f)
 	case PROTO_PING:
 		guest_send(PROTO_PONG, 0, f->id, f->payload, f->len);
 		break;
+	case PROTO_CHANGES:
+		changeset_guest_request(f->id, f->payload, f->len);
+		break;
 	case PROTO_START: {
 		/* A vm's wake from a saved state: the clock and the entropy. */
 		cJSON *j = G.vm ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
@@ -833,6 +847,7 @@ int main(int argc, char **argv)
 			if (c->job)
 				worker_cancel(c->job);
 		}
+		changeset_guest_abort();
 		loop_del(G.loop, G.cfg.chan_fd);
 		close(G.cfg.chan_fd);
 		proto_reader_free(&G.rd);

@@ -38,6 +38,12 @@
 #define VM_ROOT_DISK "/ward/disk"
 #define VM_ROOT_LOWER "/ward/lower"
 #define VM_ROOT_HOST "/ward/host"
+/* The workspace's image (a block workspace's lower layer). */
+#define VM_ROOT_WSLOWER "/ward/wslower"
+/* A block workspace's overlay: its upper is what the host is sent
+ * (guest/changeset.c), in the plain form the host's readers know: no
+ * redirects, no metacopy, no index. */
+#define VM_WS_OVERLAY_OPTS ",redirect_dir=off,metacopy=off,index=off"
 
 /* The block device whose serial is serial (sandbox/vm.c names them), as
  * /dev/NAME. */
@@ -186,7 +192,7 @@ static int vm_root_devfs(const char *dev)
 	return 0;
 }
 
-static int vm_root_overlay(const char *lower, const char *layer, const char *target)
+static int vm_root_overlay(const char *lower, const char *layer, const char *target, const char *extra)
 {
 	char upper[PATH_MAX], work[PATH_MAX], opts[3 * PATH_MAX];
 	snprintf(upper, sizeof(upper), "%s/%s/upper", VM_ROOT_DISK, layer);
@@ -196,11 +202,11 @@ static int vm_root_overlay(const char *lower, const char *layer, const char *tar
 	if ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(upper, 0755) < 0 && errno != EEXIST) ||
 	    (mkdir(work, 0700) < 0 && errno != EEXIST))
 		return -errno;
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s%s", lower, upper, work, extra);
 	return mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
 }
 
-int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char **ret_what)
+int vm_root_build(bool image, enum vm_ws ws, bool seed, struct guest_cfg *cfg, const char **ret_what)
 {
 	char dev[PATH_MAX];
 	int r;
@@ -218,10 +224,17 @@ int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char *
 		STEP("find the image (virtio-blk " VM_SERIAL_ROOT ")", vm_root_dev(VM_SERIAL_ROOT, dev, sizeof(dev)));
 		STEP("mount the image (erofs)",
 		     SYS(mount(dev, VM_ROOT_LOWER, "erofs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL)));
-		STEP("the root's overlay", vm_root_overlay(VM_ROOT_LOWER, "root", VM_ROOT));
+		STEP("the root's overlay", vm_root_overlay(VM_ROOT_LOWER, "root", VM_ROOT, ""));
 	} else {
 		STEP("mount the host view (9p)", vm_share("host", VM_ROOT_HOST, MS_RDONLY | MS_NODEV | MS_NOSUID, "loose"));
-		STEP("the root's overlay", vm_root_overlay(VM_ROOT_HOST, "root", VM_ROOT));
+		STEP("the root's overlay", vm_root_overlay(VM_ROOT_HOST, "root", VM_ROOT, ""));
+	}
+	/* A block workspace's image, found while the VM's /sys is there. */
+	if (ws == VM_WS_BLOCK) {
+		STEP("find the workspace's image (virtio-blk " VM_SERIAL_WS ")", vm_root_dev(VM_SERIAL_WS, dev, sizeof(dev)));
+		STEP("make " VM_ROOT_WSLOWER, SYS(mkdir(VM_ROOT_WSLOWER, 0755) < 0 && errno != EEXIST ? -1 : 0));
+		STEP("mount the workspace's image (erofs)",
+		     SYS(mount(dev, VM_ROOT_WSLOWER, "erofs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL)));
 	}
 	STEP("open the root", SYS(rootfd = open(VM_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)));
 	static const struct {
@@ -253,9 +266,24 @@ int vm_root_build(bool image, bool ws_share, struct guest_cfg *cfg, const char *
 	STEP("let go of the VM's /sys", SYS(umount2("/sys", MNT_DETACH)));
 	STEP("mount /run", SYS(mount("tmpfs", VM_ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m")));
 	/* Without a workspace, /workspace is the root's own directory (on the
-	 * box's disk): no 9p share is mounted, and QEMU can save the VM. */
-	if (ws_share)
+	 * box's disk): no 9p share is mounted, and QEMU can save the VM. A
+	 * block workspace is an overlay of the workspace's image and the
+	 * box's disk: no 9p either. --rw (and a box on the host view) has
+	 * the 9p share. */
+	if (ws == VM_WS_SHARE)
 		STEP("mount the workspace (9p)", vm_share("ws", VM_ROOT "/workspace", MS_NODEV | MS_NOSUID, "mmap"));
+	if (ws == VM_WS_BLOCK) {
+		if (seed) {
+			STEP("make the workspace's layer", SYS(mkdir(VM_ROOT_DISK "/ws", 0755) < 0 && errno != EEXIST ? -1 : 0));
+			STEP("take the workspace's changes from the host",
+			     changeset_guest_seed(cfg->chan_fd, VM_ROOT_DISK "/ws/upper"));
+		}
+		STEP("the workspace's overlay",
+		     vm_root_overlay(VM_ROOT_WSLOWER, "ws", VM_ROOT "/workspace", VM_WS_OVERLAY_OPTS));
+		int up;
+		STEP("open the workspace's upper", SYS(up = open(VM_ROOT_DISK "/ws/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+		changeset_guest_init(up);
+	}
 	vm_root_etc(rootfd, cfg->ca_bundle);
 	/* Synced before every result (guest/main.c): what a call changed is
 	 * in the host's file by the time the host hears it ended. */

@@ -365,9 +365,13 @@ static void vm_start_box(struct guest_cfg *cfg, const cJSON *start)
 	vm_start_image(cfg, start);
 	const char *what;
 	const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "root"));
-	/* A host of before ws_share: the workspace share, as then. */
+	/* A host of before ws_share: the workspace share, as then; "ws":
+	 * "block" is the workspace's image (sandbox/vm-ws.c). */
 	const cJSON *ws = cJSON_GetObjectItemCaseSensitive(start, "ws_share");
-	int r = vm_root_build(root && !strcmp(root, "image"), !cJSON_IsFalse(ws), cfg, &what);
+	const char *wsk = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "ws"));
+	enum vm_ws wsm = wsk && !strcmp(wsk, "block") ? VM_WS_BLOCK : cJSON_IsFalse(ws) ? VM_WS_NONE : VM_WS_SHARE;
+	bool seed = wsm == VM_WS_BLOCK && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(start, "ws_seed"));
+	int r = vm_root_build(root && !strcmp(root, "image"), wsm, seed, cfg, &what);
 	if (r < 0) {
 		vm_log("the box's root: %s: %s", what, strerror(-r));
 		vm_poweroff("the box's root could not be built");

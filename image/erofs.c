@@ -91,6 +91,22 @@ static int erofs_make(const char *root, const char *tmp, struct err *e)
 	return err_set(e, -EIO, "mkfs.erofs of the image's tree %s failed%s%s", root, why[0] ? ": " : "", why);
 }
 
+int image_erofs_make(const char *root, const char *path, struct err *e)
+{
+	char tmp[PATH_MAX + 8];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return err_set(e, -ENAMETOOLONG, "%s: the path is too long", path);
+	unlink(tmp);
+	int r = erofs_make(root, tmp, e);
+	if (r >= 0 && chmod(tmp, 0600) < 0)
+		r = err_setc(e, -errno, "cannot write %s", tmp);
+	if (r >= 0 && rename(tmp, path) < 0)
+		r = err_setc(e, -errno, "cannot write %s", path);
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
 int image_erofs_tree(const char *root, char *out, size_t n, struct err *e)
 {
 	char path[PATH_MAX], lock[PATH_MAX + 8], tmp[PATH_MAX + 8];

@@ -57,7 +57,11 @@ enum proto_type {
 				 * cgroup frozen until the client goes (a fork copies its
 				 * layers meanwhile); reply INFO {ok, opts, backend,
 				 * frozen} or {error} */
-	PROTO_TYPE_MAX = 19,
+	PROTO_CHANGES = 20,	/* keeper -> a vm guest whose workspace is a block image:
+				 * JSON {full}; reply CHANGES frames of the workspace's
+				 * change set (proto/changeset.h), the last with
+				 * PROTO_F_EOF, or ERROR */
+	PROTO_TYPE_MAX = 20,
 };
 
 #define PROTO_F_OWNER 0x1
@@ -68,6 +72,10 @@ enum proto_type {
  * image's erofs; a stand-in on the host view) and the box's own disk. */
 #define VM_SERIAL_ROOT "ward-root"
 #define VM_SERIAL_DISK "ward-disk"
+/* The workspace's tree as a read-only erofs image (a stand-in where the
+ * box's workspace is not one): the lower layer of the guest's workspace
+ * overlay, its upper on the box's disk. */
+#define VM_SERIAL_WS "ward-ws"
 /* A VM guest's EVENT after a pool's first START ({"prepare":true}): its
  * shares are mounted and its limits set; it waits for the second START. */
 #define PROTO_PREPARED_EVENT "{\"prepared\":true}"

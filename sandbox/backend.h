@@ -12,6 +12,10 @@
 #include "sandbox/box.h"
 #include "sandbox/cgroup.h"
 
+/* A vm box's workspace image is beside its disk (box_spec's disk_path):
+ * DISK plus this suffix, removed with it. */
+#define BOX_DISK_WS_SUFFIX ".ws"
+
 struct box_inst {
 	pid_t pid;
 	int pidfd;
@@ -33,6 +37,10 @@ struct box_inst {
 	 * resume); else ram_why says why not, for the person and the model. */
 	bool keeps_ram;
 	const char *ram_why;
+	/* The workspace's changes are on the box's own disk, and the host's
+	 * upper is a copy the guest sends (sandbox/keeper-ws.c): after each
+	 * call, before a hibernate and before the box ends. */
+	bool ws_sync;
 	char uid_why[160];	/* who the box's root is (ns) */
 };
 struct image_info;

@@ -466,6 +466,12 @@ void keeper_hibernate(void)
 		return;
 	}
 	keeper_state_set(BOX_ST_HIBERNATING);
+	/* A block workspace's changes since the last call (a job's), for
+	 * whoever reads them while the box sleeps; they are on its disk
+	 * either way. */
+	struct err we = { 0 };
+	if (keeper_ws_sync_now(KEEPER_WS_SYNC_MS, &we) < 0)
+		keeper_log("keeper: before the hibernate: %s", we.msg);
 	K.hib.kept = false;
 	K.hib.why[0] = 0;
 	if (K.up && K.be->save && K.inst.keeps_ram) {

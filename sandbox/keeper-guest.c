@@ -66,7 +66,7 @@ static void keeper_net_event(void *ud, cJSON *ev)
 
 /* The guest's result, with what the proxy refused during the call added
  * to its text and as "net_refused". */
-static void keeper_send_result(struct kcall *k, const struct frame *f)
+void keeper_guest_result(struct kcall *k, const struct frame *f)
 {
 	cJSON *j = k->nnet ? cJSON_ParseWithLength((const char *)f->payload, f->len) : NULL;
 	if (!j) {
@@ -161,6 +161,7 @@ void keeper_guest_down(void)
 		cgroup_kill(&K.cg);
 		K.be->kill(&K.inst);
 	}
+	keeper_ws_reset();
 	K.up = false;
 	/* Lost: made again at the next call (a step that ended it says
 	 * where the box is at its own end). */
@@ -373,6 +374,8 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 	struct frame f;
 	while ((r = proto_reader_next(&K.grd, &f)) == 0) {
 		K.last_activity = now_ms();
+		if (keeper_ws_frame(&f))
+			continue;
 		struct kcall *k = f.id ? kcall_by_gid(f.id) : NULL;
 		switch (f.type) {
 		case PROTO_EVENT:
@@ -413,7 +416,11 @@ static void on_guest(struct loop *l, int fd, uint32_t events, void *data)
 			} else if (k) {
 				/* What the proxy said up to now counts for this call. */
 				egress_read(&K.eg, keeper_net_event, NULL);
-				keeper_send_result(k, &f);
+				/* A block workspace's changes reach the host's
+				 * upper before the client hears the call ended. */
+				if (keeper_ws_active() && !k->evidence && keeper_ws_hold(k, &f) == 0)
+					break;
+				keeper_guest_result(k, &f);
 				kcall_remove(k);
 			}
 			break;

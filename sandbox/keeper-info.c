@@ -172,6 +172,7 @@ void keeper_info(struct kclient *c, uint32_t id)
 	for (struct kcall *k = K.calls; k; k = k->next)
 		n++;
 	cJSON_AddNumberToObject(j, "calls_running", n);
+	keeper_ws_info(j);
 	cJSON_AddNumberToObject(j, "restarts", K.restarts);
 	kclient_send_json(c, PROTO_INFO, id, j);
 	cJSON_Delete(j);

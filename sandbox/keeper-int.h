@@ -79,6 +79,11 @@ struct kcall {
 	char *net_refused[KCALL_NET_MAX];
 	unsigned nnet;
 	const struct kcall_own *own;	/* the keeper's own call: cl is NULL */
+	/* Its result, held until the workspace's sync numbered ws_need is
+	 * done (keeper-ws.c), or NULL. */
+	uint8_t *held;
+	size_t nheld;
+	uint64_t ws_need;
 	struct kcall *next;
 };
 
@@ -274,9 +279,35 @@ uint64_t keeper_disk_bytes(void);
 /* keeper.c: the box's layers at its end: its root's changes removed, its
  * workspace's kept for a session (keep_layers) or removed, the hold let go. */
 void keeper_layers_end(void);
+/* keeper.c: the box's own disk removed, and what is kept beside it (a vm
+ * box's workspace image). */
+void keeper_disk_unlink(void);
 /* keeper-guest.c: take the box's layers again (a wake, a restart), its
  * root's changes as they were. */
 int keeper_layers_take(struct err *e);
 /* keeper-guest.c: the workspace layer's upper and work directories given
  * to the box's root. */
 int keeper_layers_own(struct err *e);
+
+/* keeper-guest.c: a call's result from the guest to its client, with
+ * what the proxy refused meanwhile (the caller removes the call). */
+void keeper_guest_result(struct kcall *k, const struct frame *f);
+/* keeper-ws.c: a block workspace's changes, copied from the guest into
+ * the host's upper. active: the box has one and its guest is up. hold: a
+ * call's result waits for the next sync (started now, or after the one
+ * under way); 0 or -ENOMEM (then send it at once). frame: a CHANGES or
+ * ERROR frame of the sync, taken (true) or not ours. reset: the guest is
+ * gone; a sync under way is dropped. sync_now: a sync, waited for up to
+ * ms, the loop held (a hibernate, the box's end); 0 or -errno, e set. */
+#define KEEPER_WS_SYNC_MS 10000
+/* How long a held result waits for its sync at most (a file's bytes
+ * cross the VM's serial port: a large one takes a while under TCG). */
+#define KEEPER_WS_HELD_MS 300000
+bool keeper_ws_active(void);
+int keeper_ws_hold(struct kcall *k, const struct frame *f);
+bool keeper_ws_frame(const struct frame *f);
+void keeper_ws_reset(void);
+int keeper_ws_sync_now(int64_t ms, struct err *e);
+/* A block workspace's syncs, into info's "workspace_sync" (under way,
+ * how many were done, results held). */
+void keeper_ws_info(cJSON *j);

@@ -216,6 +216,7 @@ void kcall_remove(struct kcall *k)
 			*p = k->next;
 			for (unsigned i = 0; i < k->nnet; i++)
 				free(k->net_refused[i]);
+			free(k->held);
 			free(k);
 			keeper_pace();
 			return;
@@ -706,6 +707,14 @@ static void keeper_ready(int fd, const char *msg)
 	close(fd);
 }
 
+void keeper_disk_unlink(void)
+{
+	char ws[PATH_MAX + 8];
+	unlink(K.disk);
+	snprintf(ws, sizeof(ws), "%s" BOX_DISK_WS_SUFFIX, K.disk);
+	unlink(ws);
+}
+
 void keeper_layers_end(void)
 {
 	if (!K.layered)
@@ -769,7 +778,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	 * not this box's. */
 	if (state_disk_path(name, K.disk, sizeof(K.disk), &e) < 0)
 		goto fail;
-	unlink(K.disk);
+	keeper_disk_unlink();
 	K.layers.lock_fd = -1;
 	K.img.hold_fd = -1;
 	/* The image, found and held: unpacked already (ward resolved and
@@ -840,6 +849,12 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 			break;
 	}
 	keeper_log("keeper: destroying box %s: %s", name, K.why ? K.why : "loop error");
+	/* What a background job wrote since the last call, for the session
+	 * that reads the changes after the box (bounded: a box that does not
+	 * answer ends all the same). */
+	struct err we = { 0 };
+	if (keeper_ws_sync_now(KEEPER_WS_SYNC_MS, &we) < 0)
+		keeper_log("keeper: %s", we.msg);
 	keeper_guest_down();
 	keeper_port_free();
 	keeper_jobs_free();
@@ -854,8 +869,9 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	 * workspace changes are kept until they are applied or dropped, its
 	 * root's never. */
 	keeper_layers_end();
-	/* Its own disk (its root's changes, a vm's) goes with it too. */
-	unlink(K.disk);
+	/* Its own disk (its root's changes, a vm's) goes with it too, and
+	 * its workspace's image beside it. */
+	keeper_disk_unlink();
 	state_rm_rf(boxdir);
 	_exit(0);
 
@@ -871,7 +887,7 @@ fail:
 	cgroup_remove(&K.cg);
 	keeper_layers_end();
 	if (K.disk[0])
-		unlink(K.disk);
+		keeper_disk_unlink();
 	state_rm_rf(boxdir);
 	_exit(1);
 }

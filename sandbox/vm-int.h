@@ -54,7 +54,7 @@ int vm_fork(const struct box_spec *s, struct box_inst *b, const char *state, con
  * each at its own path; /dev/kvm with kvm. */
 struct vm_jail {
 	const char *root;	/* an empty directory to build it on */
-	const char *ro[4], *rw[5];	/* NULL-terminated when short */
+	const char *ro[5], *rw[5];	/* NULL-terminated when short */
 	bool kvm;
 	/* The host view QEMU exports (NULL: none): at view, the skeleton
 	 * (read-only) with the host's directories host[] over it, each at its
@@ -81,3 +81,17 @@ int vm_snapshot_save(const struct vm_paths *p, const char *state, struct err *e)
 /* A VM that vm_snapshot_save left stopped goes on (its disks taken back
  * from the migration). 0 or -errno, e set. */
 int vm_snapshot_cont(const struct vm_paths *p, struct err *e);
+
+/* vm-ws.c: whether box s's workspace reaches its VM as a block image (a
+ * box of an image with a copy-on-write --workspace; --rw and a box on the
+ * host view keep the 9p share); that image, the box's own for its life
+ * (beside its disk: DISK.ws, removed with it; linked from a cache keyed by
+ * the tree's metadata), made at the first start. 0 or -errno, e set. */
+struct box_spec;
+bool vm_ws_block(const struct box_spec *s);
+int vm_ws_image(const struct box_spec *s, char *out, size_t n, struct err *e);
+/* A fresh guest's seed: whether the host's upper (a session's changes,
+ * kept across boxes) has anything; send it as a change set (the guest's
+ * CHANGES request at its START). 0 or -errno, e set. */
+bool vm_ws_seed_wanted(const char *upper);
+int vm_ws_seed_send(int chan, const char *upper, struct err *e);

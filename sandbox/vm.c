@@ -147,11 +147,12 @@ static __attribute__((noreturn)) void vm_child_main(struct vm_child *c)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		vm_fail(c, "make mounts private");
 	/* The workspace QEMU exports: the copy-on-write overlay, the live
-	 * directory with --rw, or an empty directory. */
-	if (o->workspace && !o->rw) {
+	 * directory with --rw, or an empty directory (a block workspace's
+	 * box: its workspace is an image, vm-ws.c). */
+	if (o->workspace && !o->rw && !vm_ws_block(c->s)) {
 		if (box_mount_overlay(o->workspace, c->s->upper_dir, c->s->work_dir, c->export_dir) < 0)
 			vm_fail(c, "mount the copy-on-write workspace (overlayfs)");
-	} else if (o->workspace) {
+	} else if (o->workspace && o->rw) {
 		if (mount(o->workspace, c->export_dir, NULL, MS_BIND | MS_REC, NULL) < 0)
 			vm_fail(c, "bind the workspace");
 	}
@@ -202,6 +203,8 @@ struct vm_launch {
 	 * stand-in on the host view) and the box's own disk (a stand-in in a
 	 * template). The guest finds them by their serials. */
 	const char *root_img, *disk;
+	/* The third: the workspace's image (vm-ws.c), or a stand-in. */
+	const char *ws_img;
 	/* The host view's skeleton (hostview.h), which the host share holds
 	 * with the host's /usr and package database over it; NULL (an image's
 	 * box, a template): the share is an empty directory. */
@@ -210,7 +213,7 @@ struct vm_launch {
 
 /* The devices a VM has, as far as a snapshot must match them: part of its
  * key, so a change of them is a new snapshot. */
-#define VM_DEVICES "serial,net,9p-host,9p-ws,blk-root,blk-disk"
+#define VM_DEVICES "serial,net,9p-host,9p-ws,blk-root,blk-disk,blk-ws"
 
 /* A path in a QEMU option's value: commas doubled. */
 static int vm_opt_path(char *out, size_t n, const char *prefix, const char *path, const char *suffix)
@@ -279,7 +282,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	char mem[32], append[256], chardev[PATH_MAX + 64], qmparg[PATH_MAX + 32], serial[PATH_MAX + 16];
 	char netdev[PATH_MAX + 64];
 	char fs_host[2 * PATH_MAX + 64], fs_ws[2 * PATH_MAX + 64], machine[64] = "microvm,rtc=on", memobj[PATH_MAX + 96];
-	char drv_root[2 * PATH_MAX + 64], drv_disk[2 * PATH_MAX + 96], share[PATH_MAX + 16];
+	char drv_root[2 * PATH_MAX + 64], drv_disk[2 * PATH_MAX + 96], drv_ws[2 * PATH_MAX + 64], share[PATH_MAX + 16];
 	/* The host share (which every VM has, for one snapshot to serve them
 	 * all): the host view, put together in the VMM's root (vm-jail.c);
 	 * for a box with an image, which sees nothing of the host's files,
@@ -292,6 +295,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 			",security_model=none,readonly=on,multidevs=remap") < 0 ||
 	    vm_opt_path(fs_ws, sizeof(fs_ws), "local,id=ws,path=", p->exp, ",security_model=none") < 0 ||
 	    vm_opt_path(drv_root, sizeof(drv_root), "if=none,id=root,format=raw,readonly=on,file=", l->root_img, "") < 0 ||
+	    vm_opt_path(drv_ws, sizeof(drv_ws), "if=none,id=ws,format=raw,readonly=on,file=", l->ws_img, "") < 0 ||
 	    /* The box's writes land in the host's page cache and a flush is
 	     * not waited for (unsafe): a box is gone with the host anyway, and
 	     * what the guest synced is in the file even if the VMM is killed.
@@ -317,7 +321,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		snprintf(machine, sizeof(machine), "microvm,rtc=on,memory-backend=ram");
 		snprintf(memobj, sizeof(memobj), "memory-backend-ram,id=ram,size=%s", mem);
 	}
-	char *argv[64] = {
+	char *argv[72] = {
 		qemu, "-M", machine, "-accel", kvm ? "kvm" : "tcg", "-cpu", kvm ? "host" : "max",
 		"-m", mem, "-smp", "1", "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-kernel", (char *)img->kernel, "-initrd", (char *)img->initrd, "-append", append,
@@ -331,6 +335,7 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		"-fsdev", fs_ws, "-device", "virtio-9p-device,fsdev=ws,mount_tag=ws",
 		"-drive", drv_root, "-device", "virtio-blk-device,drive=root,serial=" VM_SERIAL_ROOT,
 		"-drive", drv_disk, "-device", "virtio-blk-device,drive=disk,serial=" VM_SERIAL_DISK,
+		"-drive", drv_ws, "-device", "virtio-blk-device,drive=ws,serial=" VM_SERIAL_WS,
 		"-qmp", qmparg,
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	};
@@ -354,9 +359,16 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 		cgfd = open(s->cg->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	/* QEMU under /usr comes with it; one elsewhere is bound by itself. */
 	const char *own_qemu = strncmp(qemu, "/usr/", 5) ? qemu : NULL;
-	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, l->root_img, own_qemu },
+	struct vm_jail jail = { .root = p->jail, .ro = { img->kernel, img->initrd, l->root_img },
 				.rw = { p->vmm, p->exp, l->disk, l->mem_path }, .kvm = kvm,
 				.view = l->skel ? share : NULL, .skel = l->skel };
+	/* Each file bound once: the root's stand-in is the workspace's too
+	 * where a box has neither (a second bind over the first's read-only
+	 * file fails). */
+	size_t nro = 3;
+	if (strcmp(l->ws_img, l->root_img))
+		jail.ro[nro++] = l->ws_img;
+	jail.ro[nro] = own_qemu;
 	if (l->skel)
 		hostview_host_dirs(jail.host, ARRAY_SIZE(jail.host) - 1);
 	struct vm_child c = { .s = s, .sync_fd = sync[1], .argv = argv, .export_dir = p->exp, .jail = &jail,
@@ -447,12 +459,22 @@ static int vm_launch(const struct box_spec *s, const struct vm_image *img, const
 	return 0;
 }
 
-/* Wait for the guest's HELLO; READY says it waits for START. */
-static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
+/* Wait for the guest's HELLO; READY says it waits for START. seed: the
+ * host's upper, sent when the guest asks for it (a CHANGES request at its
+ * first START: vm-ws.c), or NULL. */
+static int vm_hello_seed(int fd, bool *ready, int64_t ms, const char *seed, struct err *e)
 {
 	struct frame f;
 	uint8_t *payload = NULL;
-	int r = proto_recv(fd, now_ms() + ms, &f, &payload);
+	int64_t until = now_ms() + ms;
+	int r = proto_recv(fd, until, &f, &payload);
+	if (r == 0 && f.type == PROTO_CHANGES && seed) {
+		free(payload);
+		payload = NULL;
+		if ((r = vm_ws_seed_send(fd, seed, e)) < 0)
+			return r;
+		r = proto_recv(fd, now_ms() + ms, &f, &payload);
+	}
 	if (r == 0)
 		r = proto_hello_check(&f);
 	free(payload);
@@ -460,6 +482,11 @@ static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
 		return err_set(e, r, "the VM's guest did not say hello (%s)", strerror(-r));
 	*ready = f.flags & PROTO_F_READY;
 	return 0;
+}
+
+static int vm_hello(int fd, bool *ready, int64_t ms, struct err *e)
+{
+	return vm_hello_seed(fd, ready, ms, NULL, e);
 }
 
 /* What the guest's START says beyond the box's options: whether it is a
@@ -521,8 +548,15 @@ static cJSON *vm_root_json(const struct box_spec *s, struct err *e)
 	cJSON_AddStringToObject(j, "root", s->image_root ? "image" : "host");
 	cJSON_AddStringToObject(j, "cwd", box_tool_cwd(s));
 	/* No workspace: /workspace is a directory of the box's own disk, and
-	 * no 9p share is mounted (a box of an image can then be saved whole). */
-	cJSON_AddBoolToObject(j, "ws_share", s->opts->workspace != NULL);
+	 * no 9p share is mounted (a box of an image can then be saved whole);
+	 * nor with a block workspace ("ws": "block", vm-ws.c). */
+	cJSON_AddBoolToObject(j, "ws_share", s->opts->workspace != NULL && !vm_ws_block(s));
+	if (vm_ws_block(s))
+		cJSON_AddStringToObject(j, "ws", "block");
+	/* A new disk over changes the host kept (a session's, across
+	 * boxes): the guest asks for them before it mounts its overlay. */
+	if (vm_ws_block(s) && access(s->disk_path, F_OK) != 0 && vm_ws_seed_wanted(s->upper_dir))
+		cJSON_AddBoolToObject(j, "ws_seed", 1);
 	/* With secrets: the trust bundle of the box's CA, its /etc/ward-ca.pem. */
 	if (s->ca_bundle)
 		cJSON_AddStringToObject(j, "ca_bundle", s->ca_bundle);
@@ -606,13 +640,14 @@ static int vm_prepare_guest(struct box_inst *b, const struct box_opts *o, const 
 
 /* START, then the guest's plain HELLO: the box is up. A guest that saw
  * the channel close and reopen says READY again: START again. */
-static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, const cJSON *root, struct err *e)
+static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, const cJSON *root, const char *seed,
+			     struct err *e)
 {
 	struct vm_start_as as = { .root = root };
 	int r = vm_send_start_as(b->chan_fd, o, &as);
 	for (int tries = 0; r >= 0 && tries < 3; tries++) {
 		bool ready = false;
-		r = vm_hello(b->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
+		r = vm_hello_seed(b->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, seed, e);
 		if (r < 0)
 			return r;
 		if (!ready) {
@@ -627,7 +662,7 @@ static int vm_start_guest_as(struct box_inst *b, const struct box_opts *o, const
 /* A pool box's claim: its root was built at its first START. */
 static int vm_go(struct box_inst *b, const struct box_opts *o, struct err *e)
 {
-	return vm_start_guest_as(b, o, NULL, e);
+	return vm_start_guest_as(b, o, NULL, NULL, e);
 }
 
 static int vm_lock(const char *path)
@@ -657,7 +692,8 @@ static void vm_snapshot_make(const struct box_spec *s, const struct vm_image *im
 	int tr = vm_disk_standin(NULL, standin, sizeof(standin), &te);
 	if (tr >= 0)
 		tr = vm_disk_standin(tdisk, tdisk, sizeof(tdisk), &te);
-	struct vm_launch l = { .mem_path = tram, .mem_share = true, .template = true, .root_img = standin, .disk = tdisk };
+	struct vm_launch l = { .mem_path = tram, .mem_share = true, .template = true, .root_img = standin, .disk = tdisk,
+			       .ws_img = standin };
 	struct box_inst t = { .pid = 0 };
 	if (tr >= 0)
 		tr = vm_launch(s, img, p, &l, &t, &te);
@@ -697,6 +733,7 @@ static void vm_inst_clear(struct box_inst *b)
 static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box_inst *ret, struct err *e)
 {
 	const struct box_opts *o = s->opts;
+	const char *seed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "ws_seed")) ? s->upper_dir : NULL;
 	if (o->net == BOX_NET_HOST)
 		return err_set(e, -ENOTSUP, "a vm box has no network device: --net host is for --backend ns; "
 			       "--allow-host gives a vm box egress through the proxy");
@@ -714,6 +751,11 @@ static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box
 	if (r >= 0)
 		r = s->image_root ? image_erofs_tree(s->image_root, root_img, sizeof(root_img), e)
 				  : vm_disk_standin(NULL, root_img, sizeof(root_img), e);
+	/* The workspace's image (a block workspace), else a stand-in. */
+	char ws_img[PATH_MAX];
+	if (r >= 0)
+		r = vm_ws_block(s) ? vm_ws_image(s, ws_img, sizeof(ws_img), e)
+				   : vm_disk_standin(NULL, ws_img, sizeof(ws_img), e);
 	if (r < 0)
 		return r;
 	/* The host view's skeleton, for a box without an image. */
@@ -748,12 +790,12 @@ static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box
 		vm_snapshot_make(s, &img, &p, snap, ram, state, lock);
 	if (!o->no_snapshot && access(state, R_OK) == 0 && access(ram, R_OK) == 0) {
 		struct vm_launch l = { .mem_path = ram, .mem_share = false, .incoming = true, .root_img = root_img,
-				       .disk = s->disk_path, .skel = sk };
+				       .disk = s->disk_path, .ws_img = ws_img, .skel = sk };
 		r = vm_launch(s, &img, &p, &l, ret, e);
 		if (r >= 0)
 			r = vm_snapshot_restore(&p, state, e);
 		if (r >= 0)
-			r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, e);
+			r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, seed, e);
 		if (r >= 0) {
 			ret->restored = true;
 			ret->pooled = o->pool;
@@ -765,14 +807,14 @@ static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box
 		unlink(state);
 		e->code = 0;
 	}
-	struct vm_launch l = { .root_img = root_img, .disk = s->disk_path, .skel = sk };
+	struct vm_launch l = { .root_img = root_img, .disk = s->disk_path, .ws_img = ws_img, .skel = sk };
 	r = vm_launch(s, &img, &p, &l, ret, e);
 	if (r < 0)
 		return r;
 	bool ready = false;
 	r = vm_hello(ret->chan_fd, &ready, BOX_CREATE_TIMEOUT_MS, e);
 	if (r >= 0)
-		r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, e);
+		r = o->pool ? vm_prepare_guest(ret, o, root, e) : vm_start_guest_as(ret, o, root, seed, e);
 	ret->pooled = o->pool;
 	ret->tmp_on_disk = true;
 	if (r < 0) {
@@ -783,16 +825,17 @@ static int vm_start_with(const struct box_spec *s, const cJSON *root, struct box
 }
 
 /* Whether box s's VM can be saved whole: QEMU 7.2 refuses to migrate
- * while a 9p share is mounted, which the host view (/usr) and a workspace
- * are. NULL: it can; else why not. */
+ * while a 9p share is mounted, which the host view (/usr) and a --rw
+ * workspace are (a copy-on-write one is a block image: vm-ws.c). NULL:
+ * it can; else why not. */
 static const char *vm_ram_why(const struct box_spec *s)
 {
 	if (!s->image_root)
 		return "a vm box without --image reads the host's /usr over a 9p share, which QEMU 7.2 cannot "
 		       "save: its processes end at a hibernate (its files are kept)";
-	if (s->opts->workspace)
-		return "a vm box's --workspace is a 9p share, which QEMU 7.2 cannot save: its processes end at a "
-		       "hibernate (its files are kept)";
+	if (s->opts->workspace && !vm_ws_block(s))
+		return "a vm box's --rw workspace is a 9p share (live writes to the directory), which QEMU 7.2 "
+		       "cannot save: its processes end at a hibernate (its files are kept)";
 	return NULL;
 }
 
@@ -806,6 +849,7 @@ static int vm_start(const struct box_spec *s, struct box_inst *ret, struct err *
 	if (r >= 0) {
 		ret->ram_why = vm_ram_why(s);
 		ret->keeps_ram = !ret->ram_why;
+		ret->ws_sync = vm_ws_block(s);
 	}
 	return r;
 }
@@ -866,14 +910,20 @@ static int vm_resume(const struct box_spec *s, const char *state, bool restored,
 		return err_set(e, -ENOTSUP, "%s", why);
 	struct vm_image img;
 	int r = vmimage_get(s->opts->guest_path, false, &img, e);
-	char root_img[PATH_MAX];
+	char root_img[PATH_MAX], ws_img[PATH_MAX];
 	if (r >= 0)
 		r = image_erofs_tree(s->image_root, root_img, sizeof(root_img), e);
+	/* The workspace's image the box was made with (its own, kept beside
+	 * its disk): the saved guest's overlay was built on those bytes. */
+	if (r >= 0)
+		r = vm_ws_block(s) ? vm_ws_image(s, ws_img, sizeof(ws_img), e)
+				   : vm_disk_standin(NULL, ws_img, sizeof(ws_img), e);
 	if (r < 0)
 		return r;
 	struct vm_paths p;
 	vm_paths(s, &p);
-	struct vm_launch l = { .mem_anon = restored, .incoming = true, .root_img = root_img, .disk = s->disk_path };
+	struct vm_launch l = { .mem_anon = restored, .incoming = true, .root_img = root_img, .disk = s->disk_path,
+			       .ws_img = ws_img };
 	r = vm_launch(s, &img, &p, &l, ret, e);
 	if (r >= 0)
 		r = vm_snapshot_restore(&p, state, e);
@@ -886,6 +936,7 @@ static int vm_resume(const struct box_spec *s, const char *state, bool restored,
 	ret->restored = restored;
 	ret->tmp_on_disk = true;
 	ret->keeps_ram = true;
+	ret->ws_sync = vm_ws_block(s);
 	return 0;
 }
 

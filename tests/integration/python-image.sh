@@ -3,7 +3,7 @@
 # made once beside the image fixtures (flock: two runs at once) and
 # imported; skips the whole test where it cannot be made. Sourced after
 # lib.sh by the vm suites that run a python job (vm-hibernate.sh,
-# vm-fork.sh).
+# vm-fork.sh, vm-ws.sh).
 python_image() {
 	command -v mkfs.erofs >/dev/null || skip_all "mkfs.erofs is not installed (apt-get install erofs-utils)"
 	[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || skip_all "/bin/busybox is not busybox-static's"
