@@ -16,10 +16,13 @@ static inline int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The wall clock, as file timestamps (ctime) are kept. */
-static inline int64_t now_wall_ns(void)
+/* The wall clock as the file system stamps a file (its coarse clock): a
+ * file changed at or after this moment has a ctime at or after it, which
+ * the precise clock cannot promise (a change a few ms after a precise
+ * reading may be stamped before it). */
+static inline int64_t now_file_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }

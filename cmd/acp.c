@@ -154,7 +154,7 @@ static int host_prompt_begin(void *ud, void *h, struct turn_cfg *cfg, struct err
 	struct session_ws sw = host_ws(hs);
 	bool changes = !hs->f.rw;
 	if (changes)
-		session_changes_begin(&sw, now_wall_ns());
+		session_changes_begin(&sw, now_file_ns());
 	if (box_up(hs) < 0)
 		return err_set(e, -EIO, "no box could be made (ward's log says why)");
 	rewind_checkpoint(&hs->s, changes);

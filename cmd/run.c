@@ -637,7 +637,7 @@ static int run_run(int argc, char **argv)
 	const char *box_name = f.box_name;
 	bool own_box = !box_name, kept = false;
 	struct box_conn *given = NULL;
-	int64_t since_ns = now_wall_ns();
+	int64_t since_ns = now_file_ns();
 	if (!own_box && (r = run_box_given(&f, &given, box_ws, &since_ns)) != 0)
 		return r;
 	if (patch && f.rw && !fl.file) {

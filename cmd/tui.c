@@ -236,7 +236,7 @@ static void run_turn_on(struct tui *u, const char *text)
 	struct session_ws sw = tui_changes_at(u);
 	bool changes = u->own_box && !u->f.rw && u->ws[0];
 	if (changes)
-		session_changes_begin(&sw, now_wall_ns());
+		session_changes_begin(&sw, now_file_ns());
 	if (tui_box_up(u) < 0)
 		return;
 	if (text)

@@ -39,8 +39,13 @@ like "$(tool "$B" write "$W")" '"outcome":.*"ok"' "the server's script is writte
 "$WARD" box exec "$B" -- 'echo kept-in-tmp >/tmp/note.txt' >/dev/null
 R=$(tool "$B" bash '{"command":"exec python3 /tmp/srv.py","background":true}')
 like "$R" "started job 1" "the server starts as a job"
-ready() { "$WARD" box exec "$B" -- 'cat /tmp/srv.ready 2>/dev/null' 2>/dev/null | grep -Eq '^[0-9]+ [0-9a-f]{64}$'; }
-wait_until 120 ready; ok $? "the job holds its 50 MB object and listens"
+# Its start is a minute under a loaded TCG, which starves the guest: one
+# call waits for it inside the box (bounded), not calls in a row (a call
+# that overlaps the job's start has been seen to stall past its host
+# deadline there, which destroys the box: a known bug, not what this
+# suite is about).
+RDY=$("$WARD" box exec "$B" --timeout 300s -- 'i=0; while [ ! -s /tmp/srv.ready ] && [ $i -lt 1400 ]; do sleep 0.2; i=$((i+1)); done; cat /tmp/srv.ready')
+like "$RDY" '^[0-9]+ [0-9a-f]{64}$' "the job holds its 50 MB object and listens"
 ask() { "$WARD" box exec "$B" -- 'wget -qO- http://127.0.0.1:8765/' 2>&1; }
 A0=$(ask)
 like "$A0" "^[0-9]+ [0-9a-f]{64}$" "it answers with its PID and the object's checksum"

@@ -22,6 +22,21 @@ static const char *conflict(const struct ws_changes *c, const char *path)
 	return "(no change)";
 }
 
+/* Until the file system's clock is past path's ctime (a bound of 2 s):
+ * a run that begins then finds path unchanged since, as a person's edit a
+ * moment before a run is. 0, or -1 past the bound. */
+static int clock_past(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -1;
+	int64_t c = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec, until = now_ms() + 2000;
+	while (now_file_ns() <= c)
+		if (now_ms() > until)
+			return -1;
+	return 0;
+}
+
 /* The changes read again and checked: the number of conflicts. */
 static int check(struct ws_changes *ch)
 {
@@ -53,9 +68,11 @@ int main(void)
 	put(lo, "deleted-after.txt", "v1\n");
 	mk(lo, "dir");
 	put(lo, "dir/x", "x\n");
+	snprintf(p, sizeof(p), "%s/dir/x", lo);
+	is_int(clock_past(p), 0, "the file system's clock is past the tree's last change");
 
 	struct err e = { 0 };
-	is_int(ws_base_begin(base, now_wall_ns(), &e), 0, "the run begins (%s)", e.msg);
+	is_int(ws_base_begin(base, now_file_ns(), &e), 0, "the run begins (%s)", e.msg);
 	/* The run: the box changes files, copies one up unchanged, makes a
 	 * file and a directory, deletes a directory; the person edits one
 	 * of the files the box changed while it runs. */
@@ -130,11 +147,13 @@ int main(void)
 	/* A run cut off before it recorded anything: "since" stays, and a file
 	 * without a record conflicts only if it changed after it. */
 	put(lo, "cut-old.txt", "v1\n");
-	is_int(ws_base_begin(base, now_wall_ns(), &e), 0, "a run begins");
+	snprintf(p, sizeof(p), "%s/cut-old.txt", lo);
+	is_int(clock_past(p), 0, "the file system's clock is past cut-old.txt's change");
+	is_int(ws_base_begin(base, now_file_ns(), &e), 0, "a run begins");
 	put(up, "cut-old.txt", "box\n");
 	put(lo, "cut-new.txt", "v1, made during the cut run\n");
 	put(up, "cut-new.txt", "box\n");
-	is_int(ws_base_begin(base, now_wall_ns() + 1000000000000LL, &e), 0, "the next run begins later");
+	is_int(ws_base_begin(base, now_file_ns() + 1000000000000LL, &e), 0, "the next run begins later");
 	n = check(&ch);
 	like(conflict(&ch, "cut-new.txt"), "the run was cut off", "no record, changed after the earliest begin: conflict");
 	is_str(conflict(&ch, "cut-old.txt"), "", "twin: no record, not changed since: no conflict");
