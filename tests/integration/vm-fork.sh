@@ -5,8 +5,9 @@
 # copy. A python job running in the parent runs in both, with the same
 # PID and memory; each box changes its own files; each has its own RNG
 # (reseeded at the fork), clock and hostname. What cannot be saved whole
-# (a 9p share: a box without --image, or with --workspace) is refused in
-# one line, beside a twin that forks.
+# (a 9p share: a box without --image, or with a --rw workspace) is
+# refused in one line, beside twins that fork (a copy-on-write workspace
+# is a block image, no 9p share).
 . "$(dirname "$0")/lib.sh"
 command -v qemu-system-x86_64 >/dev/null || skip_all "QEMU is not installed (apt-get install qemu-system-x86)"
 ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no kernel in /boot (apt-get install linux-image-amd64)"
@@ -118,11 +119,25 @@ is "$RC $(echo "$E" | wc -l)" "1 1" "fork of a vm box without --image: refused, 
 like "$E" "cannot fork box $H: a vm box without --image reads the host's /usr over a 9p share, which QEMU 7.2 cannot save, so its running machine cannot be forked" \
 	"saying why"
 [ -n "$(qemu_of "$H")" ] && like "$("$WARD" box exec "$H" -- 'echo still-here')" still-here "and that box runs on"
-WS=$T_TMP/ws; mkdir -p "$WS"
-K=$(box_new --backend vm --image ward-test/python --memory 512M --workspace "$WS")
+WS=$T_TMP/ws; mkdir -p "$WS"; echo tree >"$WS/t.txt"
+K=$(box_new --backend vm --image ward-test/python --memory 512M --workspace "$WS" --rw)
 E=$("$WARD" box fork "$K" 2>&1); RC=$?
-is "$RC $(echo "$E" | wc -l)" "1 1" "fork of a vm box with --workspace: refused, one line"
-like "$E" "cannot fork box $K: a vm box's --workspace is a 9p share" "saying why"
+is "$RC $(echo "$E" | wc -l)" "1 1" "fork of a vm box with a --rw workspace: refused, one line"
+like "$E" "cannot fork box $K: a vm box's --rw workspace is a 9p share" "saying why"
+"$WARD" box destroy "$K" >/dev/null 2>&1
+# The twin: a copy-on-write workspace (a block image) forks, each box with
+# its own copy of the workspace's changes.
+K=$(box_new --backend vm --image ward-test/python --memory 512M --workspace "$WS")
+"$WARD" box exec "$K" -- 'echo parent >/workspace/w.txt' >/dev/null
+KC=$("$WARD" box fork "$K" 2>/dev/null | tail -1)
+like "$KC" "^box-" "twin: a vm box with a copy-on-write workspace forks"
+is "$("$WARD" box exec "$KC" -- 'cat /workspace/w.txt /workspace/t.txt' 2>&1)" "parent
+tree" "the fork has the parent's change and the tree"
+"$WARD" box exec "$KC" -- 'echo child >/workspace/w.txt' >/dev/null
+is "$("$WARD" box exec "$K" -- 'cat /workspace/w.txt')" parent "the parent's workspace is its own"
+is "$(cat "$WS/t.txt")" tree "and the tree is untouched"
+"$WARD" box destroy "$KC" >/dev/null 2>&1
+"$WARD" box destroy "$K" >/dev/null 2>&1
 "$WARD" box destroy "$P" >/dev/null 2>&1
 wait_until 10 novmm "$P"; ok $? "destroy of the parent: no VMM of it is left"
 done_testing
