@@ -287,13 +287,14 @@ static void ck_collect(const char *dir)
 		ckmanifest_free(&l);
 	}
 	if (!all) {
-		qsort(keep, nkeep, sizeof(*keep), ck_name_cmp);
+		if (nkeep)
+			qsort(keep, nkeep, sizeof(*keep), ck_name_cmp);
 		_cleanup_closedir_ DIR *od = fdopendir(dup(objs));
 		while (od && (de = readdir(od))) {
 			const char *name = de->d_name;
 			if (name[0] == '.')
 				continue;
-			if (!bsearch(&name, keep, nkeep, sizeof(*keep), ck_name_cmp))
+			if (!nkeep || !bsearch(&name, keep, nkeep, sizeof(*keep), ck_name_cmp))
 				unlinkat(objs, name, 0);
 		}
 	}

@@ -213,6 +213,16 @@ int main(void)
 	ok(checkpoint_restore(ck, 8, other, NULL, &e) < 0 && strstr(e.msg, "damaged"), "an object named by a path is refused (%s)", e.msg);
 	checkpoint_drop_after(ck, 3);
 
+	/* Dropped down to a checkpoint of an empty layer (no object named at
+	 * all): every object goes. */
+	char ck2[PATH_MAX + 16];
+	snprintf(ck2, sizeof(ck2), "%s/ck2", root);
+	is_int(checkpoint_take(ck2, NULL, 1, &st, &e), 0, "a checkpoint of no layer (%s)", e.msg);
+	is_int(checkpoint_take(ck2, upper, 2, &st, &e), 0, "then one of the layer (%s)", e.msg);
+	checkpoint_drop_after(ck2, 1);
+	is_int(sh("test -z \"$(ls -A %s/objects)\"", ck2), 0, "drop_after(1): no object is left");
+	ok(checkpoint_has(ck2, 1) && !checkpoint_has(ck2, 2), "checkpoint 1 is");
+
 	/* Errors: nothing to restore, a number that is not one. */
 	ok(checkpoint_restore(ck, 7, upper, NULL, &e) < 0 && strstr(e.msg, "7/manifest"), "restoring a checkpoint that is not there fails");
 	_cleanup_free_ char *still = tree_list(upper);
