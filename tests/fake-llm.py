@@ -333,6 +333,21 @@ def sc_agents(n, msgs):
     return text("The parts are done.", usage=u)
 
 
+def sc_agents_share(n, msgs):
+    """Subagents with shares of their own (tests/integration/agents.sh):
+    the parent hands one part with max_cost and one with max_tokens; each
+    child runs a short bash call each round, forever, until its share
+    stops it. Every reply: 1000 tokens in, 20 out ($0.0033 at Sonnet's)."""
+    u = {"input_tokens": 1000}
+    if first_user_text(msgs).startswith("do "):
+        return tool("bash", {"command": "true"}, usage=u)
+    if count_results(msgs) == 0:
+        return Turn([("tool", "task", {"prompt": "do the costly part", "description": "cost", "max_cost": "0.007"}),
+                     ("tool", "task", {"prompt": "do the wordy part", "description": "tokens", "max_tokens": 2500})],
+                    usage=u)
+    return text("The parts are done.", usage=u)
+
+
 def sc_escape_fd(n, msgs):
     """The task names a host file (SECRET=path) and a host dir (DIR=path);
     every file tool tries to reach them through /proc magic links."""

@@ -119,6 +119,12 @@ bool ledger_reserve(struct ledger *l, int64_t max_tokens, double max_cost)
 	return true;
 }
 
+void ledger_largest(const struct ledger *l, int64_t *ret_tokens, double *ret_cost)
+{
+	*ret_tokens = l && l->p ? atomic_load(&l->p->max_tokens) : 0;
+	*ret_cost = l && l->p ? (double)atomic_load(&l->p->max_micro) / 1e6 : 0;
+}
+
 void ledger_release(struct ledger *l)
 {
 	if (!l || !l->p || (!l->held_tokens && !l->held_micro))

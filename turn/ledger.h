@@ -39,6 +39,9 @@ bool ledger_take_call(struct ledger *l, int64_t max);
  * max_cost (0: none), nothing held. A process holds one reservation at a
  * time; ledger_add settles it. */
 bool ledger_reserve(struct ledger *l, int64_t max_tokens, double max_cost);
+/* The largest reply of the task so far (tokens, cost in USD): what the
+ * next request is estimated to cost. */
+void ledger_largest(const struct ledger *l, int64_t *ret_tokens, double *ret_cost);
 /* Let go of what is held (the request ended without usage). */
 void ledger_release(struct ledger *l);
 int64_t ledger_tokens(const struct ledger *l);

@@ -215,10 +215,34 @@ static bool budget_check(struct turn *t)
 		turn_finish(t, kind, "%s", why);
 		return false;
 	}
-	/* A subagent's request holds room for itself first: the task's
-	 * total is never passed by agents asking at once. */
 	struct ledger *l = t->cfg->ledger;
 	const struct task_limits *b = &t->cfg->b;
+	/* A subagent's own share is a bound as the task's total is: no
+	 * request is made that a reply as large as the task's largest so far
+	 * would carry past it. */
+	if (l && (b->share_tokens > 0 || b->share_cost > 0)) {
+		int64_t et;
+		double ec;
+		ledger_largest(l, &et, &ec);
+		int64_t own = usage_prompt(&t->s->usage) + t->s->usage.output;
+		if (b->share_tokens > 0 && et > 0 && own + et > b->share_tokens) {
+			turn_finish(t, TURN_TOKENS,
+				    "its own share of the task's tokens (%lld) would be passed by another request (it used "
+				    "%lld; the task's largest reply so far: %lld)",
+				    (long long)b->share_tokens, (long long)own, (long long)et);
+			return false;
+		}
+		double oc = turn_cost(t);
+		if (b->share_cost > 0 && ec > 0 && oc >= 0 && oc + ec > b->share_cost) {
+			turn_finish(t, TURN_COST,
+				    "its own share of the task's cost ($%.4f) would be passed by another request (it spent "
+				    "$%.4f; the task's largest reply so far: $%.4f)",
+				    b->share_cost, oc, ec);
+			return false;
+		}
+	}
+	/* A subagent's request holds room for itself first: the task's
+	 * total is never passed by agents asking at once. */
 	if (l && l->shared && !ledger_reserve(l, b->max_tokens, b->max_cost)) {
 		bool cost = b->max_cost > 0 && !ledger_reserve(l, 0, b->max_cost);
 		ledger_release(l);

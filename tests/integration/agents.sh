@@ -274,6 +274,29 @@ is "$(python3 -c 'import json,sys; t=json.loads(sys.argv[1])["tasks"][0]; print(
 	"$TOTAL 3 a1 a2 a3" "ward report: the task's cost is the parent's and its children's, broken down per child"
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
 
+# A child's own share of cost or tokens is a bound as the task's total is:
+# no request is made that a reply as large as the task's largest so far
+# would carry past it ($0.0033 and 1020 tokens a reply: two replies fit
+# $0.007 and 2500 tokens, a third would pass them).
+serve agents-share
+ws shares
+"$WARD" run --json --provider anthropic --base-url "$URL" --model claude-sonnet-4-fake --max-cost 1 \
+	--workspace "$WS" go >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+RC=$?
+OUT=$(tail -1 "$T_TMP/out")
+is "$RC" 0 "shares: the parent finishes (exit 0)"
+is "$(python3 -c 'import json,sys; print(" ".join(sorted("%s:%s:%d" % (a["description"], a["stop"], a["calls"]) for a in json.loads(sys.argv[1])["agents"])))' "$OUT")" \
+	"cost:cost_budget:2 tokens:token_budget:2" "each child stops at its own share after the two replies it pays for, not after a third"
+COSTLY=$(python3 -c 'import json,sys; print(" ".join("%s %s" % (a["id"], a["cost_usd"]) for a in json.loads(sys.argv[1])["agents"] if a["description"] == "cost"))' "$OUT")
+python3 -c 'import sys; sys.exit(not 0 < float(sys.argv[1]) <= 0.007)' "${COSTLY#* }"
+ok $? "the costly child's spend is within its max_cost 0.007 (${COSTLY#* })"
+like "$(grep "\"agent\":\"${COSTLY% *}\"" "$T_TMP/out" | grep '"type":"result"')" 'its own share of the task.s cost \(\$0\.0070\) would be passed by another request' \
+	"the child says its own share would be passed"
+like "$(grep '"type":"result"' "$T_TMP/out" | grep -v "\"agent\":\"${COSTLY% *}\"")" 'its own share of the task.s tokens \(2500\) would be passed by another request' \
+	"and the other its share of tokens"
+like "$(json stop <<<"$OUT")" '^done$' "(twin: the parent, with no share and \$1 to spend, is done)"
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+
 # SIGTERM of the parent (a CI runner's stop): the same, at once.
 for i in 1 2 3; do child "k$i" "sleep 7.$$$i && touch /workspace/canary$i; sleep 100"; done
 ws term
