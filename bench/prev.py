@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Beside each row of a new RESULTS.md, the previous run's figure for the
+same row, so that a regression shows: a row is the same row when its
+first column is, numbers aside (a label carries its p90s and counts).
+
+usage: prev.py OLD NEW > OUT  (OLD may be missing: the column is empty)"""
+import re
+import sys
+
+HEAD = "| what | ward | previous run | beside it | ratio | goal |"
+
+
+def cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def key(label):
+    return re.sub(r"[0-9][0-9.,]*", "#", label)
+
+
+def table_rows(lines):
+    """(index of the header line, {key: ward figure}) of the first table."""
+    rows, head, prev_col = {}, None, False
+    for i, l in enumerate(lines):
+        if not l.startswith("|"):
+            if head is not None and rows:
+                break
+            continue
+        c = cells(l)
+        if head is None:
+            head, prev_col = i, "previous run" in c
+            continue
+        if set(l.strip()) <= set("|-: "):
+            continue
+        if len(c) >= 2:
+            rows[key(c[0])] = c[1]
+    return head, rows, prev_col
+
+
+def main():
+    old = []
+    try:
+        old = open(sys.argv[1]).read().splitlines()
+    except OSError:
+        pass
+    _, before, _ = table_rows(old)
+    new = open(sys.argv[2]).read().splitlines()
+    out, in_table = [], False
+    for l in new:
+        if l.startswith("|") and not in_table:
+            in_table = True
+            out.append(HEAD)
+            continue
+        if in_table and l.startswith("|"):
+            c = cells(l)
+            if set(l.strip()) <= set("|-: "):
+                out.append("|---" * 6 + "|")
+                continue
+            c.insert(2, before.get(key(c[0]), ""))
+            out.append("| " + " | ".join(c) + " |")
+            continue
+        if in_table and not l.startswith("|"):
+            in_table = False
+        out.append(l)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
