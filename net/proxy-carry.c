@@ -61,6 +61,50 @@ int proxy_carry_flush(struct proxy_conn *c, int fd, struct buf *b, uint64_t *cou
 	return 0;
 }
 
+/* src -> pipe for a response from a secret's host: read, masked
+ * (net_secret_mask), and what may go written to the pipe; as splice
+ * answers: >0 bytes into the pipe, 0 src ended and nothing is held, -1
+ * with errno. */
+static ssize_t carry_masked(struct proxy_conn *c, struct proxy_dir *d, size_t want)
+{
+	if (!c->mask_buf && !(c->mask_buf = malloc(PROXY_MASK_BUF))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	size_t room = PROXY_MASK_BUF - c->mask_len;
+	if (!c->mask_eof && room) {
+		ssize_t n = read(d->src, c->mask_buf + c->mask_len, MIN(want, room));
+		if (n < 0 && errno != EAGAIN)
+			return -1;
+		if (n == 0)
+			c->mask_eof = true;
+		if (n > 0) {
+			proxy_spend(c->p, (uint64_t)n);
+			c->mask_len += (size_t)n;
+		}
+	}
+	c->mask_ready += net_secret_mask(c->mask, c->mask_buf + c->mask_ready, c->mask_len - c->mask_ready,
+					 c->mask_eof || c->mask_force);
+	c->mask_force = false;
+	if (c->mask_len == c->mask_ready || c->mask_eof)
+		c->mask_hold_until = -1;
+	else if (c->mask_hold_until < 0)
+		c->mask_hold_until = now_ms() + NET_SECRET_MASK_HOLD_MS;
+	if (!c->mask_ready) {
+		if (c->mask_eof && !c->mask_len)
+			return 0;
+		errno = EAGAIN;
+		return -1;
+	}
+	ssize_t w = write(d->pipe[1], c->mask_buf, c->mask_ready);
+	if (w <= 0)
+		return -1;
+	memmove(c->mask_buf, c->mask_buf + w, c->mask_len - (size_t)w);
+	c->mask_len -= (size_t)w;
+	c->mask_ready -= (size_t)w;
+	return w;
+}
+
 static bool carry_wants_read(const struct proxy_dir *d)
 {
 	return d->pipe[0] >= 0 && !d->eof && !d->full && d->inpipe < d->cap;
@@ -94,10 +138,13 @@ static int carry_pump(struct proxy_conn *c, struct proxy_dir *d, uint64_t *count
 			size_t want = d->cap - d->inpipe;
 			if (want > left)
 				want = (size_t)left;
-			ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			bool masked = c->mask && d == &c->down;
+			ssize_t n = masked ? carry_masked(c, d, want)
+					   : splice(d->src, NULL, d->pipe[1], NULL, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 			if (n > 0) {
 				d->inpipe += (size_t)n;
-				proxy_spend(p, (uint64_t)n);
+				if (!masked)
+					proxy_spend(p, (uint64_t)n);
 				progress = true;
 			} else if (n == 0) {
 				d->eof = true;
@@ -268,6 +315,22 @@ static int carry_body(struct proxy_conn *c)
 	return 0;
 }
 
+/* A forwarded request to a secret's own host: its response is masked. */
+static int carry_mask_start(struct proxy_conn *c)
+{
+	struct net_proxy *p = c->p;
+	bool owned = false;
+	for (size_t i = 0; i < p->cfg.nsecrets && !owned; i++)
+		owned = net_secret_owns(&p->cfg.secrets[i], &c->req.host);
+	if (!owned)
+		return 0;
+	if (!(c->mask = malloc(sizeof(*c->mask))))
+		return -ENOMEM;
+	c->mask_hold_until = -1;
+	net_secret_mask_init(c->mask, p->cfg.secrets, p->cfg.nsecrets);
+	return 0;
+}
+
 void proxy_carry_start(struct proxy_conn *c)
 {
 	struct net_proxy *p = c->p;
@@ -280,7 +343,7 @@ void proxy_carry_start(struct proxy_conn *c)
 		c->deadline = now_ms() + p->cfg.head_ms;
 		c->in.cap = NET_SNI_MAX_HELLO;
 	} else {
-		if (carry_pipe(&c->down, c->ufd, c->cfd) < 0)
+		if (carry_pipe(&c->down, c->ufd, c->cfd) < 0 || carry_mask_start(c) < 0)
 			return proxy_conn_end(c, "reset");
 		proxy_spend(p, c->req.upstream.len);
 		buf_append(&c->out_u, c->req.upstream.data, c->req.upstream.len);
@@ -359,8 +422,23 @@ void proxy_carry_io(struct proxy_conn *c)
 		carry_forward(c);
 	p->st.up += c->nup - nup;
 	p->st.down += c->ndown - ndown;
-	if (!c->dead && c->st == PROXY_CARRY)
+	if (!c->dead && c->st == PROXY_CARRY) {
 		c->deadline = c->last + p->cfg.idle_ms;
+		if (c->mask && c->mask_hold_until >= 0 && c->mask_hold_until < c->deadline)
+			c->deadline = c->mask_hold_until;
+	}
+}
+
+bool proxy_carry_mask_due(struct proxy_conn *c, int64_t now)
+{
+	if (!c->mask || c->mask_hold_until < 0 || now < c->mask_hold_until)
+		return false;
+	c->mask_force = true;
+	c->mask_hold_until = -1;
+	proxy_carry_io(c);
+	if (!c->dead)
+		proxy_conn_sync(c);
+	return true;
 }
 
 void proxy_carry_events(const struct proxy_conn *c, uint32_t *cev, uint32_t *uev)

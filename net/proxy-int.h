@@ -25,6 +25,7 @@
 #define PROXY_LINGER_MS 2000		/* reading a refused client's leftovers after the answer */
 #define PROXY_LINGER_MAX (64 * 1024)
 #define PROXY_SCAN_TAIL NET_SECRET_VALUE_MAX
+#define PROXY_MASK_BUF (64 * 1024 + NET_SECRET_VALUE_MAX)	/* a masked response's bytes in memory */
 #define PROXY_TLS_MAX 16	/* terminated connections at once */
 
 enum proxy_state {
@@ -90,6 +91,14 @@ struct proxy_conn {
 	char *scan_tail;
 	size_t scan_tail_len;
 	const char *secret;	/* refused for carrying this secret, or NULL */
+	/* A response from a secret's own host comes through memory, not a
+	 * splice: no value of a secret goes back in it (net_secret_mask).
+	 * mask_buf[0..mask_ready) may go to the pipe; up to mask_len is held. */
+	struct net_secret_mask *mask;
+	char *mask_buf;
+	size_t mask_len, mask_ready;
+	int64_t mask_hold_until;	/* held bytes go then, the server quiet (-1: none held) */
+	bool mask_eof, mask_force;
 	bool allowed, logged;
 	char why[320];
 	const char *end;	/* why an allowed connection was cut, or NULL */
@@ -153,6 +162,9 @@ void proxy_tls_stop_all(struct net_proxy *p);
 /* proxy-carry.c */
 void proxy_carry_start(struct proxy_conn *c);
 void proxy_carry_io(struct proxy_conn *c);
+/* A masked response's held bytes whose time has come (the server quiet):
+ * sent on, true; false when none are due. */
+bool proxy_carry_mask_due(struct proxy_conn *c, int64_t now);
 void proxy_carry_events(const struct proxy_conn *c, uint32_t *cev, uint32_t *uev);
 void proxy_carry_close(struct proxy_conn *c);
 /* Write out what b holds to fd; 0, or -errno on a broken connection. */

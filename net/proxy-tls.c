@@ -86,6 +86,8 @@ static void tls_event(struct tls_job *j, const struct net_tls_result *r, int rc)
 	}
 	if (r->secret)
 		cJSON_AddStringToObject(o, "secret", r->secret);
+	if (r->masked)
+		cJSON_AddNumberToObject(o, "masked", (double)r->masked);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!s)

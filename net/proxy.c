@@ -79,6 +79,8 @@ static void proxy_event(struct proxy_conn *c)
 	}
 	if (c->secret)
 		cJSON_AddStringToObject(o, "secret", c->secret);
+	if (c->mask && c->mask->masked)
+		cJSON_AddNumberToObject(o, "masked", (double)c->mask->masked);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!s)
@@ -156,6 +158,10 @@ static void proxy_conn_free(struct proxy_conn *c)
 	buf_free(&c->out_c);
 	buf_free(&c->out_u);
 	free(c->scan_tail);
+	if (c->mask_buf)
+		explicit_bzero(c->mask_buf, PROXY_MASK_BUF);
+	free(c->mask_buf);
+	free(c->mask);
 	if (c->have_req)
 		net_reqhead_free(&c->req);
 	free(c);
@@ -466,6 +472,8 @@ static void proxy_timeout(struct proxy_conn *c, int64_t now)
 		proxy_duration(p->cfg.head_ms, d, sizeof(d));
 		return proxy_conn_reject(c, "no TLS ClientHello within %s of the tunnel opening", d);
 	case PROXY_CARRY:
+		if (proxy_carry_mask_due(c, now))
+			return;
 		return proxy_conn_end(c, "idle");
 	case PROXY_LINGER:
 		return proxy_conn_end(c, NULL);

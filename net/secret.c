@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/param.h>
 #include <sys/random.h>
 
 #include "net/sigv4.h"
@@ -246,6 +247,54 @@ int net_secret_apply(const struct net_secret *s, struct buf *head, const char *b
 	if (k == -ENOBUFS)
 		snprintf(why, wn, "the request head is too long with the value in it");
 	return k;
+}
+
+/* The values one secret puts in a request: its value, or an aws
+ * secret's parts (NULL where there is none). */
+static size_t mask_values(const struct net_secret *s, const char *v[3], size_t vl[3])
+{
+	const char *part[3] = { s->aws ? s->aws_key : s->value, s->aws ? s->aws_secret : NULL,
+				s->aws ? s->aws_token : NULL };
+	size_t k = 0;
+	for (int i = 0; i < 3; i++)
+		if (part[i] && *part[i]) {
+			v[k] = part[i];
+			vl[k++] = s->aws ? strlen(part[i]) : s->value_len;
+		}
+	return k;
+}
+
+void net_secret_mask_init(struct net_secret_mask *m, const struct net_secret *s, size_t n)
+{
+	*m = (struct net_secret_mask){ .s = s, .n = n };
+}
+
+/* The longest end of p[0..len) that begins v (shorter than v). */
+static size_t mask_open(const char *p, size_t len, const char *v, size_t vl)
+{
+	for (size_t k = MIN(vl - 1, len); k > 0; k--)
+		if (p[len - k] == v[0] && !memcmp(p + len - k, v, k))
+			return k;
+	return 0;
+}
+
+size_t net_secret_mask(struct net_secret_mask *m, char *p, size_t len, bool eof)
+{
+	size_t hold = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const char *v[3];
+		size_t vl[3], k = mask_values(&m->s[i], v, vl);
+		for (size_t j = 0; j < k; j++) {
+			for (char *q = p; (q = memmem(q, len - (size_t)(q - p), v[j], vl[j])); q += vl[j]) {
+				memset(q, '*', vl[j]);
+				m->masked++;
+			}
+			/* A value begun in the last bytes may end in the next. */
+			if (!eof)
+				hold = MAX(hold, mask_open(p, len, v[j], vl[j]));
+		}
+	}
+	return len - hold;
 }
 
 void net_secret_wipe(struct net_secret *s)

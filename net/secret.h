@@ -11,6 +11,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -99,5 +100,25 @@ bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_
  * that cannot be re-signed, -ENOBUFS past head's cap; why[wn] says. */
 int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok, char *why,
 		     size_t wn);
+/* What comes back from a secret's host, kept from bringing a value into
+ * the box (a server that echoes the request's headers, an error that
+ * quotes the key): each whole value of the box's secrets (an aws secret's
+ * key id, secret key and token) in a response's bytes, as they stream,
+ * replaced by as many '*' (a Content-Length stays true). The caller keeps
+ * the bytes: each call masks p[0..len), the bytes held back before and
+ * those just read, and says how many of them may go now; the rest end
+ * with the start of a value the next bytes may finish, and are held (at
+ * most the longest value less one) until then or the end (eof: all may
+ * go). A caller that holds bytes while its server is silent for
+ * NET_SECRET_MASK_HOLD_MS lets them go (eof): a server that quotes a
+ * value sends it whole, and a response's last bytes must not wait on it. */
+#define NET_SECRET_MASK_HOLD_MS 100
+struct net_secret_mask {
+	const struct net_secret *s;
+	size_t n;
+	uint64_t masked;	/* values masked so far */
+};
+void net_secret_mask_init(struct net_secret_mask *m, const struct net_secret *s, size_t n);
+size_t net_secret_mask(struct net_secret_mask *m, char *p, size_t len, bool eof);
 /* Zero and free what net_secret holds. */
 void net_secret_wipe(struct net_secret *s);

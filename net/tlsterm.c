@@ -7,6 +7,7 @@
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,17 +441,32 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		left -= (uint64_t)n;
 		res->up += (uint64_t)n;
 	}
-	/* The response, to its end (the server closes: Connection: close). */
-	for (;;) {
-		int n = SSL_read(u, b, sizeof(b));
-		if (n <= 0)
-			break;
-		if (spend(ud, (uint64_t)n) < 0)
+	/* The response, to its end (the server closes: Connection: close),
+	 * with no value of a secret in it: w holds what may begin one. */
+	struct net_secret_mask m;
+	net_secret_mask_init(&m, secrets, nsecrets);
+	char w[sizeof(b) + NET_SECRET_VALUE_MAX];
+	size_t kept = 0;
+	for (bool eof = false; !eof;) {
+		/* Held bytes go when the server is quiet (net_secret_mask). */
+		bool quiet = false;
+		if (kept && !SSL_pending(u)) {
+			struct pollfd pf = { .fd = ufd, .events = POLLIN };
+			quiet = poll(&pf, 1, NET_SECRET_MASK_HOLD_MS) == 0;
+		}
+		int n = quiet ? 0 : SSL_read(u, w + kept, sizeof(b));
+		eof = !quiet && n <= 0;
+		if (n > 0 && spend(ud, (uint64_t)n) < 0)
 			goto spent;
-		if (ssl_write_all(c, b, (size_t)n) < 0)
+		size_t all = kept + (n > 0 ? (size_t)n : 0), go = net_secret_mask(&m, w, all, eof || quiet);
+		if (go && ssl_write_all(c, w, go) < 0)
 			goto cut;
-		res->down += (uint64_t)n;
+		memmove(w, w + go, all - go);
+		kept = all - go;
+		res->down += go;
 	}
+	res->masked = m.masked;
+	explicit_bzero(w, sizeof(w));
 	SSL_shutdown(c);
 	r = 0;
 	goto done;

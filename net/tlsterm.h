@@ -40,6 +40,7 @@ struct net_tls_result {
 	const char *secret;	/* refused for it, or NULL */
 	char why[320];		/* refused: why; "" carried */
 	uint64_t up, down;
+	uint64_t masked;	/* values of a secret kept out of the response */
 };
 /* Serve one connection: cfd is the box's (after the CONNECT's 200), ufd
  * connected to host's address; both closed here. other_ok: as

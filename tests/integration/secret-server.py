@@ -1,6 +1,9 @@
 """A plain HTTP (or, with --cert, HTTPS) server on loopback for secret.sh: it records each request's
-method, path and headers as one JSON line in --log, and answers 200 "ok"
-(never echoing what it got: the value must not come back into the box).
+method, path and headers as one JSON line in --log, and answers 200 "ok";
+on /echo it answers with what it got, as a server that quotes a request
+does (its headers in the body and its Authorization in a header of the
+response, the body written a few bytes at a time so that a value spans
+the proxy's reads): what the proxy must keep from coming back into the box.
 With --sigv4 KEY:SECRET it also checks each request's AWS SigV4 signature
 with that key, by its own reading of AWS's algorithm (not ward's), and
 logs "sigv4": true or false (secret-aws.sh)."""
@@ -11,6 +14,7 @@ import http.server
 import json
 import re
 import socketserver
+import time
 from urllib.parse import quote, unquote
 
 ap = argparse.ArgumentParser()
@@ -60,11 +64,30 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write(json.dumps(rec) + "\n")
         # /big/N: N bytes (secret.sh's byte budget through a terminated connection).
         out = b"x" * int(self.path[5:]) if self.path.startswith("/big/") else b"ok\n"
+        # /hold/TEXT: TEXT, then the connection kept open 5 s (a response
+        # whose last bytes may begin a value, from a server that waits).
+        hold = self.path.startswith("/hold/")
+        if hold:
+            out = unquote(self.path[6:]).encode()
+        echo = self.path.startswith("/echo")
+        if echo:
+            out = "".join("%s: %s\n" % kv for kv in self.headers.items()).encode("latin-1")
         self.send_response(200)
         self.send_header("Content-Length", str(len(out)))
         self.send_header("Connection", "close")
+        if echo:
+            self.send_header("X-Echo-Authorization", self.headers.get("Authorization", ""))
         self.end_headers()
-        self.wfile.write(out)
+        if echo:
+            self.wfile.flush()
+            for i in range(0, len(out), 7):
+                self.wfile.write(out[i:i + 7])
+                self.wfile.flush()
+        else:
+            self.wfile.write(out)
+        if hold:
+            self.wfile.flush()
+            time.sleep(5)
 
     do_GET = do_POST = do_PUT = handle_one
 

@@ -50,6 +50,12 @@ like "$(tail -n1 "$D/api.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "
 R=$(X 'curl -sS -H "Authorization: Bearer $WARD_TEST_KEY" https://tls.api.test:'"$TLS"'/vm-tls')
 is "$R" "ok" "vm: HTTPS through the terminating proxy reaches the secret's host"
 like "$(tail -n1 "$D/tls.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "vm: HTTPS: the server got the real key"
+# A server that quotes the request: the value comes back masked, on vm too.
+for u in "http://api.test:$API" "https://tls.api.test:$TLS"; do
+	R=$(X 'curl -sS -i -H "Authorization: Bearer $WARD_TEST_KEY" '"$u"'/echo')
+	unlike "$R" "sk-live-REAL" "vm: ${u%%:*}: an echo from the secret's host does not bring the value into the box"
+	like "$R" "X-Echo-Authorization: Bearer \*{${#WARD_TEST_KEY}}" "vm: ${u%%:*}: it comes back as many '*'"
+done
 R=$(X 'curl -sS -v -H "X-Leak: $WARD_TEST_KEY" http://other.test:'"$OTHER"'/leak 2>&1')
 like "$R" "403 Forbidden by ward: the request carries secret WARD_TEST_KEY" "vm: the placeholder to another host: refused"
 is "$(wc -l <"$D/other.log")" 0 "vm: and nothing reached it"

@@ -63,6 +63,29 @@ is "$R" "ok" "python urllib with the placeholder in x-api-key reaches it"
 like "$(tail -n1 "$D/api.log")" "\"[Xx]-[Aa]pi-[Kk]ey\": \"$WARD_TEST_KEY\"" "the server got the real key in x-api-key"
 # Twin of the refusals below: no credential passes.
 is "$(X 'curl -sS http://api.test:'"$API"'/none')" "ok" "twin: a request with no credential passes"
+# A server that quotes the request (its headers in the body, its
+# Authorization in a header of the response, a few bytes at a time): the
+# value never comes back into the box, it comes back as many '*'.
+echo_check() { # echo_check WHAT RESPONSE LOG
+	like "$(tail -n1 "$3")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "$1: the quoting server got the real key"
+	unlike "$2" "sk-live-REAL" "$1: its echo does not bring the value into the box"
+	like "$2" "Authorization: Bearer \*{${#WARD_TEST_KEY}}" "$1: the value comes back masked, as many '*' as its bytes (in the body)"
+	like "$2" "X-Echo-Authorization: Bearer \*{${#WARD_TEST_KEY}}" "$1: and in a header of the response"
+	like "$2" "X-Other: seen-as-sent" "$1: twin: the rest of what it quotes comes back as it was"
+}
+R=$(X 'curl -sS -i -H "Authorization: Bearer $WARD_TEST_KEY" -H "X-Other: seen-as-sent" "http://api.test:'"$API"'/echo"')
+echo_check "plain HTTP" "$R" "$D/api.log"
+# What may begin a value is held for a moment only: a response that ends
+# with the value's first bytes, from a server that then waits, is whole
+# in the box at once (not when the server closes, 5 s later).
+hold_check() { # hold_check WHAT CMD
+	local t0; t0=$(now_ms)
+	R=$(eval "$2")
+	local ms=$(( $(now_ms) - t0 ))
+	is "$R" "ends sk-live-" "$1: a response ending with the start of the value comes whole"
+	lt "$ms" 4000 "$1: at once, not when the server closes 5 s later ($ms ms)"
+}
+hold_check "plain HTTP" "X 'curl -sS http://api.test:$API/hold/ends%20sk-live-'"
 
 # The box's processes hold only the placeholder.
 R=$(X 'sleep 30 & P=$!; sleep 0.2; cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -c "^WARD_TEST_KEY=ward-secret-"; cat /proc/[0-9]*/environ 2>/dev/null | grep -c "sk-live-REAL"; kill $P')
@@ -243,6 +266,9 @@ R=$(XT 'curl -sS -v -H "Authorization: Bearer attackers-own-key" https://api.tes
 like "$R" "403 Forbidden by ward: a credential that is not secret WARD_TEST_KEY's placeholder" \
 	"HTTPS: another Authorization to the secret's host: refused"
 is "$(XT 'curl -sS https://api.test:'"$TLS"'/none')" "ok" "HTTPS: twin: no credential passes"
+R=$(XT 'curl -sS -i -H "Authorization: Bearer $WARD_TEST_KEY" -H "X-Other: seen-as-sent" https://api.test:'"$TLS"'/echo')
+echo_check "HTTPS" "$R" "$D/tls.log"
+hold_check "HTTPS" "XT 'curl -sS https://api.test:$TLS/hold/ends%20sk-live-'"
 # Another host: end to end. The box's curl, given the real server's CA,
 # reaches it: its certificate is the server's own, not one of the box CA.
 CAB=$(base64 -w0 <"$D/ca.pem")
@@ -271,7 +297,7 @@ like "$R" "403 Forbidden by ward: this box's network byte budget .* is spent" "a
 # --json: the terminated request is one net event, substitution named.
 cat >"$T_TMP/t.json" <<EOS
 {"turns": [
- {"text": "Calling.", "tools": [{"name": "bash", "input": {"command": "curl -sS -H \"Authorization: Bearer \$WARD_TEST_KEY\" https://api.test:$TLS/json; curl -sS -H \"Authorization: Bearer mine\" https://api.test:$TLS/json2 || true"}}]},
+ {"text": "Calling.", "tools": [{"name": "bash", "input": {"command": "curl -sS -H \"Authorization: Bearer \$WARD_TEST_KEY\" https://api.test:$TLS/json; curl -sS -H \"Authorization: Bearer mine\" https://api.test:$TLS/json2 || true; curl -sS -H \"Authorization: Bearer \$WARD_TEST_KEY\" https://api.test:$TLS/echo >/dev/null"}}]},
  {"text": "Done."}
 ]}
 EOS
@@ -282,6 +308,8 @@ like "$OUT" '"type":"net","host":"api.test".*"method":"GET","allowed":true.*"tls
 	"HTTPS --json: the terminated request is a net event naming the secret substituted"
 like "$OUT" '"type":"net","host":"api.test".*"allowed":false,"why":"a credential that is not secret WARD_TEST_KEY.*"secret":"WARD_TEST_KEY"' \
 	"HTTPS --json: and the refused one names it"
+like "$OUT" '"type":"net","host":"api.test".*"substituted":\["WARD_TEST_KEY"\],"masked":2' \
+	"HTTPS --json: the echo's net event counts the values masked (its header and its body)"
 unlike "$OUT" "sk-live-REAL" "HTTPS --json never holds the value"
 V=$(validate_events "$T_TMP/trun.out" 2>&1)
 like "$V" "^valid [0-9]+" "HTTPS: every --json line validates against the schema"

@@ -117,6 +117,53 @@ int main(void)
 	const char *leak = "GET /?s=real/secret HTTP/1.1\r\n\r\n";
 	ok(net_secret_carried(&aw, leak, strlen(leak)), "the real secret key alone is carried (caught)");
 	ok(!net_secret_carried(&aw, plain, strlen(plain)), "twin: a head without any part carries nothing");
+
+	/* A response masked as it streams: every whole value (an aws
+	 * secret's parts too), wherever the reads split it, as many '*'. */
+	sec.value = "REAL-VALUE-42";
+	sec.value_len = strlen(sec.value);
+	struct net_secret two[2] = { sec, aw };
+	const char *resp = "HTTP/1.1 200 OK\r\nX: REAL-VALUE-42\r\n\r\nkey REAL-VALUE-42, id AKIDREAL, token REALTOKEN;"
+			   " REAL-VALUE-4 stays";
+	const char *want = "HTTP/1.1 200 OK\r\nX: *************\r\n\r\nkey *************, id ********, token *********;"
+			   " REAL-VALUE-4 stays";
+	size_t rl = strlen(resp);
+	bool every = true;
+	for (size_t cut = 1; cut < rl; cut++) {
+		struct net_secret_mask m;
+		net_secret_mask_init(&m, two, 2);
+		char buf[256], out[256];
+		size_t held = 0, o = 0;
+		/* Two reads, split at cut, the way a proxy's loop feeds it. */
+		const char *part[2] = { resp, resp + cut };
+		size_t pl[2] = { cut, rl - cut };
+		for (int k = 0; k < 2; k++) {
+			memcpy(buf + held, part[k], pl[k]);
+			size_t all = held + pl[k], go = net_secret_mask(&m, buf, all, k == 1);
+			memcpy(out + o, buf, go);
+			o += go;
+			memmove(buf, buf + go, all - go);
+			held = all - go;
+		}
+		out[o] = 0;
+		if (strcmp(out, want) || m.masked != 4) {
+			every = false;
+			printf("# split at %zu: \"%s\" (%llu masked)\n", cut, out, (unsigned long long)m.masked);
+			break;
+		}
+	}
+	ok(every, "a response masked at every split of two reads: each value, as many '*'; the rest as it was");
+	struct net_secret_mask m1;
+	net_secret_mask_init(&m1, &sec, 1);
+	char few[] = "REAL-VAL";
+	ok(net_secret_mask(&m1, few, strlen(few), false) == 0, "what may begin a value is held back until more comes");
+	ok(net_secret_mask(&m1, few, strlen(few), true) == strlen(few) && !strcmp(few, "REAL-VAL"),
+	   "and at the end it goes as it was");
+	char tail[] = "a response that ends as values do not begin";
+	ok(net_secret_mask(&m1, tail, strlen(tail), false) == strlen(tail),
+	   "twin: bytes that begin no value are not held (a response's last bytes do not wait)");
+	char part[] = "ends with REAL-";
+	ok(net_secret_mask(&m1, part, strlen(part), false) == strlen(part) - 5, "only the bytes that may begin one are");
 	net_secret_wipe(&aw);
 	struct net_secret bad = { .name = "aws" };
 	bad.value = strdup("no-colon");
