@@ -1,8 +1,9 @@
 /* The floor of a vm box's channel: an init (rdinit=/vmchan, beside
  * ward's own initrd, whose modules it loads) that streams bytes over a
  * virtio-serial port named "raw", with nothing of ward's on either side.
- * vmchan=bulk:N writes N MiB; vmchan=rtt:N echoes N single bytes. Then
- * it powers the machine off. Built static by bench/run; bench/vmchan.py
+ * vmchan=bulk:N writes N MiB; vmchan=in:N reads N MiB, then writes one
+ * byte; vmchan=rtt:N echoes N single bytes. Then it powers the machine
+ * off. Built static by bench/run; bench/vmchan.py
  * is the host's side. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -95,6 +96,16 @@ int main(void)
 			for (long i = 0; i < n * 16; i++)
 				if (write_all(fd, buf, sizeof(buf)) < 0)
 					break;
+		} else if (!strncmp(arg + 7, "in", 2)) {
+			static char buf[1 << 16];
+			long left = n << 20;
+			while (left > 0) {
+				ssize_t r = read(fd, buf, sizeof(buf));
+				if (r <= 0)
+					break;
+				left -= r;
+			}
+			write_all(fd, "k", 1);
 		} else {
 			char c;
 			for (long i = 0; i < n && read(fd, &c, 1) == 1; i++)

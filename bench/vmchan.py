@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The floor of a vm box's channel: QEMU as ward starts it (microvm, one
 virtio-serial device), a port named "raw" on a unix socket, and in the
-guest bench/vmchan-init.c writing 100 MiB to it, then echoing single
-bytes. Prints "bulk MB/s" and "rtt median-µs p90-µs" lines: what the
+guest bench/vmchan-init.c writing 100 MiB to it, reading 100 MiB from it,
+then echoing single bytes. Prints "bulk MB/s" (guest to host), "in MB/s"
+(host to guest, a download's way) and "rtt median-µs p90-µs" lines: what the
 egress proxy's rows ride on, measured without ward on either side.
 
 usage: vmchan.py KERNEL INITRD WORKDIR ACCEL MIB ROUNDS"""
@@ -64,6 +65,19 @@ def main():
     if got < want:
         sys.exit("vmchan: only %d of %d bytes came" % (got, want))
     print("bulk %.1f" % (got / 1e6 / (t1 - t0)))
+    # Host -> guest, the way a download comes: written, until the guest
+    # says it has it all.
+    q, s = vm(kernel, initrd, work, accel, "in:%d" % mib)
+    chunk = b"x" * (1 << 16)
+    t0 = time.monotonic()
+    for _ in range(mib * 16):
+        s.sendall(chunk)
+    if s.recv(1) != b"k":
+        sys.exit("vmchan: the guest did not take it all")
+    t1 = time.monotonic()
+    s.close()
+    q.wait(timeout=120)
+    print("in %.1f" % ((mib << 20) / 1e6 / (t1 - t0)))
     q, s = vm(kernel, initrd, work, accel, "rtt:%d" % rounds)
     rt = []
     for _ in range(rounds):
