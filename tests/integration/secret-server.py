@@ -3,7 +3,8 @@ method, path and headers as one JSON line in --log, and answers 200 "ok"
 (never echoing what it got: the value must not come back into the box).
 With --sigv4 KEY:SECRET it also checks each request's AWS SigV4 signature
 with that key, by its own reading of AWS's algorithm (not ward's), and
-logs "sigv4": true or false (secret-aws.sh)."""
+logs "sigv4": true or false (secret-aws.sh). Over HTTPS each line says
+whether the client resumed a TLS session ("tls_reused")."""
 import argparse
 import hashlib
 import hmac
@@ -56,6 +57,8 @@ class H(http.server.BaseHTTPRequestHandler):
                "body": raw.decode("latin-1")}
         if a.sigv4:
             rec["sigv4"] = sigv4_ok(self.command, self.path, self.headers, raw)
+        if a.cert:
+            rec["tls_reused"] = self.connection.session_reused
         with open(a.log, "a") as f:
             f.write(json.dumps(rec) + "\n")
         # /big/N: N bytes (secret.sh's byte budget through a terminated connection).

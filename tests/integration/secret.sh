@@ -236,6 +236,10 @@ r = urllib.request.Request(\"https://api.test:'"$TLS"'/py\", headers={\"Authoriz
 print(urllib.request.urlopen(r, timeout=20).read().decode().strip())"')
 is "$R" "ok" "HTTPS: python urllib with the placeholder reaches it"
 like "$(tail -n1 "$D/tls.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: the server got the real key from urllib"
+# The proxy's first TLS session to the host is a full handshake (the
+# server's certificate verified); the next connection there resumes it.
+like "$(grep '"/v1/tls"' "$D/tls.log")" '"tls_reused": false' "HTTPS: the proxy's first session to the host: a full handshake"
+like "$(tail -n1 "$D/tls.log")" '"tls_reused": true' "HTTPS: the next connection resumes that verified session"
 XT 'git -c http.extraHeader="Authorization: Bearer $WARD_TEST_KEY" ls-remote https://api.test:'"$TLS"'/repo.git' >/dev/null
 like "$(tail -n1 "$D/tls.log")" "/repo.git/info/refs.*\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: git's request carried the real key"
 unlike "$(cat "$D/tls.log")" "ward-secret-" "HTTPS: the server never got the placeholder"
@@ -257,6 +261,9 @@ N3=$(wc -l <"$D/tls.log")
 R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_KEY" https://api.test:'"$TLS"'/unverified 2>&1')
 like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed: (unable to get local issuer certificate|certificate verify failed)" \
 	"upstream not verified (no --secret-ca): 502, the secret not sent"
+R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_KEY" https://api.test:'"$TLS"'/unverified 2>&1')
+like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed" \
+	"and again: a failed handshake leaves no session to resume"
 is "$(wc -l <"$D/tls.log")" "$N3" "and the server got no request"
 # A terminated connection's bytes count in the box's --net-max-bytes, as a
 # tunnel's do: a response past it is cut, and the next request refused.
