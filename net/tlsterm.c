@@ -388,20 +388,21 @@ static bool expects_continue(const char *h, size_t n)
 	return p && memmem(p, ll, "100-continue", 12);
 }
 
-/* Whether an aws secret of host's is to re-sign this head, and its
- * signature covers the body's hash rather than x-amz-content-sha256's. */
-static bool wants_body_hash(const struct net_secret *secrets, size_t nsecrets, const struct net_host *h,
-			    const char *head, size_t n)
+/* The aws secret of host's that is to re-sign this head when its
+ * signature covers the body's hash rather than x-amz-content-sha256's,
+ * or NULL. */
+static const struct net_secret *wants_body_hash(const struct net_secret *secrets, size_t nsecrets,
+						const struct net_host *h, const char *head, size_t n)
 {
 	size_t ll;
 	const char *a = header_line(head, n, "authorization:", &ll);
 	if (!a || !memmem(a, ll, NET_SIGV4_ALGO " ", strlen(NET_SIGV4_ALGO) + 1) ||
 	    header_line(head, n, "x-amz-content-sha256:", &ll))
-		return false;
+		return NULL;
 	for (size_t i = 0; i < nsecrets; i++)
 		if (secrets[i].aws && net_secret_owns(&secrets[i], h))
-			return true;
-	return false;
+			return &secrets[i];
+	return NULL;
 }
 
 /* A server context for host: its certificate signed by the box's CA,
@@ -592,7 +593,17 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	char bh[65];
 	const char *body_hash = blen ? NULL : NET_SIGV4_EMPTY_HASH;
 	bool held = false;
-	if (blen && blen <= NET_TLS_HASHED_BODY_MAX && wants_body_hash(secrets, nsecrets, &h, out.data, out.len)) {
+	const struct net_secret *hs = blen ? wants_body_hash(secrets, nsecrets, &h, out.data, out.len) : NULL;
+	if (hs && blen > NET_TLS_HASHED_BODY_MAX) {
+		res->secret = hs->name;
+		snprintf(res->why, sizeof(res->why),
+			 "a SigV4 body signed by its own hash is read whole to be re-signed, at most %u bytes (this one: "
+			 "%llu); sign it with x-amz-content-sha256 (UNSIGNED-PAYLOAD over HTTPS)",
+			 NET_TLS_HASHED_BODY_MAX, (unsigned long long)blen);
+		r = -EMSGSIZE;
+		goto refuse;
+	}
+	if (hs) {
 		size_t extra = head.len - hl;
 		if ((expects_continue(out.data, out.len) && ssl_write_all(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) ||
 		    buf_append(&body, head.data + hl, extra > blen ? (size_t)blen : extra) < 0)
@@ -693,7 +704,8 @@ refuse: {
 	char resp[512];
 	int n = snprintf(resp, sizeof(resp),
 			 "HTTP/1.1 %s by ward: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-			 r == -EIO ? "502 Bad Gateway" : r == -EBADMSG ? "400 Bad Request" : "403 Forbidden", res->why);
+			 r == -EIO ? "502 Bad Gateway" : r == -EBADMSG ? "400 Bad Request" :
+			 r == -EMSGSIZE ? "413 Content Too Large" : "403 Forbidden", res->why);
 	ssl_write_all(c, resp, (size_t)n < sizeof(resp) ? (size_t)n : sizeof(resp) - 1);
 	SSL_shutdown(c);
 }
