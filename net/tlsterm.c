@@ -434,12 +434,19 @@ static SSL_CTX *leaf_ctx(struct net_tls *t, const char *host)
 	SSL_CTX *ctx = NULL;
 	size_t old = 0;
 	pthread_mutex_lock(&t->mu);
+	/* The place for a new one: host's own (made too long ago), else an
+	 * empty one, else the oldest. */
+	int rank = 0;
 	for (size_t i = 0; i < NET_TLS_LEAF_MAX && !ctx; i++) {
 		struct tls_leaf *l = &t->leaf[i];
-		if (l->ctx && !strcmp(l->host, host) && now - l->made < NET_TLS_LEAF_RENEW_S && SSL_CTX_up_ref(l->ctx))
+		bool mine = l->ctx && !strcmp(l->host, host);
+		if (mine && now - l->made < NET_TLS_LEAF_RENEW_S && SSL_CTX_up_ref(l->ctx))
 			ctx = l->ctx;
-		if (!l->ctx || (t->leaf[old].ctx && l->made < t->leaf[old].made) || !strcmp(l->host, host))
+		int k = mine ? 3 : !l->ctx ? 2 : 1;
+		if (k > rank || (k == 1 && rank == 1 && l->made < t->leaf[old].made)) {
+			rank = k;
 			old = i;
+		}
 	}
 	pthread_mutex_unlock(&t->mu);
 	if (ctx || !(ctx = leaf_ctx_make(t, host)))

@@ -240,6 +240,14 @@ like "$(tail -n1 "$D/tls.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "
 # server's certificate verified); the next connection there resumes it.
 like "$(grep '"/v1/tls"' "$D/tls.log")" '"tls_reused": false' "HTTPS: the proxy's first session to the host: a full handshake"
 like "$(tail -n1 "$D/tls.log")" '"tls_reused": true' "HTTPS: the next connection resumes that verified session"
+# The host's certificate (from the box's CA) is made once and kept: two
+# connections are shown the same one.
+R=$(XT 'for i in 1 2; do openssl s_client -proxy 127.0.0.1:3128 -connect api.test:'"$TLS"' -servername api.test </dev/null 2>/dev/null |
+	openssl x509 -noout -serial -issuer; done')
+like "$R" "^serial=[0-9A-F]+
+issuer=CN = ward box [^ ]+ CA
+serial=" "HTTPS: two connections to the secret's host are shown certificates from the box's CA"
+is "$(printf '%s\n' "$R" | sort -u | wc -l | tr -d ' ')" 2 "HTTPS: the same one: made at the first, kept"
 XT 'git -c http.extraHeader="Authorization: Bearer $WARD_TEST_KEY" ls-remote https://api.test:'"$TLS"'/repo.git' >/dev/null
 like "$(tail -n1 "$D/tls.log")" "/repo.git/info/refs.*\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: git's request carried the real key"
 unlike "$(cat "$D/tls.log")" "ward-secret-" "HTTPS: the server never got the placeholder"
