@@ -293,9 +293,9 @@ static int ssl_write_all(SSL *s, const char *p, size_t n)
 /* The box's Finished acknowledged now, not at the delayed ACK's timer:
  * this end sends no session ticket after the handshake (leaf_ctx_make),
  * so nothing else would carry the ACK, and a client that writes its
- * request in a segment of its own (Nagle: Python's ssl, or anything on a socket
- * without TCP_NODELAY) holds it back until then, up to 40 ms. A unix
- * socket (a vm box's) refuses the option: nothing to do. */
+ * request in a segment of its own (Nagle: Python's ssl, or anything on a
+ * socket without TCP_NODELAY) holds it back until then, up to 40 ms. A
+ * unix socket (a vm box's) refuses the option: nothing to do. */
 static void quickack(int fd)
 {
 	int one = 1;
@@ -517,7 +517,7 @@ static int handshakes(SSL *c, int cfd, SSL *u, int ufd, int64_t idle_ms, int *re
 	if (cs < 0)
 		snprintf(box_why, wn, "%s", tls_err());
 	int us = cs < 0 ? -ECANCELED : hs_step(u, false, &uev);
-	if (us < 0 && cs == 0)
+	if (us < 0 && cs >= 0)
 		up_failed(u, us, up_why, wn);
 	while (cs == 0 || (cs > 0 && us == 0)) {
 		struct pollfd pf[2] = { { .fd = cs == 0 ? cfd : -1, .events = cev },
