@@ -3,7 +3,8 @@
 through the proxy's tunnel (TLS end to end, the SNI checked: a host with
 no secret); and through the proxy terminating TLS (a host a secret
 belongs to: the box's CA, the request read, TLS again upstream). A small
-GET's latency (a new connection each, 200 requests, median) and a 100 MB
+GET's latency (a new connection each, 200 requests, median; the tunnel and
+the terminated connection from one box, in turn) and a 100 MB
 download's throughput (curl, median of 5), from a loopback HTTPS server.
 Prints one line:
 
@@ -42,14 +43,20 @@ for _ in range(200):
 port = json.load(open(ports))["https"]
 
 # Fresh connections, one small GET each, through the proxy (CONNECT, then
-# TLS inside) or directly; CA is the file the client trusts.
+# TLS inside) or directly, to each target in turn (VIA HOST CAFILE, CA the
+# file the client trusts): targets measured in one process are measured
+# side by side, round by round, under the same load. Prints each one's
+# median.
 LAT = r'''
 import socket, ssl, sys, time, statistics
-via, host, port, ca, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-ctx = ssl.create_default_context(cafile=ca)
-req = ("GET /small HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode()
-ts = []
-for i in range(n + 10):
+port, n = int(sys.argv[1]), int(sys.argv[2])
+targets = [sys.argv[i:i + 3] for i in range(3, len(sys.argv), 3)]
+ctxs = [ssl.create_default_context(cafile=ca) for _, _, ca in targets]
+ts = [[] for _ in targets]
+
+
+def one(via, host, ctx):
+    req = ("GET /small HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode()
     t0 = time.perf_counter()
     if via == "direct":
         s = socket.create_connection(("127.0.0.1", port))
@@ -70,9 +77,15 @@ for i in range(n + 10):
         got += b
     t.close()
     assert b" 200 " in got[:20], got[:100]
-    if i >= 10:
-        ts.append(time.perf_counter() - t0)
-print(int(statistics.median(ts) * 1e6))
+    return time.perf_counter() - t0
+
+
+for i in range(n + 10):
+    for k, (via, host, _) in enumerate(targets):
+        d = one(via, host, ctxs[k])
+        if i >= 10:
+            ts[k].append(d)
+print(" ".join(str(int(statistics.median(t) * 1e6)) for t in ts))
 '''
 CURL = "curl -s -o /dev/null -w '%{speed_download}\\n' "
 
@@ -109,9 +122,11 @@ try:
         tunnel.append(box(tun, CURL + "--cacert /tmp/ca.pem https://tunnel.test:%d/big" % port))
         termd.append(box(term, CURL + "https://term.test:%d/big" % port))
     n = 200
-    du = host("python3 -c '%s' direct tunnel.test %d %s/c.pem %d" % (LAT.replace("'", "'\"'\"'"), port, d, n)).strip()
-    tu = box(tun, "python3 /tmp/lat.py proxy tunnel.test %d /tmp/ca.pem %d" % (port, n)).strip()
-    te = box(term, "python3 /tmp/lat.py proxy term.test %d \"$SSL_CERT_FILE\" %d" % (port, n)).strip()
+    du = host("python3 -c '%s' %d %d direct tunnel.test %s/c.pem" % (LAT.replace("'", "'\"'\"'"), port, n, d)).strip()
+    # The tunnel and the terminated connection from the same box, in turn:
+    # the secret's box tunnels tunnel.test (no secret of its) end to end.
+    tu, te = box(term, "python3 /tmp/lat.py %d %d proxy tunnel.test /tmp/ca.pem proxy term.test \"$SSL_CERT_FILE\""
+                 % (port, n)).split()
     print("%.0f %.0f %.0f" % (med_speed(" ".join(direct)), med_speed(" ".join(tunnel)), med_speed(" ".join(termd))),
           du, tu, te)
 finally:

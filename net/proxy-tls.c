@@ -68,7 +68,7 @@ static void tls_event(struct tls_job *j, const struct net_tls_result *r, int rc)
 	cJSON_AddStringToObject(o, "host", j->host);
 	cJSON_AddNumberToObject(o, "port", j->port);
 	cJSON_AddStringToObject(o, "method", r->method[0] ? r->method : "CONNECT");
-	bool refused = rc == -EPERM || rc == -EBADMSG || rc == -EPROTO;
+	bool refused = rc == -EPERM || rc == -EBADMSG || rc == -EPROTO || rc == -EMSGSIZE;
 	cJSON_AddBoolToObject(o, "allowed", !refused);
 	cJSON_AddStringToObject(o, "why", refused ? r->why : "");
 	cJSON_AddStringToObject(o, "addr", j->addr);

@@ -1,6 +1,10 @@
 #include "net/tlsterm.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -8,6 +12,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +20,41 @@
 #include <sys/param.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
+#include "base/timeutil.h"
+#include "net/allow.h"
 #include "net/reqhead.h"
 #include "net/sigv4.h"
 
+/* A host's certificate, made at its first connection and kept (with the
+ * server context that holds it) until it is NET_TLS_LEAF_RENEW_S old. */
+struct tls_leaf {
+	char host[NET_HOST_MAX + 1];
+	SSL_CTX *ctx;
+	time_t made;
+};
+
+/* A session the real host (host:port) gave this end to resume, after a
+ * handshake in which its certificate was verified: taken by the next
+ * connection there (once), which skips the certificate's parsing and
+ * checking, and replaced by the tickets that connection gets. */
+struct tls_resume {
+	char key[NET_HOST_MAX + 8];
+	SSL_SESSION *sess;
+	int64_t at;
+};
+
 struct net_tls {
-	SSL_CTX *server, *client;
+	SSL_CTX *client;
 	EVP_PKEY *ca_key;
+	EVP_PKEY *leaf_key;	/* every host's certificate's: one per box */
 	X509 *ca;
+	pthread_mutex_t mu;	/* leaf[], resume[] */
+	struct tls_leaf leaf[NET_TLS_LEAF_MAX];
+	struct tls_resume resume[NET_TLS_LEAF_MAX];
 };
 
 static const char *tls_err(void)
@@ -53,6 +84,14 @@ static char *pem_of(int (*w)(BIO *, void *), void *obj)
 
 static int w_key(BIO *b, void *k) { return PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL); }
 static int w_cert(BIO *b, void *c) { return PEM_write_bio_X509(b, c); }
+
+/* Records read a socket's worth at a time, not header and body each by a
+ * read of their own (a 100 MB download: 3.4k reads, not 12.8k). */
+static void tls_ctx_read_ahead(SSL_CTX *ctx)
+{
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, 4 * SSL3_RT_MAX_PLAIN_LENGTH);
+}
 
 static EVP_PKEY *ec_key(void)
 {
@@ -131,11 +170,63 @@ void net_tls_free(struct net_tls *t)
 {
 	if (!t)
 		return;
-	SSL_CTX_free(t->server);
+	for (size_t i = 0; i < NET_TLS_LEAF_MAX; i++) {
+		SSL_CTX_free(t->leaf[i].ctx);
+		SSL_SESSION_free(t->resume[i].sess);
+	}
+	pthread_mutex_destroy(&t->mu);
 	SSL_CTX_free(t->client);
 	EVP_PKEY_free(t->ca_key);
+	EVP_PKEY_free(t->leaf_key);
 	X509_free(t->ca);
 	free(t);
+}
+
+/* A session (a TLS 1.3 ticket, or a TLS 1.2 handshake's) from the host
+ * the connection's app data names: a copy kept in its place (the SSL's
+ * own is marked not resumable when it ends without a close_notify). */
+static int resume_keep(SSL *u, SSL_SESSION *sess)
+{
+	struct net_tls *t = SSL_CTX_get_app_data(SSL_get_SSL_CTX(u));
+	const char *key = SSL_get_app_data(u);
+	SSL_SESSION *dup = key && SSL_SESSION_is_resumable(sess) ? SSL_SESSION_dup(sess) : NULL;
+	if (!dup)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	size_t at = 0;
+	for (size_t i = 0; i < NET_TLS_LEAF_MAX; i++) {
+		struct tls_resume *r = &t->resume[i];
+		if (!strcmp(r->key, key)) {
+			at = i;
+			break;
+		}
+		if (r->at < t->resume[at].at)
+			at = i;
+	}
+	struct tls_resume *r = &t->resume[at];
+	SSL_SESSION_free(r->sess);
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	r->sess = dup;
+	r->at = now_us();
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+/* The session kept for key, if one is: u is to resume it. */
+static void resume_take(struct net_tls *t, SSL *u, const char *key)
+{
+	SSL_SESSION *sess = NULL;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < NET_TLS_LEAF_MAX && !sess; i++)
+		if (t->resume[i].sess && !strcmp(t->resume[i].key, key)) {
+			sess = t->resume[i].sess;
+			t->resume[i].sess = NULL;
+			t->resume[i].at = 0;
+		}
+	pthread_mutex_unlock(&t->mu);
+	if (sess)
+		SSL_set_session(u, sess);
+	SSL_SESSION_free(sess);
 }
 
 static int add_pem_cas(X509_STORE *st, const char *pem)
@@ -163,19 +254,19 @@ int net_tls_new(const char *ca_key_pem, const char *ca_cert_pem, const char *ext
 	t->ca = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
 	BIO_free(kb);
 	BIO_free(cb);
-	t->server = SSL_CTX_new(TLS_server_method());
+	pthread_mutex_init(&t->mu, NULL);
 	t->client = SSL_CTX_new(TLS_client_method());
-	if (!t->ca_key || !t->ca || !t->server || !t->client) {
+	t->leaf_key = ec_key();
+	if (!t->ca_key || !t->ca || !t->client || !t->leaf_key) {
 		net_tls_free(t);
 		return err_set(e, -EINVAL, "the box's CA is not what it should be: %s", tls_err());
 	}
-	SSL_CTX_set_min_proto_version(t->server, TLS1_2_VERSION);
-	/* No session tickets: each connection has a leaf certificate of its
-	 * own, nothing to resume, and a ticket is a record a client waiting
-	 * for an answer may take for one. */
-	SSL_CTX_set_num_tickets(t->server, 0);
 	SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION);
 	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+	tls_ctx_read_ahead(t->client);
+	SSL_CTX_set_app_data(t->client, t);
+	SSL_CTX_set_session_cache_mode(t->client, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);
+	SSL_CTX_sess_set_new_cb(t->client, resume_keep);
 	if (SSL_CTX_load_verify_locations(t->client, NET_TLS_SYSTEM_CAS, NULL) != 1)
 		ERR_clear_error();	/* none: only extra_ca_pem is trusted */
 	if (extra_ca_pem && *extra_ca_pem && !add_pem_cas(SSL_CTX_get_cert_store(t->client), extra_ca_pem)) {
@@ -197,6 +288,18 @@ static int ssl_write_all(SSL *s, const char *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* The box's Finished acknowledged now, not at the delayed ACK's timer:
+ * this end sends no session ticket after the handshake (leaf_ctx_make),
+ * so nothing else would carry the ACK, and a client that writes its
+ * request in a segment of its own (Nagle: Python's ssl, or anything on a
+ * socket without TCP_NODELAY) holds it back until then, up to 40 ms. A
+ * unix socket (a vm box's) refuses the option: nothing to do. */
+static void quickack(int fd)
+{
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 }
 
 static void set_timeouts(int fd, int64_t ms)
@@ -285,37 +388,161 @@ static bool expects_continue(const char *h, size_t n)
 	return p && memmem(p, ll, "100-continue", 12);
 }
 
-/* Whether an aws secret of host's is to re-sign this head, and its
- * signature covers the body's hash rather than x-amz-content-sha256's. */
-static bool wants_body_hash(const struct net_secret *secrets, size_t nsecrets, const struct net_host *h,
-			    const char *head, size_t n)
+/* The aws secret of host's that is to re-sign this head when its
+ * signature covers the body's hash rather than x-amz-content-sha256's,
+ * or NULL. */
+static const struct net_secret *wants_body_hash(const struct net_secret *secrets, size_t nsecrets,
+						const struct net_host *h, const char *head, size_t n)
 {
 	size_t ll;
 	const char *a = header_line(head, n, "authorization:", &ll);
 	if (!a || !memmem(a, ll, NET_SIGV4_ALGO " ", strlen(NET_SIGV4_ALGO) + 1) ||
 	    header_line(head, n, "x-amz-content-sha256:", &ll))
-		return false;
+		return NULL;
 	for (size_t i = 0; i < nsecrets; i++)
 		if (secrets[i].aws && net_secret_owns(&secrets[i], h))
-			return true;
-	return false;
+			return &secrets[i];
+	return NULL;
+}
+
+/* A server context for host: its certificate signed by the box's CA,
+ * the box's leaf key. No session tickets: a ticket is a record a client
+ * waiting for an answer (a 100 Continue) may take for one. */
+static SSL_CTX *leaf_ctx_make(struct net_tls *t, const char *host)
+{
+	char san[300];
+	bool ip = strspn(host, "0123456789.:") == strlen(host);
+	snprintf(san, sizeof(san), "%s:%s", ip ? "IP" : "DNS", host);
+	X509 *x = cert_make(t->leaf_key, host, san, false, t->ca, t->ca_key, NET_TLS_LEAF_DAYS);
+	SSL_CTX *ctx = x ? SSL_CTX_new(TLS_server_method()) : NULL;
+	if (ctx && (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 || SSL_CTX_set_num_tickets(ctx, 0) != 1 ||
+		    SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, t->leaf_key) != 1)) {
+		SSL_CTX_free(ctx);
+		ctx = NULL;
+	}
+	if (ctx)
+		tls_ctx_read_ahead(ctx);
+	X509_free(x);
+	return ctx;
+}
+
+/* host's server context (a reference, the caller's to free): the one
+ * kept, or one made now and kept in the place of the oldest. */
+static SSL_CTX *leaf_ctx(struct net_tls *t, const char *host)
+{
+	time_t now = time(NULL);
+	SSL_CTX *ctx = NULL;
+	size_t old = 0;
+	pthread_mutex_lock(&t->mu);
+	/* The place for a new one: host's own (made too long ago), else an
+	 * empty one, else the oldest. */
+	int rank = 0;
+	for (size_t i = 0; i < NET_TLS_LEAF_MAX && !ctx; i++) {
+		struct tls_leaf *l = &t->leaf[i];
+		bool mine = l->ctx && !strcmp(l->host, host);
+		if (mine && now - l->made < NET_TLS_LEAF_RENEW_S && SSL_CTX_up_ref(l->ctx))
+			ctx = l->ctx;
+		int k = mine ? 3 : !l->ctx ? 2 : 1;
+		if (k > rank || (k == 1 && rank == 1 && l->made < t->leaf[old].made)) {
+			rank = k;
+			old = i;
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (ctx || !(ctx = leaf_ctx_make(t, host)))
+		return ctx;
+	pthread_mutex_lock(&t->mu);
+	struct tls_leaf *l = &t->leaf[old];
+	SSL_CTX_free(l->ctx);	/* (a connection using it holds its own reference) */
+	snprintf(l->host, sizeof(l->host), "%s", host);
+	l->made = now;
+	l->ctx = SSL_CTX_up_ref(ctx) ? ctx : NULL;
+	pthread_mutex_unlock(&t->mu);
+	return ctx;
 }
 
 static SSL *leaf_ssl(struct net_tls *t, const char *host, int fd)
 {
-	EVP_PKEY *k = ec_key();
-	char san[300];
-	bool ip = strspn(host, "0123456789.:") == strlen(host);
-	snprintf(san, sizeof(san), "%s:%s", ip ? "IP" : "DNS", host);
-	X509 *x = k ? cert_make(k, host, san, false, t->ca, t->ca_key, 1) : NULL;
-	SSL *s = x ? SSL_new(t->server) : NULL;
-	if (s && (SSL_use_certificate(s, x) != 1 || SSL_use_PrivateKey(s, k) != 1 || SSL_set_fd(s, fd) != 1)) {
+	SSL_CTX *ctx = leaf_ctx(t, host);
+	SSL *s = ctx ? SSL_new(ctx) : NULL;
+	SSL_CTX_free(ctx);
+	if (s && SSL_set_fd(s, fd) != 1) {
 		SSL_free(s);
 		s = NULL;
 	}
-	X509_free(x);
-	EVP_PKEY_free(k);
 	return s;
+}
+
+/* One step of a handshake that has not ended: 1 done, 0 to go on (the
+ * poll events it waits for in *ev), <0 failed. */
+static int hs_step(SSL *s, bool server, short *ev)
+{
+	ERR_clear_error();
+	int r = server ? SSL_accept(s) : SSL_connect(s);
+	if (r == 1)
+		return 1;
+	switch (SSL_get_error(s, r)) {
+	case SSL_ERROR_WANT_READ:
+		*ev = POLLIN;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		*ev = POLLOUT;
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static void up_failed(SSL *u, int r, char *why, size_t wn)
+{
+	long v = SSL_get_verify_result(u);
+	if (r == -ETIMEDOUT)
+		snprintf(why, wn, "no answer to its handshake");
+	else
+		snprintf(why, wn, "%s", v != X509_V_OK ? X509_verify_cert_error_string(v) : tls_err());
+}
+
+/* The box's handshake with this end (c on cfd) and this end's with the
+ * real host (u on ufd), at once: neither waits on the other's round
+ * trips. 0 when the box's is done (the upstream one's outcome in
+ * *ret_up: 1 done, <0 failed, its reason in up_why); <0 when the box's
+ * failed (why in box_why). A side idle for idle_ms fails. */
+static int handshakes(SSL *c, int cfd, SSL *u, int ufd, int64_t idle_ms, int *ret_up, char *box_why,
+		      char *up_why, size_t wn)
+{
+	short cev = 0, uev = 0;
+	fdio_set_nonblock(cfd, true);
+	fdio_set_nonblock(ufd, true);
+	int cs = hs_step(c, true, &cev);
+	if (cs < 0)
+		snprintf(box_why, wn, "%s", tls_err());
+	int us = cs < 0 ? -ECANCELED : hs_step(u, false, &uev);
+	if (us < 0 && cs >= 0)
+		up_failed(u, us, up_why, wn);
+	while (cs == 0 || (cs > 0 && us == 0)) {
+		struct pollfd pf[2] = { { .fd = cs == 0 ? cfd : -1, .events = cev },
+					{ .fd = us == 0 ? ufd : -1, .events = uev } };
+		int n = poll(pf, 2, idle_ms > INT32_MAX ? INT32_MAX : (int)idle_ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (cs == 0)
+				snprintf(box_why, wn, "no answer to its handshake");
+			if (us == 0)
+				up_failed(u, -ETIMEDOUT, up_why, wn);
+			cs = cs == 0 ? -ETIMEDOUT : cs;
+			us = us == 0 ? -ETIMEDOUT : us;
+			break;
+		}
+		if (cs == 0 && pf[0].revents && (cs = hs_step(c, true, &cev)) < 0)
+			snprintf(box_why, wn, "%s", tls_err());
+		if (us == 0 && pf[1].revents && (us = hs_step(u, false, &uev)) < 0)
+			up_failed(u, us, up_why, wn);
+	}
+	fdio_set_nonblock(cfd, false);
+	fdio_set_nonblock(ufd, false);
+	*ret_up = us;
+	return cs > 0 ? 0 : cs;
 }
 
 int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_t port,
@@ -325,16 +552,27 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	memset(res, 0, sizeof(*res));
 	set_timeouts(cfd, idle_ms);
 	set_timeouts(ufd, idle_ms);
-	SSL *c = leaf_ssl(t, host, cfd), *u = NULL;
+	SSL *c = leaf_ssl(t, host, cfd), *u = SSL_new(t->client);
 	struct buf head, out, body;
 	buf_init(&head, NET_REQHEAD_MAX);
 	buf_init(&body, NET_TLS_HASHED_BODY_MAX);
 	buf_init(&out, NET_REQHEAD_MAX + 2 * NET_SECRET_MAX * NET_SECRET_VALUE_MAX);
-	int r = -EIO;
-	if (!c || SSL_accept(c) != 1) {
-		snprintf(res->why, sizeof(res->why), "the box's TLS to the proxy failed (%s)", tls_err());
+	int r = -EIO, up = -EIO;
+	/* Upstream verified as any client would, its handshake beside the
+	 * box's. */
+	char box_why[160] = "", up_why[160] = "", key[NET_HOST_MAX + 8];
+	snprintf(key, sizeof(key), "%s:%u", host, port);
+	if (!c || !u || SSL_set_fd(u, ufd) != 1 || SSL_set_tlsext_host_name(u, host) != 1 ||
+	    SSL_set1_host(u, host) != 1 || SSL_set_app_data(u, key) != 1) {
+		snprintf(res->why, sizeof(res->why), "cannot start TLS: %s", tls_err());
 		goto done;
 	}
+	resume_take(t, u, key);
+	if (handshakes(c, cfd, u, ufd, idle_ms, &up, box_why, up_why, sizeof(up_why)) < 0) {
+		snprintf(res->why, sizeof(res->why), "the box's TLS to the proxy failed (%s)", box_why);
+		goto done;
+	}
+	quickack(cfd);
 	/* The head, in the clear. */
 	char b[16384];
 	char *hend = NULL;
@@ -362,7 +600,17 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	char bh[65];
 	const char *body_hash = blen ? NULL : NET_SIGV4_EMPTY_HASH;
 	bool held = false;
-	if (blen && blen <= NET_TLS_HASHED_BODY_MAX && wants_body_hash(secrets, nsecrets, &h, out.data, out.len)) {
+	const struct net_secret *hs = blen ? wants_body_hash(secrets, nsecrets, &h, out.data, out.len) : NULL;
+	if (hs && blen > NET_TLS_HASHED_BODY_MAX) {
+		res->secret = hs->name;
+		snprintf(res->why, sizeof(res->why),
+			 "a SigV4 body signed by its own hash is read whole to be re-signed, at most %u bytes (this one: "
+			 "%llu); sign it with x-amz-content-sha256 (UNSIGNED-PAYLOAD over HTTPS)",
+			 NET_TLS_HASHED_BODY_MAX, (unsigned long long)blen);
+		r = -EMSGSIZE;
+		goto refuse;
+	}
+	if (hs) {
 		size_t extra = head.len - hl;
 		if ((expects_continue(out.data, out.len) && ssl_write_all(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) ||
 		    buf_append(&body, head.data + hl, extra > blen ? (size_t)blen : extra) < 0)
@@ -404,13 +652,8 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		if (k > 0)
 			res->substituted |= 1u << i;
 	}
-	/* Upstream: verified as any client would. */
-	u = SSL_new(t->client);
-	if (!u || SSL_set_fd(u, ufd) != 1 || SSL_set_tlsext_host_name(u, host) != 1 || SSL_set1_host(u, host) != 1 ||
-	    SSL_connect(u) != 1) {
-		long v = u ? SSL_get_verify_result(u) : 0;
-		snprintf(res->why, sizeof(res->why), "TLS to %s:%u failed: %s", host, port,
-			 v != X509_V_OK ? X509_verify_cert_error_string(v) : tls_err());
+	if (up < 0) {
+		snprintf(res->why, sizeof(res->why), "TLS to %s:%u failed: %s", host, port, up_why);
 		r = -EIO;
 		goto refuse502;
 	}
@@ -450,7 +693,7 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	for (bool eof = false; !eof;) {
 		/* Held bytes go when the server is quiet (net_secret_mask). */
 		bool quiet = false;
-		if (kept && !SSL_pending(u)) {
+		if (kept && !SSL_has_pending(u)) {
 			struct pollfd pf = { .fd = ufd, .events = POLLIN };
 			quiet = poll(&pf, 1, NET_SECRET_MASK_HOLD_MS) == 0;
 		}
@@ -483,7 +726,8 @@ refuse: {
 	char resp[512];
 	int n = snprintf(resp, sizeof(resp),
 			 "HTTP/1.1 %s by ward: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-			 r == -EIO ? "502 Bad Gateway" : r == -EBADMSG ? "400 Bad Request" : "403 Forbidden", res->why);
+			 r == -EIO ? "502 Bad Gateway" : r == -EBADMSG ? "400 Bad Request" :
+			 r == -EMSGSIZE ? "413 Content Too Large" : "403 Forbidden", res->why);
 	ssl_write_all(c, resp, (size_t)n < sizeof(resp) ? (size_t)n : sizeof(resp) - 1);
 	SSL_shutdown(c);
 }

@@ -19,6 +19,13 @@
  * body read whole before it is re-signed: at most this many bytes. */
 #define NET_TLS_HASHED_BODY_MAX (1u << 20)
 
+/* Hosts whose certificate (signed by the box's CA, for the one leaf key
+ * the box's proxy makes) is kept between connections; each is made
+ * again when it is NET_TLS_LEAF_RENEW_S old, valid NET_TLS_LEAF_DAYS. */
+#define NET_TLS_LEAF_MAX 32
+#define NET_TLS_LEAF_RENEW_S (12 * 3600)
+#define NET_TLS_LEAF_DAYS 1
+
 /* The host's CA bundle, as Debian keeps it. */
 #define NET_TLS_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
 

@@ -4,6 +4,8 @@
 #include "base/fdio.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -145,6 +147,18 @@ static bool stream_drain(struct mstream *s)
 	return !stream_done(s);
 }
 
+/* What was read from a TCP socket acknowledged now, not at the delayed
+ * ACK's timer: the bytes go on as frames, and their answer, if any, comes
+ * late or never (a TLS server that sends no ticket after its handshake),
+ * so nothing would carry the ACK soon, and a client that writes its next
+ * bytes in a segment of their own (Nagle) would wait for it, up to 40 ms.
+ * A unix socket refuses the option: nothing to do. */
+static void stream_ack_now(int fd)
+{
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
+
 /* Read from the local socket into DATA frames, within the credit. */
 static bool stream_pump(struct mstream *s)
 {
@@ -155,8 +169,10 @@ static bool stream_pump(struct mstream *s)
 		ssize_t n = recv(s->fd, b, want, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == EAGAIN)
+		if (n < 0 && errno == EAGAIN) {
+			stream_ack_now(s->fd);
 			break;
+		}
 		if (n < 0) {
 			stream_free(s, true);
 			return false;

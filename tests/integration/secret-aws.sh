@@ -119,13 +119,23 @@ TURL=https://s3.test:$TP/ward-test
 R=$(XT "printf 'put over tls\n' >/tmp/obj; curl -sS -f $SIG -T /tmp/obj $TURL/tls-obj && curl -sS -f $SIG $TURL/tls-obj")
 is "$R" "put over tls" "HTTPS: curl --aws-sigv4 put and get back through the terminating proxy"
 like "$(cat "$D/tdata/ward-test/tls-obj._S3rver_object" 2>&1)" "^put over tls$" "HTTPS: the server stored it (signed with the real key)"
+# A large body streams through, never held whole: S3's signature covers
+# x-amz-content-sha256 (UNSIGNED-PAYLOAD here), not the body itself.
+R=$(XT "head -c 20971520 /dev/urandom >/tmp/big && curl -sS -f $SIG -T /tmp/big $TURL/big-obj &&
+	curl -sS -f $SIG -o /tmp/big.back $TURL/big-obj && cmp /tmp/big /tmp/big.back && echo same")
+is "$R" "same" "HTTPS: a 20 MB PUT through the terminating proxy and its GET back are byte-equal"
+is "$(stat -c %s "$D/tdata/ward-test/big-obj._S3rver_object" 2>&1)" 20971520 "HTTPS: the server stored all 20 MB of it"
 if XT 'python3 -c "import boto3"' >/dev/null; then
 	R=$(XT "python3 -c \"
-import boto3
+import boto3, os
 s3 = boto3.client('s3', endpoint_url='https://s3.test:$TP', region_name='us-east-1')
 s3.put_object(Bucket='ward-test', Key='boto-tls', Body=b'boto over tls')
-print(s3.get_object(Bucket='ward-test', Key='boto-tls')['Body'].read().decode())\"")
-	is "$R" "boto over tls" "HTTPS: boto3 (its CA from the box's REQUESTS_CA_BUNDLE / AWS_CA_BUNDLE) put and get"
+print(s3.get_object(Bucket='ward-test', Key='boto-tls')['Body'].read().decode())
+big = os.urandom(20 << 20)
+s3.put_object(Bucket='ward-test', Key='boto-big', Body=big)
+print(s3.get_object(Bucket='ward-test', Key='boto-big')['Body'].read() == big)\"")
+	is "$R" "boto over tls
+True" "HTTPS: boto3 (its CA from the box's REQUESTS_CA_BUNDLE / AWS_CA_BUNDLE) put and get, and 20 MB byte-equal"
 else
 	skip "boto3 is not installed (apt-get install python3-boto3)"
 fi
@@ -155,6 +165,13 @@ is "$R" "ok" "HTTPS: curl --aws-sigv4 for sts (a form body, signed by its hash) 
 L=$(tail -n1 "$D/sts.log")
 like "$L" '"sigv4": true' "the server found the body's signature good with the real key"
 unlike "$L" "ward-secret-|x-amz-content-sha256" "(signed by the body's hash, no placeholder in it)"
+# Such a body is read whole before it is re-signed: over 1 MiB it is
+# refused, in one line that gives the bound, and nothing reaches the host.
+N=$(wc -l <"$D/sts.log")
+R=$("$WARD" box exec "$ST" -- "head -c 2000000 /dev/zero | tr '\\0' a >/tmp/form; curl -sS -v --user \"\$AWS_ACCESS_KEY_ID:\$AWS_SECRET_ACCESS_KEY\" --aws-sigv4 aws:amz:us-east-1:sts --data-binary @/tmp/form https://sts.test:$SP/ 2>&1")
+like "$R" "413 Content Too Large by ward: a SigV4 body signed by its own hash is read whole to be re-signed, at most 1048576 bytes \(this one: 2000000\); sign it with x-amz-content-sha256" \
+	"HTTPS: a body signed by its hash over 1 MiB: refused, the bound said"
+is "$(wc -l <"$D/sts.log")" "$N" "and nothing of it reached the server"
 if "$WARD" box exec "$ST" -- 'python3 -c "import boto3"' >/dev/null 2>&1; then
 	"$WARD" box exec "$ST" -- "python3 -c \"
 import boto3

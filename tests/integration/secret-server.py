@@ -6,7 +6,8 @@ response, the body written a few bytes at a time so that a value spans
 the proxy's reads): what the proxy must keep from coming back into the box.
 With --sigv4 KEY:SECRET it also checks each request's AWS SigV4 signature
 with that key, by its own reading of AWS's algorithm (not ward's), and
-logs "sigv4": true or false (secret-aws.sh)."""
+logs "sigv4": true or false (secret-aws.sh). Over HTTPS each line says
+whether the client resumed a TLS session ("tls_reused")."""
 import argparse
 import hashlib
 import hmac
@@ -60,6 +61,8 @@ class H(http.server.BaseHTTPRequestHandler):
                "body": raw.decode("latin-1")}
         if a.sigv4:
             rec["sigv4"] = sigv4_ok(self.command, self.path, self.headers, raw)
+        if a.cert:
+            rec["tls_reused"] = self.connection.session_reused
         with open(a.log, "a") as f:
             f.write(json.dumps(rec) + "\n")
         # /big/N: N bytes (secret.sh's byte budget through a terminated connection).

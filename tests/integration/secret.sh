@@ -259,6 +259,18 @@ r = urllib.request.Request(\"https://api.test:'"$TLS"'/py\", headers={\"Authoriz
 print(urllib.request.urlopen(r, timeout=20).read().decode().strip())"')
 is "$R" "ok" "HTTPS: python urllib with the placeholder reaches it"
 like "$(tail -n1 "$D/tls.log")" "\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: the server got the real key from urllib"
+# The proxy's first TLS session to the host is a full handshake (the
+# server's certificate verified); the next connection there resumes it.
+like "$(grep '"/v1/tls"' "$D/tls.log")" '"tls_reused": false' "HTTPS: the proxy's first session to the host: a full handshake"
+like "$(tail -n1 "$D/tls.log")" '"tls_reused": true' "HTTPS: the next connection resumes that verified session"
+# The host's certificate (from the box's CA) is made once and kept: two
+# connections are shown the same one.
+R=$(XT 'for i in 1 2; do openssl s_client -proxy 127.0.0.1:3128 -connect api.test:'"$TLS"' -servername api.test </dev/null 2>/dev/null |
+	openssl x509 -noout -serial -issuer; done')
+like "$R" "^serial=[0-9A-F]+
+issuer=CN = ward box [^ ]+ CA
+serial=" "HTTPS: two connections to the secret's host are shown certificates from the box's CA"
+is "$(printf '%s\n' "$R" | sort -u | wc -l | tr -d ' ')" 2 "HTTPS: the same one: made at the first, kept"
 XT 'git -c http.extraHeader="Authorization: Bearer $WARD_TEST_KEY" ls-remote https://api.test:'"$TLS"'/repo.git' >/dev/null
 like "$(tail -n1 "$D/tls.log")" "/repo.git/info/refs.*\"Authorization\": \"Bearer $WARD_TEST_KEY\"" "HTTPS: git's request carried the real key"
 unlike "$(cat "$D/tls.log")" "ward-secret-" "HTTPS: the server never got the placeholder"
@@ -283,6 +295,9 @@ N3=$(wc -l <"$D/tls.log")
 R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_KEY" https://api.test:'"$TLS"'/unverified 2>&1')
 like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed: (unable to get local issuer certificate|certificate verify failed)" \
 	"upstream not verified (no --secret-ca): 502, the secret not sent"
+R=$("$WARD" box exec "$U" -- 'curl -sS -v -H "Authorization: Bearer $WARD_TEST_KEY" https://api.test:'"$TLS"'/unverified 2>&1')
+like "$R" "502 Bad Gateway by ward: TLS to api.test:$TLS failed" \
+	"and again: a failed handshake leaves no session to resume"
 is "$(wc -l <"$D/tls.log")" "$N3" "and the server got no request"
 # A terminated connection's bytes count in the box's --net-max-bytes, as a
 # tunnel's do: a response past it is cut, and the next request refused.
