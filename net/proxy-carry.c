@@ -83,12 +83,13 @@ static ssize_t carry_masked(struct proxy_conn *c, struct proxy_dir *d, size_t wa
 			c->mask_len += (size_t)n;
 		}
 	}
+	size_t before = c->mask_len - c->mask_ready;
 	c->mask_ready += net_secret_mask(c->mask, c->mask_buf + c->mask_ready, c->mask_len - c->mask_ready,
-					 c->mask_eof || c->mask_force);
-	c->mask_force = false;
+					 c->mask_eof);
+	/* The server's silence is timed from its last bytes that were held. */
 	if (c->mask_len == c->mask_ready || c->mask_eof)
 		c->mask_hold_until = -1;
-	else if (c->mask_hold_until < 0)
+	else if (c->mask_hold_until < 0 || c->mask_len - c->mask_ready != before)
 		c->mask_hold_until = now_ms() + NET_SECRET_MASK_HOLD_MS;
 	if (!c->mask_ready) {
 		if (c->mask_eof && !c->mask_len)
@@ -433,8 +434,13 @@ bool proxy_carry_mask_due(struct proxy_conn *c, int64_t now)
 {
 	if (!c->mask || c->mask_hold_until < 0 || now < c->mask_hold_until)
 		return false;
-	c->mask_force = true;
+	/* Only the bytes held now, and only if the server has sent nothing
+	 * since: what comes after is masked with what it may finish. */
+	char b;
+	ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	c->mask_hold_until = -1;
+	if (n < 0 && errno == EAGAIN)
+		c->mask_ready = c->mask_len;
 	proxy_carry_io(c);
 	if (!c->dead)
 		proxy_conn_sync(c);

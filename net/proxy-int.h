@@ -98,7 +98,7 @@ struct proxy_conn {
 	char *mask_buf;
 	size_t mask_len, mask_ready;
 	int64_t mask_hold_until;	/* held bytes go then, the server quiet (-1: none held) */
-	bool mask_eof, mask_force;
+	bool mask_eof;
 	bool allowed, logged;
 	char why[320];
 	const char *end;	/* why an allowed connection was cut, or NULL */

@@ -280,20 +280,35 @@ static size_t mask_open(const char *p, size_t len, const char *v, size_t vl)
 
 size_t net_secret_mask(struct net_secret_mask *m, char *p, size_t len, bool eof)
 {
+	/* Every match found on the bytes as they came, then masked together:
+	 * a value masked first never hides one that overlaps it ("abc" and
+	 * "abc.sig" both go). Past the bitmap, one value after another. */
+	static __thread uint8_t mark[NET_SECRET_MASK_MAX / 8];
+	bool marks = len <= NET_SECRET_MASK_MAX;
+	if (marks)
+		memset(mark, 0, (len + 7) / 8);
 	size_t hold = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		const char *v[3];
 		size_t vl[3], k = mask_values(&m->s[i], v, vl);
 		for (size_t j = 0; j < k; j++) {
-			for (char *q = p; (q = memmem(q, len - (size_t)(q - p), v[j], vl[j])); q += vl[j]) {
-				memset(q, '*', vl[j]);
-				m->masked++;
-			}
 			/* A value begun in the last bytes may end in the next. */
 			if (!eof)
 				hold = MAX(hold, mask_open(p, len, v[j], vl[j]));
+			for (char *q = p; (q = memmem(q, len - (size_t)(q - p), v[j], vl[j])); q++) {
+				m->masked++;
+				if (!marks) {
+					memset(q, '*', vl[j]);
+					continue;
+				}
+				for (size_t b = (size_t)(q - p); b < (size_t)(q - p) + vl[j]; b++)
+					mark[b / 8] |= (uint8_t)(1u << (b % 8));
+			}
 		}
 	}
+	for (size_t b = 0; marks && b < len; b++)
+		if (mark[b / 8] & (1u << (b % 8)))
+			p[b] = '*';
 	return len - hold;
 }
 

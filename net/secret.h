@@ -113,6 +113,8 @@ int net_secret_apply(const struct net_secret *s, struct buf *head, const char *b
  * NET_SECRET_MASK_HOLD_MS lets them go (eof): a server that quotes a
  * value sends it whole, and a response's last bytes must not wait on it. */
 #define NET_SECRET_MASK_HOLD_MS 100
+/* The bytes one call masks together (more: value after value). */
+#define NET_SECRET_MASK_MAX (128u << 10)
 struct net_secret_mask {
 	const struct net_secret *s;
 	size_t n;

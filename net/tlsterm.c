@@ -699,16 +699,20 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		}
 		int n = quiet ? 0 : SSL_read(u, w + kept, sizeof(b));
 		eof = !quiet && n <= 0;
-		if (n > 0 && spend(ud, (uint64_t)n) < 0)
-			goto spent;
-		size_t all = kept + (n > 0 ? (size_t)n : 0), go = net_secret_mask(&m, w, all, eof || quiet);
-		if (go && ssl_write_all(c, w, go) < 0)
+		bool over = n > 0 && spend(ud, (uint64_t)n) < 0;
+		size_t all = kept + (n > 0 && !over ? (size_t)n : 0), go = over ? 0 : net_secret_mask(&m, w, all, eof || quiet);
+		res->masked = m.masked;
+		bool broke = go && ssl_write_all(c, w, go) < 0;
+		if (over || broke) {
+			explicit_bzero(w, sizeof(w));
+			if (over)
+				goto spent;
 			goto cut;
+		}
 		memmove(w, w + go, all - go);
 		kept = all - go;
 		res->down += go;
 	}
-	res->masked = m.masked;
 	explicit_bzero(w, sizeof(w));
 	SSL_shutdown(c);
 	r = 0;

@@ -153,6 +153,13 @@ int main(void)
 		}
 	}
 	ok(every, "a response masked at every split of two reads: each value, as many '*'; the rest as it was");
+	struct net_secret ov[2] = { { .name = "A", .value = "abc123", .value_len = 6 },
+				    { .name = "B", .value = "abc123.sig", .value_len = 10 } };
+	struct net_secret_mask mo;
+	net_secret_mask_init(&mo, ov, 2);
+	char both[] = "[abc123.sig] [abc123]";
+	ok(net_secret_mask(&mo, both, strlen(both), true) == strlen(both) && !strcmp(both, "[**********] [******]"),
+	   "a value that begins another: both masked whole, the longer too (%s)", both);
 	struct net_secret_mask m1;
 	net_secret_mask_init(&m1, &sec, 1);
 	char few[] = "REAL-VAL";
