@@ -56,6 +56,12 @@ BOOT=$(bootid "$P")
 like "$BOOT" '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' "the parent's boot id is a UUID"
 is "$(bootid "$P")" "$BOOT" "and the same at each call"
 "$WARD" box exec "$P" -- 'echo 0123456789abcdef0123456789abcdef >/etc/machine-id' >/dev/null
+# The kernel's own, which the read tool reads (it runs in ward-guest's
+# namespace): what the box's stands in for.
+kbootid() { tool "$1" read '{"path":"/proc/sys/kernel/random/boot_id"}' | json text | cut -f2; }
+KB=$(kbootid "$P")
+like "$KB" '^[0-9a-f-]{36}$' "the kernel's boot id is a UUID too"
+[ "$KB" != "$BOOT" ]; ok $? "and not the box's"
 
 # Two forks of the running box.
 T0=$(now_ms)
@@ -80,6 +86,7 @@ for c in "$C1" "$C2"; do
 	B1=$(bootid "$c")
 	like "$B1" '^[0-9a-f-]{36}$' "fork $c: a boot id"
 	[ "$B1" != "$BOOT" ]; ok $? "fork $c: its boot id is its own ($B1, the parent's $BOOT)"
+	is "$(kbootid "$c")" "$KB" "fork $c: the kernel's own is the parent's (it is in the saved memory)"
 	MID=$("$WARD" box exec "$c" -- 'cat /etc/machine-id')
 	like "$MID" '^[0-9a-f]{32}$' "fork $c: a machine id"
 	[ "$MID" != 0123456789abcdef0123456789abcdef ]; ok $? "fork $c: its machine id is its own, not the parent's"

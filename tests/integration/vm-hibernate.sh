@@ -63,7 +63,7 @@ while [ $CALLS -lt 300 ]; do
 	[ $CALLS -ge 40 ] && [ "$RDY" != not-yet ] && break
 done
 is "$FAIL" 0 "$CALLS calls in a row while the job started: none failed ($(( $(now_ms) - T0 )) ms in all)"
-lt "$SLOW" 60000 "the slowest came back in bounded time (ms)"
+lt "$SLOW" 100000 "the slowest came back in bounded time, short of the 120 s host deadline a stall met (ms)"
 like "$RDY" '^[0-9]+ [0-9a-f]{64}$' "the job holds its 50 MB object and listens"
 like "$(tool "$B" job_kill '{"id":1}')" "job 1 was killed" "the loading job is killed"
 ask() { "$WARD" box exec "$B" -- 'wget -qO- http://127.0.0.1:8765/' 2>&1; }
