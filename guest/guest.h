@@ -67,6 +67,9 @@ struct guest_cfg {
 	/* A VM's own disk (its root's changes), synced before every result;
 	 * or -1. */
 	int root_sync_fd;
+	/* vm: the box's boot id, bound over each call's
+	 * /proc/sys/kernel/random/boot_id (vm_identity); or NULL. */
+	const char *boot_id;
 };
 
 struct job;
@@ -152,6 +155,14 @@ int vm_wait_start(struct guest_cfg *cfg);
 /* START's entropy and clock, applied (a later START, a wake's, carries
  * only these: guest_frame). */
 void vm_fresh(const cJSON *start);
+/* A vm box's own identity: the boot id every call sees at
+ * /proc/sys/kernel/random/boot_id (VM_BOOT_ID, bound over the kernel's,
+ * which a machine restored from a snapshot or a fork's saved state
+ * shares), and the image's /etc/machine-id where it has one. Made at the
+ * box's first start (fresh or not: where none is yet) and again for a
+ * fork (fresh), never at a hibernate's wake. */
+#define VM_BOOT_ID "/run/ward-guest/boot_id"
+void vm_identity(bool fresh);
 void vm_poweroff(const char *why) __attribute__((noreturn));
 void vm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Load the modules a list in the initramfs names, in its order. */

@@ -765,6 +765,8 @@ int main(int argc, char **argv)
 			close(G.cfg.chan_fd);
 			G.cfg.chan_fd = vm_open_port(VM_PORT_BOX);
 		}
+		vm_identity(false);
+		G.cfg.boot_id = access(VM_BOOT_ID, R_OK) == 0 ? VM_BOOT_ID : NULL;
 		guest_user(0);
 		worker_uid = (int)G.cfg.tool_uid;
 		worker_gid = (int)G.cfg.tool_gid;

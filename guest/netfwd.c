@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -109,8 +110,16 @@ int netfwd_start(int port)
 		if (r < 0)
 			return r;
 	}
+	/* The thread takes no signals: a process-directed signal goes to a
+	 * thread that does not block it, and the main loop's SIGCHLD, read
+	 * from a signalfd, would be taken here and dropped (SIG_DFL), its
+	 * call never reaped and its result never sent. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t t;
 	r = pthread_create(&t, NULL, netfwd_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r != 0)
 		return -r;
 	pthread_detach(t);

@@ -347,15 +347,29 @@ static int proc_write_map(pid_t pid, const char *file, const char *map)
 	return fdio_write_str(AT_FDCWD, path, map);
 }
 
-/* In call-init, still as ward-guest's user: the call's own /proc, then its
- * own user namespace (whose maps ward-guest writes). A failure goes back to
- * ward-guest as one line on the sync socket. */
-static void proc_init_namespaces(int sync_fd)
+/* The box's own boot id over the kernel's in the call's /proc, read-only
+ * (a VM restored from a snapshot or a fork's state shares the kernel's). */
+static int proc_boot_id(const char *src, const char **ret_what)
+{
+	static const char dst[] = "/proc/sys/kernel/random/boot_id";
+	*ret_what = "bind the box's boot id";
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	return mnt_remount_ro(dst, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+/* In call-init, still as ward-guest's user: the call's own /proc (with
+ * the box's boot id, where it has one), then its own user namespace
+ * (whose maps ward-guest writes). A failure goes back to ward-guest as
+ * one line on the sync socket. */
+static void proc_init_namespaces(int sync_fd, const char *boot_id)
 {
 	const char *what = "make the call's mounts private";
 	int r = mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ? -errno : 0;
 	if (r >= 0)
 		r = mnt_proc("/proc", &what);
+	if (r >= 0 && boot_id)
+		r = proc_boot_id(boot_id, &what);
 	if (r >= 0 && unshare(CLONE_NEWUSER) < 0) {
 		r = -errno;
 		what = "a user namespace for the call";
@@ -465,7 +479,7 @@ int proc_start(struct call *c, const struct guest_cfg *cfg, const char *command)
 		int keep[] = { outp[1], statp[1], syncp[1], inp[0], errp[1] };
 		fdio_close_all_but(3, keep, ARRAY_SIZE(keep));	/* -1 (no stdin call) is no fd */
 		proc_title_set("ward-call-init");
-		proc_init_namespaces(syncp[1]);
+		proc_init_namespaces(syncp[1], cfg->boot_id);
 		close(syncp[1]);
 		proc_init(cfg, c->key, shell, command, inp[0], outp[1], errp[1], statp[1]);
 	}

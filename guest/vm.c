@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -247,18 +248,76 @@ void vm_fresh(const cJSON *start)
 		if (fd < 0 || ioctl(fd, RNDADDENTROPY, &e) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
 			vm_log("fresh entropy: %s", strerror(errno));
 	}
-	/* A fork's own name (a box name: letters, digits, '-', '_', '.'). */
+	/* A fork's own name (a box name: letters, digits, '-', '_', '.'),
+	 * sent at each of its wakes: a new one is a fork's first, which
+	 * makes the box's identity anew. */
 	const char *hn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(start, "hostname"));
 	size_t hl = hn ? strlen(hn) : 0;
+	char cur[72] = "";
 	if (hl && hl <= 64 && strspn(hn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == hl &&
-	    sethostname(hn, hl) < 0)
-		vm_log("the fork's hostname: %s", strerror(errno));
+	    (gethostname(cur, sizeof(cur) - 1) < 0 || strcmp(cur, hn))) {
+		if (sethostname(hn, hl) < 0)
+			vm_log("the fork's hostname: %s", strerror(errno));
+		vm_identity(true);
+	}
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(start, "time_ns");
 	if (cJSON_IsNumber(t)) {
 		int64_t ns = (int64_t)t->valuedouble;
 		struct timespec ts = { ns / 1000000000, ns % 1000000000 };
 		clock_settime(CLOCK_REALTIME, &ts);
 	}
+}
+
+/* A random UUID (version 4) as the kernel writes its boot id. */
+static int vm_uuid(char out[37])
+{
+	unsigned char u[16];
+	if (getrandom(u, sizeof(u), 0) != (ssize_t)sizeof(u))
+		return -EIO;
+	u[6] = (u[6] & 0x0f) | 0x40;
+	u[8] = (u[8] & 0x3f) | 0x80;
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3],
+		 u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	return 0;
+}
+
+void vm_identity(bool fresh)
+{
+	char id[37], line[40];
+	if (!fresh && access(VM_BOOT_ID, F_OK) == 0)
+		return;
+	if (vm_uuid(id) < 0) {
+		vm_log("the box's boot id: no random bytes");
+		return;
+	}
+	int n = snprintf(line, sizeof(line), "%s\n", id);
+	/* In the box's /run, 0700: the tool user does not read it there
+	 * (calls see it at /proc/sys/kernel/random/boot_id, read-only).
+	 * Written in place, always 37 bytes: the calls and jobs running at a
+	 * fork have it bound already, and read the new one. */
+	int r = mkdir("/run/ward-guest", 0700) < 0 && errno != EEXIST ? -errno : 0;
+	_cleanup_close_ int bfd = r < 0 ? -1 : open(VM_BOOT_ID, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (r >= 0 && (bfd < 0 || pwrite(bfd, line, (size_t)n, 0) != n))
+		r = -errno;
+	if (r < 0)
+		vm_log("the box's boot id: %s", strerror(-r));
+	if (!fresh)
+		return;
+	/* The image's machine id, where it has one (systemd's format: 32 hex
+	 * digits and a newline), is the box's own copy: a fork's is new. */
+	char old[64];
+	_cleanup_close_ int fd = open("/etc/machine-id", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t k = fd >= 0 ? read(fd, old, sizeof(old)) : -1;
+	if (k != 33 || old[32] != '\n')
+		return;
+	char mid[34];
+	for (int i = 0, j = 0; id[i]; i++)
+		if (id[i] != '-')
+			mid[j++] = id[i];
+	mid[32] = '\n';
+	r = fdio_write_atomic("/etc/machine-id", mid, 33, 0444);
+	if (r < 0)
+		vm_log("the fork's machine id: %s", strerror(-r));
 }
 
 /* What START says of the image's config (the host checked it and found

@@ -141,6 +141,16 @@ serve() { # serve SCENARIO [SERVER FLAGS]: start the fake LLM server; sets URL a
 	URL=http://127.0.0.1:$(cat "$T_TMP/port")
 }
 
+box_run() { # box_run BOX NAME: a ward run on BOX (--box, the fake server's "tool"
+	# scenario) with --patch $T_TMP/NAME.patch; sets RUN_RC and SID, its
+	# events in $T_TMP/NAME.out
+	serve tool
+	"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --box "$1" --json \
+		--patch "$T_TMP/$2.patch" "write a file" >"$T_TMP/$2.out" 2>"$T_TMP/$2.err" </dev/null
+	RUN_RC=$?
+	SID=$(tail -1 "$T_TMP/$2.out" | json session)
+}
+
 nreq() { [ -e "$LOG" ] && wc -l <"$LOG" | tr -d ' ' || echo 0; }	# requests the fake server logged
 req() { sed -n "${1}p" "$LOG"; }	# request N, as the fake server logged it
 

@@ -41,15 +41,27 @@ like "$P" "^box-" "a vm box of the python image (no --workspace: no 9p share)"
 W=$(python3 -c 'import json,sys; print(json.dumps({"path":"/tmp/srv.py","content":sys.argv[1]}))' "$SRV")
 like "$(tool "$P" write "$W")" '"outcome":.*"ok"' "the job's script is written"
 like "$(tool "$P" bash '{"command":"exec python3 /tmp/srv.py","background":true}')" "started job 1" "the python job starts"
-# Its start is a minute under a loaded TCG, which starves the guest: one
-# call waits for it inside the box (bounded), not calls in a row whose
-# host deadline a stalled guest would miss.
-ID=$("$WARD" box exec "$P" --timeout 300s -- 'i=0; while [ ! -s /tmp/srv.ready ] && [ $i -lt 1400 ]; do sleep 0.2; i=$((i+1)); done; cat /tmp/srv.ready')
+# Its start is a minute under a loaded TCG: calls in a row wait for it.
+ready() { ID=$("$WARD" box exec "$P" -- 'cat /tmp/srv.ready 2>/dev/null'); [ -n "$ID" ]; }
+wait_until 300 ready
 like "$ID" '^[0-9]+ [0-9a-f]{64}$' "the job listens"
 ask() { "$WARD" box exec "$1" -- 'wget -qO- http://127.0.0.1:8765/' 2>&1; }
 is "$(ask "$P")" "$ID 1" "it answers with its PID, its object's checksum and its count (1)"
 "$WARD" box exec "$P" -- 'echo parent-change >/workspace/f.txt' >/dev/null
 is "$("$WARD" box exec "$P" -- 'hostname')" ward "the parent's hostname is ward's"
+# Its identity, read before the fork: a fork's must differ (the kernel's
+# boot id is in the saved memory; the box's own is bound over it).
+bootid() { "$WARD" box exec "$1" -- 'cat /proc/sys/kernel/random/boot_id'; }
+BOOT=$(bootid "$P")
+like "$BOOT" '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' "the parent's boot id is a UUID"
+is "$(bootid "$P")" "$BOOT" "and the same at each call"
+"$WARD" box exec "$P" -- 'echo 0123456789abcdef0123456789abcdef >/etc/machine-id' >/dev/null
+# The kernel's own, which the read tool reads (it runs in ward-guest's
+# namespace): what the box's stands in for.
+kbootid() { tool "$1" read '{"path":"/proc/sys/kernel/random/boot_id"}' | json text | cut -f2; }
+KB=$(kbootid "$P")
+like "$KB" '^[0-9a-f-]{36}$' "the kernel's boot id is a UUID too"
+[ "$KB" != "$BOOT" ]; ok $? "and not the box's"
 
 # Two forks of the running box.
 T0=$(now_ms)
@@ -71,6 +83,14 @@ for c in "$C1" "$C2"; do
 	like "$(tool "$c" job_list '{}')" "running" "fork $c: its job is listed running"
 	is "$("$WARD" box exec "$c" -- 'cat /workspace/f.txt')" parent-change "fork $c: the parent's changed file"
 	is "$("$WARD" box exec "$c" -- 'hostname')" "$c" "fork $c: its hostname is its own name"
+	B1=$(bootid "$c")
+	like "$B1" '^[0-9a-f-]{36}$' "fork $c: a boot id"
+	[ "$B1" != "$BOOT" ]; ok $? "fork $c: its boot id is its own ($B1, the parent's $BOOT)"
+	is "$(kbootid "$c")" "$KB" "fork $c: the kernel's own is the parent's (it is in the saved memory)"
+	MID=$("$WARD" box exec "$c" -- 'cat /etc/machine-id')
+	like "$MID" '^[0-9a-f]{32}$' "fork $c: a machine id"
+	[ "$MID" != 0123456789abcdef0123456789abcdef ]; ok $? "fork $c: its machine id is its own, not the parent's"
+	echo "$B1 $MID" >>"$T_TMP/ids"
 	# The guest's time lies between the host's before and after the call
 	# (which is seconds under a loaded TCG); a guest starved of its timer
 	# ticks there falls seconds behind, so 10 s either side.
@@ -79,6 +99,9 @@ for c in "$C1" "$C2"; do
 	[ -n "$(qemu_of "$c")" ]; ok $? "fork $c: a VMM of its own"
 done
 is "$(ask "$P")" "$ID 2" "the parent's job runs on (its count its own)"
+is "$(bootid "$P") $("$WARD" box exec "$P" -- 'cat /etc/machine-id')" "$BOOT 0123456789abcdef0123456789abcdef" \
+	"the parent keeps its boot id and machine id"
+[ "$(sort -u "$T_TMP/ids" | wc -l)" = 2 ]; ok $? "the two forks' ids differ from each other's"
 is "$(ask "$C1")" "$ID 3" "and each job counts on its own"
 rnd() { "$WARD" box exec "$1" -- 'head -c 16 /dev/urandom | od -An -tx1 | tr -d " \n"'; }
 R0=$(rnd "$P"); R1=$(rnd "$C1"); R2=$(rnd "$C2")
@@ -96,6 +119,8 @@ like "$("$WARD" box hibernate "$C2" 2>&1)" "its processes kept" "a fork hibernat
 "$WARD" box wake "$C2" >/dev/null 2>&1
 is "$(ask "$C2")" "$ID 3" "and wakes with its job where it was"
 is "$("$WARD" box exec "$C2" -- 'hostname')" kid-two "its hostname kept"
+is "$(bootid "$C2") $("$WARD" box exec "$C2" -- 'cat /etc/machine-id')" "$(sed -n 2p "$T_TMP/ids")" \
+	"and its boot id and machine id (a wake is not a fork)"
 
 # Refused: a hibernated vm box (wake it first) and a running call.
 "$WARD" box hibernate "$C2" >/dev/null 2>&1

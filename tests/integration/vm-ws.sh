@@ -90,13 +90,10 @@ is "$("$WARD" box exec "$B" -- 'cat /workspace/before.txt')" before-hibernate "t
 is "$(cat "$UP/after.txt" 2>/dev/null)" after-wake "a change after the wake reaches the host's upper"
 
 # diff, --patch and apply of the box's changes (ward run --box).
-serve tool
-"$WARD" run --provider anthropic --base-url "$URL" --model fake-model --box "$B" --json \
-	--patch "$T_TMP/ws.patch" "write a file" >"$T_TMP/run.out" 2>"$T_TMP/run.err" </dev/null
-is "$?" 0 "ward run --box: exit 0"
+box_run "$B" ws
+is "$RUN_RC" 0 "ward run --box: exit 0"
 like "$(cat "$T_TMP/ws.patch" 2>/dev/null)" "^\+before-hibernate" "--patch has the file written before the hibernate"
 like "$(cat "$T_TMP/ws.patch" 2>/dev/null)" "^\+made-by-tool" "and the run's own change"
-SID=$(tail -1 "$T_TMP/run.out" | json session)
 D=$("$WARD" diff "$SID" 2>&1)
 like "$D" "\+before-hibernate" "ward diff SESSION shows it"
 like "$D" "\+after-wake" "and the change after the wake"
