@@ -1,5 +1,4 @@
 #include "cmd/settings.h"
-#include "cmd/prices.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
@@ -13,6 +12,7 @@
 #include "turn/compact.h"
 #include "turn/price.h"
 #include "turn/retry.h"
+#include "task/prices.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -557,7 +557,12 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 				  where(ctx, sizeof(ctx), L, kpos));
 			return 0;
 		}
-		return prices_load(item, where(ctx, sizeof(ctx), L, kpos)) < 0 ? EXIT_USAGE : 0;
+		struct err e = { 0 };
+		if (prices_load(item, where(ctx, sizeof(ctx), L, kpos), &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_USAGE;
+		}
+		return 0;
 	}
 	if (!section && !strcmp(item->string, "mcpServers")) {
 		if (L->src == SETTINGS_PROJECT) {
