@@ -11,7 +11,7 @@
 #include "cmd/run-approver.h"
 #include "cmd/run-watchdog.h"
 #include "cmd/rewind.h"
-#include "cmd/hook.h"
+#include "task/hook.h"
 #include "cmd/mcpconf.h"
 #include "cmd/settings.h"
 #include "base/buf.h"
@@ -598,7 +598,7 @@ static int run_run(int argc, char **argv)
 		f.gate.ask = run_approver_ask;
 		f.gate.ask_ud = &approver;
 	}
-	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
+	if (settings_hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
 		return EXIT_USAGE;
 	/* --json: an image's pull says nothing on stderr. (A task's own events
 	 * file is not the person's --json.) */

@@ -12,6 +12,7 @@
 #include "turn/compact.h"
 #include "turn/price.h"
 #include "turn/retry.h"
+#include "task/hook.h"
 #include "task/prices.h"
 
 #include <errno.h>
@@ -837,5 +838,26 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 	g->nline = f->nline;
 	g->line_from = f->line_from;
 	*f = *g;
+	return 0;
+}
+
+static void hook_note(void *ud, const char *line)
+{
+	cmd_error("warning: %s", line);
+}
+
+int settings_hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret)
+{
+	*ret = NULL;
+	const char *from = NULL;
+	const cJSON *conf = settings_hooks(&from);
+	if (!conf)
+		return 0;
+	struct err e = { 0 };
+	if (hooks_new(conf, from ? from : "config", hook_note, NULL, ret, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
+	hooks_install(*ret, cfg, deadline_ms);
 	return 0;
 }
