@@ -1,6 +1,6 @@
 /* ward doctor: what this machine can enforce, checked, never assumed. */
 #include "cmd/cmd.h"
-#include "cmd/hook-cgroup.h"
+#include "task/hook-cgroup.h"
 #include "image/image.h"
 #include "image/skopeo.h"
 #include "cmd/term.h"

@@ -2,7 +2,7 @@
  * XML for CI's test reporters, Markdown for a job summary. Every string a
  * model or a file could have written goes out through put_text, escaped
  * for where it lands. */
-#include "cmd/report.h"
+#include "cmd/report-out.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
 
@@ -27,7 +27,7 @@ static const char *const md_esc[0x80] = {
 	['|'] = "\\|", ['\\'] = "\\\\", ['\n'] = "<br>", ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;",
 };
 
-/* The character at s (valid UTF-8, as report-read.c keeps every string). */
+/* The character at s (valid UTF-8, as task/report.c keeps every string). */
 static unsigned decode(const unsigned char *s, size_t *len)
 {
 	size_t n = utf8_seq_len(s, strnlen((const char *)s, 4));

@@ -3,7 +3,7 @@
  * JSON, JUnit XML and Markdown; exit 0 only when every task is done. */
 #include "cmd/cmd.h"
 #include "cmd/flagtab.h"
-#include "cmd/report.h"
+#include "cmd/report-out.h"
 
 #include <errno.h>
 #include <fcntl.h>

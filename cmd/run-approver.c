@@ -1,5 +1,5 @@
 #include "cmd/run-approver.h"
-#include "cmd/hook.h"
+#include "task/hook.h"
 #include "base/cleanup.h"
 #include "base/jsonprint.h"
 #include "base/utf8.h"
@@ -23,7 +23,7 @@ int run_approver_ask(void *ud, const char *tool, const cJSON *input, char *reaso
 		snprintf(reason, cap, "the approver could not be started: out of memory");
 		return 'n';
 	}
-	/* The one way ward runs a program of the user's (cmd/hook.c): its own
+	/* The one way ward runs a program of the user's (task/hook.c): its own
 	 * process group, killed whole when it answers or runs out of time. */
 	int r = hook_exec(ap->cmd, s, tool, HOOK_TIMEOUT_MS_DEFAULT, *ap->deadline_ms, hr);
 	if (r < 0) {

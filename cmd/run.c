@@ -11,7 +11,7 @@
 #include "cmd/run-approver.h"
 #include "cmd/run-watchdog.h"
 #include "cmd/rewind.h"
-#include "cmd/hook.h"
+#include "task/hook.h"
 #include "cmd/mcpconf.h"
 #include "cmd/settings.h"
 #include "base/buf.h"
@@ -475,31 +475,54 @@ static void fleet_freep(struct fleet *fl)
 	fleet_free(fl);
 }
 
-static int run_run(int argc, char **argv)
-{
-	struct run_flags f;
-	run_flags_init(&f, RUN_APPROVE_DEFAULT);
-	struct turn_cfg *cfg = &f.cfg;
-	__attribute__((cleanup(out_close))) struct run_out out = { 0 };
-	struct run_approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
-	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
-	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
-	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
-	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
-	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema,
-			     .max_subagents = -1, .agent_ledger = -1 };
-	/* The flags a subagent is given as they were given here: the same
-	 * provider, model, gate rules and limits of a stream. */
-	static const char *const passed[] = { "provider", "base-url", "model", "approve", "allow", "deny",
-					      "approve-cmd", "retries", "idle-timeout", "context-window",
-					      "compact-at", "cache-ttl", NULL };
+/* One ward run as it goes from step to step (run_run's list). */
+struct run_state {
+	int argc;
+	char **argv;
+	struct hooks **hooks;
+	struct run_ctx *x;
+	struct run_flags *f;
+	struct run_out *out;
+	struct fleet *fl;
+	char *task;
+	const char *patch;
+	bool apply;
+	char fl_patch[PATH_MAX + 32];
+	/* The flags a subagent is given as they were given here. */
 	const char *pass_argv[96];
 	char pass_names[96][24];
-	size_t npass = 0;
-	/* Signals are read by the loop; block them from the start (a task's
-	 * SIGTERM before its box is up is then seen by the loop, not lost). An
-	 * inherited SIG_IGN (a background job of a script) would discard them
-	 * before the loop could see them: ward's own handling replaces it. */
+	size_t npass;
+	/* The box: the one named, or a new one for this run that dies with it. */
+	char name[BOX_NAME_MAX + 1], box_ws[PATH_MAX];
+	const char *box_name;
+	bool own_box, kept;
+	struct box_conn *given;
+	int64_t since_ns;
+	struct session s;
+	char wsabs[PATH_MAX];
+	const char *workspace;
+	struct session_ws sw;
+	struct mcp *mcp;
+	struct ledger led;
+	struct agents *agents;
+};
+
+static void run_state_free(struct run_state *st)
+{
+	ledger_free(&st->led);
+	free(st->task);
+}
+
+/* A step that ends the run as a success before its task runs (--help, a
+ * task finished before). */
+#define RUN_STOP_OKAY (-1)
+
+/* Signals are read by the loop; block them from the start (a task's
+ * SIGTERM before its box is up is then seen by the loop, not lost). An
+ * inherited SIG_IGN (a background job of a script) would discard them
+ * before the loop could see them: ward's own handling replaces it. */
+static void run_signals(void)
+{
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	sigset_t mask;
@@ -510,7 +533,17 @@ static int run_run(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
+/* The flags, and those a subagent is passed as they were given here: the
+ * same provider, model, gate rules and limits of a stream. */
+static int run_parse(struct run_state *st)
+{
+	int argc = st->argc;
+	char **argv = st->argv;
+	static const char *const passed[] = { "provider", "base-url", "model", "approve", "allow", "deny",
+					      "approve-cmd", "retries", "idle-timeout", "context-window",
+					      "compact-at", "cache-ttl", NULL };
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -518,51 +551,58 @@ static int run_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, run_getopt.shorts, run_opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
 			return cmd_bad_flag("run", c, argv);
-		int k = run_opt(&x, c, optarg);
+		int k = run_opt(st->x, c, optarg);
 		if (k < 0)
 			return EXIT_USAGE;
-		for (const struct option *o = run_opts; o->name && npass + 2 <= ARRAY_SIZE(pass_argv); o++) {
+		for (const struct option *o = run_opts; o->name && st->npass + 2 <= ARRAY_SIZE(st->pass_argv); o++) {
 			if (o->val != c)
 				continue;
 			for (const char *const *p = passed; *p; p++)
 				if (!strcmp(*p, o->name)) {
-					snprintf(pass_names[npass], sizeof(pass_names[0]), "--%s", o->name);
-					pass_argv[npass] = pass_names[npass];
-					npass++;
+					snprintf(st->pass_names[st->npass], sizeof(st->pass_names[0]), "--%s", o->name);
+					st->pass_argv[st->npass] = st->pass_names[st->npass];
+					st->npass++;
 					if (o->has_arg)
-						pass_argv[npass++] = optarg;
+						st->pass_argv[st->npass++] = optarg;
 				}
 			break;
 		}
 		if (k > 0) {
 			flags_help(stdout, &flagtab_run);
-			return 0;
+			return RUN_STOP_OKAY;
 		}
 	}
 	/* A subagent does not outlive its parent, however the parent ended
 	 * (a SIGKILL included): SIGTERM, which the loop reads as a stop
 	 * (its calls cancelled, its box destroyed). */
-	if (x.agent_depth > 0)
+	if (st->x->agent_depth > 0)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-	_cleanup_free_ char *task = NULL;
-	int r;
-	if (fl.file) {
+	return 0;
+}
+
+/* The task: a task file's line, the argument, or stdin's text. */
+static int run_read_task_text(struct run_state *st)
+{
+	int argc = st->argc;
+	char **argv = st->argv;
+	struct fleet *fl = st->fl;
+	if (fl->file) {
 		if (optind != argc) {
 			cmd_error("--task-file: the task is the file's; give no TASK argument");
 			return EXIT_USAGE;
 		}
-		r = fleet_load(&fl, run_opt_named, &x);
+		int r = fleet_load(fl, run_opt_named, st->x);
 		if (r)
 			return r;
-		task = strdup(fl.task);
-		if (!task)
+		st->task = strdup(fl->task);
+		if (!st->task)
 			return EXIT_FAIL;
-		if (f.box_name || f.resume) {
+		if (st->f->box_name || st->f->resume) {
 			cmd_error("--task-file: a task has its own box and session (--box and --resume are not for it)");
 			return EXIT_USAGE;
 		}
 	} else {
-		if (fl.out || fl.index_arg || fl.root_arg || fl.trusted) {
+		if (fl->out || fl->index_arg || fl->root_arg || fl->trusted) {
 			cmd_error("--out, --task-index, --task-root and --trust-task-file are for --task-file");
 			return EXIT_USAGE;
 		}
@@ -571,253 +611,338 @@ static int run_run(int argc, char **argv)
 				  "--help`");
 			return EXIT_USAGE;
 		}
-		r = read_task(argv[optind], &task);
+		int r = read_task(argv[optind], &st->task);
 		if (r < 0) {
 			cmd_error("cannot read the task from stdin: %s", strerror(-r));
 			return EXIT_USAGE;
 		}
 	}
-	if (!task[strspn(task, " \t\r\n")]) {
+	if (!st->task[strspn(st->task, " \t\r\n")]) {
 		cmd_error("the task is empty");
 		return EXIT_USAGE;
 	}
-	const char *patch = x.patch;
-	bool apply = x.apply;
-	r = run_flags_finish(&f);
+	return 0;
+}
+
+/* The settings finished, the subagent shares, the approver, the hooks, and
+ * for a task of a file what an earlier run of it left (skip, resume). */
+static int run_prepare(struct run_state *st)
+{
+	struct run_flags *f = st->f;
+	struct turn_cfg *cfg = &f->cfg;
+	struct fleet *fl = st->fl;
+	st->patch = st->x->patch;
+	st->apply = st->x->apply;
+	int r = run_flags_finish(f);
 	if (r)
 		return r;
-	cfg->b.share_calls = x.share.share_calls;
-	cfg->b.share_tokens = x.share.share_tokens;
-	cfg->b.share_cost = x.share.share_cost;
+	cfg->b.share_calls = st->x->share.share_calls;
+	cfg->b.share_tokens = st->x->share.share_tokens;
+	cfg->b.share_cost = st->x->share.share_cost;
 	struct price share_pr;
 	if (cfg->b.share_cost > 0 && !price_for(cfg->pcfg.model, &share_pr)) {
 		cmd_error("--agent-max-cost: ward does not know the prices of %s", cfg->pcfg.model);
 		return EXIT_USAGE;
 	}
-	if (approver.cmd) {
-		f.gate.ask = run_approver_ask;
-		f.gate.ask_ud = &approver;
+	if (st->x->approver->cmd) {
+		f->gate.ask = run_approver_ask;
+		f->gate.ask_ud = st->x->approver;
 	}
-	if (hooks_install(cfg, &cfg->b.deadline_ms, &hooks))
+	if (settings_hooks_install(cfg, &cfg->b.deadline_ms, st->hooks))
 		return EXIT_USAGE;
 	/* --json: an image's pull says nothing on stderr. (A task's own events
 	 * file is not the person's --json.) */
-	f.quiet = out.json;
-	/* A task: what an earlier run of it left decides (skip, resume). */
-	char fl_patch[PATH_MAX + 32];
-	if (fl.file) {
-		r = fleet_prepare(&fl);
+	f->quiet = st->out->json;
+	if (fl->file) {
+		r = fleet_prepare(fl);
 		if (r)
-			return r == 1 ? EXIT_OKAY : r;	/* (1: finished before) */
-		if (fl.resume[0])
-			f.resume = fl.resume;
+			return r == 1 ? RUN_STOP_OKAY : r;	/* (1: finished before) */
+		if (fl->resume[0])
+			f->resume = fl->resume;
 		/* Its events, appended over its runs, the owner's only; its patch. */
 		char ev[PATH_MAX + 32];
-		fleet_events_path(&fl, ev, sizeof(ev));
+		fleet_events_path(fl, ev, sizeof(ev));
 		int efd = open(ev, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		out.to = efd < 0 ? NULL : fdopen(efd, "a");
-		if (!out.to) {
-			cmd_error("task %s: cannot open %s: %s", fl.id, ev, strerror(errno));
+		st->out->to = efd < 0 ? NULL : fdopen(efd, "a");
+		if (!st->out->to) {
+			cmd_error("task %s: cannot open %s: %s", fl->id, ev, strerror(errno));
 			if (efd >= 0)
 				close(efd);
 			return EXIT_FAIL;
 		}
-		out.json = true;
-		fleet_patch_path(&fl, fl_patch, sizeof(fl_patch));
-		patch = f.rw ? NULL : fl_patch;	/* (a live tree has no patch) */
+		st->out->json = true;
+		fleet_patch_path(fl, st->fl_patch, sizeof(st->fl_patch));
+		st->patch = f->rw ? NULL : st->fl_patch;	/* (a live tree has no patch) */
 	}
 	/* The flags were applied again over the settings: this is run's own. */
-	cfg->output_schema = schema;
-	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ run_out_event, &out };
-	if (f.deadline_ms)
-		cfg->b.deadline_ms = now_ms() + f.deadline_ms;
+	cfg->output_schema = *st->x->schema;
+	cfg->sinks[cfg->nsinks++] = (struct turn_sink){ run_out_event, st->out };
+	if (f->deadline_ms)
+		cfg->b.deadline_ms = now_ms() + f->deadline_ms;
+	return 0;
+}
 
-	/* The box: the one named, or a new one for this run that dies with it. */
-	char name[BOX_NAME_MAX + 1], box_ws[PATH_MAX] = "";
-	const char *box_name = f.box_name;
-	bool own_box = !box_name, kept = false;
-	struct box_conn *given = NULL;
-	int64_t since_ns = now_file_ns();
-	if (!own_box && (r = run_box_given(&f, &given, box_ws, &since_ns)) != 0)
+/* A box that was named (--box), and whether --patch can be written. */
+static int run_box_named(struct run_state *st)
+{
+	st->box_name = st->f->box_name;
+	st->own_box = !st->box_name;
+	st->since_ns = now_file_ns();
+	int r;
+	if (!st->own_box && (r = run_box_given(st->f, &st->given, st->box_ws, &st->since_ns)) != 0)
 		return r;
-	if (patch && f.rw && !fl.file) {
+	if (st->patch && st->f->rw && !st->fl->file) {
 		cmd_error("--patch: the box changes %s directly (--rw): there is no patch to write",
-			  own_box ? "the workspace" : "its workspace");
-		if (given)
-			box_disconnect(given);
+			  st->own_box ? "the workspace" : "its workspace");
+		if (st->given)
+			box_disconnect(st->given);
 		return EXIT_USAGE;
 	}
+	return 0;
+}
 
-	struct session s;
-	char wsabs[PATH_MAX];
-	r = session_start(&f, &s, wsabs);
+/* The session: its journal (a subagent's names its parent), its
+ * workspace, and from here the changes a box makes to the tree. */
+static int run_session_open(struct run_state *st)
+{
+	struct fleet *fl = st->fl;
+	int r = session_start(st->f, &st->s, st->wsabs);
 	if (r) {
-		if (given)
-			box_disconnect(given);
-		if (fl.file)
-			fleet_finish_early(&fl, "error", "the task's session could not be started (ward said why)", r, NULL,
+		if (st->given)
+			box_disconnect(st->given);
+		if (fl->file)
+			fleet_finish_early(fl, "error", "the task's session could not be started (ward said why)", r, NULL,
 					   NULL);
 		return r;
 	}
-	if (fl.file)
-		fleet_session(&fl, s.j.id, s.j.path);
-	if (x.agent_depth > 0 && !f.resume) {
+	if (fl->file)
+		fleet_session(fl, st->s.j.id, st->s.j.path);
+	if (st->x->agent_depth > 0 && !st->f->resume) {
 		/* A subagent's session is its parent's child: ward sessions
 		 * lists it under the parent's. */
 		cJSON *rec = cJSON_CreateObject();
-		cJSON_AddStringToObject(rec, "agent", out.agent ? out.agent : "");
-		cJSON_AddStringToObject(rec, "parent", out.parent ? out.parent : "main");
-		if (x.agent_session)
-			cJSON_AddStringToObject(rec, "parent_session", x.agent_session);
-		journal_write(&s.j, "agent", rec);
+		cJSON_AddStringToObject(rec, "agent", st->out->agent ? st->out->agent : "");
+		cJSON_AddStringToObject(rec, "parent", st->out->parent ? st->out->parent : "main");
+		if (st->x->agent_session)
+			cJSON_AddStringToObject(rec, "parent_session", st->x->agent_session);
+		journal_write(&st->s.j, "agent", rec);
 		cJSON_Delete(rec);
 	}
-	if (box_ws[0])
-		snprintf(wsabs, sizeof(wsabs), "%s", box_ws);	/* a resumed session's too */
-	const char *workspace = wsabs[0] ? wsabs : NULL;
-	struct session_ws sw = { .session = s.j.id, .workspace = workspace, .box = own_box ? NULL : box_name };
+	if (st->box_ws[0])
+		snprintf(st->wsabs, sizeof(st->wsabs), "%s", st->box_ws);	/* a resumed session's too */
+	st->workspace = st->wsabs[0] ? st->wsabs : NULL;
+	st->sw = (struct session_ws){ .session = st->s.j.id, .workspace = st->workspace,
+				      .box = st->own_box ? NULL : st->box_name };
 	/* From here a box may take its own copy of the tree's files. */
-	if (!f.rw)
-		session_changes_begin(&sw, since_ns);
+	if (!st->f->rw)
+		session_changes_begin(&st->sw, st->since_ns);
+	return 0;
+}
 
-	struct err e = { 0 };
-	if (own_box) {
-		r = session_box(&s, &f, workspace, false, name, sizeof(name), &kept);
-		if (r) {
-			if (fl.file && r == EXIT_CANCELLED)
-				fleet_finish_early(&fl, "cancelled", "ward was asked to stop while the box was made", r, s.j.id,
-						   s.j.path);
-			else if (fl.file)
-				fleet_finish_early(&fl, "box_error", "no box could be made for the task (ward said why)", r,
-						   s.j.id, s.j.path);
-			session_end(&s);
-			return r;
-		}
-		box_name = name;
-	} else {
-		s.box = given;
+/* The run's own box, made; or the one given. */
+static int run_box_make(struct run_state *st)
+{
+	struct fleet *fl = st->fl;
+	if (!st->own_box) {
+		st->s.box = st->given;
+		return 0;
 	}
-	struct mcp *mcp = NULL;
-	r = mcpconf_load(&mc, workspace, NULL, NULL);
+	int r = session_box(&st->s, st->f, st->workspace, false, st->name, sizeof(st->name), &st->kept);
+	if (r) {
+		if (fl->file && r == EXIT_CANCELLED)
+			fleet_finish_early(fl, "cancelled", "ward was asked to stop while the box was made", r, st->s.j.id,
+					   st->s.j.path);
+		else if (fl->file)
+			fleet_finish_early(fl, "box_error", "no box could be made for the task (ward said why)", r,
+					   st->s.j.id, st->s.j.path);
+		session_end(&st->s);
+		return r;
+	}
+	st->box_name = st->name;
+	return 0;
+}
+
+/* The MCP servers, started in the box; the watchdog; the line that names
+ * the session and the box. */
+static int run_mcp_start(struct run_state *st)
+{
+	struct fleet *fl = st->fl;
+	struct turn_cfg *cfg = &st->f->cfg;
+	int r = mcpconf_load(st->x->mc, st->workspace, NULL, NULL);
 	if (!r)
-		r = mcpconf_start(&mc, s.box, &s.j, &mcp);
+		r = mcpconf_start(st->x->mc, st->s.box, &st->s.j, &st->mcp);
 	if (r) {
-		if (own_box)
-			session_box_end(&s, box_name, kept);
-		if (fl.file && r != EXIT_USAGE)
-			fleet_finish_early(&fl, "box_error", "the task's MCP servers could not be started in its box", r,
-					   s.j.id, s.j.path);
-		session_end(&s);
+		if (st->own_box)
+			session_box_end(&st->s, st->box_name, st->kept);
+		if (fl->file && r != EXIT_USAGE)
+			fleet_finish_early(fl, "box_error", "the task's MCP servers could not be started in its box", r,
+					   st->s.j.id, st->s.j.path);
+		session_end(&st->s);
 		return r;
 	}
-	cfg->mcp = mcp;
+	cfg->mcp = st->mcp;
 	if (cfg->b.deadline_ms)
-		run_watchdog_start(&s.j, cfg->b.deadline_ms);
-	if (fl.file)
-		term_printf(stderr, "ward: task %s (index %ld, run %d): session %s, box %s\n", fl.id, fl.index, fl.runs, s.j.id,
-			box_name);
-	else if (!out.json)
-		term_printf(stderr, "ward: session %s, box %s\n", s.j.id, box_name);
+		run_watchdog_start(&st->s.j, cfg->b.deadline_ms);
+	if (fl->file)
+		term_printf(stderr, "ward: task %s (index %ld, run %d): session %s, box %s\n", fl->id, fl->index, fl->runs,
+			    st->s.j.id, st->box_name);
+	else if (!st->out->json)
+		term_printf(stderr, "ward: session %s, box %s\n", st->s.j.id, st->box_name);
+	return 0;
+}
 
-	turn_session_start(cfg, &s, f.resume ? "resume" : "startup");
-	rewind_checkpoint(&s, own_box && !f.rw && workspace);
-	__attribute__((cleanup(ledger_free))) struct ledger led = { .fd = -1 };
-	struct agents *agents = NULL;
-	r = run_agents(&x, cfg, box_name, f.rw ? NULL : workspace, s.j.id, pass_argv, npass, &led, &agents);
+/* The session's start (its hooks, a checkpoint to go back to) and the
+ * task tool's subagents. */
+static int run_agents_start(struct run_state *st)
+{
+	struct run_flags *f = st->f;
+	struct turn_cfg *cfg = &f->cfg;
+	turn_session_start(cfg, &st->s, f->resume ? "resume" : "startup");
+	rewind_checkpoint(&st->s, st->own_box && !f->rw && st->workspace);
+	int r = run_agents(st->x, cfg, st->box_name, f->rw ? NULL : st->workspace, st->s.j.id, st->pass_argv,
+			   st->npass, &st->led, &st->agents);
 	if (r) {
-		mcp_free(mcp);
-		if (own_box)
-			session_box_end(&s, box_name, kept);
-		session_end(&s);
+		mcp_free(st->mcp);
+		if (st->own_box)
+			session_box_end(&st->s, st->box_name, st->kept);
+		session_end(&st->s);
 		return r;
 	}
+	return 0;
+}
+
+/* One line on stderr in every mode, --json and a task's too: a CI log
+ * shows why the run ended without reading the events. */
+static void run_stop_line(const struct turn_stop *stop, const struct session *s)
+{
+	term_printf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out", turn_stop_name(stop->kind),
+		    stop->why, stop->rounds, stop->rounds == 1 ? "" : "s", stop->calls, stop->calls == 1 ? "" : "s",
+		    (long long)usage_prompt(&stop->usage), (long long)stop->usage.output);
+	if (stop->usage.cache_read || stop->usage.cache_write)
+		term_printf(stderr, ", %.0f%% from the cache", usage_hit_rate(&stop->usage) * 100);
+	if (stop->cost >= 0)
+		term_printf(stderr, ", $%.4f", stop->cost);
+	term_printf(stderr, "); session %s\n", s->j.id);
+}
+
+/* A turn that stopped: its changes (reported, patched, applied), the final
+ * answer, the result (--json's last line, a task's result.json). */
+static int run_report(struct run_state *st, struct turn_stop *stop, cJSON *jobs, cJSON *agents_j)
+{
+	struct run_flags *f = st->f;
+	struct run_out *out = st->out;
+	struct fleet *fl = st->fl;
+	int r = exit_for(stop->kind);
+	run_stop_line(stop, &st->s);
+	cJSON *files = cJSON_CreateArray();
+	int w = EXIT_OKAY;
+	/* Only a finished run's changes are applied by --apply; a stopped
+	 * run's are kept for a look first (ward diff / ward apply). */
+	if (st->apply && r != EXIT_OKAY && !out->json)
+		term_printf(stderr, "ward: --apply: not applied, because the run did not finish\n");
+	bool patched = false;
+	if (!f->rw && st->workspace) {
+		struct session_changes_opts co = { .json = out->json, .record = true, .apply = st->apply && r == EXIT_OKAY,
+						   .allow_git = f->allow_git, .patch = st->patch, .files = files };
+		w = session_changes(&st->sw, &co, &patched);
+	}
+	if (st->kept)
+		session_box_settle(st->box_name);
+	/* The final answer: stdout's only bytes in plain mode, and the
+	 * -o file's. With --output-schema only a checked answer is. */
+	_cleanup_free_ char *answer = *st->x->schema ? (stop->output ? jsonprint_text(stop->output) : NULL)
+						     : turn_final_text(st->s.messages);
+	int k = run_out_answer(answer && *answer ? answer : NULL, st->x->last_msg, !out->json);
+	if (k < 0) {
+		cmd_error("--output-last-message %s: %s", st->x->last_msg, strerror(-k));
+		if (w == EXIT_OKAY)
+			w = EXIT_FAIL;
+	}
+	if (out->json || fl->file) {
+		cJSON *j = run_result(stop, r == EXIT_OKAY ? w : r, &st->s, st->box_name, run_flags_model(f), files,
+				      st->apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? st->patch : NULL, jobs);
+		if (agents_j)
+			cJSON_AddItemReferenceToObject(j, "agents", agents_j);
+		run_out_agent(out, j);
+		run_out_json_line(out->to, j);
+		/* The journal on the disk first: a result names a whole one. */
+		journal_sync(&st->s.j);
+		bool written = !fl->file || fleet_finish(fl, j, st->s.j.path) == 0;
+		if (!written && r == EXIT_OKAY)
+			r = EXIT_FAIL;
+		/* A finished task's change is its patch.diff: its layers
+		 * (an image of --disk's size each) need not outlive it. A
+		 * task that resumes keeps them. */
+		if (fl->file && written && patched && !st->x->keep_changes && fleet_stop_final(turn_stop_name(stop->kind)))
+			session_changes_drop(&st->sw);
+		cJSON_Delete(j);
+	}
+	cJSON_Delete(files);
+	cJSON_Delete(stop->output);
+	return r == EXIT_OKAY ? w : r;
+}
+
+/* The task's turn, then what it leaves: its box ended (or kept), the
+ * report, the session closed. */
+static int run_task_turn(struct run_state *st)
+{
+	struct turn_cfg *cfg = &st->f->cfg;
+	struct err e = { 0 };
 	struct turn_stop stop;
-	r = run_turn(cfg, &s, task, &stop, &e);
-	cJSON *agents_j = agents ? agents_report(agents) : NULL;
-	agents_free(agents);
+	int r = run_turn(cfg, &st->s, st->task, &stop, &e);
+	cJSON *agents_j = st->agents ? agents_report(st->agents) : NULL;
+	agents_free(st->agents);
 	cfg->agents = NULL;
-	mcp_free(mcp);
+	mcp_free(st->mcp);
 	cfg->mcp = NULL;
-	cJSON *jobs = run_jobs(&s, box_name, own_box, out.json);
+	cJSON *jobs = run_jobs(&st->s, st->box_name, st->own_box, st->out->json);
 	/* A box the session kept from before is kept again (hibernated);
 	 * a run's own box goes with the run. */
-	if (own_box)
-		kept = session_box_end(&s, box_name, kept);
-	box_disconnect(s.box);
-	s.box = NULL;
+	if (st->own_box)
+		st->kept = session_box_end(&st->s, st->box_name, st->kept);
+	box_disconnect(st->s.box);
+	st->s.box = NULL;
 	if (r < 0) {
 		cmd_error("%s", e.msg);
 		r = EXIT_FAIL;
-		if (fl.file) {
-			journal_sync(&s.j);
-			fleet_finish_early(&fl, "error", e.msg, r, s.j.id, s.j.path);
+		if (st->fl->file) {
+			journal_sync(&st->s.j);
+			fleet_finish_early(st->fl, "error", e.msg, r, st->s.j.id, st->s.j.path);
 		}
 	} else {
-		r = exit_for(stop.kind);
-		/* One line on stderr in every mode, --json and a task's too: a CI
-		 * log shows why the run ended without reading the events. */
-		{
-			term_printf(stderr, "ward: %s: %s (%d round%s, %d call%s, %lld tokens in, %lld out",
-				turn_stop_name(stop.kind), stop.why, stop.rounds, stop.rounds == 1 ? "" : "s", stop.calls,
-				stop.calls == 1 ? "" : "s", (long long)usage_prompt(&stop.usage), (long long)stop.usage.output);
-			if (stop.usage.cache_read || stop.usage.cache_write)
-				term_printf(stderr, ", %.0f%% from the cache", usage_hit_rate(&stop.usage) * 100);
-			if (stop.cost >= 0)
-				term_printf(stderr, ", $%.4f", stop.cost);
-			term_printf(stderr, "); session %s\n", s.j.id);
-		}
-		cJSON *files = cJSON_CreateArray();
-		int w = EXIT_OKAY;
-		/* Only a finished run's changes are applied by --apply; a stopped
-		 * run's are kept for a look first (ward diff / ward apply). */
-		if (apply && r != EXIT_OKAY && !out.json)
-			term_printf(stderr, "ward: --apply: not applied, because the run did not finish\n");
-		bool patched = false;
-		if (!f.rw && workspace) {
-			struct session_changes_opts co = { .json = out.json, .record = true, .apply = apply && r == EXIT_OKAY,
-							   .allow_git = f.allow_git, .patch = patch, .files = files };
-			w = session_changes(&sw, &co, &patched);
-		}
-		if (kept)
-			session_box_settle(box_name);
-		/* The final answer: stdout's only bytes in plain mode, and the
-		 * -o file's. With --output-schema only a checked answer is. */
-		_cleanup_free_ char *answer = schema ? (stop.output ? jsonprint_text(stop.output) : NULL)
-						     : turn_final_text(s.messages);
-		int k = run_out_answer(answer && *answer ? answer : NULL, x.last_msg, !out.json);
-		if (k < 0) {
-			cmd_error("--output-last-message %s: %s", x.last_msg, strerror(-k));
-			if (w == EXIT_OKAY)
-				w = EXIT_FAIL;
-		}
-		if (out.json || fl.file) {
-			cJSON *j = run_result(&stop, r == EXIT_OKAY ? w : r, &s, box_name, run_flags_model(&f), files,
-					      apply && w == EXIT_OKAY && r == EXIT_OKAY, patched ? patch : NULL, jobs);
-			if (agents_j)
-				cJSON_AddItemReferenceToObject(j, "agents", agents_j);
-			run_out_agent(&out, j);
-			run_out_json_line(out.to, j);
-			/* The journal on the disk first: a result names a whole one. */
-			journal_sync(&s.j);
-			bool written = !fl.file || fleet_finish(&fl, j, s.j.path) == 0;
-			if (!written && r == EXIT_OKAY)
-				r = EXIT_FAIL;
-			/* A finished task's change is its patch.diff: its layers
-			 * (an image of --disk's size each) need not outlive it. A
-			 * task that resumes keeps them. */
-			if (fl.file && written && patched && !x.keep_changes && fleet_stop_final(turn_stop_name(stop.kind)))
-				session_changes_drop(&sw);
-			cJSON_Delete(j);
-		}
-		cJSON_Delete(files);
-		cJSON_Delete(stop.output);
-		if (r == EXIT_OKAY)
-			r = w;
+		r = run_report(st, &stop, jobs, agents_j);
 	}
 	cJSON_Delete(jobs);
 	cJSON_Delete(agents_j);
-	session_end(&s);
+	session_end(&st->s);
 	return r;
+}
+
+static int run_run(int argc, char **argv)
+{
+	struct run_flags f;
+	run_flags_init(&f, RUN_APPROVE_DEFAULT);
+	__attribute__((cleanup(out_close))) struct run_out out = { 0 };
+	struct run_approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
+	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
+	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
+	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
+	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
+	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema,
+			     .max_subagents = -1, .agent_ledger = -1 };
+	__attribute__((cleanup(run_state_free))) struct run_state st = {
+		.argc = argc, .argv = argv, .hooks = &hooks, .x = &x, .f = &f, .out = &out, .fl = &fl,
+		.led = { .fd = -1 } };
+	/* Each step undoes what the steps before it made when it fails. */
+	static int (*const steps[])(struct run_state *) = {
+		run_parse, run_read_task_text, run_prepare, run_box_named, run_session_open, run_box_make,
+		run_mcp_start, run_agents_start, run_task_turn,
+	};
+	run_signals();
+	int r = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(steps) && !r; i++)
+		r = steps[i](&st);
+	return r == RUN_STOP_OKAY ? EXIT_OKAY : r;
 }
 
 const struct command cmd_run = {

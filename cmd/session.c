@@ -2,7 +2,7 @@
 #include "base/json.h"
 #include "cmd/box-image.h"
 #include "cmd/term.h"
-#include "cmd/instructions.h"
+#include "task/instructions.h"
 #include "turn/agent.h"
 #include "turn/schema.h"
 #include "base/buf.h"
@@ -100,7 +100,7 @@ static cJSON *resume_results(const cJSON *messages, const cJSON *results, const 
 }
 
 /* The session's system prompt: ward's own, then the project's
- * instructions (cmd/instructions.h), recorded in the journal by path and
+ * instructions (task/instructions.h), recorded in the journal by path and
  * hash, then what the final answer must be (--output-schema). */
 static void session_system(struct run_flags *f, struct session *s, const char *ws)
 {

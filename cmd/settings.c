@@ -1,5 +1,4 @@
 #include "cmd/settings.h"
-#include "cmd/prices.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
@@ -13,6 +12,8 @@
 #include "turn/compact.h"
 #include "turn/price.h"
 #include "turn/retry.h"
+#include "task/hook.h"
+#include "task/prices.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -557,7 +558,12 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 				  where(ctx, sizeof(ctx), L, kpos));
 			return 0;
 		}
-		return prices_load(item, where(ctx, sizeof(ctx), L, kpos)) < 0 ? EXIT_USAGE : 0;
+		struct err e = { 0 };
+		if (prices_load(item, where(ctx, sizeof(ctx), L, kpos), &e) < 0) {
+			cmd_error("%s", e.msg);
+			return EXIT_USAGE;
+		}
+		return 0;
 	}
 	if (!section && !strcmp(item->string, "mcpServers")) {
 		if (L->src == SETTINGS_PROJECT) {
@@ -832,5 +838,26 @@ int settings_apply(struct run_flags *f, struct settings_report *rep)
 	g->nline = f->nline;
 	g->line_from = f->line_from;
 	*f = *g;
+	return 0;
+}
+
+static void hook_note(void *ud, const char *line)
+{
+	cmd_error("warning: %s", line);
+}
+
+int settings_hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret)
+{
+	*ret = NULL;
+	const char *from = NULL;
+	const cJSON *conf = settings_hooks(&from);
+	if (!conf)
+		return 0;
+	struct err e = { 0 };
+	if (hooks_new(conf, from ? from : "config", hook_note, NULL, ret, &e) < 0) {
+		cmd_error("%s", e.msg);
+		return EXIT_USAGE;
+	}
+	hooks_install(*ret, cfg, deadline_ms);
 	return 0;
 }

@@ -88,6 +88,12 @@ int settings_apply(struct run_flags *f, struct settings_report *rep);
 /* The "hooks" object of the user's file as the last settings_apply read it
  * (a project's file may not set hooks), and the file's path; NULL: none. */
 const cJSON *settings_hooks(const char **ret_from);
+/* Those hooks (task/hook.h) installed in cfg, bounded by the deadline
+ * *deadline_ms holds when one runs: 0 (*ret NULL when there are none;
+ * hooks_free it), or EXIT_USAGE after an error line; their warnings are
+ * lines on stderr. ward run, the terminal session and ward acp start so. */
+struct hooks;
+int settings_hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret);
 /* The same for "mcpServers": the project's servers come from its .mcp.json
  * (cmd/mcpconf.h), which needs the person's trust. */
 const cJSON *settings_mcp(const char **ret_from);

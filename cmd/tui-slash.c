@@ -330,7 +330,7 @@ bool tui_slash(struct tui *u, char *line)
 			snprintf(hash, sizeof(hash), "%s", json_str(fi, "sha256") ? json_str(fi, "sha256") : "");
 			/* Its path is the repository's (a directory's name). */
 			_cleanup_free_ char *ip = tui_short(json_str(fi, "path") ? json_str(fi, "path") : "?", 300);
-			/* Where it came from (cmd/instructions.h). */
+			/* Where it came from (task/instructions.h). */
 			const char *from = json_str(fi, "from") ? json_str(fi, "from") : "";
 			tui_putf(u, "project instructions: %s (%lld bytes, sha256 %s…, from %s)%s\n", ip ? ip : "",
 				 (long long)json_int(fi, "bytes", 0), hash,

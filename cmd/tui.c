@@ -24,7 +24,8 @@
 #include "cmd/mdterm.h"
 #include "cmd/cmd.h"
 #include "cmd/flagtab.h"
-#include "cmd/hook.h"
+#include "task/hook.h"
+#include "cmd/settings.h"
 #include "cmd/session.h"
 #include "cmd/rewind.h"
 #include "base/parse.h"
@@ -383,7 +384,7 @@ static int tui_run(int argc, char **argv)
 		free(u);
 		return r;
 	}
-	if (hooks_install(&u->f.cfg, &u->deadline, &u->hooks)) {
+	if (settings_hooks_install(&u->f.cfg, &u->deadline, &u->hooks)) {
 		free(u);
 		return EXIT_USAGE;
 	}

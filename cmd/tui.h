@@ -147,7 +147,7 @@ struct tui {
 	unsigned spin;
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */
-	struct hooks *hooks;	/* the user's lifecycle hooks (cmd/hook.h), or NULL */
+	struct hooks *hooks;	/* the user's lifecycle hooks (task/hook.h), or NULL */
 	struct mcpconf mc;	/* the MCP servers' configuration (cmd/mcpconf.h) */
 	struct mcp *mcp;	/* started in the box, or NULL */
 	struct usage usage;

@@ -100,8 +100,9 @@ static int seconds(const cJSON *o, const char *key, int64_t dflt, int64_t max, i
 		*ret = dflt;
 		return 0;
 	}
-	if (!cJSON_IsNumber(v) || v->valuedouble <= 0 || v->valuedouble * 1000 > (double)max)
-		return err_set(e, -EINVAL, "%s: \"%s\" must be a number of seconds from 0 to %lld", what, key,
+	/* Under a millisecond would be a limit of 0, which no server meets. */
+	if (!cJSON_IsNumber(v) || v->valuedouble * 1000 < 1 || v->valuedouble * 1000 > (double)max)
+		return err_set(e, -EINVAL, "%s: \"%s\" must be a number of seconds from 0.001 to %lld", what, key,
 			       (long long)(max / 1000));
 	*ret = (int64_t)(v->valuedouble * 1000);
 	return 0;

@@ -3,7 +3,7 @@
  * tool call, dispatches it into the box, collects every result, and goes
  * round again, until the model is done or a bound stops it. One event loop
  * owns the HTTP transfer, the box channel, signals and timers. It is not
- * yet the only wait: a PreToolUse hook or an --approve-cmd (cmd/hook.c),
+ * yet the only wait: a PreToolUse hook or an --approve-cmd (task/hook.c),
  * and the terminal's approval question, are waited for in dispatch, each
  * bounded by its own timeout, and nothing else of the turn moves
  * meanwhile (docs/architecture.md, "Where the loop still waits"). Front

@@ -1,12 +1,11 @@
-/* ward report: the results of a fleet's runs (ward run --task-file F
- * --task-index I --out DIR leaves DIR/ID/result.json), shared by report.c
- * (the command), report-read.c (reading DIR and the totals) and
- * report-out.c (the table, JSON, JUnit XML and Markdown). */
+/* The results of a fleet's runs (ward run --task-file F --task-index I
+ * --out DIR leaves DIR/ID/result.json): DIR read and its totals, for ward
+ * report (cmd/report.c, and cmd/report-out.h for its four forms) and any
+ * other reader of a fleet's results. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -85,9 +84,3 @@ struct report {
 int report_read(const char *dir, const char *task_file, struct report *ret, struct err *e);
 void report_free(struct report *r);
 bool report_done(const struct report_task *t);
-
-/* Each writes the whole report to f; a negative errno if writing failed. */
-int report_text(const struct report *r, FILE *f);
-int report_json(const struct report *r, FILE *f);
-int report_junit(const struct report *r, FILE *f);
-int report_markdown(const struct report *r, FILE *f);

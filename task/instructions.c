@@ -1,4 +1,4 @@
-#include "cmd/instructions.h"
+#include "task/instructions.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/hash.h"

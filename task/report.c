@@ -1,6 +1,6 @@
-/* ward report: reading DIR/ID/result.json of every task, and the totals.
- * Nothing here prints: a bad file is a task whose state says so. */
-#include "cmd/report.h"
+/* A fleet's results: reading DIR/ID/result.json of every task, and the
+ * totals. Nothing here prints: a bad file is a task whose state says so. */
+#include "task/report.h"
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"

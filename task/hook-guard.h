@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 /* The guard kills group pgid, and the hook's cgroup number cgroup_seq (0:
- * none; cmd/hook-cgroup.h), if ward dies before hook_guard_forget(pgid).
+ * none; task/hook-cgroup.h), if ward dies before hook_guard_forget(pgid).
  * Started here the first time (and again if it is gone). 0, or -errno
  * when there is no guard: the caller kills the group and gives up. */
 int hook_guard_watch(pid_t pgid, int cgroup_seq);

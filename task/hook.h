@@ -3,13 +3,17 @@
  * user, in a process group of their own, the event as JSON on stdin, a
  * timeout that never passes the run's deadline; when one answers or runs
  * out of time, its whole group is killed, and so it is when ward dies
- * (cmd/hook-guard.h). */
+ * (task/hook-guard.h). Nothing here prints: what is wrong comes back in
+ * a struct err, and a warning (a hook that failed and was passed over, a
+ * matcher that matches no tool) goes to the note function the hooks were
+ * given. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
 
+#include "base/err.h"
 #include "turn/turn.h"
 
 /* A hook's timeout when it names none (Claude Code's: 60 s). */
@@ -32,18 +36,19 @@ struct hook_run {
 int hook_exec(const char *cmd, const char *input, const char *tool, int64_t timeout_ms, int64_t deadline_ms,
 	      struct hook_run *ret);
 
+/* One line a person should see (no "warning: " before it, no newline). */
+typedef void hooks_note_fn(void *ud, const char *line);
 /* The hooks of the user's config file ({"PreToolUse": [{matcher, hooks:
- * [{type, command, timeout}]}], ...}): checked, or -1 after an error line
- * naming what is wrong. */
+ * [{type, command, timeout}]}], ...}; from names it in messages): checked,
+ * or -EINVAL (-ENOMEM) with one line in e naming what is wrong. nf (or
+ * NULL) gets the warnings, when read and when they run. */
 struct hooks;
-int hooks_new(const cJSON *conf, const char *from, struct hooks **ret);
+int hooks_new(const cJSON *conf, const char *from, hooks_note_fn *nf, void *ud, struct hooks **ret, struct err *e);
 void hooks_free(struct hooks *h);
 /* The turn's interface to them (ud: the hooks). deadline_ms: the run's. */
 bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *ev, cJSON *runs, char *why,
 		    size_t why_cap, char *ctx, size_t ctx_cap);
 void hooks_set_deadline(struct hooks *h, const int64_t *deadline_ms);
-/* The hooks of the user's config file (settings_hooks) installed in cfg,
- * bounded by the deadline *deadline_ms holds when one runs: 0 (*ret NULL
- * when there are none; hooks_free it), or EXIT_USAGE after an error line.
- * ward run and the terminal session both start this way. */
-int hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret);
+/* h installed as cfg's hooks, bounded by the deadline *deadline_ms holds
+ * when one runs (h stays the caller's: hooks_free it after the turn). */
+void hooks_install(struct hooks *h, struct turn_cfg *cfg, const int64_t *deadline_ms);

@@ -1,4 +1,4 @@
-#include "cmd/hook-cgroup.h"
+#include "task/hook-cgroup.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"

@@ -10,8 +10,8 @@
  * reads nothing but ward's pipe and dies with ward, whose memory holds the
  * same key and task for as long; what /proc shows of it (its command line
  * and environment) is wiped first. */
-#include "cmd/hook-guard.h"
-#include "cmd/hook-cgroup.h"
+#include "task/hook-guard.h"
+#include "task/hook-cgroup.h"
 #include "base/fdio.h"
 #include "base/proctitle.h"
 

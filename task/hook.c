@@ -1,11 +1,9 @@
 /* Running the user's programs on the host (hooks and --approve-cmd), and
  * the hooks of the user's config file, matched and answered as Claude
  * Code's are. */
-#include "cmd/hook.h"
-#include "cmd/hook-guard.h"
-#include "cmd/hook-cgroup.h"
-#include "cmd/settings.h"
-#include "cmd/cmd.h"
+#include "task/hook.h"
+#include "task/hook-guard.h"
+#include "task/hook-cgroup.h"
 #include "base/child.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -16,6 +14,7 @@
 #include "tools/ccshape.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <regex.h>
@@ -206,6 +205,8 @@ struct hooks {
 	struct hook h[HOOKS_MAX];
 	size_t n;
 	const int64_t *deadline_ms;
+	hooks_note_fn *note;
+	void *note_ud;
 };
 
 void hooks_free(struct hooks *h)
@@ -225,13 +226,26 @@ void hooks_set_deadline(struct hooks *h, const int64_t *deadline_ms)
 	h->deadline_ms = deadline_ms;
 }
 
-static int bad(struct hooks *h, const char *from, const char *what)
+static int bad(struct hooks *h, struct err *e, int code, const char *from, const char *what)
 {
-	cmd_error("%s: \"hooks\"%s; e.g. {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"bash\", \"hooks\": "
-		  "[{\"type\": \"command\", \"command\": \"./check.sh\", \"timeout\": 30}]}]}}",
-		  from, what);
 	hooks_free(h);
-	return -1;
+	return err_set(e, code,
+		       "%s: \"hooks\"%s; e.g. {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"bash\", \"hooks\": "
+		       "[{\"type\": \"command\", \"command\": \"./check.sh\", \"timeout\": 30}]}]}}",
+		       from, what);
+}
+
+static void note(const struct hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const struct hooks *h, const char *fmt, ...)
+{
+	if (!h->note)
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	h->note(h->note_ud, line);
 }
 
 /* A matcher that matches no tool's name in either spelling (tools/ccshape.h)
@@ -239,7 +253,7 @@ static int bad(struct hooks *h, const char *from, const char *what)
  * more likely a typo (or one of Claude Code's tools ward has not) than a
  * wish. An MCP tool's name is known only once its server runs, so a
  * matcher that begins with mcp__ is taken as it is. */
-static void warn_no_tool(const struct hook *k, const char *event, const char *ms)
+static void warn_no_tool(const struct hooks *h, const struct hook *k, const char *event, const char *ms)
 {
 	if (!strncmp(ms, "mcp__", 5))
 		return;
@@ -247,19 +261,21 @@ static void warn_no_tool(const struct hook *k, const char *event, const char *ms
 		if (!regexec(&k->re, *n, 0, NULL, 0))
 			return;
 	_cleanup_free_ char *s = utf8_term_safe(ms, strnlen(ms, 60));
-	cmd_error("warning: %s hook matcher \"%s\" matches no tool (ward's: bash, read, write, edit, grep, find, ls; "
-		  "as Claude Code names them: Bash, Read, Write, Edit, Grep, Glob, LS; MCP tools: mcp__SERVER__TOOL); "
-		  "its hook will not run", event, s ? s : "?");
+	note(h, "%s hook matcher \"%s\" matches no tool (ward's: bash, read, write, edit, grep, find, ls; "
+		"as Claude Code names them: Bash, Read, Write, Edit, Grep, Glob, LS; MCP tools: mcp__SERVER__TOOL); "
+		"its hook will not run", event, s ? s : "?");
 }
 
-int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
+int hooks_new(const cJSON *conf, const char *from, hooks_note_fn *nf, void *ud, struct hooks **ret, struct err *e)
 {
 	struct hooks *h = calloc(1, sizeof(*h));
 	if (!h)
-		return bad(h, from, ": out of memory");
+		return bad(h, e, -ENOMEM, from, ": out of memory");
+	h->note = nf;
+	h->note_ud = ud;
 	char what[300];
 	if (!cJSON_IsObject(conf))
-		return bad(h, from, " must be an object of events");
+		return bad(h, e, -EINVAL, from, " must be an object of events");
 	for (const cJSON *ev = conf->child; ev; ev = ev->next) {
 		const char *name = NULL;
 		for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
@@ -269,11 +285,11 @@ int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 			_cleanup_free_ char *s = utf8_term_safe(ev->string, strnlen(ev->string, 60));
 			snprintf(what, sizeof(what), ": no event named \"%s\" (the events: SessionStart, UserPromptSubmit, "
 				 "PreToolUse, PostToolUse, Stop, PreCompact)", s ? s : "?");
-			return bad(h, from, what);
+			return bad(h, e, -EINVAL, from, what);
 		}
 		if (!cJSON_IsArray(ev)) {
 			snprintf(what, sizeof(what), ".%s must be an array of {matcher, hooks}", name);
-			return bad(h, from, what);
+			return bad(h, e, -EINVAL, from, what);
 		}
 		for (const cJSON *g = ev->child; g; g = g->next) {
 			const cJSON *m = cJSON_GetObjectItemCaseSensitive(g, "matcher");
@@ -281,7 +297,7 @@ int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 			if (!cJSON_IsObject(g) || (m && !cJSON_IsString(m)) || !cJSON_IsArray(list)) {
 				snprintf(what, sizeof(what), ".%s: each entry is {\"matcher\": a string, \"hooks\": an array}",
 					 name);
-				return bad(h, from, what);
+				return bad(h, e, -EINVAL, from, what);
 			}
 			for (const cJSON *one = list->child; one; one = one->next) {
 				const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(one, "type"));
@@ -291,11 +307,11 @@ int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 				    (to && (!cJSON_IsNumber(to) || to->valuedouble <= 0 || to->valuedouble > 86400))) {
 					snprintf(what, sizeof(what), ".%s: each hook is {\"type\": \"command\", \"command\": "
 						 "a string, \"timeout\": seconds (optional, 1 to 86400)}", name);
-					return bad(h, from, what);
+					return bad(h, e, -EINVAL, from, what);
 				}
 				if (h->n == HOOKS_MAX) {
 					snprintf(what, sizeof(what), ": more than %d hooks", HOOKS_MAX);
-					return bad(h, from, what);
+					return bad(h, e, -EINVAL, from, what);
 				}
 				struct hook *k = &h->h[h->n];
 				k->event = name;
@@ -307,22 +323,22 @@ int hooks_new(const cJSON *conf, const char *from, struct hooks **ret)
 					size_t n = strlen(ms) + 8;
 					_cleanup_free_ char *anch = malloc(n);
 					if (!anch)
-						return bad(h, from, ": out of memory");
+						return bad(h, e, -ENOMEM, from, ": out of memory");
 					snprintf(anch, n, "^(%s)$", ms);
 					if (regcomp(&k->re, anch, REG_EXTENDED | REG_NOSUB)) {
 						_cleanup_free_ char *s = utf8_term_safe(ms, strnlen(ms, 60));
 						snprintf(what, sizeof(what), ".%s: the matcher \"%s\" is not a regular expression",
 							 name, s ? s : "?");
 						k->any = true;
-						return bad(h, from, what);
+						return bad(h, e, -EINVAL, from, what);
 					}
-					warn_no_tool(k, name, ms);
+					warn_no_tool(h, k, name, ms);
 				}
 				k->command = strdup(command);
 				k->timeout_ms = to ? (int64_t)(to->valuedouble * 1000) : HOOK_TIMEOUT_MS_DEFAULT;
 				h->n++;
 				if (!k->command)
-					return bad(h, from, ": out of memory");
+					return bad(h, e, -ENOMEM, from, ": out of memory");
 			}
 		}
 	}
@@ -468,22 +484,14 @@ bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *
 			snprintf(why, why_cap, "%s", line);
 		} else if (!strcmp(decision, "error") || !strcmp(decision, "timeout")) {
 			_cleanup_free_ char *c = utf8_term_safe(k->command, strnlen(k->command, 80));
-			cmd_error("warning: %s hook `%s` %s; going on", event, c ? c : "?", line);
+			note(h, "%s hook `%s` %s; going on", event, c ? c : "?", line);
 		}
 	}
 	return blocked;
 }
 
-int hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret)
+void hooks_install(struct hooks *h, struct turn_cfg *cfg, const int64_t *deadline_ms)
 {
-	*ret = NULL;
-	const char *from = NULL;
-	const cJSON *conf = settings_hooks(&from);
-	if (!conf)
-		return 0;
-	if (hooks_new(conf, from ? from : "config", ret) < 0)
-		return EXIT_USAGE;
-	hooks_set_deadline(*ret, deadline_ms);
-	cfg->hooks = (struct turn_hooks){ hooks_turn_run, *ret };
-	return 0;
+	hooks_set_deadline(h, deadline_ms);
+	cfg->hooks = (struct turn_hooks){ hooks_turn_run, h };
 }
