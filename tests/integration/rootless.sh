@@ -250,5 +250,41 @@ else
 	for i in $(seq 12); do skip "no fuse2fs mount here"; done
 fi
 rm -rf "$LF"
+# The copy-on-write over it, as a box's keeper makes it (layers-fuse cow:
+# workspace/layersfuse.h's layersfuse_enter, _serve and _overlay): fuse2fs
+# and fuse-overlayfs children of a process in a user and mount namespace
+# of its own, the tree the lower, the image the upper; the command runs in
+# a user namespace below it, where a box is.
+CW=$(runuser -u wardtest -- mktemp -d /tmp/ward-cow.XXXXXX)
+runuser -u wardtest -- sh -c 'mkdir "$1/L" "$1/tree" "$1/tree/d" "$1/m" && echo old >"$1/tree/a.txt" &&
+	echo bee >"$1/tree/d/b.txt" && echo stay >"$1/tree/d/stay.txt"' sh "$CW"
+M=$CW/m
+OUT=$(runuser -u wardtest -- "$LAYERS_FUSE" cow "$CW/img" "$CW/L" $((64 << 20)) "$CW/tree" "$M" \
+	"echo new >$M/a.txt && echo fresh >$M/new.txt && rm $M/d/b.txt &&
+	 dd if=/dev/zero of=$M/fill bs=1M count=100 conv=fsync 2>&1; du -k $M/fill; rm -f $M/fill" 2>&1)
+RC=$?
+if [ $RC -eq 0 ]; then
+	like "$OUT" "No space left on device" "cow: a fill of 100M through fuse-overlayfs into a 64M image stops with ENOSPC"
+	KB=$(sed -n 's:^\([0-9]*\)	.*/fill$:\1:p' <<<"$OUT")
+	lt "${KB:-999999}" $((64 << 10)) "cow: what it wrote is under 64M (${KB:-?} KiB)"
+	like "$OUT" "^modified a.txt\$" "cow: the upper read back says a.txt is modified"
+	like "$OUT" "^added new.txt\$" "cow: new.txt is added"
+	like "$OUT" "^deleted d/b.txt\$" "cow: d/b.txt is deleted"
+	is "$(grep -cE '^(added|modified|deleted) ' <<<"$OUT")" 3 "cow: and nothing else is a change (no fill, no .wh. entry)"
+	like "$OUT" "^wh-files 1\$" "cow: fuse-overlayfs wrote the deletion as a .wh. file (the form read)"
+	is "$( (cat "$CW/tree/a.txt"; ls "$CW/tree/d") | tr '\n' ' ')" "old b.txt stay.txt " "cow: the tree itself is untouched"
+	read -r _ P1 P2 <<<"$(grep '^daemons ' <<<"$OUT")"
+	check "cow: no fuse2fs left" gone "$P1"
+	check "cow: no fuse-overlayfs left" gone "$P2"
+	is "$(grep -c "$CW" /proc/mounts)" 0 "cow: no mount in the host's table"
+	OUT=$(runuser -u wardtest -- "$LAYERS_FUSE" cow "$CW/img2" "$CW/L" $((64 << 20)) "$CW/tree" "$M" \
+		"dd if=/dev/zero of=$M/ten bs=1M count=10 conv=fsync status=none && stat -c 'size %s' $M/ten" 2>&1)
+	like "$OUT" "^size $((10 << 20))\$" "twin: cow: 10M through it is written whole"
+	like "$OUT" "^added ten\$" "twin: cow: and is read back as the one change"
+else
+	like "$OUT" "(fuse-overlayfs|fuse2fs) is missing" "cow: cannot here, and says why ($OUT)"
+	for i in $(seq 13); do skip "no fuse-overlayfs here"; done
+fi
+rm -rf "$CW"
 rm -rf "$WS"
 done_testing
