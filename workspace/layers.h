@@ -9,6 +9,11 @@
  * layers live on an ext4 image of that size (NAME.img beside the
  * directory, sparse), loop-mounted nosuid and nodev over the directory:
  * a box that fills it gets ENOSPC, and the host's disk keeps the rest.
+ * Without root, where fuse2fs and fuse-overlayfs are there, an ns box's
+ * keeper (layersfuse_enter) serves the same image with fuse2fs and the
+ * workspace's copy-on-write with fuse-overlayfs (layers_view); root/ is
+ * then beside the image (NAME.root: overlayfs takes no FUSE upper), and
+ * others reach the image through its server's /proc/PID/root (NAME.fuse).
  * Elsewhere nothing caps them, and disk_by says so. */
 #pragma once
 #include <limits.h>
