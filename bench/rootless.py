@@ -9,11 +9,16 @@ without root would cost its file system (issue 33).
    grepped (rg -l) on the host's disk, on a fuse2fs image mounted as
    wardtest (workspace/layersfuse.h, tests/integration/layers-fuse.c),
    and through fuse-overlayfs over that image (the tree as its lower, the
-   image as its upper: what a box's copy-on-write over it would be; boxes
-   do not use either yet). Medians of RUNS.
+   image as its upper, as a box's copy-on-write over it is). Medians of
+   RUNS.
+3. The same tree as a box's /workspace, written, read and grepped inside
+   the box, and a warm `true` in it: as wardtest with --disk (fuse-overlayfs
+   over the fuse2fs image its keeper serves) beside root (overlayfs over a
+   loop-mounted ext4). Medians of RUNS (the call: of 200).
 
 usage: rootless.py WARD BENCHCALL LAYERSFUSE WORK TREE RUNS
-  -> "create U R" (ms), "call U R" (µs), "fs OP host fuse2fs overlay" (ms)"""
+  -> "create U R" (ms), "call U R" (µs), "fs OP host fuse2fs overlay" (ms),
+     "box OP U R" (ms; "box call U R" in µs)"""
 import json, os, shutil, statistics, subprocess, sys, tempfile
 
 ward, bcall, lfuse, work, tree, runs = sys.argv[1:6] + [int(sys.argv[6])]
@@ -102,4 +107,44 @@ for line in out.stdout.splitlines():
 for op in ("write", "read", "grep"):
     v = m.get(op, {})
     print("fs %s %s" % (op, " ".join("%.0f" % statistics.median(v[k]) if k in v else "-" for k in ("host", "fuse2fs", "overlay"))))
+
+# 3. A box's own /workspace: as wardtest with --disk, fuse-overlayfs over
+# the tree and a fuse2fs image its keeper serves; as root, overlayfs over
+# a loop-mounted ext4 image. The same tree (a directory holding it), the
+# same ops timed inside the box, and a warm `true` (bench-call) in each.
+wsb = os.path.join(udir, "wsb")
+os.makedirs(wsb)
+shutil.move(src, wsb + "/tree")
+shutil.chown(wsb, "wardtest", "wardtest")
+inbox = r'''t() { s=$(date +%s%N); "$@" >/dev/null 2>&1; echo $(( ($(date +%s%N) - s) / 1000000 )); }
+rd() { find "$1" -type f -exec cat {} + ; }
+case $1 in
+write) rm -rf /workspace/w; echo "$(t cp -a /workspace/tree /workspace/w)"; rm -rf /workspace/w ;;
+read) rd /workspace/tree >/dev/null; echo "$(t rd /workspace/tree)" ;;
+grep) echo "$(t rg -l 'needle_[0-9]+' /workspace/tree)" ;;
+esac'''
+def boxfs(who):
+    b = subprocess.run(who + [ward, "box", "create", "--persistent", "--disk", "2G", "--workspace", wsb],
+                       check=True, capture_output=True, text=True).stdout.strip()
+    r = {}
+    try:
+        by = json.loads(subprocess.run(who + [ward, "box", "info", b], capture_output=True, text=True).stdout)
+        r["by"] = by.get("limits", {}).get("disk_by", "?")
+        for op in ("write", "read", "grep"):
+            v = []
+            for i in range(runs):
+                out = subprocess.run(who + [ward, "box", "exec", b, "--", "sh", "-c", inbox, "sh", op],
+                                     capture_output=True, text=True).stdout.split()
+                if out:
+                    v.append(int(out[-1]))
+            r[op] = statistics.median(v) if v else None
+        out = subprocess.run(who + [bcall, b, "200"], check=True, capture_output=True, text=True).stdout
+        r["call"] = int([l.split("\t") for l in out.splitlines() if l.startswith("bash true (warm box)")][0][1])
+    finally:
+        subprocess.run(who + [ward, "box", "destroy", b], capture_output=True)
+    return r
+bu, br = boxfs(U), boxfs(R)
+for op in ("write", "read", "grep", "call"):
+    print("box %s %s %s" % (op, "%.0f" % bu[op] if bu.get(op) is not None else "-", "%.0f" % br[op] if br.get(op) is not None else "-"))
+print("boxby", bu["by"].split(":")[0].replace(" ", "_"), br["by"].split(":")[0].replace(" ", "_"), file=sys.stderr)
 subprocess.run(["rm", "-rf", udir])

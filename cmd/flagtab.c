@@ -301,8 +301,8 @@ static const struct flag box_flags[] = {
 	{ "pids", 0, 'P', "N", FLAG_DEFAULT_NUM, .dnum = BOX_DEFAULT_PIDS, .help = "process ceiling" },
 	{ "cpus", 0, 'c', "N", .dnote = "no ceiling", .help = "CPU ceiling in CPUs, e.g. 1 or 0.5 (cgroup v2 only)" },
 	{ "disk", 0, 'K', "SIZE", FLAG_DEFAULT_SIZE, .dnum = BOX_DEFAULT_DISK,
-	  .help = "disk ceiling of the workspace's and the root's changes (enforced where ward runs as root with "
-		  "loop devices; see ward doctor)" },
+	  .help = "disk ceiling of the workspace's and the root's changes (enforced as root with loop devices; "
+		  "without root, of the workspace's through fuse2fs and fuse-overlayfs; see ward doctor)" },
 	{ "workspace", 0, 'w', "DIR", .help = "the task's directory at /workspace (copy-on-write)" },
 	{ "image", 0, 'M', "REF",
 	  .help = "the box's root: an image (ward image ls; pulled when not here) instead of the host's own "

@@ -48,6 +48,10 @@ struct box_spec {
 	const struct box_opts *opts;
 	const char *name;	/* the box's (a fork's VM takes it as its hostname) */
 	const char *root_dir, *upper_dir, *work_dir;
+	/* The workspace's copy-on-write view, mounted already (fuse-overlayfs
+	 * over a fuse2fs upper, without root: workspace/layers.h), to bind as
+	 * it is; NULL: the backend makes its own over upper_dir. */
+	const char *ws_view;
 	/* The root's changes (layers.h's root/, made by the keeper and owned
 	 * by the backend's root_owner uid), or NULL: the backend keeps none. */
 	const char *root_layer;

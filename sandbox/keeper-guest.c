@@ -161,6 +161,7 @@ void keeper_guest_down(void)
 		cgroup_kill(&K.cg);
 		K.be->kill(&K.inst);
 	}
+	layers_view_end(&K.layers);
 	keeper_ws_reset();
 	K.up = false;
 	/* Lost: made again at the next call (a step that ended it says
@@ -278,16 +279,26 @@ void keeper_spec(struct box_spec *ret)
 				  .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
 				  .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
 				  .disk_path = K.disk, .env = K.eg.env, .nenv = K.eg.nenv,
-				  .ca_bundle = K.eg.ca_bundle };
+				  .ca_bundle = K.eg.ca_bundle, .ws_view = K.layers.view[0] ? K.layers.view : NULL };
 }
 
 int keeper_guest_up(struct err *e)
 {
-	struct box_spec spec;
-	keeper_spec(&spec);
-	int r = K.be->start(&spec, &K.inst, e);
+	/* On fuse2fs, the workspace's copy-on-write is fuse-overlayfs, this
+	 * keeper's child (outside the box's PID namespace), which the box
+	 * binds. */
+	char view[PATH_MAX + 8];
+	snprintf(view, sizeof(view), "%s.ws", K.root);
+	int r = K.layers.fuse && K.upper[0] && !K.layers.view[0] ? layers_view(&K.layers, K.o->workspace, view, e) : 0;
 	if (r < 0)
 		return r;
+	struct box_spec spec;
+	keeper_spec(&spec);
+	r = K.be->start(&spec, &K.inst, e);
+	if (r < 0) {
+		layers_view_end(&K.layers);
+		return r;
+	}
 	/* A pool box's guest waits for START: a claim attaches it. */
 	if (K.inst.pooled)
 		return 0;

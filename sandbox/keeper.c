@@ -9,6 +9,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/keeper-int.h"
 #include "workspace/layers.h"
+#include "workspace/layersfuse.h"
 #include "base/state.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -789,6 +790,14 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	if (K.root_layer)
 		K.be->root_owner(&K.root_uid, K.root_by, sizeof(K.root_by));
 	K.layered = K.root_layer || (o->workspace && !o->rw);
+	/* Without root, an ns box's disk ceiling is a fuse2fs image this
+	 * keeper serves in a user and mount namespace of its own, which the
+	 * box's are made below (workspace/layersfuse.h): for a copy-on-write
+	 * workspace (the root's changes are not on it). Still one thread. */
+	char fwhy[200];
+	if (o->workspace && !o->rw && o->lim.disk && geteuid() != 0 && !strcmp(K.be->name, "ns") &&
+	    layers_disk_capable(fwhy, sizeof(fwhy)) && layersfuse_enter(&e) < 0)
+		goto fail;
 	if (K.layered) {
 		if (layers_open(name, o->lim.disk, &K.layers, &e) < 0)
 			goto fail;

@@ -565,6 +565,7 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.workspace = o->workspace,
 		.upper_dir = s->upper_dir,
 		.work_dir = s->work_dir,
+		.ws_view = s->ws_view,
 		.root_layer = s->root_layer,
 		.image_root = s->image_root,
 		.hostview = s->image_root ? NULL : hostview,

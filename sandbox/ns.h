@@ -34,6 +34,7 @@ struct ns_spec {
 	const char *guest_path;	/* the ward-guest binary */
 	const char *workspace;	/* host directory, or NULL for an empty one */
 	const char *upper_dir, *work_dir; /* overlay layers (copy-on-write mode) */
+	const char *ws_view;	/* or the copy-on-write view, mounted already: bound */
 	const char *root_layer;	/* the root's changes: a directory owned by the box's root */
 	const char *image_root;	/* the root's lower: an image's tree; NULL: the host view */
 	const char *hostview;	/* the host view's skeleton (image_root NULL) */

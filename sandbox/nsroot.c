@@ -243,6 +243,13 @@ static void st_workspace(struct ns_child *c, const struct ns_lower *ws, int upfd
 	}
 	char lower[32];
 	snprintf(lower, sizeof(lower), "l/%zu", (size_t)(ws - c->lower));
+	if (s->ws_view) {
+		/* fuse-overlayfs's, the keeper's child: bound as it is. */
+		st_mkdir(c, "ws", 0755);
+		if (mount(s->ws_view, "ws", NULL, MS_BIND, NULL) < 0)
+			ns_fail(c, "bind the workspace's copy-on-write view %s", s->ws_view);
+		return;
+	}
 	if (s->workspace_rw) {
 		/* The lower itself: the user's tree, bound (or shifted). */
 		st_mkdir(c, "ws", 0755);
@@ -310,7 +317,7 @@ void nsroot_build(struct ns_child *c)
 	if (rootlayer < 0)
 		ns_fail(c, "open the box's root layer %s", s->root_layer);
 	int upfd = -1, workfd = -1;
-	if (s->workspace && !s->workspace_rw) {
+	if (s->workspace && !s->workspace_rw && !s->ws_view) {
 		upfd = open(s->upper_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		workfd = open(s->work_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (upfd < 0 || workfd < 0)

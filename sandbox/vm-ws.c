@@ -21,6 +21,7 @@
 #include "base/state.h"
 #include "proto/changeset.h"
 #include "proto/proto.h"
+#include "workspace/wslayer.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -131,6 +132,7 @@ int vm_ws_image(const struct box_spec *s, char *out, size_t n, struct err *e)
 
 struct vm_ws_seed {
 	int chan;
+	enum wslayer_writer writer;	/* who wrote the host's upper (workspace/wslayer.h) */
 	struct buf b;
 };
 
@@ -168,14 +170,21 @@ static int vm_ws_seed_dir(struct vm_ws_seed *w, int dfd, const char *rel)
 		struct stat st;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (r = vm_ws_seed_room(w)) < 0)
 			continue;
+		const char *tn;
+		enum wslayer_kind kind = wslayer_entry(w->writer, de->d_name, &st, &tn);
+		if (kind == WSLAYER_MARK)
+			continue;
+		if (kind == WSLAYER_WHITEOUT) {
+			if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", tn) <= CHANGESET_PATH_MAX)
+				r = changeset_put_whiteout(&w->b, path);
+			continue;
+		}
 		int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 		if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0)
 				continue;
-			char v[4] = "";
-			bool opq = (fgetxattr(sub, "user.overlay.opaque", v, sizeof(v)) == 1 ||
-				    fgetxattr(sub, "trusted.overlay.opaque", v, sizeof(v)) == 1) && v[0] == 'y';
+			bool opq = wslayer_opaque(w->writer, dfd, de->d_name);
 			r = changeset_put_dir(&w->b, path, st.st_mode & 07777, opq, mt);
 			if (r >= 0)
 				r = vm_ws_seed_dir(w, sub, path);
@@ -204,8 +213,6 @@ static int vm_ws_seed_dir(struct vm_ws_seed *w, int dfd, const char *rel)
 				continue;
 			t[tl] = 0;
 			r = changeset_put_link(&w->b, path, t);
-		} else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
-			r = changeset_put_whiteout(&w->b, path);
 		}
 	}
 	closedir(d);
@@ -228,6 +235,8 @@ int vm_ws_seed_send(int chan, const char *upper, struct err *e)
 	w.b = (struct buf){ .data = malloc(VM_WS_SEED_CHUNK + 1), .alloc = VM_WS_SEED_CHUNK + 1, .cap = VM_WS_SEED_CHUNK };
 	_cleanup_close_ int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int r = !w.b.data ? -ENOMEM : fd < 0 ? -errno : changeset_put_magic(&w.b);
+	if (r >= 0)
+		w.writer = wslayer_writer_of(fd);
 	if (r >= 0)
 		r = vm_ws_seed_dir(&w, fd, "");
 	if (r >= 0 && (r = vm_ws_seed_room(&w)) >= 0 && (r = changeset_put_end(&w.b)) >= 0)

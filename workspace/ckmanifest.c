@@ -212,9 +212,12 @@ bool ckmanifest_obj_ok(const char *name)
 	return n && n <= CKMANIFEST_OBJ_MAX && strspn(name, "0123456789abcdef-") == n;
 }
 
+/* fuse-overlayfs's own too (workspace/wslayer.h): kept as they are; only
+ * a layer of its writes is read by them. */
 static bool overlay_xattr(const char *name)
 {
-	return !strncmp(name, "user.overlay.", 13) || !strncmp(name, "trusted.overlay.", 16);
+	return !strncmp(name, "user.overlay.", 13) || !strncmp(name, "trusted.overlay.", 16) ||
+	       !strncmp(name, "user.fuseoverlayfs.", 19);
 }
 
 /* The overlay's xattrs on fd, hex-encoded; NULL when it has none. */

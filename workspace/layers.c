@@ -1,5 +1,7 @@
 #include "workspace/layers.h"
 #include "workspace/layersfuse.h"
+#include "workspace/wslayer.h"
+#include "base/fdio.h"
 #include "base/state.h"
 #include "base/cleanup.h"
 #include "base/child.h"
@@ -10,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -18,6 +21,10 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define LAYERS_FUSE_BY                                                                                    \
+	"fuse2fs: an ext4 image of that size, served in the keeper's user namespace; the workspace through " \
+	"fuse-overlayfs (the box's changes to its root are not capped)"
 
 static const char *const layers_mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
 
@@ -32,14 +39,20 @@ const char *layers_mkfs(void)
 bool layers_disk_capable(char *why, size_t n)
 {
 	if (geteuid() != 0) {
-		/* Without root, fuse2fs can mount the image (layersfuse.h);
-		 * the box's copy-on-write over it is not built yet. */
+		/* Without root: fuse2fs serves the image and fuse-overlayfs
+		 * the box's copy-on-write over it (layersfuse.h). */
 		char f[120];
-		bool fuse = layersfuse_capable(f, sizeof(f));
-		snprintf(why, n, "not enforced: a size-capped file system for the layers needs root (loop devices); %s%s",
-			 fuse ? "fuse2fs could mount one here, but boxes do not use it yet" : "without root: ",
-			 fuse ? "" : f);
-		return false;
+		if (!layersfuse_capable(f, sizeof(f))) {
+			snprintf(why, n, "not enforced: without root a size-capped file system needs fuse2fs: %s", f);
+			return false;
+		}
+		if (!layersfuse_overlayfs()) {
+			snprintf(why, n, "not enforced: fuse2fs could serve the layers, but the box's copy-on-write over "
+					 "them needs fuse-overlayfs (apt-get install fuse-overlayfs)");
+			return false;
+		}
+		snprintf(why, n, "%s", LAYERS_FUSE_BY);
+		return true;
 	}
 	if (access("/dev/loop-control", R_OK | W_OK) < 0) {
 		snprintf(why, n, "not enforced: no /dev/loop-control (loop devices) on this machine");
@@ -53,7 +66,8 @@ bool layers_disk_capable(char *why, size_t n)
 	return true;
 }
 
-/* Locks are held for a mount or an unmount: milliseconds. */
+/* Locks are held for a mount or an unmount: milliseconds; a keeper that
+ * serves the layers waits this long for the readers to let go. */
 #define LAYERS_LOCK_WAIT_MS 10000
 
 static int layers_lock(int fd, int how)
@@ -226,14 +240,102 @@ static int layers_hold_plain(struct layers *l, struct err *e)
 	return err_set(e, -EBUSY, "the lock of the workspace layers %s keeps being removed under us", l->dir);
 }
 
+/* NAME.fuse beside the layers: the pid of the process whose mount
+ * namespace has the image mounted over dir (a keeper, or a holder). */
+static pid_t layers_fuse_pid(const char *dir)
+{
+	char p[PATH_MAX], v[24] = "";
+	snprintf(p, sizeof(p), "%s.fuse", dir);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t k = fd < 0 ? -1 : read(fd, v, sizeof(v) - 1);
+	return k > 0 ? (pid_t)atoi(v) : 0;
+}
+
+static void layers_fuse_pid_set(const char *dir, pid_t pid)
+{
+	char p[PATH_MAX], t[PATH_MAX + 8], v[24];
+	snprintf(p, sizeof(p), "%s.fuse", dir);
+	snprintf(t, sizeof(t), "%s.new", p);
+	snprintf(v, sizeof(v), "%d\n", (int)pid);
+	_cleanup_close_ int fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && fdio_write_full(fd, v, strlen(v)) == 0)
+		rename(t, p);
+}
+
+/* Without root: hold NAME's image, served by fuse2fs, mounting it if
+ * nobody has (as this process's child where it entered a namespace of its
+ * own, else by a holder of its own); create > 0 makes it. The image's lock
+ * as layers_hold has it. Sets l's fuse fields; returns the held fd,
+ * -ENOENT when there is no image, or -errno. */
+static int layers_fuse_hold(struct layers *l, uint64_t create, struct err *e)
+{
+	char image[PATH_MAX];
+	snprintf(image, sizeof(image), "%s.img", l->dir);
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", l->dir);
+	*strrchr(parent, '/') = 0;
+	if (create && state_mkdir_p(parent, 0700) < 0)
+		return err_setc(e, -errno, "cannot create %s", parent);
+	int fd = open(image, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : err_setc(e, -errno, "cannot open the layers image %s", image);
+	pid_t pid;
+	if (layers_lock(fd, LOCK_SH) == 0 && layersfuse_mounted(pid = layers_fuse_pid(l->dir), l->dir))
+		goto held;
+	if (layers_lock(fd, LOCK_EX) < 0) {
+		close(fd);
+		return err_set(e, -ETIMEDOUT, "%s is locked by another ward for over %d s", image,
+			       LAYERS_LOCK_WAIT_MS / 1000);
+	}
+	if (!layersfuse_mounted(pid = layers_fuse_pid(l->dir), l->dir)) {
+		struct stat st;
+		int r = fstat(fd, &st) < 0 ? -errno : 0;
+		if (r >= 0 && state_mkdir_p(l->dir, 0700) < 0)
+			r = -errno;
+		if (r >= 0 && st.st_size == 0)
+			r = !create ? -ENOENT : !layers_dir_empty(l->dir) ? -ENOENT : layersfuse_mkfs(image, create, e);
+		if (r >= 0 && layersfuse_entered()) {
+			r = layersfuse_serve(image, l->dir, &l->fuse_pid, e);
+			pid = getpid();
+		} else if (r >= 0) {
+			r = layersfuse_mount(image, l->dir, &l->fuse_holder, e);
+			pid = l->fuse_holder;
+		}
+		if (r < 0) {
+			if (st.st_size == 0 && create)
+				unlink(image);
+			close(fd);
+			return r == -ENOENT ? r : err_setc(e, r, "cannot serve the layers image %s", image);
+		}
+		layers_fuse_pid_set(l->dir, pid);
+	}
+	layers_lock(fd, LOCK_SH);
+held:
+	l->fuse = true;
+	l->image = true;
+	/* This process reaches the mount where it is (its own namespace);
+	 * any other through the mounter's root. */
+	if (pid == getpid())
+		snprintf(l->view, sizeof(l->view), "%s", l->dir);
+	else
+		layersfuse_path(pid, l->dir, l->view, sizeof(l->view));
+	return fd;
+}
+
 static void layers_fill(struct layers *l)
 {
-	snprintf(l->upper, sizeof(l->upper), "%s/upper", l->dir);
-	snprintf(l->work, sizeof(l->work), "%s/work", l->dir);
-	snprintf(l->root, sizeof(l->root), "%s/root", l->dir);
+	/* On fuse2fs: where this process reaches the image (view, until a
+	 * box's view takes the name); the root's changes beside it, as
+	 * overlayfs takes no FUSE upper. */
+	const char *at = l->fuse ? l->view : l->dir;
+	snprintf(l->upper, sizeof(l->upper), "%s/upper", at);
+	snprintf(l->work, sizeof(l->work), "%s/work", at);
+	snprintf(l->root, sizeof(l->root), l->fuse ? "%s.root" : "%s/root", l->fuse ? l->dir : at);
 	struct statvfs sv;
-	if (l->image && statvfs(l->dir, &sv) == 0)
+	if (l->image && statvfs(at, &sv) == 0)
 		l->disk = (uint64_t)sv.f_blocks * sv.f_frsize;
+	if (l->fuse)
+		l->view[0] = 0;
 }
 
 int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err *e)
@@ -245,8 +347,13 @@ int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err 
 	bool capable = layers_disk_capable(ret->disk_by, sizeof(ret->disk_by));
 	if (!disk)
 		snprintf(ret->disk_by, sizeof(ret->disk_by), "not enforced: no --disk");
+	if (disk && capable && geteuid() != 0 && !layersfuse_entered()) {
+		capable = false;
+		snprintf(ret->disk_by, sizeof(ret->disk_by),
+			 "not enforced: without root only an ns box's keeper serves the layers on fuse2fs");
+	}
 	if (disk && capable) {
-		int fd = layers_hold(ret->dir, disk, e);
+		int fd = geteuid() != 0 ? layers_fuse_hold(ret, disk, e) : layers_hold(ret->dir, disk, e);
 		if (fd == -ENOENT)
 			snprintf(ret->disk_by, sizeof(ret->disk_by),
 				 "not enforced: these layers were made before the cap (apply or drop them)");
@@ -267,6 +374,10 @@ int layers_open(const char *name, uint64_t disk, struct layers *ret, struct err 
 		layers_release(ret);
 		return r;
 	}
+	if (ret->fuse && (r = wslayer_writer_claim(ret->dir, WSLAYER_FUSE_OVERLAYFS, e)) < 0) {
+		layers_release(ret);
+		return r;
+	}
 	return 0;
 }
 
@@ -276,8 +387,8 @@ int layers_find(const char *name, struct layers *ret, struct err *e)
 	int r = state_layers_dir(name, ret->dir, sizeof(ret->dir), e);
 	if (r < 0)
 		return r;
-	if (geteuid() == 0) {
-		int fd = layers_hold(ret->dir, 0, e);
+	if (geteuid() == 0 || layersfuse_capable(NULL, 0)) {
+		int fd = geteuid() == 0 ? layers_hold(ret->dir, 0, e) : layers_fuse_hold(ret, 0, e);
 		if (fd < 0 && fd != -ENOENT)
 			return fd;
 		ret->lock_fd = fd;
@@ -315,15 +426,59 @@ static void layers_let_go(const char *dir, int fd)
 		umount2(dir, MNT_DETACH);
 }
 
+/* On fuse2fs: the last user ends the mount. Its server (a keeper, whose
+ * namespace has it) waits for the readers first, bounded. */
+static void layers_fuse_let_go(struct layers *l)
+{
+	layers_view_end(l);
+	bool last = l->fuse_pid > 0 ? layers_lock(l->lock_fd, LOCK_EX) == 0 : flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0;
+	if (l->fuse_pid > 0)
+		layersfuse_stop(l->fuse_pid);
+	else if (last)
+		layersfuse_unmount(layers_fuse_pid(l->dir), l->dir);
+	if (last || l->fuse_pid > 0) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s.fuse", l->dir);
+		unlink(p);
+	}
+	l->fuse_pid = l->fuse_holder = 0;
+	l->fuse = false;
+}
+
 void layers_release(struct layers *l)
 {
 	if (l->lock_fd >= 0) {
-		if (l->image)
+		if (l->fuse)
+			layers_fuse_let_go(l);
+		else if (l->image)
 			layers_let_go(l->dir, l->lock_fd);
 		close(l->lock_fd);
 	}
 	l->lock_fd = -1;
 	l->image = false;
+}
+
+int layers_view(struct layers *l, const char *lower, const char *mp, struct err *e)
+{
+	if (!l->fuse)
+		return 0;
+	if (mkdir(mp, 0700) < 0 && errno != EEXIST)
+		return err_setc(e, -errno, "cannot create %s", mp);
+	int r = layersfuse_overlay(lower, l->upper, l->work, mp, &l->view_pid, e);
+	if (r < 0)
+		return r;
+	snprintf(l->view, sizeof(l->view), "%s", mp);
+	return 0;
+}
+
+void layers_view_end(struct layers *l)
+{
+	if (l->view_pid > 0) {
+		layersfuse_stop(l->view_pid);
+		rmdir(l->view);
+	}
+	l->view_pid = 0;
+	l->view[0] = 0;
 }
 
 void layers_drop(const char *name)
@@ -351,6 +506,10 @@ void layers_drop(const char *name)
 	snprintf(image, sizeof(image), "%s.base", dir);
 	unlink(image);
 	unlink(lock);
+	snprintf(image, sizeof(image), "%s.fuse", dir);
+	unlink(image);
+	snprintf(image, sizeof(image), "%s.root", dir);
+	state_rm_rf(image);
 }
 
 int layers_beside(const char *name, const char *suffix, char *out, size_t n, struct err *e)

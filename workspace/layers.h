@@ -9,6 +9,11 @@
  * layers live on an ext4 image of that size (NAME.img beside the
  * directory, sparse), loop-mounted nosuid and nodev over the directory:
  * a box that fills it gets ENOSPC, and the host's disk keeps the rest.
+ * Without root, where fuse2fs and fuse-overlayfs are there, an ns box's
+ * keeper (layersfuse_enter) serves the same image with fuse2fs and the
+ * workspace's copy-on-write with fuse-overlayfs (layers_view); root/ is
+ * then beside the image (NAME.root: overlayfs takes no FUSE upper), and
+ * others reach the image through its server's /proc/PID/root (NAME.fuse).
  * Elsewhere nothing caps them, and disk_by says so. */
 #pragma once
 #include <limits.h>
@@ -27,6 +32,14 @@ struct layers {
 	char disk_by[160];	/* what enforces it, or why nothing does */
 	int lock_fd;		/* the shared lock held while in use (NAME.img or NAME.lock), or -1 */
 	bool image;		/* the layers are on a mounted image */
+	/* Without root (layersfuse.h): the image is served by fuse2fs, a
+	 * child of this process where it entered a namespace of its own (a
+	 * keeper: fuse_pid), or held by a process of its own (fuse_holder),
+	 * found through /proc/PID/root (upper, work name it so). The
+	 * workspace's view (fuse-overlayfs, view_pid) is mounted on view. */
+	bool fuse;
+	pid_t fuse_pid, fuse_holder, view_pid;
+	char view[PATH_MAX];
 };
 
 /* Each user holds a shared lock from layers_open/layers_find to
@@ -69,6 +82,12 @@ void layers_root_clear(struct layers *l);
 void layers_root_drop(const char *name);
 /* Unmount every image of the user's that nobody holds (ward box reap). */
 void layers_sweep(void);
+/* Where l is on fuse2fs: the copy-on-write view of lower over l's upper
+ * (fuse-overlayfs, a child of this process), mounted on mp, for a box
+ * cloned from this process to bind; l->view names it. 0 or -errno. */
+int layers_view(struct layers *l, const char *lower, const char *mp, struct err *e);
+/* End l's view (its fuse-overlayfs), if any. */
+void layers_view_end(struct layers *l);
 /* mkfs.ext4, where it is installed, or NULL. */
 const char *layers_mkfs(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */

@@ -12,6 +12,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -63,8 +66,13 @@ int layersfuse_mkfs(const char *image, uint64_t size, struct err *e)
 		return err_setc(e, -errno, "cannot make the layers image %s", image);
 	/* No journal: fuse2fs does not write one (it warns, and replays
 	 * nothing). Lazy inode tables: made in milliseconds. */
+	/* Its top directory the user's (mke2fs makes it root's): the user is
+	 * its own uid where the image is served. */
+	char ext[96];
+	snprintf(ext, sizeof(ext), "lazy_itable_init=1,nodiscard,root_owner=%u:%u", (unsigned)geteuid(),
+		 (unsigned)getegid());
 	char *argv[] = { (char *)layers_mkfs(), "-q", "-F", "-m", "0", "-O", "^has_journal", "-L", "ward-layers", "-E",
-			 "lazy_itable_init=1,nodiscard", (char *)image, NULL };
+			 ext, (char *)image, NULL };
 	int st = child_wait(argv, NULL, 0);
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return err_set(e, st < 0 ? st : -EIO, "cannot make the layers image %s (mkfs.ext4)", image);
@@ -90,24 +98,37 @@ bool layersfuse_mounted(pid_t pid, const char *dir)
 	       a.st_dev != b.st_dev;
 }
 
-static int layersfuse_map(const char *file, unsigned id)
+static int layersfuse_map_same(const char *file, unsigned id)
 {
 	char m[64];
-	snprintf(m, sizeof(m), "0 %u 1\n", id);
+	snprintf(m, sizeof(m), "%u %u 1\n", id, id);
 	return fdio_write_str(AT_FDCWD, file, m);
 }
 
-/* The holder: a user and mount namespace of its own, the user its root
- * (so that fuse2fs keeps what mounting needs across the exec), then
- * fuse2fs in the foreground, which mounts over dir and serves until it is
- * told to end. Never returns. */
+/* In the child, before the exec: CAP_SYS_ADMIN kept across it (an
+ * ambient capability; the uid is not 0 here), so that the daemon can
+ * mount in this user namespace, and nothing else. */
+static void layersfuse_keep_mount_cap(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	d[CAP_SYS_ADMIN / 32].permitted = d[CAP_SYS_ADMIN / 32].effective = d[CAP_SYS_ADMIN / 32].inheritable =
+		1u << (CAP_SYS_ADMIN % 32);
+	if (syscall(SYS_capset, &h, d) < 0 || prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0) < 0)
+		_exit(126);
+}
+
+/* The holder: a user and mount namespace of its own, the user its own
+ * uid there (fuse2fs keeps what mounting needs across the exec as an
+ * ambient capability), then fuse2fs in the foreground, which mounts over
+ * dir and serves until it is told to end. Never returns. */
 static __attribute__((noreturn)) void layersfuse_holder(const char *image, const char *dir, off_t size)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || layersfuse_map("/proc/self/uid_map", uid) < 0 ||
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || layersfuse_map_same("/proc/self/uid_map", uid) < 0 ||
 	    fdio_write_str(AT_FDCWD, "/proc/self/setgroups", "deny\n") < 0 ||
-	    layersfuse_map("/proc/self/gid_map", gid) < 0)
+	    layersfuse_map_same("/proc/self/gid_map", gid) < 0)
 		_exit(126);
 	struct rlimit fs = { (rlim_t)size, (rlim_t)size };
 	setrlimit(RLIMIT_FSIZE, &fs);
@@ -116,6 +137,7 @@ static __attribute__((noreturn)) void layersfuse_holder(const char *image, const
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(126);
 	fdio_close_all_but(3, NULL, 0);
+	layersfuse_keep_mount_cap();
 	char *argv[] = { (char *)layersfuse_fuse2fs(), (char *)image, (char *)dir, "-f", "-o", "fsname=ward-layers",
 			 NULL };
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
@@ -183,6 +205,17 @@ static bool layersfuse_wait(int pidfd, int ms)
 	return poll(&pf, 1, ms) > 0;
 }
 
+/* fuse2fs and fuse-overlayfs unmount and exit on SIGTERM; SIGKILL after
+ * 2 s. */
+static void layersfuse_end(int pidfd)
+{
+	syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+	if (layersfuse_wait(pidfd, 2000))
+		return;
+	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	layersfuse_wait(pidfd, 1000);
+}
+
 void layersfuse_unmount(pid_t pid, const char *dir)
 {
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -190,10 +223,127 @@ void layersfuse_unmount(pid_t pid, const char *dir)
 	 * not the one signalled. */
 	if (pidfd < 0 || !layersfuse_mounted(pid, dir))
 		return;
-	/* fuse2fs unmounts and exits on SIGTERM. */
-	syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
-	if (layersfuse_wait(pidfd, 2000))
+	layersfuse_end(pidfd);
+}
+
+static bool layersfuse_in_own;
+
+bool layersfuse_entered(void)
+{
+	return layersfuse_in_own;
+}
+
+static const char *const layersfuse_ovl_paths[] = { "/usr/bin/fuse-overlayfs", "/usr/local/bin/fuse-overlayfs" };
+
+const char *layersfuse_overlayfs(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(layersfuse_ovl_paths); i++)
+		if (access(layersfuse_ovl_paths[i], X_OK) == 0)
+			return layersfuse_ovl_paths[i];
+	return NULL;
+}
+
+int layersfuse_enter(struct err *e)
+{
+	if (layersfuse_in_own)
+		return 0;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return err_setc(e, -errno, "cannot make a user and mount namespace for the layers");
+	int r = layersfuse_map_same("/proc/self/uid_map", uid);
+	if (r >= 0)
+		r = fdio_write_str(AT_FDCWD, "/proc/self/setgroups", "deny\n");
+	if (r >= 0)
+		r = layersfuse_map_same("/proc/self/gid_map", gid);
+	if (r < 0)
+		return err_setc(e, r, "cannot map the user in the layers' namespace");
+	/* Nothing mounted here reaches the host's mount namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return err_setc(e, -errno, "cannot make the layers' mounts private");
+	layersfuse_in_own = true;
+	return 0;
+}
+
+static int layersfuse_spawn(char **argv, const char *dir, off_t fsize, pid_t *ret, struct err *e)
+{
+	if (!layersfuse_in_own)
+		return err_set(e, -EINVAL, "the layers' namespace is not entered");
+	pid_t pid = fork();
+	if (pid < 0)
+		return err_setc(e, -errno, "fork");
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigset_t all;
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		setsid();
+		if (fsize) {
+			struct rlimit fs = { (rlim_t)fsize, (rlim_t)fsize };
+			setrlimit(RLIMIT_FSIZE, &fs);
+			signal(SIGXFSZ, SIG_IGN);
+		}
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			_exit(126);
+		fdio_close_all_but(3, NULL, 0);
+		layersfuse_keep_mount_cap();
+		char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	for (int64_t until = now_ms() + LAYERSFUSE_MOUNT_WAIT_MS; !layersfuse_mounted(getpid(), dir);) {
+		struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+		if (pidfd < 0 || poll(&pf, 1, 10) != 0) {
+			waitpid(pid, NULL, 0);
+			return err_set(e, -EIO, "%s ended before it mounted %s", argv[0], dir);
+		}
+		if (now_ms() > until) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return err_set(e, -ETIMEDOUT, "%s did not mount %s within %d s", argv[0], dir,
+				       LAYERSFUSE_MOUNT_WAIT_MS / 1000);
+		}
+	}
+	*ret = pid;
+	return 0;
+}
+
+int layersfuse_serve(const char *image, const char *dir, pid_t *ret_pid, struct err *e)
+{
+	if (!layersfuse_fuse2fs())
+		return err_set(e, -ENOENT, "fuse2fs is missing (apt-get install fuse2fs)");
+	struct stat st;
+	if (stat(image, &st) < 0)
+		return err_setc(e, -errno, "%s", image);
+	char *argv[] = { (char *)layersfuse_fuse2fs(), (char *)image, (char *)dir, "-f", "-o", "fsname=ward-layers",
+			 NULL };
+	return layersfuse_spawn(argv, dir, st.st_size, ret_pid, e);
+}
+
+int layersfuse_overlay(const char *lower, const char *upper, const char *work, const char *mp, pid_t *ret_pid,
+		       struct err *e)
+{
+	if (!layersfuse_overlayfs())
+		return err_set(e, -ENOENT, "fuse-overlayfs is missing (apt-get install fuse-overlayfs)");
+	char opts[3 * PATH_MAX + 64];
+	if ((size_t)snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work) >=
+	    sizeof(opts))
+		return err_set(e, -ENAMETOOLONG, "the workspace's paths are too long for fuse-overlayfs");
+	if (strchr(lower, ',') || strchr(lower, ':') || strchr(upper, ',') || strchr(work, ','))
+		return err_set(e, -EINVAL, "fuse-overlayfs cannot take a path with ',' or ':' (%s)", lower);
+	char *argv[] = { (char *)layersfuse_overlayfs(), "-f", "-o", opts, (char *)mp, NULL };
+	return layersfuse_spawn(argv, mp, 0, ret_pid, e);
+}
+
+void layersfuse_stop(pid_t pid)
+{
+	if (pid <= 0)
 		return;
-	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-	layersfuse_wait(pidfd, 1000);
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return;
+	layersfuse_end(pidfd);
+	waitpid(pid, NULL, WNOHANG);
 }

@@ -1,7 +1,9 @@
 /* A layers image mounted without root and without loop devices: fuse2fs
  * serves the ext4 image over the layers directory, in a user and mount
- * namespace of its own (the user's uid is its root there, nothing else is
- * mapped), so the mount exists in that mount namespace only and nothing
+ * namespace of its own (the user is its own uid there, nothing else is
+ * mapped; fuse2fs keeps CAP_SYS_ADMIN there, and only there, as an ambient
+ * capability, to mount; the image's top directory is the user's), so the
+ * mount exists in that mount namespace only and nothing
  * is left on the host's when it ends.
  *
  * Who can reach it: the user's processes on the host, at
@@ -51,3 +53,28 @@ int layersfuse_path(pid_t pid, const char *dir, char *out, size_t n);
 /* End pid's fuse2fs, which unmounts (SIGTERM; SIGKILL after 2 s): only
  * when it is the holder of dir. Returns when it has exited, bounded. */
 void layersfuse_unmount(pid_t pid, const char *dir);
+
+/* The other way, where the process itself holds the mounts (a box's
+ * keeper: its box is cloned from it, so the box's user namespace is below
+ * its own and its mount namespace a copy of its own, with the mounts in
+ * it). layersfuse_enter puts this process in a user and mount namespace of
+ * its own, once (the user its own uid there, nothing else mapped, so uids
+ * read as before; it keeps its capabilities there, not across an exec):
+ * single-threaded callers only. What it then mounts exists in that mount
+ * namespace alone, and its own children serve it, outside any box's PID
+ * namespace, so no process of a box can see or trace them. */
+int layersfuse_enter(struct err *e);
+bool layersfuse_entered(void);
+/* fuse-overlayfs where it is installed, or NULL. */
+const char *layersfuse_overlayfs(void);
+/* fuse2fs serving image over dir, a child of this process in its
+ * namespaces (after layersfuse_enter): returns once the mount is there
+ * (bounded: 5 s). The child ends when this process does. */
+int layersfuse_serve(const char *image, const char *dir, pid_t *ret_pid, struct err *e);
+/* fuse-overlayfs over lower (read-only to it: a box's tree), its changes
+ * in upper and work, mounted on mp: a child of this process, as above. */
+int layersfuse_overlay(const char *lower, const char *upper, const char *work, const char *mp, pid_t *ret_pid,
+		       struct err *e);
+/* End such a child (SIGTERM: it unmounts; SIGKILL after 2 s) and reap
+ * it. */
+void layersfuse_stop(pid_t pid);

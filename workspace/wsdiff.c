@@ -2,6 +2,7 @@
 #include "base/array.h"
 #include "workspace/wsexec.h"
 #include "workspace/wsfs.h"
+#include "workspace/wslayer.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/child.h"
@@ -82,23 +83,24 @@ static bool same_file(int lroot, int uroot, const char *p, const struct stat *sa
 	}
 }
 
-static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
+static int walk(enum wslayer_writer w, int lroot, int uroot, const char *rel, struct ws_changes *c)
 {
-	char **names;
+	struct wslayer_name *names;
 	size_t n;
-	int r = ws_list_dir(uroot, rel, &names, &n);
+	int r = wslayer_list(w, uroot, rel, &names, &n);
 	if (r < 0)
 		return r;
 	/* Under an opaque directory, what the lower tree had and the upper
 	 * does not have is gone: only where the lower tree has a directory
 	 * there (never what a symlink of the tree points at). */
 	struct stat lds;
-	if (rel[0] && ws_opaque(uroot, rel) && ws_lstat(lroot, rel, &lds) == 0 && S_ISDIR(lds.st_mode)) {
+	if (rel[0] && wslayer_opaque(w, uroot, rel) && ws_lstat(lroot, rel, &lds) == 0 && S_ISDIR(lds.st_mode)) {
 		char **lnames;
 		size_t ln;
 		if (ws_list_dir(lroot, rel, &lnames, &ln) == 0) {
 			for (size_t i = 0; i < ln && r >= 0; i++) {
-				if (bsearch(&lnames[i], names, n, sizeof(*names), ws_name_cmp))
+				struct wslayer_name key = { .name = lnames[i] };
+				if (n && bsearch(&key, names, n, sizeof(*names), wslayer_name_cmp))
 					continue;
 				char p[PATH_MAX];
 				snprintf(p, sizeof(p), "%s/%s", rel, lnames[i]);
@@ -111,21 +113,23 @@ static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 	}
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
+		snprintf(p, sizeof(p), "%s%s%s", rel, rel[0] ? "/" : "", names[i].name);
 		struct stat us, ls;
-		if (ws_lstat(uroot, p, &us) < 0)
-			continue;
 		bool has_lower = ws_lstat(lroot, p, &ls) == 0;
-		if (S_ISCHR(us.st_mode) && us.st_rdev == makedev(0, 0)) {
+		if (names[i].whiteout) {
 			if (has_lower)
 				r = push(c, p, WS_DELETED, S_ISDIR(ls.st_mode));
-		} else if (S_ISDIR(us.st_mode)) {
+			continue;
+		}
+		if (ws_lstat(uroot, p, &us) < 0)
+			continue;
+		if (S_ISDIR(us.st_mode)) {
 			if (has_lower && !S_ISDIR(ls.st_mode))
 				r = push(c, p, WS_DELETED, false);
 			if (r >= 0 && (!has_lower || !S_ISDIR(ls.st_mode)))
 				r = push(c, p, WS_ADDED, true);
 			if (r >= 0)
-				r = walk(lroot, uroot, p, c);
+				r = walk(w, lroot, uroot, p, c);
 		} else if (S_ISREG(us.st_mode) || S_ISLNK(us.st_mode)) {
 			if (has_lower && S_ISDIR(ls.st_mode))
 				r = push(c, p, WS_DELETED, true);
@@ -143,7 +147,7 @@ static int walk(int lroot, int uroot, const char *rel, struct ws_changes *c)
 		}
 		/* Sockets, FIFOs, devices: not part of a patch. */
 	}
-	ws_free_list(names, n);
+	wslayer_list_free(names, n);
 	return r;
 }
 
@@ -168,7 +172,7 @@ int ws_changes_read(const char *lower, const char *upper, struct ws_changes *ret
 	int r = ws_roots(lower, upper, &lroot, &uroot, e);
 	if (r < 0)
 		return r;
-	r = walk(lroot, uroot, "", ret);
+	r = walk(wslayer_writer_of(uroot), lroot, uroot, "", ret);
 	if (r >= 0)
 		wsexec_mark(lroot, uroot, ret);
 	if (r < 0) {

@@ -2,6 +2,7 @@
 #include "base/cleanup.h"
 #include "base/gitdir.h"
 #include "workspace/wsfs.h"
+#include "workspace/wslayer.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -98,6 +99,7 @@ const char *wsexec_why(const char *rel)
  * a directory, or a file or symlink. (An opaque directory's lower
  * entries count too: a repository is seen where there may be none.) */
 struct view {
+	enum wslayer_writer w;
 	int lroot, uroot;
 	const char *dir;
 };
@@ -109,10 +111,9 @@ static bool view_has(void *ud, const char *name, bool dir)
 	if (snprintf(p, sizeof(p), "%s%s%s", v->dir, v->dir[0] ? "/" : "", name) >= (int)sizeof(p))
 		return false;
 	struct stat st;
-	if (ws_lstat(v->uroot, p, &st) < 0 && ws_lstat(v->lroot, p, &st) < 0)
+	int k = wslayer_lookup(v->w, v->uroot, p, &st);
+	if (k == WSLAYER_WHITEOUT || (k < 0 && ws_lstat(v->lroot, p, &st) < 0))
 		return false;
-	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0))
-		return false;	/* a whiteout */
 	return dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
 }
 
@@ -120,6 +121,7 @@ static bool view_has(void *ud, const char *name, bool dir)
  * repository of the box's view: changes come in the walk's order, so
  * siblings ask about the same one. */
 struct repo_memo {
+	enum wslayer_writer w;
 	char dir[PATH_MAX];
 	bool valid, repo;
 };
@@ -132,7 +134,7 @@ static bool in_repo(int lroot, int uroot, const char *dir, struct repo_memo *m)
 	snprintf(d, sizeof(d), "%s", dir);
 	bool repo = false;
 	for (;;) {
-		struct view v = { lroot, uroot, d };
+		struct view v = { m->w, lroot, uroot, d };
 		if ((repo = gitdir_looks_bare(view_has, &v)) || !d[0])
 			break;
 		char *slash = strrchr(d, '/');
@@ -163,7 +165,7 @@ static bool deletes_repo(int lroot, const char *p)
 
 void wsexec_mark(int lroot, int uroot, struct ws_changes *c)
 {
-	struct repo_memo memo = { .valid = false };
+	struct repo_memo memo = { .w = wslayer_writer_of(uroot), .valid = false };
 	for (size_t i = 0; i < c->n; i++) {
 		struct ws_change *ch = &c->v[i];
 		char dir[PATH_MAX];

@@ -116,18 +116,6 @@ int ws_list_dir(int root, const char *rel, char ***ret, size_t *n)
 	return 0;
 }
 
-bool ws_opaque(int root, const char *rel)
-{
-	_cleanup_close_ int fd = ws_open(root, rel, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return false;
-	char v[4];
-	ssize_t n = fgetxattr(fd, "user.overlay.opaque", v, sizeof(v));
-	if (n <= 0)
-		n = fgetxattr(fd, "trusted.overlay.opaque", v, sizeof(v));
-	return n == 1 && v[0] == 'y';
-}
-
 /* The tree's own path is the user's choice: opened as given. */
 int ws_roots(const char *lower, const char *upper, int *lroot, int *uroot, struct err *e)
 {

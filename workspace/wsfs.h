@@ -19,8 +19,6 @@ int ws_open_reg(int root, const char *rel, struct stat *ret_st);
 int ws_lstat(int root, const char *rel, struct stat *st);
 /* A symlink's target into buf (NUL-terminated): its length, or -errno. */
 int ws_readlink(int root, const char *rel, char *buf, size_t n);
-/* An overlay directory that hides what the lower tree has below it. */
-bool ws_opaque(int root, const char *rel);
 /* Append a copy of s to a growable list of strings: 0 or -ENOMEM. */
 int ws_strv_add(char ***v, size_t *n, size_t *cap, const char *s);
 /* Sorted names in a directory, without . and .. */

@@ -1,5 +1,6 @@
 #include "workspace/wsmerge.h"
 #include "workspace/wsfs.h"
+#include "workspace/wslayer.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/hash.h"
@@ -16,29 +17,31 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-static int walk(int root, const char *rel, cJSON *m, struct err *e)
+static int walk(enum wslayer_writer w, int root, const char *rel, cJSON *m, struct err *e)
 {
-	char **names = NULL;
+	struct wslayer_name *names = NULL;
 	size_t n = 0;
-	int r = ws_list_dir(root, rel, &names, &n);
+	int r = wslayer_list(w, root, rel, &names, &n);
 	if (r < 0)
 		return err_setc(e, r, "cannot list %s in a workspace layer", *rel ? rel : ".");
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		char p[PATH_MAX];
-		if ((size_t)snprintf(p, sizeof(p), "%s%s%s", rel, *rel ? "/" : "", names[i]) >= sizeof(p)) {
+		if ((size_t)snprintf(p, sizeof(p), "%s%s%s", rel, *rel ? "/" : "", names[i].name) >= sizeof(p)) {
 			r = err_set(e, -ENAMETOOLONG, "a path in a workspace layer is too long");
 			break;
 		}
 		struct stat st;
-		if (ws_lstat(root, p, &st) < 0)
+		if (!names[i].whiteout && ws_lstat(root, p, &st) < 0)
 			continue;
 		if (cJSON_GetArraySize(m) >= WSMERGE_ENTRIES_MAX) {
 			r = err_set(e, -E2BIG, "a workspace layer has more than %d entries", WSMERGE_ENTRIES_MAX);
 			break;
 		}
 		char sig[PATH_MAX + 8];
-		if (S_ISDIR(st.st_mode)) {
-			r = walk(root, p, m, e);
+		if (names[i].whiteout) {
+			snprintf(sig, sizeof(sig), "w");
+		} else if (S_ISDIR(st.st_mode)) {
+			r = walk(w, root, p, m, e);
 			continue;
 		} else if (S_ISREG(st.st_mode)) {
 			int fd = ws_open_reg(root, p, NULL);
@@ -53,14 +56,12 @@ static int walk(int root, const char *rel, cJSON *m, struct err *e)
 			if (ws_readlink(root, p, t, sizeof(t)) < 0)
 				continue;
 			snprintf(sig, sizeof(sig), "l %s", t);
-		} else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
-			snprintf(sig, sizeof(sig), "w");
 		} else {
 			continue;	/* sockets, FIFOs, devices: not merged */
 		}
 		cJSON_AddStringToObject(m, p, sig);
 	}
-	ws_free_list(names, n);
+	wslayer_list_free(names, n);
 	return r;
 }
 
@@ -72,7 +73,7 @@ int wsmerge_manifest(const char *upper, cJSON **ret, struct err *e)
 		cJSON_Delete(m);
 		return err_setc(e, -errno, "cannot open the workspace layer %s", upper);
 	}
-	int r = root >= 0 ? walk(root, "", m, e) : 0;
+	int r = root >= 0 ? walk(wslayer_writer_of(root), root, "", m, e) : 0;
 	if (root >= 0)
 		close(root);
 	if (r < 0) {
@@ -177,13 +178,20 @@ static int parents(int root, const char *rel, const char **ret_base)
 	return d;
 }
 
-/* The child's entry p into the parent's layer. 0 or -errno. */
-static int take(int proot, int croot, const char *p, const char *sig)
+/* The child's entry p into the parent's layer (written by pw). 0 or
+ * -errno. */
+static int take(enum wslayer_writer pw, int proot, int croot, const char *p, const char *sig)
 {
 	const char *base;
 	_cleanup_close_ int d = parents(proot, p, &base);
 	if (d < 0)
 		return d;
+	/* fuse-overlayfs's whiteout of the name, if any, goes: what the child
+	 * has there replaces it (a 0/0 one, which it reads as well, included). */
+	char wh[NAME_MAX + 8];
+	if (pw == WSLAYER_FUSE_OVERLAYFS && (size_t)snprintf(wh, sizeof(wh), WSLAYER_WH_PREFIX "%s", base) < sizeof(wh) &&
+	    unlinkat(d, wh, 0) < 0 && errno != ENOENT)
+		return -errno;
 	if (!sig) {
 		/* The child removed an entry the layer had (a file the parent
 		 * made before the fork, with nothing under it). */
@@ -265,6 +273,7 @@ int wsmerge_apply(const char *parent_upper, const char *lower, struct wsmerge_ch
 		r = err_setc(e, -errno, "cannot open the parent's workspace layer");
 		goto out;
 	}
+	enum wslayer_writer pw = wslayer_writer_of(proot);
 	lroot = lower ? open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	for (size_t i = 0; i < n; i++) {
 		if ((r = wsmerge_manifest(c[i].upper, &cm[i], e)) < 0)
@@ -303,7 +312,7 @@ int wsmerge_apply(const char *parent_upper, const char *lower, struct wsmerge_ch
 					add_conflict(conf, p, "the workspace changed it after the subagent began", proot, lroot,
 						     psig, croot[i], csig);
 				} else {
-					int k = take(proot, croot[i], p, csig);
+					int k = take(pw, proot, croot[i], p, csig);
 					if (k < 0) {
 						char why[128];
 						snprintf(why, sizeof(why), "it could not be written: %s", strerror(-k));

@@ -1,6 +1,7 @@
 #include "workspace/wspatch.h"
 #include "base/array.h"
 #include "workspace/wsfs.h"
+#include "workspace/wslayer.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/hash.h"
@@ -235,18 +236,19 @@ static void quote(const char *prefix, const char *p, char *out, size_t n)
  * deleting a file removes each directory above it that is then empty. */
 
 /* A directory in the box's view (the overlay's merge of the layers). */
-static bool box_dir(int lroot, int uroot, const char *p)
+static bool box_dir(enum wslayer_writer w, int lroot, int uroot, const char *p)
 {
 	if (!*p)
 		return true;
 	struct stat st;
-	if (ws_lstat(uroot, p, &st) == 0)
-		return S_ISDIR(st.st_mode);	/* a whiteout is a character device */
+	int k = wslayer_lookup(w, uroot, p, &st);
+	if (k >= 0)
+		return k == WSLAYER_ENTRY && S_ISDIR(st.st_mode);
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%s", p);
 	char *slash = strrchr(parent, '/');
 	*(slash ? slash : parent) = 0;
-	if (!box_dir(lroot, uroot, parent) || ws_opaque(uroot, parent))
+	if (!box_dir(w, lroot, uroot, parent) || wslayer_opaque(w, uroot, parent))
 		return false;
 	return ws_lstat(lroot, p, &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -321,6 +323,7 @@ static int removed_dirs(int lroot, const struct plan *pl, struct strs *ret)
 static int put_dir_notes(FILE *out, int lroot, int uroot, const struct plan *pl, struct err *e)
 {
 	struct strs removed = { 0 }, cand = { 0 }, mk = { 0 }, rm = { 0 };
+	enum wslayer_writer w = wslayer_writer_of(uroot);
 	int r = removed_dirs(lroot, pl, &removed);
 	for (size_t i = 0; i < removed.n && r >= 0; i++)
 		r = strs_add(&cand, removed.v[i]);
@@ -332,7 +335,7 @@ static int put_dir_notes(FILE *out, int lroot, int uroot, const struct plan *pl,
 	for (size_t i = 0; i < cand.n && r >= 0; i++) {
 		const char *d = cand.v[i];
 		bool git = (tree_dir(lroot, d) && strs_find(&removed, d) < 0) || strs_below(&pl->add, d);
-		bool box = box_dir(lroot, uroot, d);
+		bool box = box_dir(w, lroot, uroot, d);
 		if (box != git)
 			r = strs_add(box ? &mk : &rm, d);
 	}

@@ -250,5 +250,102 @@ else
 	for i in $(seq 12); do skip "no fuse2fs mount here"; done
 fi
 rm -rf "$LF"
+# The copy-on-write over it, as a box's keeper makes it (layers-fuse cow:
+# workspace/layersfuse.h's layersfuse_enter, _serve and _overlay): fuse2fs
+# and fuse-overlayfs children of a process in a user and mount namespace
+# of its own, the tree the lower, the image the upper; the command runs in
+# a user namespace below it, where a box is.
+CW=$(runuser -u wardtest -- mktemp -d /tmp/ward-cow.XXXXXX)
+runuser -u wardtest -- sh -c 'mkdir "$1/L" "$1/tree" "$1/tree/d" "$1/m" && echo old >"$1/tree/a.txt" &&
+	echo bee >"$1/tree/d/b.txt" && echo stay >"$1/tree/d/stay.txt"' sh "$CW"
+M=$CW/m
+OUT=$(runuser -u wardtest -- "$LAYERS_FUSE" cow "$CW/img" "$CW/L" $((64 << 20)) "$CW/tree" "$M" \
+	"echo new >$M/a.txt && echo fresh >$M/new.txt && rm $M/d/b.txt &&
+	 dd if=/dev/zero of=$M/fill bs=1M count=100 conv=fsync 2>&1; du -k $M/fill; rm -f $M/fill" 2>&1)
+RC=$?
+if [ $RC -eq 0 ]; then
+	like "$OUT" "No space left on device" "cow: a fill of 100M through fuse-overlayfs into a 64M image stops with ENOSPC"
+	KB=$(sed -n 's:^\([0-9]*\)	.*/fill$:\1:p' <<<"$OUT")
+	lt "${KB:-999999}" $((64 << 10)) "cow: what it wrote is under 64M (${KB:-?} KiB)"
+	like "$OUT" "^modified a.txt\$" "cow: the upper read back says a.txt is modified"
+	like "$OUT" "^added new.txt\$" "cow: new.txt is added"
+	like "$OUT" "^deleted d/b.txt\$" "cow: d/b.txt is deleted"
+	is "$(grep -cE '^(added|modified|deleted) ' <<<"$OUT")" 3 "cow: and nothing else is a change (no fill, no .wh. entry)"
+	like "$OUT" "^wh-files 1\$" "cow: fuse-overlayfs wrote the deletion as a .wh. file (the form read)"
+	is "$( (cat "$CW/tree/a.txt"; ls "$CW/tree/d") | tr '\n' ' ')" "old b.txt stay.txt " "cow: the tree itself is untouched"
+	read -r _ P1 P2 <<<"$(grep '^daemons ' <<<"$OUT")"
+	check "cow: no fuse2fs left" gone "$P1"
+	check "cow: no fuse-overlayfs left" gone "$P2"
+	is "$(grep -c "$CW" /proc/mounts)" 0 "cow: no mount in the host's table"
+	OUT=$(runuser -u wardtest -- "$LAYERS_FUSE" cow "$CW/img2" "$CW/L" $((64 << 20)) "$CW/tree" "$M" \
+		"dd if=/dev/zero of=$M/ten bs=1M count=10 conv=fsync status=none && stat -c 'size %s' $M/ten" 2>&1)
+	like "$OUT" "^size $((10 << 20))\$" "twin: cow: 10M through it is written whole"
+	like "$OUT" "^added ten\$" "twin: cow: and is read back as the one change"
+else
+	like "$OUT" "(fuse-overlayfs|fuse2fs) is missing" "cow: cannot here, and says why ($OUT)"
+	for i in $(seq 13); do skip "no fuse-overlayfs here"; done
+fi
+rm -rf "$CW"
+
+# A box's disk ceiling as wardtest: its keeper serves the layers image with
+# fuse2fs in a user and mount namespace of its own, the box's workspace is
+# fuse-overlayfs over the tree and the image (both the keeper's children,
+# outside the box's PID namespace), and the box is cloned below it.
+DW=$(runuser -u wardtest -- mktemp -d /tmp/ward-dw.XXXXXX)
+runuser -u wardtest -- sh -c 'echo old >"$1/a.txt" && mkdir "$1/d" && echo bee >"$1/d/b.txt" && echo stay >"$1/d/stay.txt"' sh "$DW"
+fusers() { pgrep -u wardtest -f "^/usr/bin/(fuse2fs|fuse-overlayfs) .*$1" | tr '\n' ' '; }
+DOC=$(U "$WARD" doctor 2>&1)
+if grep -q '^ok  *disk ceiling  *fuse2fs' <<<"$DOC"; then
+	like "$DOC" "disk ceiling +fuse2fs: an ext4 image of that size, served in the keeper's user namespace; the workspace through fuse-overlayfs" \
+		"box disk: doctor says the disk ceiling is enforced, by fuse2fs and fuse-overlayfs"
+	B=$(U "$WARD" box create --persistent --disk 64M --workspace "$DW")
+	INFO=$(U "$WARD" box info "$B")
+	like "$INFO" '"disk_by":[[:space:]]*"fuse2fs: ' "box disk: box info says fuse2fs enforces it"
+	DAEMONS=$(fusers "$B")
+	is "$(wc -w <<<"$DAEMONS")" 2 "box disk: a fuse2fs and a fuse-overlayfs serve the box ($DAEMONS)"
+	like "$(U "$WARD" box exec "$B" -- 'df -P /workspace | tail -1' 2>&1)" "^fuse-overlayfs " "box disk: the box's /workspace is fuse-overlayfs"
+	unlike "$(U "$WARD" box exec "$B" -- 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline; echo; done' 2>&1)" "fuse" \
+		"box disk: no daemon of it is in the box's PID namespace"
+	OUT=$(U "$WARD" box exec "$B" -- 'dd if=/dev/zero of=/workspace/fill bs=1M count=100 conv=fsync 2>&1; df -Pk /workspace | awk "NR == 2 { print \"used\", \$3 }"; rm -f /workspace/fill' 2>&1)
+	like "$OUT" "No space left on device" "box disk: a fill of 100M into --disk 64M stops with ENOSPC in the box"
+	KB=$(sed -n 's/^used \([0-9]*\)$/\1/p' <<<"$OUT")
+	lt "${KB:-999999}" $((64 << 10)) "box disk: the workspace holds under 64M when it is full (${KB:-?} KiB)"
+	IMG=/home/wardtest/.local/state/ward/workspaces/$B.img
+	lt "$(du -k "$IMG" | cut -f1)" $(((64 << 10) + 1)) "box disk: the host's disk holds no more than the image ($(du -k "$IMG" | cut -f1) KiB)"
+	check "box disk: and the tree has no fill" test ! -e "$DW/fill"
+	like "$(U "$WARD" box exec "$B" -- 'dd if=/dev/zero of=/workspace/ten bs=1M count=10 conv=fsync status=none && stat -c "size %s" /workspace/ten && rm /workspace/ten' 2>&1)" \
+		"size $((10 << 20))" "twin: box disk: 10M within --disk 64M is written whole"
+	U "$WARD" box exec "$B" -- 'echo new >a.txt && echo fresh >new.txt && rm d/b.txt' >/dev/null 2>&1
+	# ward run --box over it: the session finds the box's changes (read
+	# through the keeper's namespace) for ward diff and ward apply.
+	serve tool
+	U env ANTHROPIC_API_KEY=sk-ant-fake "$WARD" run --provider anthropic --base-url "$URL" --model fake-model \
+		--workspace "$DW" --box "$B" --json "write a file" >"$T_TMP/fo" 2>"$T_TMP/fe" </dev/null
+	SID=$(tail -1 "$T_TMP/fo" | json session)
+	D=$(U "$WARD" diff "$SID" 2>&1)
+	like "$D" "^\+new\$" "box disk: ward diff shows the changed file"
+	like "$D" "^\+fresh\$" "box disk: and the new one"
+	like "$D" "^-bee\$" "box disk: and the deleted one"
+	unlike "$D" "\.wh\.|stay" "box disk: and nothing else (no .wh. entry)"
+	# --force: the changes were made before the run, so its base sees the
+	# tree's files as changed meanwhile (as root does).
+	U "$WARD" apply --force "$SID" >/dev/null 2>"$T_TMP/fe"
+	is "$(cat "$DW/a.txt" "$DW/new.txt"; ls -A "$DW/d")" "new
+fresh
+stay.txt" "box disk: ward apply makes the tree the box's (a.txt changed, new.txt made, d/b.txt gone)"
+	is "$(find "$DW" -name '.wh.*' | wc -l)" 0 "box disk: no .wh. entry reaches the tree"
+	U "$WARD" box destroy "$B"
+	for p in $DAEMONS; do check "box disk: destroy leaves no fuse2fs or fuse-overlayfs ($p)" gone "$p"; done
+	is "$(fusers "$B")" "" "box disk: none of the user's is left for the box"
+	is "$(grep -c "$B" /proc/mounts)" 0 "box disk: and no mount"
+	NB=$(U "$WARD" box create --persistent --disk 64M)
+	like "$(U "$WARD" box info "$NB")" '"disk_by":[[:space:]]*"not enforced' "twin: box disk: a box without a workspace layer says nothing enforces it"
+	is "$(fusers "$NB")" "" "twin: and nothing serves one"
+	U "$WARD" box destroy "$NB"
+else
+	like "$DOC" "disk ceiling +not enforced" "box disk: doctor says not enforced here ($(grep 'disk ceiling' <<<"$DOC"))"
+	for i in $(seq 23); do skip "no fuse2fs and fuse-overlayfs here"; done
+fi
+rm -rf "$DW"
 rm -rf "$WS"
 done_testing
