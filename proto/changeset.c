@@ -181,7 +181,7 @@ void changeset_reader_free(struct changeset_reader *r)
 /* rel beneath root, no symlink anywhere on the way (the last component
  * neither: O_NOFOLLOW with O_PATH opens a symlink as itself, and
  * O_DIRECTORY refuses it). */
-static int cs_open_beneath(int root, const char *rel, int flags)
+int changeset_open_beneath(int root, const char *rel, int flags)
 {
 	struct open_how how = { .flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
@@ -200,7 +200,7 @@ static int cs_parent(int root, char *path, const char **ret_base)
 		return fd < 0 ? -errno : fd;
 	}
 	*sl = 0;
-	int fd = cs_open_beneath(root, path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+	int fd = changeset_open_beneath(root, path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
 	*sl = '/';
 	*ret_base = sl + 1;
 	return fd;
@@ -450,7 +450,7 @@ int changeset_reader_finish(struct changeset_reader *r, struct changeset_stats *
 	 * it was made. */
 	for (size_t i = r->ndirs; i-- > 0;) {
 		const struct cs_dirmode *d = &r->dirs[i];
-		_cleanup_close_ int fd = cs_open_beneath(r->dirfd, d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		_cleanup_close_ int fd = changeset_open_beneath(r->dirfd, d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 		if (fd < 0 || fchmod(fd, d->mode) < 0)
 			return cs_fail(r, e, fd < 0 ? fd : -errno, "cannot set a directory's mode", d->path);
 		cs_times(fd, d->mtime_ns);

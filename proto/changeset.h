@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "base/buf.h"
@@ -92,6 +93,46 @@ int changeset_reader_feed(struct changeset_reader *r, const void *p, size_t n, s
  * half-read. Deferred directory modes are set. 0 or -errno, e set. */
 int changeset_reader_finish(struct changeset_reader *r, struct changeset_stats *ret, struct err *e);
 void changeset_reader_free(struct changeset_reader *r);
+
+/* rel beneath root (a directory fd), no symlink anywhere on the way, the
+ * last component neither (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS):
+ * a descriptor, or -errno. */
+int changeset_open_beneath(int root, const char *rel, int flags);
+
+/* The writer (proto/changeset-writer.c), the stream's one maker: the guest
+ * sends its workspace's upper with it, the host the upper it kept to a
+ * fresh guest. Each says how its upper's writer marks deletions and
+ * opaque directories (the kernel's overlayfs, fuse-overlayfs). */
+enum changeset_mark {
+	CHANGESET_MARK_NONE,		/* the entry itself */
+	CHANGESET_MARK_SKIP,		/* a mark of the upper's writer's own: not sent */
+	CHANGESET_MARK_WHITEOUT,	/* a deletion of the lower entry *gone names */
+};
+struct changeset_marks {
+	/* What name (lstat st) of a directory of the upper is; *gone is set
+	 * to the deleted name where it differs from name. */
+	enum changeset_mark (*entry)(void *arg, const char *name, const struct stat *st, const char **gone);
+	/* Whether the directory name of dfd (open at fd) hides the lower's. */
+	bool (*opaque)(void *arg, int dfd, const char *name, int fd);
+	void *arg;
+};
+struct changeset_writer;
+/* Walks the upper open at upper (the caller's, open while the writer is)
+ * into a list of its entries, preorder; m is kept. A regular file whose
+ * ctime precedes keep_before_ns is sent as 'k' (INT64_MIN: none is). An
+ * entry past a reader's bounds is left out and counted. 0, -E2BIG (more
+ * than CHANGESET_ENTRIES_MAX), -ENOMEM or -errno. */
+int changeset_writer_new(int upper, const struct changeset_marks *m, int64_t keep_before_ns,
+			 struct changeset_writer **ret);
+/* The stream's next bytes appended to b, up to its ceiling (b->cap, at
+ * least 3 * CHANGESET_PATH_MAX; b->alloc above it): 1 when the stream's
+ * end is in b (nothing is left), 0 when more is to come, or -errno. A
+ * file that shrank since it was walked is sent with zeros to the size its
+ * record gave. */
+int changeset_writer_fill(struct changeset_writer *w, struct buf *b);
+/* How many entries were left out, and the first of them. */
+uint64_t changeset_writer_skipped(const struct changeset_writer *w, const char **first);
+void changeset_writer_free(struct changeset_writer *w);
 
 /* A path as the reader takes it (its checks, for the guest to skip what
  * the host would refuse): 0 or -EINVAL. */

@@ -25,8 +25,6 @@
 
 #include <dirent.h>
 #include <stdlib.h>
-#include <sys/sysmacros.h>
-#include <sys/xattr.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -130,93 +128,17 @@ int vm_ws_image(const struct box_spec *s, char *out, size_t n, struct err *e)
  * them). The host wrote that upper; the guest trusts the host. */
 #define VM_WS_SEED_CHUNK (256u << 10)
 
-struct vm_ws_seed {
-	int chan;
-	enum wslayer_writer writer;	/* who wrote the host's upper (workspace/wslayer.h) */
-	struct buf b;
-};
-
-static int vm_ws_seed_flush(struct vm_ws_seed *w, bool last)
+/* The host's upper's marks, as its writer made them (workspace/wslayer.h). */
+static enum changeset_mark vm_ws_entry(void *arg, const char *name, const struct stat *st, const char **gone)
 {
-	int r = proto_send(w->chan, PROTO_CHANGES, last ? PROTO_F_EOF : 0, 0, w->b.data, w->b.len);
-	w->b.len = 0;
-	return r;
+	enum wslayer_kind k = wslayer_entry(*(enum wslayer_writer *)arg, name, st, gone);
+	return k == WSLAYER_MARK ? CHANGESET_MARK_SKIP : k == WSLAYER_WHITEOUT ? CHANGESET_MARK_WHITEOUT : CHANGESET_MARK_NONE;
 }
 
-static int vm_ws_seed_room(struct vm_ws_seed *w)
+static bool vm_ws_opaque(void *arg, int dfd, const char *name, int fd)
 {
-	return w->b.len + 2 * CHANGESET_PATH_MAX + 64 > VM_WS_SEED_CHUNK ? vm_ws_seed_flush(w, false) : 0;
-}
-
-static int vm_ws_seed_dir(struct vm_ws_seed *w, int dfd, const char *rel)
-{
-	int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
-	if (!d) {
-		if (d2 >= 0)
-			close(d2);
-		return -errno;
-	}
-	/* The duplicate shares the descriptor's offset: from the start. */
-	rewinddir(d);
-	int r = 0;
-	struct dirent *de;
-	while (r >= 0 && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		char path[CHANGESET_PATH_MAX + 2];
-		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", de->d_name) > CHANGESET_PATH_MAX)
-			continue;
-		struct stat st;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (r = vm_ws_seed_room(w)) < 0)
-			continue;
-		const char *tn;
-		enum wslayer_kind kind = wslayer_entry(w->writer, de->d_name, &st, &tn);
-		if (kind == WSLAYER_MARK)
-			continue;
-		if (kind == WSLAYER_WHITEOUT) {
-			if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", tn) <= CHANGESET_PATH_MAX)
-				r = changeset_put_whiteout(&w->b, path);
-			continue;
-		}
-		int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-		if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0)
-				continue;
-			bool opq = wslayer_opaque(w->writer, dfd, de->d_name);
-			r = changeset_put_dir(&w->b, path, st.st_mode & 07777, opq, mt);
-			if (r >= 0)
-				r = vm_ws_seed_dir(w, sub, path);
-		} else if (S_ISREG(st.st_mode)) {
-			_cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			r = changeset_put_file(&w->b, path, st.st_mode & 07777, mt, (uint64_t)st.st_size);
-			for (uint64_t left = (uint64_t)st.st_size; r >= 0 && left;) {
-				if (w->b.len >= VM_WS_SEED_CHUNK && (r = vm_ws_seed_flush(w, false)) < 0)
-					break;
-				size_t room = (size_t)MIN((uint64_t)(VM_WS_SEED_CHUNK - w->b.len), left);
-				ssize_t k = read(fd, w->b.data + w->b.len, room);
-				if (k <= 0) {
-					/* Shorter than it was: zeros to its size. */
-					memset(w->b.data + w->b.len, 0, room);
-					k = (ssize_t)room;
-				}
-				w->b.len += (size_t)k;
-				left -= (uint64_t)k;
-			}
-		} else if (S_ISLNK(st.st_mode)) {
-			char t[CHANGESET_PATH_MAX + 1];
-			ssize_t tl = readlinkat(dfd, de->d_name, t, sizeof(t));
-			if (tl <= 0 || (size_t)tl > CHANGESET_PATH_MAX)
-				continue;
-			t[tl] = 0;
-			r = changeset_put_link(&w->b, path, t);
-		}
-	}
-	closedir(d);
-	return r;
+	(void)fd;
+	return wslayer_opaque(*(enum wslayer_writer *)arg, dfd, name);
 }
 
 bool vm_ws_seed_wanted(const char *upper)
@@ -231,16 +153,20 @@ bool vm_ws_seed_wanted(const char *upper)
 
 int vm_ws_seed_send(int chan, const char *upper, struct err *e)
 {
-	struct vm_ws_seed w = { .chan = chan };
-	w.b = (struct buf){ .data = malloc(VM_WS_SEED_CHUNK + 1), .alloc = VM_WS_SEED_CHUNK + 1, .cap = VM_WS_SEED_CHUNK };
 	_cleanup_close_ int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r = !w.b.data ? -ENOMEM : fd < 0 ? -errno : changeset_put_magic(&w.b);
-	if (r >= 0)
-		w.writer = wslayer_writer_of(fd);
-	if (r >= 0)
-		r = vm_ws_seed_dir(&w, fd, "");
-	if (r >= 0 && (r = vm_ws_seed_room(&w)) >= 0 && (r = changeset_put_end(&w.b)) >= 0)
-		r = vm_ws_seed_flush(&w, true);
-	free(w.b.data);
+	if (fd < 0)
+		return err_setc(e, -errno, "cannot open the workspace's changes %s for the new box", upper);
+	enum wslayer_writer writer = wslayer_writer_of(fd);
+	const struct changeset_marks marks = { .entry = vm_ws_entry, .opaque = vm_ws_opaque, .arg = &writer };
+	struct changeset_writer *w = NULL;
+	struct buf b = { .data = malloc(VM_WS_SEED_CHUNK + 1), .alloc = VM_WS_SEED_CHUNK + 1, .cap = VM_WS_SEED_CHUNK };
+	int r = !b.data ? -ENOMEM : changeset_writer_new(fd, &marks, INT64_MIN, &w);
+	for (int last = 0; r >= 0 && !last;) {
+		b.len = 0;
+		if ((r = last = changeset_writer_fill(w, &b)) >= 0)
+			r = proto_send(chan, PROTO_CHANGES, last ? PROTO_F_EOF : 0, 0, b.data, b.len);
+	}
+	changeset_writer_free(w);
+	free(b.data);
 	return r < 0 ? err_setc(e, r, "cannot send the workspace's changes %s to the new box", upper) : 0;
 }

@@ -112,6 +112,31 @@ like "$("$WARD" box info "$RB")" '"loses":.*"every process' "--rw twin: its hibe
 is "$(cat "$RWS/live.txt" 2>/dev/null)" live "--rw: the box writes the tree itself"
 "$WARD" box destroy "$RB" >/dev/null 2>&1
 
+# The seed: a session's changes outlive its box. A second run of the same
+# session (--resume) gets a new box, which starts from the changes the
+# host kept: the host sends them to the fresh guest (proto/changeset-writer.c)
+# before it mounts the workspace's overlay.
+SWS=$T_TMP/sws
+mkdir -p "$SWS/sub"
+echo keep >"$SWS/a.txt"; echo del >"$SWS/b.txt"; echo s >"$SWS/sub/s.txt"
+cat >"$T_TMP/seed1.json" <<'EOF2'
+{"turns":[{"text":"change","tools":[{"name":"bash","input":{"command":"cd /workspace && echo one >new.txt && rm b.txt && rm -r sub && mkdir sub && echo n >sub/n.txt && ln -s a.txt l && echo done1"}}]},{"text":"done"}]}
+EOF2
+# A replay answers by the conversation's turn: the first run's two come first.
+cat >"$T_TMP/seed2.json" <<'EOF2'
+{"turns":[{"text":"change","tools":[]},{"text":"done"},{"text":"look","tools":[{"name":"bash","input":{"command":"cd /workspace && echo \"new=$(cat new.txt) b=$(ls b.txt 2>&1 | grep -c 'No such') sub=$(ls sub | tr '\\n' ,) l=$(readlink l)\""}}]},{"text":"done"}]}
+EOF2
+"$WARD" run --json --backend vm --image ward-test/python --workspace "$SWS" \
+	--model "replay:$T_TMP/seed1.json" change >"$T_TMP/seed1.out" 2>"$T_TMP/seed1.err"
+is "$?" 0 "seed: a first run changes the workspace in its vm box"
+SS=$(tail -1 "$T_TMP/seed1.out" | json session)
+"$WARD" run --json --backend vm --image ward-test/python --resume "$SS" \
+	--model "replay:$T_TMP/seed2.json" look >"$T_TMP/seed2.out" 2>"$T_TMP/seed2.err"
+is "$?" 0 "seed: the session resumed, in a new vm box"
+like "$(cat "$T_TMP/seed2.out")" "new=one b=1 sub=n.txt, l=a.txt" \
+	"the new box starts from the kept changes: a new file, a deletion, a directory made anew (opaque), a symlink"
+[ "$(cat "$SWS/b.txt" 2>/dev/null)" = del ] && [ ! -e "$SWS/new.txt" ]; ok $? "and the host's tree is untouched"
+
 "$WARD" box destroy "$B"
 [ ! -e "$DISK" ] && [ ! -e "$DISK.ws" ]; ok $? "destroy removes the box's disk and its workspace image"
 done_testing

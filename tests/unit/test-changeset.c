@@ -4,7 +4,9 @@
  * a truncated stream, too many entries, an entry made twice) leaves
  * nothing outside the target, and each has a positive twin that is
  * applied. Streams are fed a few bytes at a time, so every record's head
- * and data cross a feed's edge. */
+ * and data cross a feed's edge. The writer (the guest's and the host's
+ * seed's) is read back by the reader: what it walked arrives whole,
+ * marks as the marks say, what a reader would refuse left out. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -390,6 +392,150 @@ static void test_keep(void)
 	buf_free(&b);
 }
 
+/* The writer's marks in the tests: fuse-overlayfs's .wh. names (a
+ * whiteout, and the opaque marker skipped), and user.test.opaque. */
+static enum changeset_mark tw_entry(void *arg, const char *name, const struct stat *st, const char **gone)
+{
+	(void)arg;
+	(void)st;
+	if (!strcmp(name, ".wh..wh..opq"))
+		return CHANGESET_MARK_SKIP;
+	if (!strncmp(name, ".wh.", 4)) {
+		*gone = name + 4;
+		return CHANGESET_MARK_WHITEOUT;
+	}
+	return CHANGESET_MARK_NONE;
+}
+
+static bool tw_opaque(void *arg, int dfd, const char *name, int fd)
+{
+	(void)arg;
+	(void)dfd;
+	(void)name;
+	char v[4] = "";
+	return fgetxattr(fd, "user.test.opaque", v, sizeof(v)) == 1 && v[0] == 'y';
+}
+
+static const struct changeset_marks tw_marks = { .entry = tw_entry, .opaque = tw_opaque };
+
+static void tw_file(const char *dir, const char *rel, const char *data, size_t n)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	fdio_write_full(fd, data, n);
+}
+
+/* The whole stream of upper through the writer, in chunks of cap bytes
+ * (how many in *chunks): 0 or -errno. */
+static int tw_stream(int ufd, int64_t keep_before, size_t cap, struct buf *out, int *chunks, uint64_t *skipped)
+{
+	struct changeset_writer *w = NULL;
+	int r = changeset_writer_new(ufd, &tw_marks, keep_before, &w);
+	const char *first = "";
+	*skipped = r < 0 ? 0 : changeset_writer_skipped(w, &first);
+	struct buf b = { .data = malloc(cap + 1), .alloc = cap + 1, .cap = cap };
+	for (*chunks = 0; r == 0; ++*chunks) {
+		b.len = 0;
+		r = changeset_writer_fill(w, &b);
+		if (r >= 0 && b.len > cap)
+			r = -EOVERFLOW;
+		if (r >= 0)
+			buf_append(out, b.data, b.len);
+	}
+	free(b.data);
+	changeset_writer_free(w);
+	return r < 0 ? r : 0;
+}
+
+static void test_writer(void)
+{
+	char up[PATH_MAX], p[PATH_MAX * 2];
+	snprintf(up, sizeof(up), "%s/upper", root);
+	mkdir(up, 0755);
+	snprintf(p, sizeof(p), "%s/a", up);
+	mkdir(p, 0750);
+	setxattr(p, "user.test.opaque", "y", 1, 0);
+	tw_file(up, "a/f", "hello\n", 6);
+	tw_file(up, "a/.wh..wh..opq", "", 0);
+	tw_file(up, ".wh.gone", "", 0);
+	size_t bign = 700u << 10;
+	char *data = malloc(bign);
+	for (size_t i = 0; i < bign; i++)
+		data[i] = (char)('a' + i % 23);
+	tw_file(up, "big", data, bign);
+	snprintf(p, sizeof(p), "%s/l", up);
+	symlink("../elsewhere", p);
+	snprintf(p, sizeof(p), "%s/fifo", up);
+	mkfifo(p, 0644);
+	/* A directory deeper than a reader takes: left out, and counted. */
+	int pl = snprintf(p, sizeof(p), "%s", up);
+	for (int i = 0; i < CHANGESET_DEPTH_MAX + 1; i++) {
+		pl += snprintf(p + pl, sizeof(p) - (size_t)pl, "/d");
+		mkdir(p, 0755);
+	}
+	_cleanup_close_ int ufd = open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	struct buf s = { 0 };
+	buf_init(&s, 64u << 20);
+	int chunks = 0;
+	uint64_t skipped = 0;
+	size_t cap = 3 * CHANGESET_PATH_MAX + 1024;
+	int r = tw_stream(ufd, INT64_MIN, cap, &s, &chunks, &skipped);
+	ok(r == 0 && chunks > (int)(bign / cap), "the writer streams the upper in %d chunks of at most %zu bytes", chunks, cap);
+	ok(skipped == 1, "a directory past the depth a reader takes is left out and counted (%llu)", (unsigned long long)skipped);
+	ok(run_lim(&s, &big, 4096) == 0, "the reader takes the writer's stream (%s)", msg);
+	ok(is_file("a/f", "hello\n", 0640), "a file arrives with its bytes and mode");
+	char *got = NULL;
+	size_t gotn = 0;
+	snprintf(p, sizeof(p), "%s/big", target);
+	ok(fdio_read_file(AT_FDCWD, p, 1 << 20, &got, &gotn) == 0 && gotn == bign && !memcmp(got, data, bign),
+	   "a file larger than a chunk arrives whole (%zu bytes)", gotn);
+	free(got);
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/gone", target);
+	ok(lstat(p, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0) && !exists(".wh.gone"),
+	   "a .wh. name the marks call a whiteout arrives as the deletion of its name");
+	char v[4] = "";
+	snprintf(p, sizeof(p), "%s/a", target);
+	ok(getxattr(p, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y' && !exists("a/.wh..wh..opq"),
+	   "an opaque directory arrives opaque, its marker left out");
+	char t[64] = "";
+	snprintf(p, sizeof(p), "%s/l", target);
+	ok(readlink(p, t, sizeof(t) - 1) > 0 && !strcmp(t, "../elsewhere"), "a symlink arrives as itself");
+	char deep[2 * CHANGESET_DEPTH_MAX + 8] = "d";
+	for (int i = 1; i < CHANGESET_DEPTH_MAX; i++)
+		strcat(deep, "/d");
+	bool at_depth = exists(deep);
+	strcat(deep, "/d");
+	ok(!exists("fifo") && at_depth && !exists(deep), "a FIFO and a path deeper than a reader takes are not in the stream");
+
+	/* Files unchanged since a sync are sent as 'k': the reader links them
+	 * from that sync's copy. */
+	char prev[PATH_MAX];
+	snprintf(prev, sizeof(prev), "%s/prev", root);
+	rename(target, prev);
+	mkdir(target, 0700);
+	buf_free(&s);
+	buf_init(&s, 64u << 20);
+	r = tw_stream(ufd, INT64_MAX, cap, &s, &chunks, &skipped);
+	_cleanup_close_ int dfd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int pfd = open(prev, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct changeset_reader *rd = NULL;
+	struct changeset_stats cs = { 0 };
+	struct err e = { 0 };
+	if (r == 0 && (r = changeset_reader_new(dfd, pfd, &big, &rd)) == 0 &&
+	    (r = changeset_reader_feed(rd, s.data, s.len, &e)) == 0)
+		r = changeset_reader_finish(rd, &cs, &e);
+	changeset_reader_free(rd);
+	ok(r == 0 && cs.kept == 2 && cs.files == 0 && s.len < bign / 10 && is_file("a/f", "hello\n", 0640),
+	   "files older than the last sync are kept, not sent (%llu kept, %zu bytes)", (unsigned long long)cs.kept, s.len);
+	buf_free(&s);
+	free(data);
+	state_rm_rf(prev);
+	state_rm_rf(up);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root))
@@ -416,6 +562,7 @@ int main(void)
 	test_entries();
 	test_twice();
 	test_keep();
+	test_writer();
 	state_rm_rf(root);
 	return tap_done();
 }
