@@ -9,34 +9,17 @@ backend given. Prints one line per backend:
 
 usage: net.py WARD WORKDIR BACKEND...
 """
-import json
 import os
 import statistics
 import subprocess
 import sys
 import time
 
+import netserve
+
 ward, work, backends = sys.argv[1], sys.argv[2], sys.argv[3:]
-root = os.path.join(work, "netroot")
-os.makedirs(root, exist_ok=True)
-with open(os.path.join(root, "big"), "wb") as f:
-    f.truncate(100 << 20)
-open(os.path.join(root, "small"), "w").write("x" * 512)
-ports = os.path.join(work, "netports")
-if os.path.exists(ports):
-    os.unlink(ports)
-d = os.path.join(work, "netcert")
-os.makedirs(d, exist_ok=True)
-q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", d + "/k.pem", "-out", d + "/c.pem", "-days", "1", "-subj", "/CN=bench.test"], **q)
-srv = subprocess.Popen(["python3", "tests/net-servers.py", "--root", root, "--cert", d + "/c.pem", "--key",
-                        d + "/k.pem", "--ports", ports, "--abstract", "ward-bench-%d" % os.getpid()])
-for _ in range(200):
-    if os.path.exists(ports):
-        break
-    time.sleep(0.05)
-http = json.load(open(ports))["http"]
+srv, ports, d = netserve.start(work, "net", ['bench.test'])
+http = ports["http"]
 
 # Fresh connections, one small GET each; the client is the same script on
 # both sides, only the address differs (the proxy's takes absolute-form).

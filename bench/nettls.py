@@ -12,35 +12,17 @@ Prints one line:
 
 usage: nettls.py WARD WORKDIR
 """
-import json
 import os
 import statistics
 import subprocess
 import sys
 import time
 
+import netserve
+
 ward, work = sys.argv[1], sys.argv[2]
-root = os.path.join(work, "tlsroot")
-os.makedirs(root, exist_ok=True)
-with open(os.path.join(root, "big"), "wb") as f:
-    f.truncate(100 << 20)
-open(os.path.join(root, "small"), "w").write("x" * 512)
-ports = os.path.join(work, "tlsports")
-if os.path.exists(ports):
-    os.unlink(ports)
-d = os.path.join(work, "tlscert")
-os.makedirs(d, exist_ok=True)
-q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", d + "/k.pem", "-out", d + "/c.pem", "-days", "1", "-subj", "/CN=tunnel.test",
-                "-addext", "subjectAltName=DNS:tunnel.test,DNS:term.test"], **q)
-srv = subprocess.Popen(["python3", "tests/net-servers.py", "--root", root, "--cert", d + "/c.pem", "--key",
-                        d + "/k.pem", "--ports", ports, "--abstract", "ward-bench-tls-%d" % os.getpid()])
-for _ in range(200):
-    if os.path.exists(ports):
-        break
-    time.sleep(0.05)
-port = json.load(open(ports))["https"]
+srv, ports, d = netserve.start(work, "tls", ['tunnel.test', 'term.test'])
+port = ports["https"]
 
 # Fresh connections, one small GET each, through the proxy (CONNECT, then
 # TLS inside) or directly, to each target in turn (VIA HOST CAFILE, CA the
