@@ -13,6 +13,7 @@
 #include "sandbox/box.h"
 #include "sandbox/vmimage.h"
 #include "workspace/layers.h"
+#include "workspace/blank.h"
 #include "sandbox/hostview.h"
 #include "sandbox/spawn-env.h"
 #include "sandbox/vm-int.h"
@@ -99,7 +100,7 @@ int vm_available(struct err *e)
 	char q[PATH_MAX], vz[PATH_MAX], kver[128];
 	if (!vm_qemu_path(q, sizeof(q)))
 		return err_set(e, -ENOENT, "%s is not installed (apt-get install qemu-system-x86)", VM_QEMU);
-	if (!layers_mkfs())
+	if (!blank_mkfs())
 		return err_set(e, -ENOENT, "mkfs.ext4 is missing (apt-get install e2fsprogs): a vm box's own disk is ext4");
 	return vmimage_kernel(vz, sizeof(vz), kver, sizeof(kver), e);
 }

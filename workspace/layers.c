@@ -1,10 +1,10 @@
 #include "workspace/layers.h"
+#include "workspace/blank.h"
 #include "workspace/layersfuse.h"
 #include "workspace/wslayer.h"
 #include "base/fdio.h"
 #include "base/state.h"
 #include "base/cleanup.h"
-#include "base/child.h"
 #include "base/timeutil.h"
 
 #include <dirent.h>
@@ -19,22 +19,11 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define LAYERS_FUSE_BY                                                                                    \
 	"fuse2fs: an ext4 image of that size, served in the keeper's user namespace; the workspace through " \
 	"fuse-overlayfs (the box's changes to its root are not capped)"
-
-static const char *const layers_mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
-
-const char *layers_mkfs(void)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(layers_mkfs_paths); i++)
-		if (access(layers_mkfs_paths[i], X_OK) == 0)
-			return layers_mkfs_paths[i];
-	return NULL;
-}
 
 bool layers_disk_capable(char *why, size_t n)
 {
@@ -58,7 +47,7 @@ bool layers_disk_capable(char *why, size_t n)
 		snprintf(why, n, "not enforced: no /dev/loop-control (loop devices) on this machine");
 		return false;
 	}
-	if (!layers_mkfs()) {
+	if (!blank_mkfs()) {
 		snprintf(why, n, "not enforced: mkfs.ext4 is missing (apt-get install e2fsprogs)");
 		return false;
 	}
@@ -97,18 +86,6 @@ static bool layers_dir_empty(const char *dir)
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/upper", dir);
 	return access(p, F_OK) < 0;
-}
-
-static int layers_run_mkfs(const char *image)
-{
-	/* Lazy inode tables and journal: a 10 GiB image is made in
-	 * milliseconds and a few MiB of the host's disk. */
-	char *argv[] = { (char *)layers_mkfs(), "-q", "-F", "-m", "0", "-L", "ward-layers", "-E",
-			 "lazy_itable_init=1,lazy_journal_init=1,nodiscard", (char *)image, NULL };
-	int st = child_wait(argv, NULL, 0);
-	if (st < 0)
-		return st;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
 /* Attach the image to a free loop device (released when the file system
@@ -187,9 +164,8 @@ static int layers_hold(const char *dir, uint64_t create, struct err *e)
 				r = err_setc(e, -errno, "cannot create %s", dir);
 			else if (st.st_size == 0 && !layers_dir_empty(dir))
 				r = -EEXIST;	/* layers from before the cap: never hidden under a mount */
-			else if (st.st_size == 0 &&
-				 (r = ftruncate(fd, (off_t)create) < 0 ? -errno : layers_run_mkfs(image)) < 0)
-				err_setc(e, r, "cannot make the layers image %s (mkfs.ext4)", image);
+			else if (st.st_size == 0 && (r = blank_copy_into(fd, create, "ward-layers", e)) < 0)
+				err_wrap(e, "cannot make the layers image %s", image);
 			if (r >= 0 && (r = layers_mount(image, dir)) < 0)
 				err_setc(e, r, "cannot mount the layers image %s on %s", image, dir);
 			if (r < 0 && st.st_size == 0)

@@ -88,7 +88,5 @@ void layers_sweep(void);
 int layers_view(struct layers *l, const char *lower, const char *mp, struct err *e);
 /* End l's view (its fuse-overlayfs), if any. */
 void layers_view_end(struct layers *l);
-/* mkfs.ext4, where it is installed, or NULL. */
-const char *layers_mkfs(void);
 /* Can this process cap a workspace's disk here? why says how, or why not. */
 bool layers_disk_capable(char *why, size_t n);

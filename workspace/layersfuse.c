@@ -1,5 +1,6 @@
 #include "workspace/layersfuse.h"
 #include "workspace/layers.h"
+#include "workspace/blank.h"
 #include "base/cleanup.h"
 #include "base/child.h"
 #include "base/fdio.h"
@@ -41,7 +42,7 @@ bool layersfuse_capable(char *why, size_t n)
 		snprintf(why, n, "fuse2fs is missing (apt-get install fuse2fs)");
 		return false;
 	}
-	if (!layers_mkfs()) {
+	if (!blank_mkfs()) {
 		snprintf(why, n, "mkfs.ext4 is missing (apt-get install e2fsprogs)");
 		return false;
 	}
@@ -71,7 +72,7 @@ int layersfuse_mkfs(const char *image, uint64_t size, struct err *e)
 	char ext[96];
 	snprintf(ext, sizeof(ext), "lazy_itable_init=1,nodiscard,root_owner=%u:%u", (unsigned)geteuid(),
 		 (unsigned)getegid());
-	char *argv[] = { (char *)layers_mkfs(), "-q", "-F", "-m", "0", "-O", "^has_journal", "-L", "ward-layers", "-E",
+	char *argv[] = { (char *)blank_mkfs(), "-q", "-F", "-m", "0", "-O", "^has_journal", "-L", "ward-layers", "-E",
 			 ext, (char *)image, NULL };
 	int st = child_wait(argv, NULL, 0);
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)

@@ -76,7 +76,7 @@ int main(void)
 	   "which holds nothing of the first box's");
 	if (fd >= 0)
 		close(fd);
-	snprintf(s, sizeof(s), "%s/ward/images/disk-%llu.ext4", cache, (unsigned long long)size);
+	snprintf(s, sizeof(s), "%s/ward/blanks/ward-disk-%llu.ext4", cache, (unsigned long long)size);
 	ok(access(s, R_OK) == 0, "both are copies of one blank per size, in the cache");
 	snprintf(s, sizeof(s), "%s/disks/b.img.tmp", dir);
 	ok(access(s, F_OK) < 0, "and no temporary file is left");
