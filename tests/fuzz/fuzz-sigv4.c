@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (buf_append(&b, p, size) == 0) {
 		struct net_sigv4_keys k = { .ph_key = PH, .ph_secret = PH, .ph_token = PH, .key = "AKIDREAL",
 					    .secret = "real/secret", .token = "REALTOKEN" };
-		r = net_sigv4_resign(&b, &k, NET_SIGV4_EMPTY_HASH, why, sizeof(why));
+		r = net_sigv4_resign(&b, &k, NET_SIGV4_EMPTY_HASH, NULL, why, sizeof(why));
 		if (r != 1 && r != 0 && r != -EPERM && r != -EBADMSG && r != -ENOBUFS)
 			abort();
 		if (r != 1 && (b.len != size || (size && memcmp(b.data, p, size))))
