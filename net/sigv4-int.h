@@ -5,6 +5,29 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/buf.h"
+
+/* A head's lines at most. */
+#define SIGV4_LINES 128
+
+/* The head's lines: the request line, then "Name: value" each. */
+struct sigv4_line {
+	const char *p;
+	size_t n;	/* without the CRLF */
+};
+/* head's lines up to the blank one, at most max: how many. */
+size_t sigv4_lines_of(const char *head, size_t n, struct sigv4_line *l, size_t max);
+/* The request line's method and target (an absolute target's path and
+ * query): 0, or -EBADMSG. */
+int sigv4_request_line(const struct sigv4_line *l, const char **m, size_t *ml, const char **t, size_t *tl);
+/* Each byte encoded once, canonically: an unreserved byte as itself (a
+ * %XX of one decoded), every other as %XX in capitals; '/' kept where a
+ * path's separator. */
+int sigv4_enc_once(struct buf *o, const char *p, size_t n, bool path);
+/* How many times the query q[0..n) has name (exactly, as AWS's names are
+ * matched); the first one's value (as it is, encoded) in ret_*. */
+int sigv4_query_param(const char *q, size_t n, const char *name, const char **ret_v, size_t *ret_vn);
+
 /* r, with why[wn] saying why. */
 static inline int sigv4_why(char *why, size_t wn, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static inline int sigv4_why(char *why, size_t wn, int r, const char *fmt, ...)

@@ -11,6 +11,7 @@
 
 #include "base/cleanup.h"
 #include "net/sigv4-int.h"
+#include "net/sigv4-query.h"
 
 #define SIGV4_MAX_PARAMS 256
 #define SIGV4_MAX_SEGMENTS 256
@@ -59,10 +60,7 @@ static int put_pct(struct buf *o, unsigned char b)
 	return buf_append(o, t, 3);
 }
 
-/* Each byte encoded once, canonically: an unreserved byte as itself (a
- * %XX of one decoded), every other as %XX in capitals; '/' kept where a
- * path's separator. */
-static int enc_once(struct buf *o, const char *p, size_t n, bool path)
+int sigv4_enc_once(struct buf *o, const char *p, size_t n, bool path)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)p[i];
@@ -137,8 +135,9 @@ static int param_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->value, y->value);
 }
 
-/* name=value pairs, each encoded once, sorted by name then value. */
-static int query_canonical(struct buf *o, const char *q, size_t n)
+/* name=value pairs, each encoded once, sorted by name then value; a
+ * presigned URL's X-Amz-Signature left out (skip_sig). */
+static int query_canonical(struct buf *o, const char *q, size_t n, bool skip_sig)
 {
 	struct param pr[SIGV4_MAX_PARAMS];
 	size_t np = 0;
@@ -155,19 +154,23 @@ static int query_canonical(struct buf *o, const char *q, size_t n)
 		size_t j = i;
 		while (j < n && q[j] != '&')
 			j++;
+		const char *eq = memchr(q + i, '=', j - i);
+		size_t nl = eq ? (size_t)(eq - q - i) : j - i;
+		if (skip_sig && nl == 15 && !memcmp(q + i, "X-Amz-Signature", 15)) {
+			i = j + 1;
+			continue;
+		}
 		if (j > i) {
-			const char *eq = memchr(q + i, '=', j - i);
-			size_t nl = eq ? (size_t)(eq - q - i) : j - i;
 			if (np == SIGV4_MAX_PARAMS) {
 				r = -ENOBUFS;
 				break;
 			}
 			size_t at = all.len;
-			r = enc_once(&all, q + i, nl, false);
+			r = sigv4_enc_once(&all, q + i, nl, false);
 			r = r ?: buf_append(&all, "", 1);
 			size_t vat = all.len;
 			if (eq)
-				r = r ?: enc_once(&all, eq + 1, (size_t)(q + j - eq - 1), false);
+				r = r ?: sigv4_enc_once(&all, eq + 1, (size_t)(q + j - eq - 1), false);
 			r = r ?: buf_append(&all, "", 1);
 			pr[np].name = all.data + at;
 			pr[np++].value = all.data + vat;
@@ -183,13 +186,7 @@ static int query_canonical(struct buf *o, const char *q, size_t n)
 	return r;
 }
 
-/* The head's lines: the request line, then "Name: value" each. */
-struct line {
-	const char *p;
-	size_t n;	/* without the CRLF */
-};
-
-static size_t lines_of(const char *head, size_t n, struct line *l, size_t max)
+size_t sigv4_lines_of(const char *head, size_t n, struct sigv4_line *l, size_t max)
 {
 	size_t k = 0;
 	for (const char *p = head, *end = head + n; p < end && k < max;) {
@@ -198,14 +195,14 @@ static size_t lines_of(const char *head, size_t n, struct line *l, size_t max)
 		size_t cl = ll && p[ll - 1] == '\r' ? ll - 1 : ll;
 		if (!cl)
 			break;	/* the blank line */
-		l[k++] = (struct line){ p, cl };
+		l[k++] = (struct sigv4_line){ p, cl };
 		p += ll + 1;
 	}
 	return k;
 }
 
 /* A header line named name (lowercase): its value's start and length. */
-static bool line_is(const struct line *l, const char *name, const char **v, size_t *vn)
+static bool line_is(const struct sigv4_line *l, const char *name, const char **v, size_t *vn)
 {
 	size_t nl = strlen(name);
 	if (l->n <= nl || l->p[nl] != ':' || strncasecmp(l->p, name, nl))
@@ -220,9 +217,7 @@ static bool line_is(const struct line *l, const char *name, const char **v, size
 	return true;
 }
 
-#define SIGV4_LINES 128
-
-static bool find(const struct line *l, size_t nl, const char *name, const char **v, size_t *vn)
+static bool find(const struct sigv4_line *l, size_t nl, const char *name, const char **v, size_t *vn)
 {
 	for (size_t i = 1; i < nl; i++)
 		if (line_is(&l[i], name, v, vn))
@@ -230,8 +225,7 @@ static bool find(const struct line *l, size_t nl, const char *name, const char *
 	return false;
 }
 
-/* The request line's method and target (an absolute target's path). */
-static int request_line(const struct line *l, const char **m, size_t *ml, const char **t, size_t *tl)
+int sigv4_request_line(const struct sigv4_line *l, const char **m, size_t *ml, const char **t, size_t *tl)
 {
 	const char *sp = memchr(l->p, ' ', l->n);
 	if (!sp)
@@ -259,6 +253,23 @@ static int request_line(const struct line *l, const char **m, size_t *ml, const 
 	*t = tp;
 	*tl = n;
 	return 0;
+}
+
+int sigv4_query_param(const char *q, size_t n, const char *name, const char **ret_v, size_t *ret_vn)
+{
+	size_t nl0 = strlen(name);
+	int k = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && q[j] != '&')
+			j++;
+		if (j - i > nl0 && q[i + nl0] == '=' && !memcmp(q + i, name, nl0) && !k++) {
+			*ret_v = q + i + nl0 + 1;
+			*ret_vn = j - i - nl0 - 1;
+		}
+		i = j + 1;
+	}
+	return k;
 }
 
 int net_sigv4_hash_hex(const void *p, size_t n, char out[65])
@@ -366,7 +377,7 @@ int net_sigv4_auth_parse(const char *v, size_t n, struct net_sigv4_auth *ret, ch
 
 /* A header's values, each trimmed with its runs of blanks made one
  * space, joined by ','. */
-static int header_canonical(struct buf *o, const struct line *l, size_t nl, const char *name)
+static int header_canonical(struct buf *o, const struct sigv4_line *l, size_t nl, const char *name)
 {
 	bool any = false;
 	for (size_t i = 1; i < nl; i++) {
@@ -391,15 +402,20 @@ static int header_canonical(struct buf *o, const struct line *l, size_t nl, cons
 int net_sigv4_signature(const char *head, size_t n, const struct net_sigv4_auth *a, const char *secret,
 			const char *body_hash, enum net_sigv4_path pm, char out[65], char *why, size_t wn)
 {
-	struct line l[SIGV4_LINES];
-	size_t nl = lines_of(head, n, l, SIGV4_LINES);
+	struct sigv4_line l[SIGV4_LINES];
+	size_t nl = sigv4_lines_of(head, n, l, SIGV4_LINES);
 	const char *m, *t, *v;
 	size_t ml, tl, vn;
-	if (!nl || request_line(&l[0], &m, &ml, &t, &tl) < 0)
+	if (!nl || sigv4_request_line(&l[0], &m, &ml, &t, &tl) < 0)
 		return sigv4_why(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
 	char amzdate[17], ph[65];
-	if (!find(l, nl, "x-amz-date", &v, &vn) || vn != 16 || strncmp(v, a->date, 8))
-		return sigv4_why(why, wn, -EBADMSG, "a SigV4 request needs x-amz-date, of its Credential's day");
+	const char *qm = memchr(t, '?', tl);
+	size_t pl = qm ? (size_t)(qm - t) : tl;
+	bool dated = a->query ? qm && sigv4_query_param(qm + 1, tl - pl - 1, "X-Amz-Date", &v, &vn) == 1
+			      : find(l, nl, "x-amz-date", &v, &vn);
+	if (!dated || vn != 16 || strncmp(v, a->date, 8))
+		return sigv4_why(why, wn, -EBADMSG, a->query ? "a presigned URL needs one X-Amz-Date, of its Credential's day" :
+			       "a SigV4 request needs x-amz-date, of its Credential's day");
 	memcpy(amzdate, v, 16);
 	amzdate[16] = 0;
 	if (find(l, nl, "x-amz-content-sha256", &v, &vn)) {
@@ -409,20 +425,20 @@ int net_sigv4_signature(const char *head, size_t n, const struct net_sigv4_auth 
 				       "STREAMING-UNSIGNED-PAYLOAD-TRAILER, or the body whole");
 		memcpy(ph, v, vn);
 		ph[vn] = 0;
+	} else if (a->query && !strcmp(a->service, "s3")) {
+		snprintf(ph, sizeof(ph), "UNSIGNED-PAYLOAD");	/* S3's presigned URLs' */
 	} else if (body_hash) {
 		snprintf(ph, sizeof(ph), "%s", body_hash);
 	} else {
 		return sigv4_why(why, wn, -EBADMSG, "a SigV4 request with a body needs x-amz-content-sha256 here");
 	}
-	const char *qm = memchr(t, '?', tl);
-	size_t pl = qm ? (size_t)(qm - t) : tl;
 	struct buf c;
 	buf_init(&c, SIGV4_CREQ_MAX);
 	int r = buf_append(&c, m, ml);
 	r = r ?: buf_append(&c, "\n", 1);
-	r = r ?: (pm == NET_SIGV4_PATH_S3 ? enc_once(&c, t, pl, true) : path_normalised(&c, t, pl));
+	r = r ?: (pm == NET_SIGV4_PATH_S3 ? sigv4_enc_once(&c, t, pl, true) : path_normalised(&c, t, pl));
 	r = r ?: buf_append(&c, "\n", 1);
-	r = r ?: (qm ? query_canonical(&c, qm + 1, tl - pl - 1) : 0);
+	r = r ?: (qm ? query_canonical(&c, qm + 1, tl - pl - 1, a->query) : 0);
 	r = r ?: buf_append(&c, "\n", 1);
 	for (const char *s = a->signed_headers; r == 0 && *s;) {
 		size_t k = strcspn(s, ";");
@@ -532,17 +548,23 @@ static bool query_has_cred(const char *q, size_t n)
 int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const char *body_hash,
 		     struct net_sigv4_seed *ret_seed, char *why, size_t wn)
 {
-	struct line l[SIGV4_LINES];
-	size_t nl = lines_of(head->data, head->len, l, SIGV4_LINES);
+	struct sigv4_line l[SIGV4_LINES];
+	size_t nl = sigv4_lines_of(head->data, head->len, l, SIGV4_LINES);
 	const char *m, *t;
 	size_t ml, tl;
-	if (!nl || request_line(&l[0], &m, &ml, &t, &tl) < 0)
+	if (!nl || sigv4_request_line(&l[0], &m, &ml, &t, &tl) < 0)
 		return sigv4_why(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
 	const char *qm = memchr(t, '?', tl);
-	if (qm && query_has_cred(qm + 1, tl - (size_t)(qm + 1 - t))) {
+	size_t qn = qm ? tl - (size_t)(qm + 1 - t) : 0;
+	if (qm && net_sigv4_query_is_presigned(qm + 1, qn)) {
+		if (ret_seed)
+			ret_seed->kind = NET_SIGV4_WHOLE;
+		return net_sigv4_query_resign(head, k, body_hash, why, wn);
+	}
+	if (qm && query_has_cred(qm + 1, qn)) {
 		if (memmem(t, tl, k->ph_key, strlen(k->ph_key)))
-			return sigv4_why(why, wn, -EBADMSG, "a presigned URL made with the placeholder key is not re-signed; "
-				       "sign the request's headers (Authorization) instead");
+			return sigv4_why(why, wn, -EBADMSG, "a SigV2 presigned URL made with the placeholder key is not "
+				       "re-signed; sign it with SigV4");
 		return sigv4_why(why, wn, -EPERM, "a presigned URL (a credential in its query that is not the placeholder's)");
 	}
 	size_t ia = 0, it = 0;

@@ -6,7 +6,7 @@
  * header form (Authorization: AWS4-HMAC-SHA256 ...) is taken, with a whole
  * payload hash (x-amz-content-sha256, UNSIGNED-PAYLOAD, or the body's) or
  * one of S3's streaming payloads (net/sigv4-stream.h: the seed it chains
- * from is handed out here); presigned query strings are not. */
+ * from is handed out here); and presigned URLs (net/sigv4-query.h). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +25,10 @@ struct net_sigv4_auth {
 	char service[64];
 	char signed_headers[1024];	/* lowercase names, ';' between, as given */
 	char signature[65];	/* 64 lowercase hex digits */
+	/* A presigned URL's (net/sigv4-query.h): its date is X-Amz-Date's,
+	 * its X-Amz-Signature is not in the canonical query, and S3's payload
+	 * is UNSIGNED-PAYLOAD. */
+	bool query;
 };
 
 /* The hex SHA-256 of p[0..n) into out[65] (a body's hash): 0, or -EIO. */
@@ -91,8 +95,9 @@ struct net_sigv4_keys {
  * net/sigv4-stream.h), its seed there on 1; ret_seed->kind is
  * NET_SIGV4_WHOLE for any other. Returns 1 re-signed,
  * 0 no credential of AWS's in it, -EPERM a credential that is not the
- * placeholder's (another key id, another token, a presigned query, any
- * other Authorization), -EBADMSG one that cannot be re-signed, -ENOBUFS
+ * placeholder's (another key id, another token, a presigned query by
+ * another key, any other Authorization; a presigned URL by the
+ * placeholder's is re-signed, net_sigv4_query_resign), -EBADMSG one that cannot be re-signed, -ENOBUFS
  * head's cap; why[wn] says which. head is changed only on 1. */
 int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const char *body_hash,
 		     struct net_sigv4_seed *ret_seed, char *why, size_t wn);
