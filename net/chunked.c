@@ -90,10 +90,10 @@ int net_chunked_feed(struct net_chunked *c, const char *in, size_t n, struct buf
 			size_t k = MIN(n - i, room - CH_FRAME);
 			if (k > c->size)
 				k = (size_t)c->size;
-			rc = buf_printf(out, "%zx\r\n", k);
+			rc = c->raw ? 0 : buf_printf(out, "%zx\r\n", k);
 			if (rc >= 0)
 				rc = buf_append(out, in + i, k);
-			if (rc >= 0)
+			if (rc >= 0 && !c->raw)
 				rc = buf_append(out, "\r\n", 2);
 			if (rc < 0)
 				return rc;
@@ -113,7 +113,8 @@ int net_chunked_feed(struct net_chunked *c, const char *in, size_t n, struct buf
 				goto out;
 			i++;
 			if (c->state == CH_END_LF) {
-				buf_append(out, "0\r\n\r\n", 5);
+				if (!c->raw)
+					buf_append(out, "0\r\n\r\n", 5);
 				c->state = CH_DONE;
 			} else {
 				c->state = c->state == CH_DATA_CR ? CH_DATA_LF

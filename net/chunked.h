@@ -6,6 +6,7 @@
  * tried; and where the body ends is decided here, so bytes after it (a
  * second, pipelined request) are left to the caller to drop. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,9 @@ struct net_chunked {
 	unsigned digits;
 	size_t line;		/* bytes of the current size or trailer line */
 	size_t trailers;	/* bytes of trailer fields so far */
+	/* Set after net_chunked_init: the data alone is appended, unframed
+	 * (for a caller that changes it and frames it afresh itself). */
+	bool raw;
 };
 
 void net_chunked_init(struct net_chunked *c);

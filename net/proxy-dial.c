@@ -95,7 +95,7 @@ static int dial_secrets(struct proxy_conn *c)
 		/* The head as it goes on, its body's hash where there is none. */
 		bool empty = r->body == NET_BODY_NONE || (r->body == NET_BODY_LENGTH && !r->length);
 		char why[256];
-		int k = net_secret_apply(s, &r->upstream, empty ? NET_SIGV4_EMPTY_HASH : NULL, p->cfg.secret_other_ok, why,
+		int k = net_secret_apply(s, &r->upstream, empty ? NET_SIGV4_EMPTY_HASH : NULL, p->cfg.secret_other_ok, NULL, why,
 					 sizeof(why));
 		if (k == -EPERM) {
 			c->secret = s->name;

@@ -230,13 +230,13 @@ bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_
 	return false;
 }
 
-int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok, char *why,
-		     size_t wn)
+int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok,
+		     struct net_sigv4_seed *ret_seed, char *why, size_t wn)
 {
 	if (s->aws) {
 		struct net_sigv4_keys k = { .ph_key = s->ph, .ph_secret = s->ph, .ph_token = s->aws_token ? s->ph : NULL,
 					    .key = s->aws_key, .secret = s->aws_secret, .token = s->aws_token };
-		int r = net_sigv4_resign(head, &k, body_hash, why, wn);
+		int r = net_sigv4_resign(head, &k, body_hash, ret_seed, why, wn);
 		return r == -EPERM && other_ok ? 0 : r;
 	}
 	if (!other_ok && net_secret_foreign_cred(s, head->data, head->len)) {

@@ -95,11 +95,13 @@ bool net_secret_foreign_cred(const struct net_secret *s, const char *head, size_
  * credential of another (net_secret_foreign_cred; for aws, a signature by
  * another key) refused unless other_ok, then the placeholder replaced by
  * the value, or for aws the signature checked and made again (body_hash:
- * the hex SHA-256 of its body, or NULL where it is not known). The count
+ * the hex SHA-256 of its body, or NULL where it is not known; ret_seed:
+ * where a streaming body can be re-signed, net_sigv4_resign's). The count
  * put in (>0) or 0; -EPERM another credential, -EBADMSG an aws request
  * that cannot be re-signed, -ENOBUFS past head's cap; why[wn] says. */
-int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok, char *why,
-		     size_t wn);
+struct net_sigv4_seed;
+int net_secret_apply(const struct net_secret *s, struct buf *head, const char *body_hash, bool other_ok,
+		     struct net_sigv4_seed *ret_seed, char *why, size_t wn);
 /* What comes back from a secret's host, kept from bringing a value into
  * the box (a server that echoes the request's headers, an error that
  * quotes the key): each whole value of the box's secrets (an aws secret's

@@ -1,7 +1,6 @@
 #include "net/sigv4.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -11,21 +10,13 @@
 #include <strings.h>
 
 #include "base/cleanup.h"
+#include "net/sigv4-int.h"
+#include "net/sigv4-query.h"
 
 #define SIGV4_MAX_PARAMS 256
 #define SIGV4_MAX_SEGMENTS 256
 /* The canonical request at most: a head of 16 KiB with every byte encoded. */
 #define SIGV4_CREQ_MAX (96 * 1024)
-
-static void hex_of(const unsigned char *p, size_t n, char *out)
-{
-	static const char d[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[p[i] >> 4];
-		out[2 * i + 1] = d[p[i] & 15];
-	}
-	out[2 * n] = 0;
-}
 
 static int sha256_hex(const void *p, size_t n, char out[65])
 {
@@ -33,7 +24,7 @@ static int sha256_hex(const void *p, size_t n, char out[65])
 	unsigned int ml = 0;
 	if (EVP_Digest(p, n, md, &ml, EVP_sha256(), NULL) != 1 || ml != 32)
 		return -EIO;
-	hex_of(md, 32, out);
+	sigv4_hex(md, 32, out);
 	return 0;
 }
 
@@ -69,10 +60,7 @@ static int put_pct(struct buf *o, unsigned char b)
 	return buf_append(o, t, 3);
 }
 
-/* Each byte encoded once, canonically: an unreserved byte as itself (a
- * %XX of one decoded), every other as %XX in capitals; '/' kept where a
- * path's separator. */
-static int enc_once(struct buf *o, const char *p, size_t n, bool path)
+int sigv4_enc_once(struct buf *o, const char *p, size_t n, bool path)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)p[i];
@@ -147,8 +135,9 @@ static int param_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->value, y->value);
 }
 
-/* name=value pairs, each encoded once, sorted by name then value. */
-static int query_canonical(struct buf *o, const char *q, size_t n)
+/* name=value pairs, each encoded once, sorted by name then value; a
+ * presigned URL's X-Amz-Signature left out (skip_sig). */
+static int query_canonical(struct buf *o, const char *q, size_t n, bool skip_sig)
 {
 	struct param pr[SIGV4_MAX_PARAMS];
 	size_t np = 0;
@@ -165,19 +154,23 @@ static int query_canonical(struct buf *o, const char *q, size_t n)
 		size_t j = i;
 		while (j < n && q[j] != '&')
 			j++;
+		const char *eq = memchr(q + i, '=', j - i);
+		size_t nl = eq ? (size_t)(eq - q - i) : j - i;
+		if (skip_sig && nl == 15 && !memcmp(q + i, "X-Amz-Signature", 15)) {
+			i = j + 1;
+			continue;
+		}
 		if (j > i) {
-			const char *eq = memchr(q + i, '=', j - i);
-			size_t nl = eq ? (size_t)(eq - q - i) : j - i;
 			if (np == SIGV4_MAX_PARAMS) {
 				r = -ENOBUFS;
 				break;
 			}
 			size_t at = all.len;
-			r = enc_once(&all, q + i, nl, false);
+			r = sigv4_enc_once(&all, q + i, nl, false);
 			r = r ?: buf_append(&all, "", 1);
 			size_t vat = all.len;
 			if (eq)
-				r = r ?: enc_once(&all, eq + 1, (size_t)(q + j - eq - 1), false);
+				r = r ?: sigv4_enc_once(&all, eq + 1, (size_t)(q + j - eq - 1), false);
 			r = r ?: buf_append(&all, "", 1);
 			pr[np].name = all.data + at;
 			pr[np++].value = all.data + vat;
@@ -193,13 +186,7 @@ static int query_canonical(struct buf *o, const char *q, size_t n)
 	return r;
 }
 
-/* The head's lines: the request line, then "Name: value" each. */
-struct line {
-	const char *p;
-	size_t n;	/* without the CRLF */
-};
-
-static size_t lines_of(const char *head, size_t n, struct line *l, size_t max)
+size_t sigv4_lines_of(const char *head, size_t n, struct sigv4_line *l, size_t max)
 {
 	size_t k = 0;
 	for (const char *p = head, *end = head + n; p < end && k < max;) {
@@ -208,14 +195,14 @@ static size_t lines_of(const char *head, size_t n, struct line *l, size_t max)
 		size_t cl = ll && p[ll - 1] == '\r' ? ll - 1 : ll;
 		if (!cl)
 			break;	/* the blank line */
-		l[k++] = (struct line){ p, cl };
+		l[k++] = (struct sigv4_line){ p, cl };
 		p += ll + 1;
 	}
 	return k;
 }
 
 /* A header line named name (lowercase): its value's start and length. */
-static bool line_is(const struct line *l, const char *name, const char **v, size_t *vn)
+static bool line_is(const struct sigv4_line *l, const char *name, const char **v, size_t *vn)
 {
 	size_t nl = strlen(name);
 	if (l->n <= nl || l->p[nl] != ':' || strncasecmp(l->p, name, nl))
@@ -230,9 +217,7 @@ static bool line_is(const struct line *l, const char *name, const char **v, size
 	return true;
 }
 
-#define SIGV4_LINES 128
-
-static bool find(const struct line *l, size_t nl, const char *name, const char **v, size_t *vn)
+static bool find(const struct sigv4_line *l, size_t nl, const char *name, const char **v, size_t *vn)
 {
 	for (size_t i = 1; i < nl; i++)
 		if (line_is(&l[i], name, v, vn))
@@ -240,8 +225,7 @@ static bool find(const struct line *l, size_t nl, const char *name, const char *
 	return false;
 }
 
-/* The request line's method and target (an absolute target's path). */
-static int request_line(const struct line *l, const char **m, size_t *ml, const char **t, size_t *tl)
+int sigv4_request_line(const struct sigv4_line *l, const char **m, size_t *ml, const char **t, size_t *tl)
 {
 	const char *sp = memchr(l->p, ' ', l->n);
 	if (!sp)
@@ -271,15 +255,21 @@ static int request_line(const struct line *l, const char **m, size_t *ml, const 
 	return 0;
 }
 
-static int why_set(char *why, size_t wn, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int why_set(char *why, size_t wn, int r, const char *fmt, ...)
+int sigv4_query_param(const char *q, size_t n, const char *name, const char **ret_v, size_t *ret_vn)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	if (why && wn)
-		vsnprintf(why, wn, fmt, ap);
-	va_end(ap);
-	return r;
+	size_t nl0 = strlen(name);
+	int k = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && q[j] != '&')
+			j++;
+		if (j - i > nl0 && q[i + nl0] == '=' && !memcmp(q + i, name, nl0) && !k++) {
+			*ret_v = q + i + nl0 + 1;
+			*ret_vn = j - i - nl0 - 1;
+		}
+		i = j + 1;
+	}
+	return k;
 }
 
 int net_sigv4_hash_hex(const void *p, size_t n, char out[65])
@@ -312,14 +302,6 @@ static bool digits(const char *s, size_t n)
 	return true;
 }
 
-static bool lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 static bool copy_part(char *dst, size_t dn, const char *s, size_t n)
 {
 	if (!n || n >= dn)
@@ -333,7 +315,7 @@ int net_sigv4_auth_parse(const char *v, size_t n, struct net_sigv4_auth *ret, ch
 {
 	struct net_sigv4_auth a = { 0 };
 	if (!net_sigv4_is_auth(v, n))
-		return why_set(why, wn, -EBADMSG, "the Authorization is not " NET_SIGV4_ALGO);
+		return sigv4_why(why, wn, -EBADMSG, "the Authorization is not " NET_SIGV4_ALGO);
 	const char *p = v + strlen(NET_SIGV4_ALGO), *end = v + n;
 	bool cred = false, sh = false, sig = false;
 	while (p < end) {
@@ -345,7 +327,7 @@ int net_sigv4_auth_parse(const char *v, size_t n, struct net_sigv4_auth *ret, ch
 		if (p == e)
 			break;
 		if (!eq)
-			return why_set(why, wn, -EBADMSG, "the SigV4 Authorization has a part that is not NAME=VALUE");
+			return sigv4_why(why, wn, -EBADMSG, "the SigV4 Authorization has a part that is not NAME=VALUE");
 		const char *val = eq + 1;
 		size_t vl = (size_t)(e - val), kl = (size_t)(eq - p);
 		while (vl && val[vl - 1] == ' ')
@@ -369,33 +351,33 @@ int net_sigv4_auth_parse(const char *v, size_t n, struct net_sigv4_auth *ret, ch
 			    !copy_part(a.date, sizeof(a.date), f[1], fl[1]) ||
 			    !copy_part(a.region, sizeof(a.region), f[2], fl[2]) ||
 			    !copy_part(a.service, sizeof(a.service), f[3], fl[3]))
-				return why_set(why, wn, -EBADMSG,
+				return sigv4_why(why, wn, -EBADMSG,
 					       "the SigV4 Credential is not KEY/YYYYMMDD/REGION/SERVICE/aws4_request");
 			cred = true;
 		} else if (kl == 13 && !strncmp(p, "SignedHeaders", 13) && !sh) {
 			if (!chars_in(val, vl, "-;_.", false) || !copy_part(a.signed_headers, sizeof(a.signed_headers), val, vl) ||
 			    val[0] == ';' || val[vl - 1] == ';' || strstr(a.signed_headers, ";;"))
-				return why_set(why, wn, -EBADMSG, "the SigV4 SignedHeaders is not lowercase names and ;");
+				return sigv4_why(why, wn, -EBADMSG, "the SigV4 SignedHeaders is not lowercase names and ;");
 			sh = true;
 		} else if (kl == 9 && !strncmp(p, "Signature", 9) && !sig) {
-			if (vl != 64 || !lower_hex(val, 64))
-				return why_set(why, wn, -EBADMSG, "the SigV4 Signature is not 64 hex digits");
+			if (vl != 64 || !sigv4_lower_hex(val, 64))
+				return sigv4_why(why, wn, -EBADMSG, "the SigV4 Signature is not 64 hex digits");
 			memcpy(a.signature, val, 64);
 			sig = true;
 		} else {
-			return why_set(why, wn, -EBADMSG, "the SigV4 Authorization has an unknown or repeated part");
+			return sigv4_why(why, wn, -EBADMSG, "the SigV4 Authorization has an unknown or repeated part");
 		}
 		p = e;
 	}
 	if (!cred || !sh || !sig)
-		return why_set(why, wn, -EBADMSG, "the SigV4 Authorization lacks its Credential, SignedHeaders or Signature");
+		return sigv4_why(why, wn, -EBADMSG, "the SigV4 Authorization lacks its Credential, SignedHeaders or Signature");
 	*ret = a;
 	return 0;
 }
 
 /* A header's values, each trimmed with its runs of blanks made one
  * space, joined by ','. */
-static int header_canonical(struct buf *o, const struct line *l, size_t nl, const char *name)
+static int header_canonical(struct buf *o, const struct sigv4_line *l, size_t nl, const char *name)
 {
 	bool any = false;
 	for (size_t i = 1; i < nl; i++) {
@@ -420,37 +402,43 @@ static int header_canonical(struct buf *o, const struct line *l, size_t nl, cons
 int net_sigv4_signature(const char *head, size_t n, const struct net_sigv4_auth *a, const char *secret,
 			const char *body_hash, enum net_sigv4_path pm, char out[65], char *why, size_t wn)
 {
-	struct line l[SIGV4_LINES];
-	size_t nl = lines_of(head, n, l, SIGV4_LINES);
+	struct sigv4_line l[SIGV4_LINES];
+	size_t nl = sigv4_lines_of(head, n, l, SIGV4_LINES);
 	const char *m, *t, *v;
 	size_t ml, tl, vn;
-	if (!nl || request_line(&l[0], &m, &ml, &t, &tl) < 0)
-		return why_set(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
+	if (!nl || sigv4_request_line(&l[0], &m, &ml, &t, &tl) < 0)
+		return sigv4_why(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
 	char amzdate[17], ph[65];
-	if (!find(l, nl, "x-amz-date", &v, &vn) || vn != 16 || strncmp(v, a->date, 8))
-		return why_set(why, wn, -EBADMSG, "a SigV4 request needs x-amz-date, of its Credential's day");
+	const char *qm = memchr(t, '?', tl);
+	size_t pl = qm ? (size_t)(qm - t) : tl;
+	bool dated = a->query ? qm && sigv4_query_param(qm + 1, tl - pl - 1, "X-Amz-Date", &v, &vn) == 1
+			      : find(l, nl, "x-amz-date", &v, &vn);
+	if (!dated || vn != 16 || strncmp(v, a->date, 8))
+		return sigv4_why(why, wn, -EBADMSG, a->query ? "a presigned URL needs one X-Amz-Date, of its Credential's day" :
+			       "a SigV4 request needs x-amz-date, of its Credential's day");
 	memcpy(amzdate, v, 16);
 	amzdate[16] = 0;
 	if (find(l, nl, "x-amz-content-sha256", &v, &vn)) {
-		if (vn >= sizeof(ph) || !strncmp(v, "STREAMING-", 10))
-			return why_set(why, wn, -EBADMSG, "a streaming (chunk-signed) SigV4 payload is not re-signed; "
-				       "send it whole (UNSIGNED-PAYLOAD or its hash)");
+		if (vn >= sizeof(ph) || net_sigv4_payload_of(v, vn) == NET_SIGV4_STREAM_OTHER)
+			return sigv4_why(why, wn, -EBADMSG, "a streaming SigV4 payload of a kind ward does not re-sign "
+				       "(SigV4a's?); send STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER], "
+				       "STREAMING-UNSIGNED-PAYLOAD-TRAILER, or the body whole");
 		memcpy(ph, v, vn);
 		ph[vn] = 0;
+	} else if (a->query && !strcmp(a->service, "s3")) {
+		snprintf(ph, sizeof(ph), "UNSIGNED-PAYLOAD");	/* S3's presigned URLs' */
 	} else if (body_hash) {
 		snprintf(ph, sizeof(ph), "%s", body_hash);
 	} else {
-		return why_set(why, wn, -EBADMSG, "a SigV4 request with a body needs x-amz-content-sha256 here");
+		return sigv4_why(why, wn, -EBADMSG, "a SigV4 request with a body needs x-amz-content-sha256 here");
 	}
-	const char *qm = memchr(t, '?', tl);
-	size_t pl = qm ? (size_t)(qm - t) : tl;
 	struct buf c;
 	buf_init(&c, SIGV4_CREQ_MAX);
 	int r = buf_append(&c, m, ml);
 	r = r ?: buf_append(&c, "\n", 1);
-	r = r ?: (pm == NET_SIGV4_PATH_S3 ? enc_once(&c, t, pl, true) : path_normalised(&c, t, pl));
+	r = r ?: (pm == NET_SIGV4_PATH_S3 ? sigv4_enc_once(&c, t, pl, true) : path_normalised(&c, t, pl));
 	r = r ?: buf_append(&c, "\n", 1);
-	r = r ?: (qm ? query_canonical(&c, qm + 1, tl - pl - 1) : 0);
+	r = r ?: (qm ? query_canonical(&c, qm + 1, tl - pl - 1, a->query) : 0);
 	r = r ?: buf_append(&c, "\n", 1);
 	for (const char *s = a->signed_headers; r == 0 && *s;) {
 		size_t k = strcspn(s, ";");
@@ -465,7 +453,7 @@ int net_sigv4_signature(const char *head, size_t n, const struct net_sigv4_auth 
 		int hr = r ?: header_canonical(&c, l, nl, name);
 		if (hr == -ENOENT) {
 			buf_free(&c);
-			return why_set(why, wn, -EBADMSG, "the signed header %s is not in the request", name);
+			return sigv4_why(why, wn, -EBADMSG, "the signed header %s is not in the request", name);
 		}
 		r = hr ?: buf_append(&c, "\n", 1);
 		s += k + (s[k] == ';');
@@ -475,30 +463,67 @@ int net_sigv4_signature(const char *head, size_t n, const struct net_sigv4_auth 
 	r = r ?: sha256_hex(c.data, c.len, ch);
 	buf_free(&c);
 	if (r < 0)
-		return why_set(why, wn, -EBADMSG, "the request is too large to sign");
+		return sigv4_why(why, wn, -EBADMSG, "the request is too large to sign");
 	char sts[256];
 	int sl = snprintf(sts, sizeof(sts), NET_SIGV4_ALGO "\n%s\n%s/%s/%s/aws4_request\n%s", amzdate, a->date,
 			  a->region, a->service, ch);
+	if (sl < 0 || (size_t)sl >= sizeof(sts))
+		return sigv4_why(why, wn, -ENOMEM, "out of memory");
+	unsigned char k[32];
+	r = net_sigv4_signing_key(secret, a->date, a->region, a->service, k);
+	r = r ?: net_sigv4_hmac_hex(k, sts, (size_t)sl, out);
+	OPENSSL_cleanse(k, sizeof(k));
+	return r < 0 ? sigv4_why(why, wn, r, r == -ENOMEM ? "out of memory" : "HMAC-SHA256 failed") : 0;
+}
+
+int net_sigv4_signing_key(const char *secret, const char *date, const char *region, const char *service,
+			  unsigned char out[32])
+{
 	size_t kl = strlen(secret) + 4;
 	_cleanup_free_ char *k0 = malloc(kl + 1);
-	unsigned char k1[32], k2[32], k3[32], k4[32], sg[32];
-	if (!k0 || sl < 0 || (size_t)sl >= sizeof(sts))
-		return why_set(why, wn, -ENOMEM, "out of memory");
+	unsigned char k1[32], k2[32], k3[32];
+	if (!k0)
+		return -ENOMEM;
 	snprintf(k0, kl + 1, "AWS4%s", secret);
-	r = hmac(k0, kl, a->date, strlen(a->date), k1);
-	r = r ?: hmac(k1, 32, a->region, strlen(a->region), k2);
-	r = r ?: hmac(k2, 32, a->service, strlen(a->service), k3);
-	r = r ?: hmac(k3, 32, "aws4_request", 12, k4);
-	r = r ?: hmac(k4, 32, sts, (size_t)sl, sg);
+	int r = hmac(k0, kl, date, strlen(date), k1);
+	r = r ?: hmac(k1, 32, region, strlen(region), k2);
+	r = r ?: hmac(k2, 32, service, strlen(service), k3);
+	r = r ?: hmac(k3, 32, "aws4_request", 12, out);
 	explicit_bzero(k0, kl);
 	OPENSSL_cleanse(k1, sizeof(k1));
 	OPENSSL_cleanse(k2, sizeof(k2));
 	OPENSSL_cleanse(k3, sizeof(k3));
-	OPENSSL_cleanse(k4, sizeof(k4));
-	if (r < 0)
-		return why_set(why, wn, -EIO, "HMAC-SHA256 failed");
-	hex_of(sg, 32, out);
+	return r;
+}
+
+int net_sigv4_hmac_hex(const unsigned char key[32], const char *p, size_t n, char out[65])
+{
+	unsigned char sg[32];
+	if (hmac(key, 32, p, n, sg) < 0)
+		return -EIO;
+	sigv4_hex(sg, 32, out);
 	return 0;
+}
+
+enum net_sigv4_payload net_sigv4_payload_of(const char *v, size_t n)
+{
+	static const struct {
+		const char *v;
+		enum net_sigv4_payload k;
+	} kinds[] = {
+		{ "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", NET_SIGV4_STREAM_SIGNED },
+		{ "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", NET_SIGV4_STREAM_SIGNED_TRAILER },
+		{ "STREAMING-UNSIGNED-PAYLOAD-TRAILER", NET_SIGV4_STREAM_UNSIGNED_TRAILER },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (n == strlen(kinds[i].v) && !memcmp(v, kinds[i].v, n))
+			return kinds[i].k;
+	return n >= 10 && !memcmp(v, "STREAMING-", 10) ? NET_SIGV4_STREAM_OTHER : NET_SIGV4_WHOLE;
+}
+
+void net_sigv4_seed_wipe(struct net_sigv4_seed *s)
+{
+	OPENSSL_cleanse(s, sizeof(*s));
 }
 
 /* Whether a query names a presigned URL's or SigV2's credential. */
@@ -520,20 +545,27 @@ static bool query_has_cred(const char *q, size_t n)
 	return false;
 }
 
-int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const char *body_hash, char *why, size_t wn)
+int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const char *body_hash,
+		     struct net_sigv4_seed *ret_seed, char *why, size_t wn)
 {
-	struct line l[SIGV4_LINES];
-	size_t nl = lines_of(head->data, head->len, l, SIGV4_LINES);
+	struct sigv4_line l[SIGV4_LINES];
+	size_t nl = sigv4_lines_of(head->data, head->len, l, SIGV4_LINES);
 	const char *m, *t;
 	size_t ml, tl;
-	if (!nl || request_line(&l[0], &m, &ml, &t, &tl) < 0)
-		return why_set(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
+	if (!nl || sigv4_request_line(&l[0], &m, &ml, &t, &tl) < 0)
+		return sigv4_why(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
 	const char *qm = memchr(t, '?', tl);
-	if (qm && query_has_cred(qm + 1, tl - (size_t)(qm + 1 - t))) {
+	size_t qn = qm ? tl - (size_t)(qm + 1 - t) : 0;
+	if (qm && net_sigv4_query_is_presigned(qm + 1, qn)) {
+		if (ret_seed)
+			ret_seed->kind = NET_SIGV4_WHOLE;
+		return net_sigv4_query_resign(head, k, body_hash, why, wn);
+	}
+	if (qm && query_has_cred(qm + 1, qn)) {
 		if (memmem(t, tl, k->ph_key, strlen(k->ph_key)))
-			return why_set(why, wn, -EBADMSG, "a presigned URL made with the placeholder key is not re-signed; "
-				       "sign the request's headers (Authorization) instead");
-		return why_set(why, wn, -EPERM, "a presigned URL (a credential in its query that is not the placeholder's)");
+			return sigv4_why(why, wn, -EBADMSG, "a SigV2 presigned URL made with the placeholder key is not "
+				       "re-signed; sign it with SigV4");
+		return sigv4_why(why, wn, -EPERM, "a presigned URL (a credential in its query that is not the placeholder's)");
 	}
 	size_t ia = 0, it = 0;
 	const char *av = NULL, *tv = NULL;
@@ -543,32 +575,41 @@ int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const cha
 		size_t vn;
 		if (line_is(&l[i], "authorization", &v, &vn)) {
 			if (av)
-				return why_set(why, wn, -EBADMSG, "two Authorization headers");
+				return sigv4_why(why, wn, -EBADMSG, "two Authorization headers");
 			ia = i, av = v, an = vn;
 		} else if (line_is(&l[i], "x-amz-security-token", &v, &vn)) {
 			if (tv)
-				return why_set(why, wn, -EBADMSG, "two x-amz-security-token headers");
+				return sigv4_why(why, wn, -EBADMSG, "two x-amz-security-token headers");
 			it = i, tv = v, tn = vn;
 		}
 	}
+	const char *cv;
+	size_t cn;
+	enum net_sigv4_payload kind =
+		find(l, nl, "x-amz-content-sha256", &cv, &cn) ? net_sigv4_payload_of(cv, cn) : NET_SIGV4_WHOLE;
+	if (ret_seed)
+		ret_seed->kind = NET_SIGV4_WHOLE;
 	if (tv && (!k->token || tn != strlen(k->ph_token) || memcmp(tv, k->ph_token, tn)))
-		return why_set(why, wn, -EPERM, "an x-amz-security-token that is not the placeholder's");
+		return sigv4_why(why, wn, -EPERM, "an x-amz-security-token that is not the placeholder's");
 	if (!av)
-		return tv ? why_set(why, wn, -EBADMSG, "a session token without a SigV4 Authorization") : 0;
+		return tv ? sigv4_why(why, wn, -EBADMSG, "a session token without a SigV4 Authorization") : 0;
 	struct net_sigv4_auth a;
 	if (!net_sigv4_is_auth(av, an))
-		return why_set(why, wn, -EPERM, "an Authorization that is not a SigV4 signature by the placeholder key");
+		return sigv4_why(why, wn, -EPERM, "an Authorization that is not a SigV4 signature by the placeholder key");
 	int r = net_sigv4_auth_parse(av, an, &a, why, wn);
 	if (r < 0)
 		return r;
 	if (strcmp(a.key_id, k->ph_key))
-		return why_set(why, wn, -EPERM, "a SigV4 signature by another key (%s), not the placeholder's", a.key_id);
+		return sigv4_why(why, wn, -EPERM, "a SigV4 signature by another key (%s), not the placeholder's", a.key_id);
 	for (const char *s = a.signed_headers; *s;) {
 		size_t n = strcspn(s, ";");
 		if (n == 13 && !strncmp(s, "authorization", 13))
-			return why_set(why, wn, -EBADMSG, "SignedHeaders names authorization");
+			return sigv4_why(why, wn, -EBADMSG, "SignedHeaders names authorization");
 		s += n + (s[n] == ';');
 	}
+	if (kind != NET_SIGV4_WHOLE && kind != NET_SIGV4_STREAM_OTHER && !ret_seed)
+		return sigv4_why(why, wn, -EBADMSG, "a streaming SigV4 payload (aws-chunked) is re-signed over HTTPS only; "
+			       "send it whole (UNSIGNED-PAYLOAD or its hash) over plain HTTP");
 	/* The box's signature over the head as it goes on: it holds for one
 	 * of the two path rules, and that one is used again. */
 	char sig[65];
@@ -581,7 +622,7 @@ int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const cha
 			pm = p;
 	}
 	if (pm < 0)
-		return why_set(why, wn, -EBADMSG, "the request's SigV4 signature does not hold with the placeholder keys "
+		return sigv4_why(why, wn, -EBADMSG, "the request's SigV4 signature does not hold with the placeholder keys "
 			       "(a signed header changed on the way, or it was made for another request)");
 	/* The head again: the token and the Authorization the real ones'. */
 	struct buf o;
@@ -607,9 +648,29 @@ int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const cha
 		if (o.data)
 			explicit_bzero(o.data, o.len);
 		buf_free(&o);
-		return r == -ENOBUFS ? why_set(why, wn, -ENOBUFS, "the request head is too long re-signed") : r;
+		return r == -ENOBUFS ? sigv4_why(why, wn, -ENOBUFS, "the request head is too long re-signed") : r;
 	}
 	memcpy(o.data + sig_at, sig, 64);
+	if (ret_seed && kind != NET_SIGV4_WHOLE) {
+		struct net_sigv4_seed sd = { .kind = kind };
+		const char *dv;
+		size_t dn;
+		find(l, nl, "x-amz-date", &dv, &dn);	/* (the signature needed it: 16 bytes) */
+		memcpy(sd.amzdate, dv, 16);
+		snprintf(sd.scope, sizeof(sd.scope), "%s/%s/%s/aws4_request", a.date, a.region, a.service);
+		memcpy(sd.sig_ph, a.signature, 65);
+		memcpy(sd.sig, sig, 65);
+		r = net_sigv4_signing_key(k->ph_secret, a.date, a.region, a.service, sd.key_ph);
+		r = r ?: net_sigv4_signing_key(k->secret, a.date, a.region, a.service, sd.key);
+		if (r < 0) {
+			net_sigv4_seed_wipe(&sd);
+			explicit_bzero(o.data, o.len);
+			buf_free(&o);
+			return sigv4_why(why, wn, -EBADMSG, "cannot make the streaming payload's signing keys");
+		}
+		*ret_seed = sd;
+		net_sigv4_seed_wipe(&sd);
+	}
 	if (head->data)
 		explicit_bzero(head->data, head->len);
 	buf_free(head);

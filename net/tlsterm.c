@@ -27,7 +27,13 @@
 #include "base/timeutil.h"
 #include "net/allow.h"
 #include "net/reqhead.h"
+#include "net/chunked.h"
+#include "net/sigv4-stream.h"
 #include "net/sigv4.h"
+
+/* A chunked body's data decoded at a time: one read's, and room for
+ * net_chunked's framing. */
+#define TLS_BODY_PIECE (16384 + 64)
 
 /* A host's certificate, made at its first connection and kept (with the
  * server context that holds it) until it is NET_TLS_LEAF_RENEW_S old. */
@@ -311,10 +317,14 @@ static void set_timeouts(int fd, int64_t ms)
 
 /* The head as read from the box, rebuilt: the request line as it is,
  * hop-by-hop headers dropped, Connection: close added. Its body's length
- * into *ret_len; a chunked body is refused (one request, bounded). */
-static int head_rebuild(const char *h, size_t n, struct buf *out, uint64_t *ret_len, char *method, size_t mn,
-			char *why, size_t wn)
+ * into *ret_len, or *ret_chunked: Transfer-Encoding: chunked alone (its
+ * body framed afresh on the way, net/chunked.h); any other coding, or a
+ * length beside it, is refused. */
+static int head_rebuild(const char *h, size_t n, struct buf *out, uint64_t *ret_len, bool *ret_chunked, char *method,
+			size_t mn, char *why, size_t wn)
 {
+	bool length = false;
+	*ret_chunked = false;
 	static const char *const drop[] = { "connection:", "keep-alive:", "proxy-connection:", "proxy-authorization:",
 					    "te:", "upgrade:" };
 	const char *p = h, *end = h + n;
@@ -343,12 +353,26 @@ static int head_rebuild(const char *h, size_t n, struct buf *out, uint64_t *ret_
 			for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
 				skip |= !strncasecmp(p, drop[i], strlen(drop[i]));
 			if (!strncasecmp(p, "transfer-encoding:", 18)) {
-				snprintf(why, wn, "a chunked body inside TLS to a secret's host is not carried (send its length)");
-				return -EPROTO;
+				const char *v = p + 18, *ve = p + ll;
+				while (v < ve && (*v == ' ' || *v == '\t'))
+					v++;
+				while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+					ve--;
+				if (*ret_chunked || ve - v != 7 || strncasecmp(v, "chunked", 7)) {
+					snprintf(why, wn, "a Transfer-Encoding inside TLS to a secret's host other than one "
+						 "\"chunked\" is not carried");
+					return -EPROTO;
+				}
+				*ret_chunked = true;
 			}
 			if (!strncasecmp(p, "content-length:", 15)) {
 				char *e;
 				*ret_len = strtoull(p + 15, &e, 10);
+				length = true;
+			}
+			if (length && *ret_chunked) {
+				snprintf(why, wn, "a request inside TLS with both Content-Length and Transfer-Encoding");
+				return -EPROTO;
 			}
 			if (skip) {
 				p = nl + 1;
@@ -403,6 +427,139 @@ static const struct net_secret *wants_body_hash(const struct net_secret *secrets
 		if (secrets[i].aws && net_secret_owns(&secrets[i], h))
 			return &secrets[i];
 	return NULL;
+}
+
+/* A box refused in the middle of its body is still sending it: what it
+ * sends is read and dropped, for NET_TLS_LINGER_MS or NET_TLS_LINGER_MAX
+ * bytes at most, so that it reads the refusal rather than a reset. */
+static void drain(SSL *c, int cfd)
+{
+	char b[16384];
+	int64_t end = now_ms() + NET_TLS_LINGER_MS;
+	for (uint64_t n = 0; n < NET_TLS_LINGER_MAX;) {
+		int64_t left = end - now_ms();
+		struct pollfd pf = { .fd = cfd, .events = POLLIN };
+		if (left <= 0 || (!SSL_has_pending(c) && poll(&pf, 1, (int)left) <= 0))
+			break;
+		int k = SSL_read(c, b, sizeof(b));
+		if (k <= 0)
+			break;
+		n += (uint64_t)k;
+	}
+}
+
+/* The name of host's aws secret (a streaming body refused is its). */
+static const char *hs_name(const struct net_secret *secrets, size_t nsecrets, const struct net_host *h)
+{
+	for (size_t i = 0; i < nsecrets; i++)
+		if (secrets[i].aws && net_secret_owns(&secrets[i], h))
+			return secrets[i].name;
+	return NULL;
+}
+
+/* Bytes to the server: counted. */
+static int up_write(SSL *u, const char *p, size_t n, struct net_tls_result *res)
+{
+	if (ssl_write_all(u, p, n) < 0)
+		return -EPIPE;
+	res->up += n;
+	return 0;
+}
+
+/* Bytes of a chunked body framed as one chunk (the rest of what the box
+ * framed was dropped by net_chunked). */
+static int up_chunk(SSL *u, const char *p, size_t n, struct net_tls_result *res)
+{
+	char f[24];
+	int fl = snprintf(f, sizeof(f), "%zx\r\n", n);
+	if (!n)
+		return 0;
+	return up_write(u, f, (size_t)fl, res) ?: up_write(u, p, n, res) ?: up_write(u, "\r\n", 2, res);
+}
+
+/* The body after the head, to the server: pre[0..npre) (what came with
+ * the head, spent), then the box's, to blen bytes or (chunked) its last
+ * chunk; through st, a streaming SigV4 payload re-signed (each chunk
+ * checked with the placeholder's key and signed again, one chunk held at
+ * most), where st. 0; -EPIPE cut; -ENOSPC the budget spent; -EBADMSG or
+ * -EMSGSIZE refused, why in res->why. */
+static int body_carry(SSL *c, SSL *u, const char *pre, size_t npre, uint64_t blen, bool chunked,
+		      struct net_sigv4_stream *st, int (*spend)(void *ud, uint64_t n), void *ud,
+		      struct net_tls_result *res)
+{
+	char b[16384];
+	struct net_chunked ch;
+	net_chunked_init(&ch);
+	ch.raw = st != NULL;	/* decoded for the stream, framed again after it */
+	struct buf dec, so;
+	buf_init(&dec, TLS_BODY_PIECE);
+	buf_init(&so, NET_SIGV4_STREAM_ROOM(TLS_BODY_PIECE));
+	const char *p = pre;
+	size_t np = chunked || npre < blen ? npre : (size_t)blen;
+	uint64_t left = blen;
+	bool end = !chunked && !blen, st_end = false;
+	int r = 0;
+	while (!end && r == 0) {
+		if (!np) {
+			int n = SSL_read(c, b, (int)(chunked || left > sizeof(b) ? sizeof(b) : left));
+			if (n <= 0) {
+				r = -EPIPE;
+				break;
+			}
+			if (spend(ud, (uint64_t)n) < 0) {
+				r = -ENOSPC;
+				break;
+			}
+			p = b;
+			np = (size_t)n;
+		}
+		const char *d = p;
+		size_t dn = np;
+		if (chunked) {
+			size_t used = 0;
+			int rc = net_chunked_feed(&ch, p, np, &dec, &used);
+			if (rc < 0) {
+				snprintf(res->why, sizeof(res->why), "the chunked request body is malformed");
+				r = -EBADMSG;
+				break;
+			}
+			end = rc == 1;
+			d = dec.data;
+			dn = dec.len;
+			p += used;
+			np -= used;
+		} else {
+			dn = np < left ? np : (size_t)left;
+			left -= dn;
+			end = !left;
+			p += dn;
+			np -= dn;
+		}
+		if (!st) {
+			r = up_write(u, d, dn, res);
+		} else if (dn || end) {
+			int sr = net_sigv4_stream_feed(st, d, dn, &so, res->why, sizeof(res->why));
+			if (sr < 0) {
+				r = sr == -EMSGSIZE ? -EMSGSIZE : -EBADMSG;
+				break;
+			}
+			st_end |= sr == 1;
+			r = chunked ? up_chunk(u, so.data, st->ready, res) : up_write(u, so.data, st->ready, res);
+			net_sigv4_stream_sent(st, &so);
+			if (r == 0 && end && !st_end) {
+				snprintf(res->why, sizeof(res->why), "the body ended before its aws-chunked payload did");
+				r = -EBADMSG;
+			}
+		}
+		dec.len = 0;
+		if (r == 0 && end && chunked && st)
+			r = up_write(u, "0\r\n\r\n", 5, res);
+	}
+	if (so.data)
+		explicit_bzero(so.data, so.len);
+	buf_free(&so);
+	buf_free(&dec);
+	return r;
 }
 
 /* A server context for host: its certificate signed by the box's CA,
@@ -558,6 +715,9 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	buf_init(&body, NET_TLS_HASHED_BODY_MAX);
 	buf_init(&out, NET_REQHEAD_MAX + 2 * NET_SECRET_MAX * NET_SECRET_VALUE_MAX);
 	int r = -EIO, up = -EIO;
+	struct net_sigv4_seed seed = { .kind = NET_SIGV4_WHOLE };
+	bool up_abort = false;
+	struct net_sigv4_stream st;
 	/* Upstream verified as any client would, its handshake beside the
 	 * box's. */
 	char box_why[160] = "", up_why[160] = "", key[NET_HOST_MAX + 8];
@@ -588,7 +748,9 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	}
 	size_t hl = (size_t)(hend + 4 - head.data);
 	uint64_t blen;
-	r = head_rebuild(head.data, hl, &out, &blen, res->method, sizeof(res->method), res->why, sizeof(res->why));
+	bool chunked;
+	r = head_rebuild(head.data, hl, &out, &blen, &chunked, res->method, sizeof(res->method), res->why,
+			 sizeof(res->why));
 	if (r < 0)
 		goto refuse;
 	struct net_host h;
@@ -598,7 +760,7 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 	 * then sent on from here (the client told to go on first, if it
 	 * waits to be). */
 	char bh[65];
-	const char *body_hash = blen ? NULL : NET_SIGV4_EMPTY_HASH;
+	const char *body_hash = blen || chunked ? NULL : NET_SIGV4_EMPTY_HASH;
 	bool held = false;
 	const struct net_secret *hs = blen ? wants_body_hash(secrets, nsecrets, &h, out.data, out.len) : NULL;
 	if (hs && blen > NET_TLS_HASHED_BODY_MAX) {
@@ -625,6 +787,8 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		body_hash = bh;
 		held = true;
 	}
+	/* An aws secret's streaming payload: the seed its body's chunks chain
+	 * from (kind NET_SIGV4_WHOLE where there is none). */
 	for (size_t i = 0; i < nsecrets; i++) {
 		const struct net_secret *s = &secrets[i];
 		bool own = net_secret_owns(s, &h);
@@ -638,7 +802,7 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		if (!own)
 			continue;
 		char why[256];
-		int k = net_secret_apply(s, &out, body_hash, other_ok, why, sizeof(why));
+		int k = net_secret_apply(s, &out, body_hash, other_ok, &seed, why, sizeof(why));
 		if (k < 0) {
 			res->secret = s->name;
 			if (k == -EPERM)
@@ -658,31 +822,42 @@ int net_tls_serve(struct net_tls *t, int cfd, int ufd, const char *host, uint16_
 		goto refuse502;
 	}
 	/* The head, what came of the body with it, then the rest of the body:
-	 * its length and not a byte more. */
+	 * its length and not a byte more, or to its last chunk. */
 	const char *pre = held ? body.data : head.data + hl;
-	size_t extra = head.len - hl, take = held ? body.len : extra > blen ? (size_t)blen : extra;
+	size_t extra = head.len - hl, take = held ? body.len : chunked || extra < blen ? extra : (size_t)blen;
 	if (spend(ud, out.len + take) < 0) {
 		snprintf(res->why, sizeof(res->why), "this box's network byte budget is spent");
 		r = -EPERM;
 		goto refuse;
 	}
-	if (ssl_write_all(u, out.data, out.len) < 0 || ssl_write_all(u, pre, take) < 0)
+	if (seed.kind != NET_SIGV4_WHOLE && net_sigv4_stream_init(&st, &seed) < 0)
 		goto cut;
-	res->up = out.len + take;
+	bool streaming = seed.kind != NET_SIGV4_WHOLE;
+	net_sigv4_seed_wipe(&seed);
+	if (ssl_write_all(u, out.data, out.len) < 0)
+		goto cut;
+	res->up = out.len;
 	/* A client that waits for 100 Continue before its body (botocore
 	 * does, for a second, then hangs on a TLS record that is no answer)
 	 * gets it here; the server's own 100 comes after, as 1xx may. */
-	if (blen > take && expects_continue(out.data, out.len) &&
+	if ((chunked || blen > take) && !held && expects_continue(out.data, out.len) &&
 	    ssl_write_all(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
 		goto cut;
-	for (uint64_t left = blen - take; left;) {
-		int n = SSL_read(c, b, (int)(left < sizeof(b) ? left : sizeof(b)));
-		if (n > 0 && spend(ud, (uint64_t)n) < 0)
-			goto spent;
-		if (n <= 0 || ssl_write_all(u, b, (size_t)n) < 0)
-			goto cut;
-		left -= (uint64_t)n;
-		res->up += (uint64_t)n;
+	r = body_carry(c, u, pre, take, held ? take : blen, chunked, streaming ? &st : NULL, spend, ud, res);
+	if (streaming)
+		net_sigv4_stream_free(&st);
+	up_abort = r < 0;
+	if (r == -EPIPE)
+		goto cut;
+	if (r == -ENOSPC)
+		goto spent;
+	if (r < 0) {
+		/* The head went on: the server is told the request was cut
+		 * (a reset, not an end it could take for the body's). */
+		up_abort = true;
+		if (streaming)
+			res->secret = hs_name(secrets, nsecrets, &h);
+		goto refuse;
 	}
 	/* The response, to its end (the server closes: Connection: close),
 	 * with no value of a secret in it: w holds what may begin one. */
@@ -733,13 +908,19 @@ refuse: {
 			 r == -EIO ? "502 Bad Gateway" : r == -EBADMSG ? "400 Bad Request" :
 			 r == -EMSGSIZE ? "413 Content Too Large" : "403 Forbidden", res->why);
 	ssl_write_all(c, resp, (size_t)n < sizeof(resp) ? (size_t)n : sizeof(resp) - 1);
+	if (up_abort)
+		drain(c, cfd);
 	SSL_shutdown(c);
 }
 done:
+	net_sigv4_seed_wipe(&seed);
 	SSL_free(c);
 	SSL_free(u);
-	close(cfd);
+	if (up_abort)
+		(void)setsockopt(ufd, SOL_SOCKET, SO_LINGER, &(struct linger){ .l_onoff = 1, .l_linger = 0 },
+				 sizeof(struct linger));
 	close(ufd);
+	close(cfd);
 	if (out.data)
 		explicit_bzero(out.data, out.len);
 	buf_free(&out);

@@ -19,6 +19,12 @@
  * body read whole before it is re-signed: at most this many bytes. */
 #define NET_TLS_HASHED_BODY_MAX (1u << 20)
 
+/* A box refused after its body began to go on (a streaming chunk that
+ * does not hold, or over its bound) is read from and dropped this long,
+ * this much at most, so that it gets to read the refusal. */
+#define NET_TLS_LINGER_MS 2000
+#define NET_TLS_LINGER_MAX (64u << 20)
+
 /* Hosts whose certificate (signed by the box's CA, for the one leaf key
  * the box's proxy makes) is kept between connections; each is made
  * again when it is NET_TLS_LEAF_RENEW_S old, valid NET_TLS_LEAF_DAYS. */

@@ -90,6 +90,41 @@ R=$(X "curl -sS -v '$URL/evil?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=
 like "$R" "403 Forbidden by ward: a presigned URL" "a presigned URL of another key: refused"
 R=$(X "curl -sS $URL/curl-obj")
 like "$R" "^put by curl [0-9]+$" "twin: a request with no credential is carried as it is (this server reads to anyone)"
+# A presigned URL the box makes with its placeholder keys (boto3's
+# generate_presigned_url) is checked and re-signed at the proxy; the
+# server checks presigned signatures with the real key (its twin from the
+# host: the same URL signed with the wrong secret is refused there).
+PRE="import boto3, botocore.config, sys
+s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', config=botocore.config.Config(signature_version='s3v4'))
+print(s3.generate_presigned_url(sys.argv[2], Params={'Bucket': 'ward-test', 'Key': sys.argv[3]}, ExpiresIn=600))"
+if python3 -c "import boto3" 2>/dev/null; then
+	U=$(AWS_SECRET_ACCESS_KEY=not-the-secret python3 -c "$PRE" "http://127.0.0.1:$HP" get_object curl-obj)
+	is "$(curl -sS -o /dev/null -w '%{http_code}' "$U")" 403 "(the S3 server: a presigned URL with the wrong secret, from the host, is refused)"
+	U=$(python3 -c "$PRE" "http://127.0.0.1:$HP" get_object curl-obj)
+	like "$(curl -sS "$U")" "^put by curl [0-9]+$" "(and with the right one, taken)"
+else
+	skip "boto3 is not installed on the host (the server's presigned twin)"
+	skip "boto3 is not installed on the host"
+fi
+if X 'python3 -c "import boto3"' >/dev/null; then
+	U=$(X "python3 -c \"$PRE\" http://s3.test:$HP get_object curl-obj")
+	like "$U" "X-Amz-Credential=ward-secret-[0-9a-f]{32}%2F" "a presigned URL made in the box names the placeholder key"
+	R=$(X "curl -sS -f '$U'")
+	like "$R" "^put by curl [0-9]+$" "a presigned GET made with the placeholder keys: re-signed, and the server takes it"
+	R=$(X "curl -sS -v '${U/curl-obj/evil}' 2>&1")
+	like "$R" "400 Bad Request by ward: secret aws: the presigned URL's signature does not hold with the placeholder keys" \
+		"a presigned URL changed after it was made (another object): refused"
+	U=$(X "python3 -c \"$PRE\" http://s3.test:$HP put_object pre-put")
+	R=$(X "printf 'put by a presigned url\n' >/tmp/pre; curl -sS -f -T /tmp/pre '$U' && echo put")
+	is "$R" "put" "a presigned PUT made with the placeholder keys: re-signed, and taken"
+	like "$(cat "$D/data/ward-test/pre-put._S3rver_object" 2>&1)" "^put by a presigned url$" "the server stored it"
+else
+	skip "boto3 is not installed in the box (apt-get install python3-boto3)"
+	skip "boto3 is not installed in the box"
+	skip "boto3 is not installed in the box"
+	skip "boto3 is not installed in the box"
+	skip "boto3 is not installed in the box"
+fi
 # A changed request: signed for one object, sent for another.
 R=$(X "curl -sS -v $SIG -H 'x-amz-meta-a: 1' $URL/curl-obj 2>&1 | grep -c '^< HTTP/1.1 200'")
 is "$R" 1 "(a signed x-amz-meta header is carried and re-signed)"
@@ -139,6 +174,28 @@ True" "HTTPS: boto3 (its CA from the box's REQUESTS_CA_BUNDLE / AWS_CA_BUNDLE) p
 else
 	skip "boto3 is not installed (apt-get install python3-boto3)"
 fi
+if XT 'python3 -c "import boto3"' >/dev/null; then
+	U=$(XT "python3 -c \"$PRE\" https://s3.test:$TP get_object tls-obj")
+	R=$(XT "curl -sS -f '$U'")
+	is "$R" "put over tls" "HTTPS: a presigned GET made with the placeholder keys: re-signed through the terminating proxy"
+else
+	skip "boto3 is not installed in the box"
+fi
+# A streaming signature (aws-chunked, STREAMING-AWS4-HMAC-SHA256-PAYLOAD):
+# each chunk's signature, chained from the request's, is checked with the
+# placeholder keys and made again with the real ones. The client is the
+# test's own signer (sigv4_stream.py, checked against AWS's example), run
+# in the box; the S3 server checks the request's signature and decodes
+# the chunks (it does not check theirs: the checking server below does).
+STREAMPY=$(base64 -w0 <"$(dirname "$0")/sigv4_stream.py")
+XT "echo $STREAMPY | base64 -d >/tmp/sigv4_stream.py; head -c 3000000 /dev/urandom >/tmp/sbig" >/dev/null
+SUM=$(XT "sha256sum </tmp/sbig | cut -d' ' -f1")
+R=$(XT "python3 /tmp/sigv4_stream.py $TURL/stream-obj signed length /tmp/sbig 1048576 &&
+	curl -sS -f $SIG $TURL/stream-obj | sha256sum | cut -d' ' -f1")
+is "$R" "200 OK
+$SUM" "HTTPS: a streaming-signed PUT (3 chunks of 1 MiB, the bound) re-signed, and its GET back byte-equal"
+is "$(sha256sum <"$D/tdata/ward-test/stream-obj._S3rver_object" | cut -d' ' -f1)" "$SUM" \
+	"HTTPS: the S3 server stored the decoded bytes, equal"
 R=$(XT "curl -sS -v --aws-sigv4 aws:amz:us-east-1:s3 --user AKIAATTACKER:x -T /tmp/obj $TURL/evil 2>&1")
 like "$R" "403 Forbidden by ward: a SigV4 signature by another key \(AKIAATTACKER\)" "HTTPS: a signature by another key: refused"
 check "HTTPS: and it did not reach the server" test ! -e "$D/tdata/ward-test/evil._S3rver_object"
@@ -182,6 +239,62 @@ except Exception:
 	L=$(tail -n1 "$D/sts.log")
 	like "$L" '"body": "Action=GetCallerIdentity' "boto3 sts: its request reached the server"
 	like "$L" '"sigv4": true' "boto3 sts: signed by its body's hash, re-signed with the real key"
+else
+	skip "boto3 is not installed (apt-get install python3-boto3)"
+fi
+# Streaming signatures checked by the checking server's own reading:
+# every chunk's and the trailer's, with the real key. Its twin first,
+# from the host: the same upload signed with the wrong secret is false.
+SF=$T_TMP/sfile
+MKF="import random; random.seed(7); open('/tmp/sfile', 'wb').write(random.randbytes(300000))"
+python3 -c "${MKF/\/tmp\/sfile/$SF}"
+SSUM=$(sha256sum <"$SF" | cut -d' ' -f1)
+env -u https_proxy AWS_ACCESS_KEY_ID=wardtest AWS_SECRET_ACCESS_KEY=not-the-secret SSL_CERT_FILE="$D/ca.pem" \
+	CONNECT_TO=127.0.0.1 python3 "$(dirname "$0")/sigv4_stream.py" "https://sts.test:$SP/b/k" signed length "$SF" >/dev/null
+like "$(tail -n1 "$D/sts.log")" '"stream": "chunk 0: its signature does not hold"' \
+	"(the checking server: chunks signed with the wrong secret, from the host, do not hold)"
+env -u https_proxy AWS_ACCESS_KEY_ID=wardtest AWS_SECRET_ACCESS_KEY=wardtest-secret SSL_CERT_FILE="$D/ca.pem" \
+	CONNECT_TO=127.0.0.1 python3 "$(dirname "$0")/sigv4_stream.py" "https://sts.test:$SP/b/k" signed-trailer length "$SF" >/dev/null
+like "$(tail -n1 "$D/sts.log")" '"stream": "ok"' "(and with the right one, they hold)"
+SX() { "$WARD" box exec "$ST" --timeout 60s -- "$1" 2>&1; }
+SX "echo $STREAMPY | base64 -d >/tmp/sigv4_stream.py; python3 -c \"$MKF\"" >/dev/null
+for MF in "signed length" "signed chunked" "signed-trailer length" "signed-trailer chunked" "unsigned-trailer chunked"; do
+	R=$(SX "python3 /tmp/sigv4_stream.py https://sts.test:$SP/ward-test/s $MF /tmp/sfile")
+	L=$(tail -n1 "$D/sts.log")
+	is "$R" "200 OK: ok" "HTTPS: a streaming upload ($MF) through the terminating proxy"
+	like "$L" '"sigv4": true' "($MF) the request's signature holds with the real key"
+	like "$L" "\"stream\": \"ok\", \"decoded_len\": 300000, \"decoded_sha256\": \"$SSUM\"" \
+		"($MF) every chunk's signature holds with the real key, and the bytes arrive equal"
+	unlike "$L" "ward-secret-" "($MF) no placeholder reached the server"
+done
+# Refused in the middle of the body (its head already gone on): the box
+# reads the refusal, and the server sees its upload cut, not ended.
+SX "head -c 3000000 /dev/urandom >/tmp/sbig" >/dev/null
+R=$(SX "python3 /tmp/sigv4_stream.py https://sts.test:$SP/ward-test/big signed length /tmp/sbig 1048577")
+like "$R" "^413 Content Too Large by ward: an aws-chunked chunk of 1048577 bytes: a signed chunk is held whole to be re-signed, at most 1048576 bytes" \
+	"HTTPS: a signed chunk over 1 MiB: refused, the bound said ($R)"
+wait_until 10 grep -q '"path": "/ward-test/big", "cut": true' "$D/sts.log"
+ok $? "and the server saw that upload cut"
+R=$(SX "python3 /tmp/sigv4_stream.py https://sts.test:$SP/ward-test/bad signed-bad length /tmp/sbig")
+like "$R" "^400 Bad Request by ward: aws-chunked chunk 2's signature does not hold with the placeholder keys" \
+	"HTTPS: a byte of chunk 2 changed after the box signed it: refused ($R)"
+wait_until 10 grep -q '"path": "/ward-test/bad", "cut": true' "$D/sts.log"
+ok $? "and the server saw that upload cut"
+R=$(SX "python3 /tmp/sigv4_stream.py https://sts.test:$SP/ward-test/max signed length /tmp/sbig 1048576")
+is "$R" "200 OK: ok" "twin: chunks of 1 MiB, the bound, are carried"
+like "$(tail -n1 "$D/sts.log")" '"stream": "ok", "decoded_len": 3000000' "(and every chunk's signature holds with the real key)"
+if SX 'python3 -c "import boto3"' >/dev/null; then
+	# boto3 with a checksum over HTTPS: STREAMING-UNSIGNED-PAYLOAD-TRAILER,
+	# aws-chunked inside Transfer-Encoding: chunked.
+	SX "python3 -c \"
+import boto3
+s3 = boto3.client('s3', endpoint_url='https://sts.test:$SP', region_name='us-east-1')
+s3.put_object(Bucket='ward-test', Key='boto-crc', Body=open('/tmp/sfile', 'rb'), ChecksumAlgorithm='CRC32')\"" >/dev/null
+	L=$(tail -n1 "$D/sts.log")
+	like "$L" '"X-Amz-Content-SHA256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER"' "boto3 with a CRC32 sends an unsigned streaming payload"
+	like "$L" '"sigv4": true' "boto3 streaming: re-signed with the real key"
+	like "$L" "\"stream\": \"ok\", \"decoded_len\": 300000, \"decoded_sha256\": \"$SSUM\"" \
+		"boto3 streaming: its chunks and trailer arrive as sent, the bytes equal"
 else
 	skip "boto3 is not installed (apt-get install python3-boto3)"
 fi

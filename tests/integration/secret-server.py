@@ -6,17 +6,25 @@ response, the body written a few bytes at a time so that a value spans
 the proxy's reads): what the proxy must keep from coming back into the box.
 With --sigv4 KEY:SECRET it also checks each request's AWS SigV4 signature
 with that key, by its own reading of AWS's algorithm (not ward's), and
-logs "sigv4": true or false (secret-aws.sh). Over HTTPS each line says
+logs "sigv4": true or false (secret-aws.sh); a streaming (aws-chunked)
+body's chunk and trailer signatures are checked too (sigv4_stream.py),
+"stream" saying "ok" or what did not hold, with the decoded data's length
+and SHA-256. A chunked body is read to its end. Over HTTPS each line says
 whether the client resumed a TLS session ("tls_reused")."""
 import argparse
 import hashlib
 import hmac
 import http.server
 import json
+import os
 import re
+import sys
 import socketserver
 import time
 from urllib.parse import quote, unquote
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sigv4_stream  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--log", required=True)
@@ -51,16 +59,53 @@ def sigv4_ok(method, target, headers, body):
     return hmac.compare_digest(hmac.new(k, sts.encode(), hashlib.sha256).hexdigest(), sig)
 
 
+def read_chunked(f):
+    out = []
+    while True:
+        size = int(f.readline().split(b";")[0], 16)
+        if not size:
+            while f.readline() not in (b"\r\n", b""):
+                pass
+            return b"".join(out)
+        out.append(f.read(size))
+        f.readline()
+
+
+def stream_check(headers, raw):
+    """What a streaming body's signatures say under the real key."""
+    m = re.search(r"Credential=[^/]+/(\d{8})/([^/]+)/([^/]+)/aws4_request.*Signature=([0-9a-f]{64})",
+                  headers.get("Authorization", ""))
+    mode = {v: k for k, v in sigv4_stream.KINDS.items()}.get(headers.get("x-amz-content-sha256"))
+    if not m or not mode:
+        return {"stream": "not a streaming SigV4 request ward re-signs"}
+    date, region, service, seed = m.groups()
+    key = sigv4_stream.signing_key(a.sigv4.split(":", 1)[1], date, region, service)
+    data, why = sigv4_stream.decode(raw, mode, key, headers.get("x-amz-date", ""),
+                                    "%s/%s/%s/aws4_request" % (date, region, service), seed)
+    return {"stream": why or "ok", "decoded_len": len(data), "decoded_sha256": hashlib.sha256(data).hexdigest()}
+
+
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def handle_one(self):
         n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        chunked = (self.headers.get("Transfer-Encoding") or "").lower() == "chunked"
+        try:
+            raw = read_chunked(self.rfile) if chunked else self.rfile.read(n) if n else b""
+            cut = not chunked and len(raw) < n
+        except (OSError, ValueError):
+            raw, cut = b"", True
+        if cut:	# the body did not come whole: nothing is done with it
+            with open(a.log, "a") as f:
+                f.write(json.dumps({"method": self.command, "path": self.path, "cut": True}) + "\n")
+            return
         rec = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-               "body": raw.decode("latin-1")}
+               "body": raw[:4096].decode("latin-1")}
         if a.sigv4:
             rec["sigv4"] = sigv4_ok(self.command, self.path, self.headers, raw)
+            if (self.headers.get("x-amz-content-sha256") or "").startswith("STREAMING-"):
+                rec.update(stream_check(self.headers, raw))
         if a.cert:
             rec["tls_reused"] = self.connection.session_reused
         with open(a.log, "a") as f:

@@ -60,7 +60,7 @@ static int resign(struct buf *b, const char *token, char *why, size_t wn)
 {
 	struct net_sigv4_keys k = { .ph_key = PH_KEY, .ph_secret = PH_SECRET, .ph_token = token ? PH_KEY : NULL,
 				    .key = AKID, .secret = SECRET, .token = token };
-	int r = net_sigv4_resign(b, &k, NET_SIGV4_EMPTY_HASH, why, wn);
+	int r = net_sigv4_resign(b, &k, NET_SIGV4_EMPTY_HASH, NULL, why, wn);
 	buf_cstr(b);
 	return r;
 }
@@ -162,7 +162,9 @@ int main(void)
 	buf_free(&b);
 	b = box_signed("PUT /k HTTP/1.1", "x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD\r\n",
 		       "host;x-amz-content-sha256;x-amz-date");
-	is_int(resign(&b, NULL, why, sizeof(why)), -EBADMSG, "a streaming payload: not re-signed (%s)", why);
+	is_int(resign(&b, NULL, why, sizeof(why)), -EBADMSG,
+	       "a streaming payload where no stream can follow (plain HTTP): not re-signed (%s)", why);
+	like(why, "re-signed over HTTPS only", "and it says where it is");
 	buf_free(&b);
 	return tap_done();
 }
