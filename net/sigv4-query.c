@@ -95,8 +95,11 @@ int net_sigv4_query_resign(struct buf *head, const struct net_sigv4_keys *k, con
 	size_t ml, tl, vn[Q_N] = { 0 };
 	if (!nl || sigv4_request_line(&l[0], &m, &ml, &t, &tl) < 0)
 		return sigv4_why(why, wn, -EBADMSG, "the request line is not METHOD TARGET VERSION");
-	const char *qm = memchr(t, '?', tl);
-	size_t qn = qm ? tl - (size_t)(qm + 1 - t) : 0;
+	const char *qm = memchr(t, '?', tl), *ver = t + tl;
+	size_t qn = qm ? tl - (size_t)(qm + 1 - t) : 0, vl = (size_t)(l[0].p + l[0].n - ver);
+	/* The line is rebuilt around its query: nothing after it but the version. */
+	if (vl != 9 || (memcmp(ver, " HTTP/1.1", 9) && memcmp(ver, " HTTP/1.0", 9)))
+		return sigv4_why(why, wn, -EBADMSG, "the request line is not METHOD TARGET HTTP/1.x");
 	int count[Q_N];
 	for (int i = 0; i < Q_N; i++)
 		count[i] = qm ? sigv4_query_param(qm + 1, qn, q_names[i], &v[i], &vn[i]) : 0;
@@ -147,6 +150,12 @@ int net_sigv4_query_resign(struct buf *head, const struct net_sigv4_keys *k, con
 	buf_init(&o, head->cap);
 	size_t sig_at = 0;
 	r = rebuild(l, nl, t, tl, k, &a, &o, &sig_at);
+	/* The placeholder anywhere else (an unsigned header) would go on as
+	 * it is: refused, as the header form's re-signing leaves none. */
+	if (r == 0 && ((strcmp(k->key, k->ph_key) && memmem(o.data, o.len, k->ph_key, pk)) ||
+		       (k->ph_token && strcmp(k->token, k->ph_token) &&
+			memmem(o.data, o.len, k->ph_token, strlen(k->ph_token)))))
+		r = sigv4_why(why, wn, -EBADMSG, "the placeholder key elsewhere in a presigned URL's request");
 	r = r ?: net_sigv4_signature(o.data, o.len, &a, k->secret, body_hash, pm, sig, why, wn);
 	if (r < 0) {
 		if (o.data)
