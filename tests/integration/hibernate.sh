@@ -132,7 +132,13 @@ fi
 	HPLAN=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' <<<"$HOLD")
 	HN=$(grep -Ec '^(not )?ok ' <<<"$HOLD")
 	ok "$([ "$HRC" -eq 0 ] && [ "${HPLAN:-0}" -gt 0 ] && [ "$HN" = "$HPLAN" ]; echo $?)" "hold: the helper printed all its tests, $HN of a plan of ${HPLAN:-none}, and exited 0 ($HRC)"
-	lt 2000 "$HMS" "and the hibernate outlasted the 2 s connect bound the call would have failed at"
+	# What the call waited through is only shown where the hibernate took
+	# longer than the connect bound; a quicker machine saves 300 MB sooner.
+	if [ "$HMS" -gt 2000 ]; then
+		ok 0 "and the hibernate outlasted the 2 s connect bound the call would have failed at ($HMS ms)"
+	else
+		echo "ok $((T_N += 1)) # SKIP the hibernate took $HMS ms, within the 2 s connect bound: the wait past it is not shown"
+	fi
 	"$WARD" box destroy "$B"
 }
 
