@@ -28,6 +28,13 @@ int sigv4_enc_once(struct buf *o, const char *p, size_t n, bool path);
  * matched); the first one's value (as it is, encoded) in ret_*. */
 int sigv4_query_param(const char *q, size_t n, const char *name, const char **ret_v, size_t *ret_vn);
 
+struct net_sigv4_auth;
+/* The path rule (enum net_sigv4_path) under which a's signature of head
+ * holds with secret: it, -ENOENT where it holds under neither, or the
+ * signature's own -errno with why. */
+int sigv4_path_match(const char *head, size_t n, const struct net_sigv4_auth *a, const char *secret,
+		     const char *body_hash, char *why, size_t wn);
+
 /* r, with why[wn] saying why. */
 static inline int sigv4_why(char *why, size_t wn, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static inline int sigv4_why(char *why, size_t wn, int r, const char *fmt, ...)

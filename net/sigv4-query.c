@@ -132,18 +132,13 @@ int net_sigv4_query_resign(struct buf *head, const struct net_sigv4_keys *k, con
 	if (r < 0)
 		return r;
 	a.query = true;
-	char sig[65];
-	int pm = -1;
-	for (int p = NET_SIGV4_PATH_S3; p <= NET_SIGV4_PATH_NORMALISED && pm < 0; p++) {
-		r = net_sigv4_signature(head->data, head->len, &a, k->ph_secret, body_hash, p, sig, why, wn);
-		if (r < 0)
-			return r;
-		if (!CRYPTO_memcmp(sig, a.signature, 64))
-			pm = p;
-	}
+	int pm = sigv4_path_match(head->data, head->len, &a, k->ph_secret, body_hash, why, wn);
+	if (pm < 0 && pm != -ENOENT)
+		return pm;
 	if (pm < 0)
 		return sigv4_why(why, wn, -EBADMSG, "the presigned URL's signature does not hold with the placeholder keys "
 				 "(the URL or a signed header changed, or it was made for another request)");
+	char sig[65];
 	if (count[Q_TOKEN] == 0 && k->token)
 		return sigv4_why(why, wn, -EBADMSG, "a presigned URL without X-Amz-Security-Token, for keys that need one");
 	struct buf o;

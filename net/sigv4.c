@@ -476,6 +476,21 @@ int net_sigv4_signature(const char *head, size_t n, const struct net_sigv4_auth 
 	return r < 0 ? sigv4_why(why, wn, r, r == -ENOMEM ? "out of memory" : "HMAC-SHA256 failed") : 0;
 }
 
+int sigv4_path_match(const char *head, size_t n, const struct net_sigv4_auth *a, const char *secret,
+		     const char *body_hash, char *why, size_t wn)
+{
+	for (int p = NET_SIGV4_PATH_S3; p <= NET_SIGV4_PATH_NORMALISED; p++) {
+		char sig[65];
+		int r = net_sigv4_signature(head, n, a, secret, body_hash, p, sig, why, wn);
+		if (r < 0)
+			return r;
+		if (!CRYPTO_memcmp(sig, a->signature, 64))
+			return p;
+	}
+	return -ENOENT;
+}
+
+
 int net_sigv4_signing_key(const char *secret, const char *date, const char *region, const char *service,
 			  unsigned char out[32])
 {
@@ -612,18 +627,13 @@ int net_sigv4_resign(struct buf *head, const struct net_sigv4_keys *k, const cha
 			       "send it whole (UNSIGNED-PAYLOAD or its hash) over plain HTTP");
 	/* The box's signature over the head as it goes on: it holds for one
 	 * of the two path rules, and that one is used again. */
-	char sig[65];
-	int pm = -1;
-	for (int p = NET_SIGV4_PATH_S3; p <= NET_SIGV4_PATH_NORMALISED && pm < 0; p++) {
-		r = net_sigv4_signature(head->data, head->len, &a, k->ph_secret, body_hash, p, sig, why, wn);
-		if (r < 0)
-			return r;
-		if (!CRYPTO_memcmp(sig, a.signature, 64))
-			pm = p;
-	}
+	int pm = sigv4_path_match(head->data, head->len, &a, k->ph_secret, body_hash, why, wn);
+	if (pm < 0 && pm != -ENOENT)
+		return pm;
 	if (pm < 0)
 		return sigv4_why(why, wn, -EBADMSG, "the request's SigV4 signature does not hold with the placeholder keys "
 			       "(a signed header changed on the way, or it was made for another request)");
+	char sig[65];
 	/* The head again: the token and the Authorization the real ones'. */
 	struct buf o;
 	buf_init(&o, head->cap);
