@@ -162,6 +162,7 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 		s->rounds = st.rounds;
 		s->calls = st.calls;
 		s->refused = st.refused;
+		s->jobs_told = TAKE_PTR(st.jobs_told);
 		cJSON *cut = resume_results(s->messages, st.results, st.agents);
 		const char *w = json_str(st.header, "workspace");
 		snprintf(ws, PATH_MAX, "%s", w ? w : "");
@@ -222,6 +223,49 @@ int session_start(struct run_flags *f, struct session *s, char *ws)
 	return 0;
 }
 
+/* The jobs the kept box's last hibernate ended (its info lists them): the
+ * model hears of each at its next message, as a session attached at the
+ * time hears of them (the keeper's end events), unless it was told. */
+static void session_jobs_hibernated(struct session *s)
+{
+	cJSON *info = NULL;
+	struct err e = { 0 };
+	if (box_info(s->box, &info, &e) < 0)
+		return;
+	const cJSON *j;
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(info, "jobs_ended_by_hibernate")) {
+		char k[64];
+		bool told = false;
+		const cJSON *t;
+		if (journal_job_key(j, k, sizeof(k)) < 0)
+			continue;
+		cJSON_ArrayForEach(t, s->jobs_told)
+			told = told || (cJSON_IsString(t) && !strcmp(t->valuestring, k));
+		if (told)
+			continue;
+		/* The shape of the keeper's end event (keeper-jobs.c). */
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "type", "job");
+		cJSON_AddStringToObject(ev, "event", "ended");
+		cJSON *job = cJSON_AddObjectToObject(ev, "job");
+		cJSON_AddItemToObject(job, "id", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "id"), 0));
+		const char *cmd = json_str(j, "command"), *how = json_str(j, "how");
+		cJSON_AddStringToObject(job, "command", cmd ? cmd : "?");
+		cJSON_AddStringToObject(job, "state", "ended");
+		cJSON_AddStringToObject(ev, "how", how ? how : "ended when the box hibernated");
+		cJSON_AddItemToObject(ev, "hibernated_at",
+				      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "hibernated_at"), 0));
+		cJSON_AddBoolToObject(ev, "output_lost", 1);
+		if (!s->job_news)
+			s->job_news = cJSON_CreateArray();
+		if (cJSON_GetArraySize(s->job_news) < TURN_JOB_NEWS_MAX)
+			cJSON_AddItemToArray(s->job_news, ev);
+		else
+			cJSON_Delete(ev);
+	}
+	cJSON_Delete(info);
+}
+
 int session_box(struct session *s, struct run_flags *f, const char *workspace, bool interactive, char *name,
 		size_t n, bool *ret_kept)
 {
@@ -232,8 +276,19 @@ int session_box(struct session *s, struct run_flags *f, const char *workspace, b
 	/* Kept from the session's last run (hibernated at its end): its next
 	 * call wakes it, with /tmp, the home, as it was. */
 	if (box_has_keeper(bname) && box_connect(bname, &s->box, &e) == 0) {
+		/* Owned by this ward while it runs, as the box the session first
+		 * made was: a kill -9 of it leaves no box or job for the TTL.
+		 * One made persistent by hand stays so. */
+		int r = box_own(s->box, &e);
+		if (r < 0 && r != -EINVAL) {
+			cmd_error("the session's box %s: %s", bname, e.msg);
+			box_disconnect(s->box);
+			s->box = NULL;
+			return r == -EBUSY ? EXIT_USAGE : EXIT_NOBOX;
+		}
 		snprintf(name, n, "%s", bname);
 		*ret_kept = true;
+		session_jobs_hibernated(s);
 		if (box_is_hibernated(bname))
 			term_printf(stderr, "ward: the session's box %s is hibernated; its first call wakes it\n", bname);
 		return 0;
@@ -352,6 +407,8 @@ void session_end(struct session *s)
 	cJSON_Delete(s->messages);
 	cJSON_Delete(s->job_news);
 	s->job_news = NULL;
+	cJSON_Delete(s->jobs_told);
+	s->jobs_told = NULL;
 	s->messages = NULL;
 	free(s->system);
 	s->system = NULL;

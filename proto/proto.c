@@ -63,6 +63,7 @@ const char *proto_type_name(uint8_t type)
 		[PROTO_ERROR] = "error", [PROTO_DESTROY] = "destroy", [PROTO_INFO] = "info", [PROTO_START] = "start",
 		[PROTO_INPUT] = "input", [PROTO_HIBERNATE] = "hibernate", [PROTO_WAKE] = "wake", [PROTO_CLAIM] = "claim",
 		[PROTO_PORT] = "port", [PROTO_FORK] = "fork", [PROTO_CHANGES] = "changes",
+		[PROTO_OWN] = "own",
 	};
 	if (type > PROTO_TYPE_MAX || !names[type])
 		return "unknown";

@@ -61,7 +61,12 @@ enum proto_type {
 				 * JSON {full}; reply CHANGES frames of the workspace's
 				 * change set (proto/changeset.h), the last with
 				 * PROTO_F_EOF, or ERROR */
-	PROTO_TYPE_MAX = 20,
+	PROTO_OWN = 21,		/* client -> the keeper of a box a hibernate kept
+				 * (box_hibernate_keep): empty; the client's process (its
+				 * peer credentials) owns it again, so the box dies with
+				 * it unless another such hibernate keeps it; reply INFO
+				 * {ok} or {error} */
+	PROTO_TYPE_MAX = 21,
 };
 
 #define PROTO_F_OWNER 0x1

@@ -81,6 +81,14 @@ int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e)
 	return box_request_ok(c, PROTO_HIBERNATE, "{\"keep\":true}", BOX_HIBERNATE_TIMEOUT_MS, ret, e);
 }
 
+int box_own(struct box_conn *c, struct err *e)
+{
+	cJSON *j = NULL;
+	int r = box_request_ok(c, PROTO_OWN, NULL, BOX_CONNECT_TIMEOUT_MS, &j, e);
+	cJSON_Delete(j);
+	return r;
+}
+
 int box_claim(struct box_conn *c, const char *json, struct err *e)
 {
 	cJSON *j = NULL;

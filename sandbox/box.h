@@ -186,6 +186,11 @@ int box_hibernate(struct box_conn *c, cJSON **ret, struct err *e);
 /* The same, and the box outlives the ward that made it (a session's box
  * when the session ends: `ward --resume` wakes it); its TTL still holds. */
 int box_hibernate_keep(struct box_conn *c, cJSON **ret, struct err *e);
+/* A box so kept, owned again by this process (a resumed session's): it
+ * dies with it, as the box its session first made did, unless another
+ * box_hibernate_keep keeps it. -EBUSY: another ward owns it; -EINVAL: it
+ * is persistent. Bounded: BOX_CONNECT_TIMEOUT_MS. */
+int box_own(struct box_conn *c, struct err *e);
 /* A port of the box opened to the host (ns): the box's keeper listens at
  * ADDR:HOSTPORT (127.0.0.1 unless an address is asked for; a port the
  * kernel picks unless one is asked for) and carries each connection to

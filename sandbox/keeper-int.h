@@ -114,6 +114,7 @@ struct keeper {
 	uint32_t gmask;		/* what the loop watches for on the guest's channel */
 	struct loop *loop;
 	int lfd, sfd, ownerfd;
+	pid_t owner;		/* ownerfd's process, for a message */
 	struct kclient *clients;
 	struct kcall *calls;
 	struct kwaiter waiter;	/* who waits for the step that runs */
@@ -147,6 +148,9 @@ void keeper_broadcast(cJSON *ev);
 /* Which of the guest's channel and the clients the loop reads and
  * writes, after a queue grew or shrank (keeper.c, KEEPER_PACE). */
 void keeper_pace(void);
+/* A kept box owned again, by c's process (PROTO_OWN): it dies with it
+ * unless a hibernate keeps it again. 0 also when c's process owns it. */
+int keeper_own(const struct kclient *c, struct err *e);
 /* The box's owner exited: the loop's callback on its pidfd. */
 void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data);
 void kclient_send(struct kclient *c, uint8_t type, uint8_t flags, uint32_t id, const void *p, size_t n);
@@ -236,7 +240,8 @@ void keeper_port_free(void);
 /* keeper-jobs.c: the guest's jobs that run, from its events. At a
  * hibernate that ends them: each one's end told to every client (a job
  * end event), listed in ret's "jobs_ended" and in the box's info after
- * ("jobs_ended_by_hibernate"); how many. The guest gone any other way:
+ * ("jobs_ended_by_hibernate"), each with the hibernate's wall-clock
+ * stamp ("hibernated_at", ms); how many. The guest gone any other way:
  * forgotten. */
 void keeper_jobs_event(const cJSON *ev);
 /* How many of the guest's jobs run (the keeper's idle policy). */

@@ -70,6 +70,9 @@ unsigned keeper_jobs_end(const char *why, cJSON *ret)
 	ended = cJSON_CreateArray();
 	unsigned n = 0;
 	int64_t now = now_ms();
+	/* Which hibernate ended them, for a session resumed later: the
+	 * guest's job numbers start again after it, the stamp does not. */
+	double at = (double)(now_file_ns() / 1000000);
 	/* Oldest first, as they were started. */
 	for (size_t k = 0; k < nrunning; k++) {
 		size_t first = k;
@@ -101,6 +104,7 @@ unsigned keeper_jobs_end(const char *why, cJSON *ret)
 		cJSON_AddNumberToObject(jj, "dropped_bytes", 0);
 		cJSON_AddArrayToObject(jj, "ports");
 		cJSON_AddStringToObject(ev, "how", how);
+		cJSON_AddNumberToObject(ev, "hibernated_at", at);
 		cJSON_AddNumberToObject(ev, "running", (double)(nrunning - i - 1));
 		cJSON_AddBoolToObject(ev, "output_lost", 1);
 		keeper_broadcast(ev);
@@ -110,6 +114,7 @@ unsigned keeper_jobs_end(const char *why, cJSON *ret)
 			cJSON_AddNumberToObject(e, "id", j->id);
 			cJSON_AddStringToObject(e, "command", j->command);
 			cJSON_AddStringToObject(e, "how", how);
+			cJSON_AddNumberToObject(e, "hibernated_at", at);
 			cJSON_AddItemToArray(ended, e);
 		}
 		n++;

@@ -502,6 +502,19 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 	case PROTO_FORK:
 		keeper_fork_request(c, f);
 		break;
+	case PROTO_OWN: {
+		struct err e = { 0 };
+		cJSON *j = cJSON_CreateObject();
+		int r = keeper_own(c, &e);
+		if (r < 0) {
+			cJSON_AddStringToObject(j, "error", e.msg);
+			cJSON_AddNumberToObject(j, "code", r);
+		} else
+			cJSON_AddBoolToObject(j, "ok", 1);
+		kclient_send_json(c, PROTO_INFO, f->id, j);
+		cJSON_Delete(j);
+		break;
+	}
 	case PROTO_DESTROY:
 		if (f->len && !K.inst.pooled)
 			break;	/* {"if_pooled":true} from a pool that is ending: taken meanwhile */
@@ -613,6 +626,33 @@ void keeper_owner_exit(struct loop *l, int fd, uint32_t events, void *data)
 	}
 	K.why = "the ward that made it exited";
 	K.quit = true;
+}
+
+int keeper_own(const struct kclient *c, struct err *e)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return err_setc(e, -errno, "box %s: who asks to own it is not known", K.name);
+	if (K.ownerfd >= 0 && cr.pid == K.owner)
+		return 0;
+	if (K.ownerfd >= 0)
+		return err_set(e, -EBUSY, "box %s is owned by another ward (pid %d); end it first", K.name, (int)K.owner);
+	if (!K.kept)
+		return err_set(e, -EINVAL, "box %s is persistent: it has no owner to take over", K.name);
+	if (K.waiter.type)
+		return err_set(e, -EBUSY, "box %s is busy (%s); ask again when it is done", K.name,
+			       box_state_name(K.state));
+	/* The pid is the connected client's, which waits for this answer:
+	 * it cannot have been reused. */
+	int fd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
+	if (fd < 0)
+		return err_setc(e, -errno, "box %s: the ward that asks to own it is gone", K.name);
+	K.ownerfd = fd;
+	K.owner = cr.pid;
+	K.kept = false;
+	loop_add(K.loop, K.ownerfd, EPOLLIN, keeper_owner_exit, NULL);
+	return 0;
 }
 
 static int64_t keeper_tick(void)
@@ -830,6 +870,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 		goto fail;
 	if (!o->persistent && o->owner > 0) {
 		K.ownerfd = (int)syscall(SYS_pidfd_open, o->owner, 0);
+		K.owner = o->owner;
 		if (K.ownerfd < 0) {
 			err_setc(&e, -errno, "the ward that asked for the box is gone");
 			goto fail;

@@ -241,6 +241,7 @@ int keeper_claim(const struct frame *f, struct err *e)
 	}
 	if (ofd >= 0) {
 		K.ownerfd = ofd;
+		K.owner = owner;
 		loop_add(K.loop, K.ownerfd, EPOLLIN, keeper_owner_exit, NULL);
 	}
 	o->pool = false;	/* a box made again later (lost, woken) starts at once */

@@ -195,6 +195,7 @@ void journal_state_free(struct journal_state *st)
 	cJSON_Delete(st->checkpoints);
 	cJSON_Delete(st->agents);
 	cJSON_Delete(st->agent);
+	cJSON_Delete(st->jobs_told);
 	*st = (struct journal_state){ 0 };
 }
 
@@ -277,6 +278,18 @@ static void journal_spent(struct journal_state *st, const char *type, const cJSO
 	}
 }
 
+int journal_job_key(const cJSON *o, char *out, size_t n)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	if (!cJSON_IsNumber(id))
+		id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "job"), "id");
+	const cJSON *at = cJSON_GetObjectItemCaseSensitive(o, "hibernated_at");
+	if (!cJSON_IsNumber(id) || !cJSON_IsNumber(at) || id->valuedouble < 1 || id->valuedouble > 1e9 ||
+	    at->valuedouble < 0 || at->valuedouble > 1e15)
+		return -EINVAL;
+	return (size_t)snprintf(out, n, "%.0f@%.0f", id->valuedouble, at->valuedouble) < n ? 0 : -ENAMETOOLONG;
+}
+
 int journal_load(const char *id, struct journal_state *st, struct err *e)
 {
 	*st = (struct journal_state){ 0 };
@@ -299,6 +312,7 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 	st->results = cJSON_CreateObject();
 	st->checkpoints = cJSON_CreateArray();
 	st->agents = cJSON_CreateObject();
+	st->jobs_told = cJSON_CreateArray();
 	cJSON *asked = NULL;	/* the last checkpoint, until its message comes */
 	size_t lineno = 0;
 	for (char *p = data, *nl; p < data + len; p = nl + 1) {
@@ -337,6 +351,10 @@ int journal_load(const char *id, struct journal_state *st, struct err *e)
 				cJSON_ReplaceItemInObject(asked, "text", cJSON_CreateString(t));
 			}
 			asked = NULL;
+		} else if (type && !strcmp(type, "job_told")) {
+			char k[64];
+			if (journal_job_key(rec, k, sizeof(k)) == 0)
+				cJSON_AddItemToArray(st->jobs_told, cJSON_CreateString(k));
 		} else if (type && !strcmp(type, "checkpoint")) {
 			cJSON *c = cJSON_CreateObject();
 			cJSON_AddNumberToObject(c, "message", json_int(rec, "message", 0));

@@ -96,8 +96,16 @@ struct journal_state {
 	struct usage usage;
 	double cost;
 	int rounds, calls, refused;
+	/* The jobs a box's hibernate ended that the model was told of (its
+	 * job_told records, those no rewind took back): ["ID@HIBERNATED_AT"],
+	 * the stamp as the keeper gave it (keeper-int.h). */
+	cJSON *jobs_told;
 };
 int journal_load(const char *id, struct journal_state *st, struct err *e);
+/* A job a hibernate ended, as jobs_told holds it: from {id | job.id,
+ * hibernated_at} (an end event, a box info's entry, a job_told record);
+ * -EINVAL when it has no stamp. */
+int journal_job_key(const cJSON *o, char *out, size_t n);
 void journal_state_free(struct journal_state *st);
 /* The sessions directory. */
 int journal_dir(char *out, size_t n, struct err *e);

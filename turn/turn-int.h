@@ -22,8 +22,6 @@
 #define TURN_NEEDS_PERSON_MAX 3
 /* A call is not started with less time than this left. */
 #define TURN_MIN_CALL_MS 200
-/* Ended jobs the model is told of at once, at most (the latest). */
-#define TURN_JOB_NEWS_MAX 8
 
 enum tc_state { TC_WAIT, TC_RUNNING, TC_DONE };
 

@@ -642,6 +642,15 @@ void turn_job_news(struct turn *t, cJSON *content)
 			buf_printf(&b, " It wrote no output.\n");
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "output_lost")))
 			buf_printf(&b, "(job_output {\"id\": %d} reads the rest of it)]", n);
+		/* Told: a resumed session is not told again from the box's info. */
+		if (cJSON_HasObjectItem(ev, "hibernated_at")) {
+			cJSON *rec = cJSON_CreateObject();
+			cJSON_AddNumberToObject(rec, "id", n);
+			cJSON_AddItemToObject(rec, "hibernated_at",
+					      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ev, "hibernated_at"), 0));
+			journal_write(&t->s->j, "job_told", rec);
+			cJSON_Delete(rec);
+		}
 		buf_cstr(&b);
 		cJSON *blk = cJSON_CreateObject();
 		cJSON_AddStringToObject(blk, "type", "text");

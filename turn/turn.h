@@ -198,6 +198,9 @@ struct turn_cfg {
 	struct ledger *ledger;
 };
 
+/* Ended jobs the model is told of at once, at most (the latest). */
+#define TURN_JOB_NEWS_MAX 8
+
 /* A session: the conversation so far, its journal, its box. */
 struct session {
 	cJSON *messages;
@@ -219,6 +222,10 @@ struct session {
 	/* The box's jobs that ended and the model was not told of yet (their
 	 * EV_JOB results): the next message to it says (turn_job_news). */
 	cJSON *job_news;
+	/* Of the jobs a hibernate ended, those its journal says the model was
+	 * told of (journal_state's jobs_told): a resumed session's kept box
+	 * lists them too, and they are not told twice. */
+	cJSON *jobs_told;
 	/* What this session added to the task's ledger (its own spend). */
 	int64_t led_tokens, led_calls;
 	double led_cost;

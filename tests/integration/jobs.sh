@@ -319,6 +319,14 @@ if command -v tmux >/dev/null; then
 		scr | grep -v '^$' | tail -12 | sed 's/^/#   screen| /'
 		return 1
 	}
+	session_go() { # session_go REPLAY WHAT: ward in pane tj on $T_TMP/REPLAY.json and $WS, at its
+		# prompt; "go" sent; until the model's job (sleep $V) runs
+		$TM new-session -d -x 150 -y 50 -s tj "env XDG_STATE_HOME=$XDG_STATE_HOME XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR \
+WARD_GUEST=$WARD_GUEST TERM=screen '$WARD' --model replay:$T_TMP/$1.json --workspace $WS --approve auto; echo EXIT=\$?; sleep 600"
+		wait_scr '^› ?$' 15000; ok $? "$2: the session is at its prompt"
+		$TM send-keys -t tj -l "go"; $TM send-keys -t tj Enter
+		wait_alive "$V"; ok $? "$2: the model's job runs"
+	}
 	V=1000.${TAG}90
 	cat >"$T_TMP/tui.json" <<EOF
 {"turns":[
@@ -326,11 +334,7 @@ if command -v tmux >/dev/null; then
  {"text":"holding","tools":[{"name":"bash","input":{"command":"exec sleep 107.${TAG}","timeout":300}}]},
  {"text":"done"}]}
 EOF
-	$TM new-session -d -x 150 -y 50 -s tj "env XDG_STATE_HOME=$XDG_STATE_HOME XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR \
-WARD_GUEST=$WARD_GUEST TERM=screen '$WARD' --model replay:$T_TMP/tui.json --workspace $WS --approve auto; echo EXIT=\$?; sleep 600"
-	wait_scr '^› ?$' 15000; ok $? "session: at its prompt"
-	$TM send-keys -t tj -l "go"; $TM send-keys -t tj Enter
-	wait_alive "$V"; ok $? "session: the model's job runs"
+	session_go tui session
 	wait_alive "107.${TAG}"; ok $? "session: and its second call runs"
 	$TM send-keys -t tj Escape
 	wait_scr '⎿ cancelled' 5000; ok $? "session: Esc cancels the call"
@@ -345,6 +349,72 @@ WARD_GUEST=$WARD_GUEST TERM=screen '$WARD' --model replay:$T_TMP/tui.json --work
 	wait_scr "/jobs kill takes a job's number" 5000; ok $? "session: /jobs kill without a number says what it takes"
 	$TM send-keys -t tj C-d
 	wait_scr 'EXIT=0' 10000; ok $? "session: ends"
+	$TM kill-session -t tj 2>/dev/null
+
+	# A session's box is kept (hibernated) when the session ends with
+	# changes in its workspace (k.txt): an ns
+	# box's jobs end then. Its --resume is told which, once; while the
+	# resumed ward runs it owns the box again, so its kill -9 leaves
+	# neither the box nor a job for the TTL.
+	V=1000.${TAG}71
+	WS=$T_TMP/ws-kept; mkdir -p "$WS"
+	cat >"$T_TMP/kept.json" <<EOF
+{"turns":[
+ {"text":"starting","tools":[{"name":"bash","input":{"command":"exec sleep $V","background":true}},{"name":"write","input":{"path":"k.txt","content":"k\\n"}}]},
+ {"text":"it runs"}]}
+EOF
+	session_go kept kept
+	wait_scr 'it runs' 10000; ok $? "kept: the round is over"
+	$TM send-keys -t tj C-d
+	wait_scr 'k keep them for later' 30000; ok $? "kept: asked what to do with its changes"
+	$TM send-keys -t tj k
+	wait_scr 'EXIT=0' 30000; ok $? "kept: the session ends, its changes kept for later"
+	$TM kill-session -t tj 2>/dev/null
+	wait_gone "$V" 5; ok $? "kept: its box's hibernate ended the job (${GONE_MS} ms)"
+	ID=$(grep -l "\"workspace\":\"$WS\"" "$XDG_STATE_HOME"/ward/sessions/*.jsonl | head -1 | sed 's|.*/||; s|\.jsonl$||')
+	KB=s-$ID
+	JF=$XDG_STATE_HOME/ward/sessions/$ID.jsonl
+	is "$(state_of "$KB")" hibernated "kept: the session's box $KB is kept, hibernated"
+	# Resumed: its first message says the job ended (the replay expects it).
+	cat >"$T_TMP/kept2.json" <<EOF
+{"turns":[
+ {"text":"starting"}, {"text":"it runs"},
+ {"expect":"background job 1 (exec sleep $V) ended after","text":"told"}]}
+EOF
+	"$WARD" run --json --resume "$ID" --model "replay:$T_TMP/kept2.json" "go on" >"$T_TMP/kept2.jsonl" 2>"$T_TMP/kept2.err"
+	is "$?" 0 "resumed: the run ends done"
+	grep -v '^ward: session' "$T_TMP/kept2.err" | head -3 | sed 's/^/# /'
+	like "$(grep '"role":"user"' "$JF" | tail -1)" \
+		"go on.*background job 1 \\(exec sleep $V\\) ended after [0-9.]+ s when the box hibernated.*Its output went with it" \
+		"resumed: its first message told the model which job the hibernate ended, and that its output is gone"
+	is "$(grep -c '"type":"job_told"' "$JF")" 1 "resumed: the journal records that it was told"
+	is "$(state_of "$KB")" hibernated "resumed: the box is kept again at the run's end"
+	# Told once: the box's info still lists the job; the next resume is
+	# not told of it again.
+	like "$("$WARD" box info "$KB")" "exec sleep $V" "twin: the box's info still lists the ended job"
+	cat >"$T_TMP/kept3.json" <<EOF
+{"turns":[
+ {"text":"starting"}, {"text":"it runs"}, {"text":"told"},
+ {"text":"starting","tools":[{"name":"bash","input":{"command":"exec sleep ${V}2","background":true}}]},
+ {"text":"holding","tools":[{"name":"bash","input":{"command":"exec sleep 117.${TAG}","timeout":300}}]},
+ {"text":"done"}]}
+EOF
+	"$WARD" run --json --resume "$ID" --model "replay:$T_TMP/kept3.json" "once more" >"$T_TMP/kept3.jsonl" 2>"$T_TMP/kept3.err" &
+	RPID=$!
+	wait_alive "${V}2"; ok $? "resumed again: a job runs in the woken box"
+	wait_alive "117.${TAG}"; ok $? "resumed again: and a call"
+	unlike "$(grep '"role":"user"' "$JF" | tail -1)" "background job" \
+		"resumed again: the job told of before is not told again"
+	is "$("$WARD" box info "$KB" | field persistent)" false "resumed: while the ward runs the box is its own (not persistent)"
+	K=$(cat "$XDG_RUNTIME_DIR/ward/boxes/$KB/keeper.pid" 2>/dev/null)
+	kill -9 "$RPID"; wait "$RPID" 2>/dev/null
+	T0=$(now_ms)
+	wait_gone "${V}2" 5; ok $? "kill -9 of the resumed ward: the job is gone (${GONE_MS} ms)"
+	wait_gone "117.${TAG}" 5; ok $? "and the call"
+	for _ in $(seq 100); do [ -n "$K" ] && kill -0 "$K" 2>/dev/null || break; sleep 0.05; done
+	MS=$(( $(now_ms) - T0 ))
+	ok "$([ -n "$K" ] && ! kill -0 "$K" 2>/dev/null; echo $?)" "and the box's keeper $K ($MS ms)"
+	is "$(state_of "$KB")" "" "the box is gone, not left for its TTL"
 	$TM kill-server 2>/dev/null
 else
 	skip "tmux is not installed: no terminal session test"

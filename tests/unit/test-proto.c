@@ -64,7 +64,7 @@ next:;
 	is_int(PROTO_PORT, 18, "PORT is type 18");
 	is_int(PROTO_FORK, 19, "FORK is type 19");
 	is_int(PROTO_CHANGES, 20, "CHANGES is type 20");
-	is_int(PROTO_TYPE_MAX, PROTO_CHANGES, "and the last type");
+	is_int(PROTO_TYPE_MAX, PROTO_OWN, "and the last type");
 	is_str(proto_type_name(PROTO_CLAIM), "claim", "every type has a name");
 	is_str(proto_type_name(PROTO_PORT), "port", "PORT has a name");
 	is_str(proto_type_name(PROTO_FORK), "fork", "FORK has a name");
