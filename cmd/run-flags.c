@@ -6,6 +6,7 @@
 #include "cmd/term.h"
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
+#include "cmd/fleet.h"
 #include "base/parse.h"
 #include "image/ref.h"
 #include "sandbox/box.h"
@@ -13,6 +14,7 @@
 #include "turn/window.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,26 @@ int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field
 	}
 	f->line[f->nline++] = (struct run_given){ c, arg, field };
 	return 1;
+}
+
+int run_flag_named(struct run_flags *f, const struct option *opts, const char *name, const char *arg, const char *field,
+		   const char *where, int (*given)(void *ud, int c, const char *arg), void *ud)
+{
+	for (const struct option *o = opts; o->name; o++) {
+		if (strcmp(o->name, name))
+			continue;
+		if (arg == fleet_probe)
+			return 0;
+		if ((o->has_arg == required_argument) != (arg != NULL)) {
+			cmd_error("task field for --%s: %s", name, arg ? "it is a switch: give true" : "give its value");
+			return -EINVAL;
+		}
+		if (!field)
+			return given(ud, o->val, arg) < 0 ? -EINVAL : 0;
+		f->line_from = where;
+		return run_flag_line(f, o->val, arg, field) <= 0 ? -EINVAL : 0;
+	}
+	return -ENOENT;
 }
 
 const char *run_flags_model(const struct run_flags *f)

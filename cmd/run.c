@@ -332,24 +332,15 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 
 /* A task file's field, by the flag's long name: as the command line's
  * flag (a trusted file), or as a line's field, which only narrows. */
+static int run_opt_given(void *ud, int c, const char *arg)
+{
+	return run_opt(ud, c, arg);
+}
+
 static int run_opt_named(void *ud, const char *name, const char *arg, const char *field)
 {
 	struct run_ctx *x = ud;
-	for (const struct option *o = run_opts; o->name; o++) {
-		if (strcmp(o->name, name))
-			continue;
-		if (arg == fleet_probe)
-			return 0;
-		if ((o->has_arg == required_argument) != (arg != NULL)) {
-			cmd_error("task field for --%s: %s", name, arg ? "it is a switch: give true" : "give its value");
-			return -EINVAL;
-		}
-		if (!field)
-			return run_opt(x, o->val, arg) < 0 ? -EINVAL : 0;
-		x->f->line_from = x->fl->where;
-		return run_flag_line(x->f, o->val, arg, field) <= 0 ? -EINVAL : 0;
-	}
-	return -ENOENT;
+	return run_flag_named(x->f, run_opts, name, arg, field, x->fl->where, run_opt_given, x);
 }
 
 /* ward run's result: what --json's last line and a task's result.json
