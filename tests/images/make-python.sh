@@ -18,7 +18,7 @@ exec 9>"$OUT/.python.lock"
 flock 9
 [ -s "$OUT/python.oci.tar" ] && exit 0
 P=$(mktemp -d "$OUT/pyimg.XXXXXX")
-trap 'rm -rf "$P" "$OUT/python.oci.tar.tmp"' EXIT
+trap 'rm -rf "$P" "$OUT/python.tmp.oci.tar"' EXIT
 mkdir -p "$P/bin" "$P/usr/bin" "$P/tmp" "$P/etc"
 cp /bin/busybox "$P/bin/busybox"
 for a in $(/bin/busybox --list-full); do
@@ -33,6 +33,6 @@ tar -C / --exclude='*/test' --exclude='*/tests' --exclude='*/idlelib' --exclude=
 	--exclude='*/ensurepip' --exclude='*/__pycache__' --exclude='config-3.11-*' -cf - usr/lib/python3.11 |
 	tar -C "$P" -xf -
 echo "ID=ward-python" >"$P/etc/os-release"
-python3 "$HERE/oci.py" image "$OUT/python.oci.tar.tmp" --name ward-test/python:latest \
+python3 "$HERE/oci.py" image "$OUT/python.tmp.oci.tar" --name ward-test/python:latest \
 	--env PATH=/usr/sbin:/usr/bin:/sbin:/bin --workdir / --layer "tree:$P:gzip"
-mv "$OUT/python.oci.tar.tmp" "$OUT/python.oci.tar"
+mv "$OUT/python.tmp.oci.tar" "$OUT/python.oci.tar"
