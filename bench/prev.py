@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Beside each row of a new RESULTS.md, the previous run's figure for the
 same row, so that a regression shows: a row is the same row when its
-first column is, numbers aside (a label carries its p90s and counts).
+first column is, numbers aside (a label carries its p90s and counts); of
+rows whose first columns are the same ("the same through the tunnel ..."),
+the nth is the nth.
 
 usage: prev.py OLD NEW > OUT  (OLD may be missing: the column is empty)"""
 import re
@@ -20,7 +22,7 @@ def key(label):
 
 def table_rows(lines):
     """(index of the header line, {key: ward figure}) of the first table."""
-    rows, head, prev_col = {}, None, False
+    rows, head, prev_col, seen = {}, None, False, {}
     for i, l in enumerate(lines):
         if not l.startswith("|"):
             if head is not None and rows:
@@ -33,7 +35,9 @@ def table_rows(lines):
         if set(l.strip()) <= set("|-: "):
             continue
         if len(c) >= 2:
-            rows[key(c[0])] = c[1]
+            k = key(c[0])
+            seen[k] = seen.get(k, 0) + 1
+            rows[(k, seen[k])] = c[1]
     return head, rows, prev_col
 
 
@@ -45,7 +49,7 @@ def main():
         pass
     _, before, _ = table_rows(old)
     new = open(sys.argv[2]).read().splitlines()
-    out, in_table = [], False
+    out, in_table, seen = [], False, {}
     for l in new:
         if l.startswith("|") and not in_table:
             in_table = True
@@ -56,7 +60,9 @@ def main():
             if set(l.strip()) <= set("|-: "):
                 out.append("|---" * 6 + "|")
                 continue
-            c.insert(2, before.get(key(c[0]), ""))
+            k = key(c[0])
+            seen[k] = seen.get(k, 0) + 1
+            c.insert(2, before.get((k, seen[k]), ""))
             out.append("| " + " | ".join(c) + " |")
             continue
         if in_table and not l.startswith("|"):
