@@ -5,6 +5,7 @@
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
+#include "base/line.h"
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "base/utf8.h"
@@ -264,11 +265,18 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 	long lineno = 0, seen = 0;
 	ssize_t n;
 	for (;;) {
-		n = getline(&line, &cap, in);
-		if (n < 0)
+		/* Never held whole: a line over the bound is refused as it is read. */
+		n = line_read(in, &line, &cap, FLEET_LINE_MAX);
+		if (n == 0)
+			n = -1;
+		if (n == -EIO || n == -ENOMEM) {
+			cmd_error("--task-file %s: %s", fl->file, strerror((int)-n));
+			return EXIT_USAGE;
+		}
+		if (n == -1)
 			break;
 		lineno++;
-		if ((size_t)n > FLEET_LINE_MAX) {
+		if (n == -E2BIG) {
 			cmd_error("%s:%ld: a line over %u KiB", fl->file, lineno, FLEET_LINE_MAX >> 10);
 			return EXIT_USAGE;
 		}

@@ -23,9 +23,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "task/report.h"
+
 #define FLEET_ID_MAX 64
-/* A task file's line, at most. */
-#define FLEET_LINE_MAX (1u << 20)
+/* A task file's line, at most (task/report.h: ward report reads the
+ * file by the same bound). */
+#define FLEET_LINE_MAX REPORT_TASK_LINE_MAX
 
 struct fleet {
 	const char *file;	/* --task-file */

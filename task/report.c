@@ -1,6 +1,7 @@
 /* A fleet's results: reading DIR/ID/result.json of every task, and the
  * totals. Nothing here prints: a bad file is a task whose state says so. */
 #include "task/report.h"
+#include "base/line.h"
 #include "base/array.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -381,9 +382,9 @@ static int expect_tasks(struct report *r, size_t *cap, const char *task_file, st
 	_cleanup_free_ char *line = NULL;
 	size_t lcap = 0;
 	ssize_t n;
-	while ((n = getline(&line, &lcap, in)) >= 0) {
-		if (!line[strspn(line, " \t\r\n")])
-			continue;
+	while ((n = line_read(in, &line, &lcap, REPORT_TASK_LINE_MAX)) != 0 && n != -EIO && n != -ENOMEM) {
+		if (n < 0 || !line[strspn(line, " \t\r\n")])
+			continue;	/* blank, or over the bound: no task */
 		/* Read as ward run reads it (base/jsonstrict.h): a line it would
 		 * refuse names no task. */
 		cJSON *o = NULL;

@@ -330,6 +330,26 @@ bad_task "a bad value for a flag" '{"id": "x", "task": "t", "max_rounds": "many"
 bad_task "a fleet's own flag as a field" '{"id": "x", "task": "t", "out": "/tmp"}' '"out" cannot be a task.s field'
 bad_task "a field only a trusted file may set" '{"id": "x", "task": "t", "base_url": "http://evil.test"}' '"base_url" is taken from a task file only with --trust-task-file'
 bad_task "a program on the host from a task line" '{"id": "x", "task": "t", "approve_cmd": "touch /tmp/pwned"}' '"approve_cmd" is taken from a task file only with --trust-task-file'
+# A line of 256 MiB (the bound is 1 MiB): refused in one line, and never
+# held whole (ward's peak RSS, the ASan build's included, stays far under
+# the line); twin: the same file's first line, before it, runs.
+mkdir -p "$F/ws/small"
+cp "$ROOT/examples/fix-test/calc.py" "$ROOT/examples/fix-test/test_calc.py" "$F/ws/small/"
+{
+	printf '%s\n' '{"id": "small", "task": "make the tests pass", "workspace": "ws/small", "model": "replay:'"$F/fix.json"'"}'
+	printf '{"id": "huge", "task": "'; head -c 268435456 /dev/zero | tr '\0' x; printf '"}\n'
+} >"$F/huge.jsonl"
+RSS=$(python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[1], "w")).returncode
+print(r, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
+	"$T_TMP/huge.err" "$WARD" run --task-file "$F/huge.jsonl" --task-index 1 --out "$T_TMP/hugeout")
+is "${RSS% *}" 64 "a 256 MiB task line: exit 64"
+like "$(cat "$T_TMP/huge.err")" 'huge.jsonl:2: a line over 1024 KiB' "a 256 MiB task line: one line says so"
+is "$(wc -l <"$T_TMP/huge.err")" 1 "a 256 MiB task line: and only one"
+lt "${RSS#* }" 128 "a 256 MiB task line is not held: ward's peak RSS ${RSS#* } MB"
+"$WARD" run --task-file "$F/huge.jsonl" --task-index 0 --out "$T_TMP/hugeout" >/dev/null 2>"$T_TMP/huge0.err"
+is "$?" 0 "twin: the line before it runs (exit 0)"
+rm -f "$F/huge.jsonl"
 # A key twice in a line would be one task to ward and another to any other
 # reader of the file (Python's json and jq take the last): refused, with
 # one line, and nothing of the task is made; twin: the line with each key
