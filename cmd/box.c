@@ -522,8 +522,7 @@ static int sub_fork(int argc, char **argv)
 		cmd_error("cannot fork box %s: %s", argv[1], e.msg);
 		return r == -EINVAL || r == -EEXIST ? EXIT_USAGE : r == -ENOENT ? EXIT_UNKNOWN_BOX : EXIT_FAIL;
 	}
-	const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files"),
-		    *bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes_copied"),
+	const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes_copied"),
 		    *ms = cJSON_GetObjectItemCaseSensitive(j, "ms");
 	printf("%s\n", name);
 	const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "processes"));
@@ -539,9 +538,13 @@ static int sub_fork(int argc, char **argv)
 		cJSON_Delete(j);
 		return 0;
 	}
-	fprintf(stderr, "ward: forked %s as %s in %.0f ms: %.0f files, %.0f bytes copied%s; its processes, /tmp and "
+	const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "copied"));
+	bool image = how && !strcmp(how, "image");
+	const cJSON *count = cJSON_GetObjectItemCaseSensitive(j, image ? "entries" : "files");
+	fprintf(stderr, "ward: forked %s as %s in %.0f ms: %s%.0f %s, %.0f bytes copied%s; its processes, /tmp and "
 		"ports were not carried (the fork starts with none running)\n", argv[1], name,
-		cJSON_IsNumber(ms) ? ms->valuedouble : 0, cJSON_IsNumber(files) ? files->valuedouble : 0,
+		cJSON_IsNumber(ms) ? ms->valuedouble : 0, image ? "its layers image whole, " : "",
+		cJSON_IsNumber(count) ? count->valuedouble : 0, image ? "entries" : "files",
 		cJSON_IsNumber(bytes) ? bytes->valuedouble : 0,
 		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "frozen")) ? ""
 		: " (the parent could not be frozen: a file it wrote during the copy may be copied mid-change)");

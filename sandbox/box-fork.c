@@ -75,13 +75,15 @@ int box_fork(const char *parent, const char *name, pid_t owner, char *ret_name, 
 		box_disconnect(c);
 	}
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(info, "forked_from");
-	const char *keys[] = { "files", "bytes_copied", "skipped", "state_bytes", "disk_bytes", "parent_paused_ms" };
+	const char *keys[] = { "entries", "files", "bytes_copied", "skipped", "state_bytes", "disk_bytes", "parent_paused_ms" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, keys[i]);
 		cJSON_AddNumberToObject(out, keys[i], cJSON_IsNumber(v) ? v->valuedouble : 0);
 	}
 	const char *pr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "processes"));
 	cJSON_AddStringToObject(out, "processes", pr ? pr : "not carried");
+	const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "copied"));
+	cJSON_AddStringToObject(out, "copied", how ? how : "files");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(f, "ms");
 	cJSON_AddNumberToObject(out, "copy_ms", cJSON_IsNumber(ms) ? ms->valuedouble : 0);
 	cJSON_Delete(info);

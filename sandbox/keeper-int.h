@@ -264,6 +264,10 @@ struct netmux *keeper_mux(void);
  * its parent's (o->fork_of) before its guest starts. */
 void keeper_fork_request(struct kclient *c, const struct frame *f);
 void keeper_fork_thaw(void);
+/* A fork's layers, where its parent's are on an image: the image copied
+ * whole before this keeper opens its layers (then they are the parent's
+ * as they were, root/ too). 1 copied, 0 not this way, -errno. */
+int keeper_fork_image(struct err *e);
 int keeper_fork_copy(struct err *e);
 /* The box's guest up: a vm fork's resumed from the parent's machine that
  * keeper_fork_copy took; else keeper_guest_up. */

@@ -839,10 +839,12 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	    layers_disk_capable(fwhy, sizeof(fwhy)) && layersfuse_enter(&e) < 0)
 		goto fail;
 	if (K.layered) {
-		if (layers_open(name, o->lim.disk, &K.layers, &e) < 0)
+		int imaged = keeper_fork_image(&e);
+		if (imaged < 0 || layers_open(name, o->lim.disk, &K.layers, &e) < 0)
 			goto fail;
-		/* A fresh box's root: what a keeper that died left is not its. */
-		if (K.root_layer && layers_root_make(&K.layers, true, K.root_uid, K.root_uid, &e) < 0)
+		/* A fresh box's root: what a keeper that died left is not its
+		 * (a fork's, copied with its image, is). */
+		if (K.root_layer && layers_root_make(&K.layers, !imaged, K.root_uid, K.root_uid, &e) < 0)
 			goto fail;
 	} else {
 		snprintf(K.layers.disk_by, sizeof(K.layers.disk_by), "%s",

@@ -31,7 +31,8 @@ struct agent {
 	cJSON *input;
 	bool ro, cancelled, forgotten;
 	char box[BOX_NAME_MAX + 1];	/* its own (a fork), or "" for the parent's */
-	cJSON *base;			/* its layer's manifest at the fork */
+	struct wsmerge_manifest *base;	/* its layer's manifest at the fork */
+	bool imaged;			/* its layer is its parent's image copied whole */
 	pid_t pid;
 	int fd;				/* its stdout */
 	struct loop *loop;
@@ -168,16 +169,18 @@ static int spawn(struct agents *a, struct agent *g, struct err *e)
 	if (!g->ro) {
 		cJSON *info = NULL;
 		int r = box_fork(parent, NULL, getpid(), g->box, sizeof(g->box), &info, e);
+		const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "copied"));
+		g->imaged = how && !strcmp(how, "image");
 		cJSON_Delete(info);
 		if (r < 0)
 			return r;
+		/* Its base: stats where the image came whole (the parent's
+		 * identities are the copy's), hashes where files were copied. */
 		struct layers L = { .lock_fd = -1 };
 		r = layers_find(g->box, &L, e);
-		if (r > 0) {
-			r = wsmerge_manifest(L.upper, &g->base, e);
+		if (r >= 0) {
+			r = wsmerge_manifest(r > 0 ? L.upper : "", !g->imaged, &g->base, e);
 			layers_release(&L);
-		} else if (r == 0) {
-			g->base = cJSON_CreateObject();	/* no workspace: nothing to merge */
 		}
 		if (r < 0)
 			return r;
@@ -477,7 +480,7 @@ static void finish_round(struct agents *a)
 		L[n] = (struct layers){ .lock_fd = -1 };
 		if (layers_find(g->box, &L[n], NULL) <= 0)
 			continue;
-		mc[n] = (struct wsmerge_child){ .upper = L[n].upper, .base = g->base };
+		mc[n] = (struct wsmerge_child){ .upper = L[n].upper, .base = g->base, .image = g->imaged };
 		who[n++] = g;
 	}
 	if (n) {
@@ -679,7 +682,7 @@ void agents_free(struct agents *a)
 	agents_forget(a);
 	for (size_t i = 0; i < a->n; i++) {
 		cJSON_Delete(a->v[i].input);
-		cJSON_Delete(a->v[i].base);
+		wsmerge_manifest_free(a->v[i].base);
 		cJSON_Delete(a->v[i].result);
 		cJSON_Delete(a->v[i].merge);
 	}

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,6 +487,81 @@ void layers_drop(const char *name)
 	unlink(image);
 	snprintf(image, sizeof(image), "%s.root", dir);
 	state_rm_rf(image);
+}
+
+/* Inodes a fresh ext4 holds before anything is put on it (the reserved
+ * ones up to lost+found): not the box's entries. */
+#define LAYERS_EXT4_FIRST_INODES 11
+
+int layers_copy_image(const char *from, const char *to, uint64_t *bytes, uint64_t *entries, struct err *e)
+{
+	*bytes = *entries = 0;
+	if (geteuid() != 0)
+		return 0;
+	char dir[PATH_MAX - 16], image[PATH_MAX];
+	int r = state_layers_dir(to, dir, sizeof(dir), e);
+	if (r < 0)
+		return r;
+	snprintf(image, sizeof(image), "%s.img", dir);
+	if (access(dir, F_OK) == 0 || access(image, F_OK) == 0)
+		return 0;
+	struct layers pl;
+	r = layers_find(from, &pl, e);
+	if (r <= 0)
+		return r;
+	if (!pl.image || pl.fuse) {
+		layers_release(&pl);
+		return 0;
+	}
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", dir);
+	*strrchr(parent, '/') = 0;
+	_cleanup_close_ int src = -1, dst = -1, mnt = open(pl.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char srcp[PATH_MAX];
+	snprintf(srcp, sizeof(srcp), "%s.img", pl.dir);
+	src = open(srcp, O_RDONLY | O_CLOEXEC);
+	/* Unnamed until whole: a copy cut short leaves nothing to mount. */
+	dst = open(parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	struct stat st;
+	if (mnt < 0 || src < 0 || dst < 0 || fstat(src, &st) < 0) {
+		r = err_setc(e, -errno, "cannot open box %s's layers image to copy it", from);
+		goto out;
+	}
+	if (ioctl(mnt, FIFREEZE, 0) < 0) {
+		r = err_setc(e, -errno, "cannot freeze box %s's layers image %s", from, srcp);
+		goto out;
+	}
+	r = blank_copy(src, dst, st.st_size);
+	struct statvfs sv;
+	if (r >= 0 && fstatvfs(mnt, &sv) == 0 && sv.f_files > sv.f_ffree + LAYERS_EXT4_FIRST_INODES)
+		*entries = sv.f_files - sv.f_ffree - LAYERS_EXT4_FIRST_INODES;
+	ioctl(mnt, FITHAW, 0);
+	if (r < 0) {
+		err_setc(e, r, "cannot copy box %s's layers image %s", from, srcp);
+		goto out;
+	}
+	char fdp[32];
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", dst);
+	if (linkat(AT_FDCWD, fdp, AT_FDCWD, image, AT_SYMLINK_FOLLOW) < 0) {
+		r = err_setc(e, -errno, "cannot make the layers image %s", image);
+		goto out;
+	}
+	if (fstat(dst, &st) == 0)
+		*bytes = (uint64_t)st.st_blocks * 512;
+	r = 1;
+out:
+	layers_release(&pl);
+	return r;
+}
+
+void layers_thaw(const char *name)
+{
+	char dir[PATH_MAX - 16];
+	if (geteuid() != 0 || state_layers_dir(name, dir, sizeof(dir), NULL) < 0 || !layers_mounted(dir))
+		return;
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		ioctl(fd, FITHAW, 0);	/* EINVAL: not frozen */
 }
 
 int layers_beside(const char *name, const char *suffix, char *out, size_t n, struct err *e)

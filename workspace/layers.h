@@ -72,6 +72,20 @@ int layers_beside(const char *name, const char *suffix, char *out, size_t n, str
  * before the layers exist) that records the base of their changes
  * (workspace/wsbase.h); its directory is made. */
 int layers_base_path(const char *name, char *out, size_t n, struct err *e);
+/* A fork's layers made whole from FROM's (a box running on them): FROM's
+ * mounted image frozen (FIFREEZE: its writers wait, what they wrote is
+ * on it, its journal clean), copied extent by extent (a clone where the
+ * host's file system can) into TO's image, thawed. Every file keeps its
+ * inode, times and owner; FROM's root/ comes with them. Root only (a
+ * freeze needs CAP_SYS_ADMIN). 1 when TO's image was made (bytes: what
+ * the copy moved; entries: the files, directories and links on it), 0
+ * when this way does not apply (not root, FROM has no mounted image, or
+ * TO has layers already), or -errno with e set. */
+int layers_copy_image(const char *from, const char *to, uint64_t *bytes, uint64_t *entries, struct err *e);
+/* Thaw NAME's image if a copy left it frozen (its copier died between
+ * the freeze and the thaw): the owner of NAME's box calls it when the
+ * fork it answered is over. */
+void layers_thaw(const char *name);
 /* Make l's root/ (empty, as a fresh box finds it: fresh) or keep what is
  * in it (a woken box), owned by uid:gid (the box's root) and 0700. */
 int layers_root_make(struct layers *l, bool fresh, uid_t uid, gid_t gid, struct err *e);

@@ -9,8 +9,20 @@
  * layer's root without following a symlink (wsfs.h); no setuid or setgid
  * bit is taken. Directories are not entries of their own (a directory a
  * child made comes with its files); an opaque directory's mark is not
- * merged. */
+ * merged.
+ *
+ * A manifest holds each entry's identity (inode, ctime, mtime, size,
+ * mode). Against its base, a tree's entry of the same identity is the
+ * base's version unread: nothing can set a ctime, and any change moves
+ * it past the fork (this takes a clock that is not set back across the
+ * fork). Where a fork copied its parent's image whole (layers_copy_image),
+ * the parent's layer shares the base's identities too, so the base is a
+ * walk of stats and no file is read; where the layer was copied file by
+ * file, the base holds each file's hash, taken at the fork. Other
+ * versions are compared by their bytes' SHA-256, read only where an
+ * entry differs. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -22,15 +34,22 @@
 /* A version shown in a conflict: its first bytes, at most this many. */
 #define WSMERGE_SHOW_MAX 2000
 
-/* upper's manifest: {path: signature} for each file, symlink and
- * whiteout ("f MODE SHA256", "l TARGET", "w"); a missing upper is
- * empty. */
-int wsmerge_manifest(const char *upper, cJSON **ret, struct err *e);
+struct wsmerge_manifest;
+
+/* upper's manifest, as a base: each file, symlink and whiteout; with
+ * hash, each file's content hash too (a base whose tree's identities the
+ * parent does not share). A missing upper is empty. */
+int wsmerge_manifest(const char *upper, bool hash, struct wsmerge_manifest **ret, struct err *e);
+void wsmerge_manifest_free(struct wsmerge_manifest *m);
+size_t wsmerge_manifest_count(const struct wsmerge_manifest *m);
+/* p's kind in m: 'f' file, 'l' symlink, 'w' whiteout, 0 none. */
+char wsmerge_manifest_kind(const struct wsmerge_manifest *m, const char *p);
 
 struct wsmerge_child {
-	const char *upper;	/* the child's layer */
-	const cJSON *base;	/* its manifest when it was forked */
-	cJSON *out;		/* set: {merged: [{path, change}], conflicts: [{path, why, yours, theirs}]} */
+	const char *upper;		/* the child's layer */
+	struct wsmerge_manifest *base;	/* its manifest when it was forked (the merge reads through it) */
+	bool image;			/* its layer is a copy of the parent's image (identities shared) */
+	cJSON *out;			/* set: {merged: [{path, change}], conflicts: [{path, why, yours, theirs}]} */
 };
 
 /* Merge n children (those of one round, together) into parent_upper;

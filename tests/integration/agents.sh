@@ -108,6 +108,23 @@ like "$R1" "from-x2" "and the second's"
 is "$(changed)" own.txt "the workspace holds neither child's version (shared.txt is unchanged; only own.txt changed)"
 is "$(cat "$WS/shared.txt")" base "and the user's tree is untouched"
 
+# A file in the parent's own layer (as root its image is copied whole, so
+# the base is the copy's stats): one child rewrites it with the same bytes
+# (a new inode and ctime), another changes it. The rewrite is no change:
+# the second child's version is taken, with no conflict; its twin, two
+# different changes, is a conflict (above).
+child r1 'cp /workspace/p.txt /tmp/p && mv /tmp/p /workspace/p.txt.new && mv /workspace/p.txt.new /workspace/p.txt && stat -c %i /workspace/p.txt'
+child r2 "echo from-r2 >/workspace/p.txt"
+printf '{"turns": [{"tools": [{"name": "bash", "input": {"command": "echo layer-p >/workspace/p.txt"}}]}, {"tools": [%s, %s]}, {"text": "parent finished"}]}\n' \
+	'{"name": "task", "input": {"prompt": "do r1", "description": "r1", "model": "replay:r1.json"}}' \
+	'{"name": "task", "input": {"prompt": "do r2", "description": "r2", "model": "replay:r2.json"}}' >"$R/rewrite.json"
+ws rewrite
+run rewrite
+is "$RC" 0 "a child rewrites the parent's file with its own bytes, another changes it: the parent goes on"
+unlike "$(mine tool_result)" 'CONFLICT' "no conflict: the same bytes under a new inode are no change"
+like "$(mine tool_result)" '"path":"p.txt","change":"modified"' "the other child's change is merged"
+is "$(changed)" p.txt "p.txt is the workspace's one change"
+
 # The merge follows no symlink: the parent's layer has d -> a host
 # directory; a child replaces d with a directory holding x. Its x is not
 # written through the link (a conflict saying so), and d itself goes.

@@ -226,13 +226,13 @@ static void test_fuse(void)
 	like(pb, "a/d/b.txt", "d/b.txt among them");
 	ok(!strstr(pb, ".wh."), "and names no .wh. entry");
 
-	cJSON *m = NULL;
-	is_int(wsmerge_manifest(f.upper, &m, &e), 0, "the merge's manifest is read");
-	is_str(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "d/b.txt")), "w", "d/b.txt is a whiteout in it");
-	ok(!cJSON_GetObjectItemCaseSensitive(m, "d/.wh.b.txt") &&
-		   !cJSON_GetObjectItemCaseSensitive(m, "keep/" WSLAYER_WH_OPAQUE),
+	struct wsmerge_manifest *m = NULL;
+	is_int(wsmerge_manifest(f.upper, true, &m, &e), 0, "the merge's manifest is read");
+	is_int(wsmerge_manifest_kind(m, "d/b.txt"), 'w', "d/b.txt is a whiteout in it");
+	is_int(wsmerge_manifest_kind(m, "a.txt"), 'f', "a.txt is a file in it");
+	ok(!wsmerge_manifest_kind(m, "d/.wh.b.txt") && !wsmerge_manifest_kind(m, "keep/" WSLAYER_WH_OPAQUE),
 	   "and its markers are no entries");
-	cJSON_Delete(m);
+	wsmerge_manifest_free(m);
 
 	is_int(ws_apply(f.lower, f.upper, &ch, &e), 0, "applied to the tree (%s)", e.msg);
 	char *a = get(f.lower, "a.txt");
