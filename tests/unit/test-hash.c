@@ -64,6 +64,9 @@ int main(void)
 	char h2[HASH_SHA256_HEX];
 	hash_sha256_hex(million, 1000000, h2);
 	is_str(h2, hex, "hash_sha256_hex: the same, at once");
+	char h0[HASH_SHA256_HEX];
+	hash_sha256_hex("", 0, h0);
+	is_str(h0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "hash_sha256_hex of nothing");
 	FILE *f = tmpfile();
 	fwrite(million, 1, 1000000, f);
 	fflush(f);
