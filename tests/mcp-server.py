@@ -65,7 +65,8 @@ to FILE.tmp, then renamed to FILE, once listening.
                 --http-json the connection closes without a response).
   GET /mcp      Accept: text/event-stream and a session: a stream for the
                 server's own messages, one per session (a second gets 409).
-                --no-get: 405.
+                With --http-json, what the server sent before the session's
+                first GET stream opened is held for it. --no-get: 405.
   DELETE /mcp   ends the session: 200.
   Sessions: the initialize response carries Mcp-Session-Id (uuid4 hex);
   every later request must carry it: missing 400, unknown or ended 404.
@@ -339,6 +340,7 @@ class Session:
         self.posts = 0              # POSTs that carried the id, for --expire-after
         self.expired = False        # forgotten; its GET stream ends once the POST that did it is done
         self.get = None             # the open GET stream's queue; None (in it) ends the stream
+        self.held = []              # --http-json: what was sent before a GET stream opened, for the first one
 
 
 class PostOut:
@@ -359,7 +361,11 @@ class PostOut:
             if answer:
                 self.answers.append(msg)
             else:
-                self.app.push(self.sess, msg)   # no stream of its own: the GET stream's, or none
+                # No stream of its own: the GET stream's, or held for the
+                # first one the client opens (it may open it after this).
+                if not self.app.push(self.sess, msg) and self.sess is not None:
+                    with self.app.lock:
+                        self.sess.held.append(msg)
             return
         data = []
         if answer:
@@ -684,6 +690,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             busy = sess.get is not None
             if not busy:
                 sess.get = q
+                for msg in sess.held:
+                    q.put(msg)
+                sess.held = []
         if busy:
             self.fail(409, "Conflict: this session has a GET stream already")
             return
