@@ -13,7 +13,7 @@
 #include "cmd/flagtab.h"
 #include "task/hook.h"
 #include "cmd/settings.h"
-#include "cmd/mcpconf.h"
+#include "cmd/mcprun.h"
 #include "cmd/rewind.h"
 #include "cmd/session.h"
 #include "cmd/subagents.h"
@@ -90,7 +90,7 @@ static int box_up(struct acp_cmd_sess *hs)
 		hs->box[0] = 0;
 		return -1;
 	}
-	return mcpconf_start(&hs->mc, hs->s.box, &hs->s.j, &hs->mcp) ? -1 : 0;
+	return mcprun_start(&hs->mc, hs->s.box, &hs->s.j, &hs->mcp) ? -1 : 0;
 }
 
 static int host_open(void *ud, const struct acp_open *o, struct acp_opened *out, struct err *e)
@@ -123,7 +123,7 @@ static int host_open(void *ud, const struct acp_open *o, struct acp_opened *out,
 	/* The servers of the user's config, the project's .mcp.json (trusted
 	 * by --trust-project-mcp or at a terminal before), --mcp-config, then
 	 * the editor's. */
-	if (mcpconf_load(&hs->mc, hs->ws, NULL, NULL) != 0 ||
+	if (mcprun_load(&hs->mc, hs->ws, NULL, NULL) != 0 ||
 	    (o->mcp && mcp_config_add(&hs->mc.cfg, o->mcp, o->load ? "session/load" : "session/new", e) < 0)) {
 		if (e->msg[0]) {
 			char m[sizeof(e->msg)];
@@ -410,7 +410,7 @@ static int acp_run(int argc, char **argv)
 		}
 		int k = run_flag_given(f, ch, optarg);
 		if (k == 0)
-			k = mcpconf_flag(&c->mc0, ch, optarg);
+			k = mcprun_flag(&c->mc0, ch, optarg);
 		if (k <= 0)
 			return EXIT_USAGE;
 	}

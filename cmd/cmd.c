@@ -5,6 +5,9 @@
 #include "cmd/cmd.h"
 #include "cmd/term.h"
 #include "config.h"
+#include "base/err.h"
+
+#include <errno.h>
 
 #include <getopt.h>
 #include <libgen.h>
@@ -16,6 +19,12 @@
 #include <unistd.h>
 
 static const char *error_context;
+static struct err *error_into;
+
+void cmd_error_into(struct err *e)
+{
+	error_into = e;
+}
 
 void cmd_error_context(const char *where)
 {
@@ -31,8 +40,16 @@ void cmd_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
-	term_sayf(stderr, "ward: %s%s\n", error_context ? error_context : "", n >= 0 ? s : "?");
+	if (error_into && !error_into->code)
+		err_set(error_into, -EINVAL, "%s%s", error_context ? error_context : "", n >= 0 ? s : "?");
+	else
+		term_sayf(stderr, "ward: %s%s\n", error_context ? error_context : "", n >= 0 ? s : "?");
 	free(s);
+}
+
+void cmd_note(void *ud, const char *line)
+{
+	term_sayf(stderr, "ward: %s\n", line);
 }
 
 /* A program of ward's: $var, else where the build tree has it (build/cmd/ward

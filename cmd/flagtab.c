@@ -137,7 +137,7 @@ static const struct flag net_flags[] = {
 	END,
 };
 
-/* mcpconf_flag's. */
+/* mcprun_flag's (cmd/mcprun.c). */
 static const struct flag mcp_flags[] = {
 	{ "mcp-config", 0, 'M', "FILE",
 	  .help = "MCP servers ({\"mcpServers\": {...}}, .mcp.json's shape) to start in the box (repeatable); "

@@ -2,7 +2,7 @@
  * their own for the asking: their state and their tools. */
 #include "cmd/cmd.h"
 #include "cmd/flagtab.h"
-#include "cmd/mcpconf.h"
+#include "cmd/mcprun.h"
 #include "cmd/term.h"
 #include "cmd/session.h"
 #include "cmd/settings.h"
@@ -37,7 +37,7 @@ static int mcp_list(int argc, char **argv)
 		}
 		int k = run_flag_given(f, c, optarg);
 		if (k == 0)
-			k = mcpconf_flag(&mc, c, optarg);
+			k = mcprun_flag(&mc, c, optarg);
 		if (k < 0) {
 			free(f);
 			return EXIT_USAGE;
@@ -67,7 +67,7 @@ static int mcp_list(int argc, char **argv)
 		r = EXIT_NOINPUT;
 	}
 	if (!r)
-		r = mcpconf_load(&mc, ws, NULL, NULL);
+		r = mcprun_load(&mc, ws, NULL, NULL);
 	struct box_opts bo;
 	box_opts_default(&bo);
 	bo.guest_path = cmd_guest_path();
@@ -88,7 +88,7 @@ static int mcp_list(int argc, char **argv)
 		}
 	}
 	if (!r && conn)
-		r = mcpconf_start(&mc, conn, NULL, &m);
+		r = mcprun_start(&mc, conn, NULL, &m);
 	if (!r) {
 		cJSON *st = mcp_status(m);
 		if (json) {

@@ -6,7 +6,8 @@
 #include "cmd/term.h"
 #include "cmd/cmd.h"
 #include "cmd/settings.h"
-#include "cmd/fleet.h"
+#include "task/fleet.h"
+#include "base/err.h"
 #include "base/parse.h"
 #include "image/ref.h"
 #include "sandbox/box.h"
@@ -227,21 +228,31 @@ int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field
 }
 
 int run_flag_named(struct run_flags *f, const struct option *opts, const char *name, const char *arg, const char *field,
-		   const char *where, int (*given)(void *ud, int c, const char *arg), void *ud)
+		   const char *where, int (*given)(void *ud, int c, const char *arg), void *ud, struct err *e)
 {
 	for (const struct option *o = opts; o->name; o++) {
 		if (strcmp(o->name, name))
 			continue;
-		if (arg == fleet_probe)
-			return 0;
-		if ((o->has_arg == required_argument) != (arg != NULL)) {
-			cmd_error("task field for --%s: %s", name, arg ? "it is a switch: give true" : "give its value");
-			return -EINVAL;
+		if (arg == fleet_probe) {
+			const struct settings_key *k = settings_key_of_flag(name);
+			return field && (!k || k->line == NARROW_NEVER) ? -EPERM : 0;
 		}
-		if (!field)
-			return given(ud, o->val, arg) < 0 ? -EINVAL : 0;
-		f->line_from = where;
-		return run_flag_line(f, o->val, arg, field) <= 0 ? -EINVAL : 0;
+		if ((o->has_arg == required_argument) != (arg != NULL))
+			return err_set(e, -EINVAL, "task field for --%s: %s", name,
+				       arg ? "it is a switch: give true" : "give its value");
+		/* The flag's own error line is e's message. */
+		cmd_error_into(e);
+		int r = !field ? (given(ud, o->val, arg) < 0 ? -EINVAL : 0)
+			       : (f->line_from = where, run_flag_line(f, o->val, arg, field) <= 0 ? -EINVAL : 0);
+		cmd_error_into(NULL);
+		if (r == 0 && e->code) {
+			/* A line the flag said of a value it took: said as it was. */
+			cmd_error("%s", e->msg);
+			*e = (struct err){ 0 };
+		}
+		if (r < 0 && !e->code)
+			err_set(e, -EINVAL, "refused");
+		return r;
 	}
 	return -ENOENT;
 }

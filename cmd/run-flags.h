@@ -74,13 +74,17 @@ int run_flag_given(struct run_flags *f, int c, const char *arg);
 int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field);
 /* A task file's field by its flag's long name, as fleet_flag_fn asks:
  * the flag is looked up in opts (arg == fleet_probe: only whether it is
- * there); with field NULL (a trusted file) it is applied as the command
- * line's, by given (<0 after an error line), else as the line's field
- * from where ("FILE:LINE"), which only narrows (run_flag_line). 0, -EINVAL
- * after an error line, or -ENOENT when opts has no such flag. */
+ * there, and with field, whether a line may set it: a setting with a line
+ * rule, cmd/settings.c); with field NULL (a trusted file) it is applied as
+ * the command line's, by given (<0 after an error line), else as the
+ * line's field from where ("FILE:LINE"), which only narrows
+ * (run_flag_line). 0, -EINVAL with e (the flag's error line), -EPERM (a
+ * probe of a flag no line may set), or -ENOENT when opts has no such
+ * flag. */
 struct option;
+struct err;
 int run_flag_named(struct run_flags *f, const struct option *opts, const char *name, const char *arg, const char *field,
-		   const char *where, int (*given)(void *ud, int c, const char *arg), void *ud);
+		   const char *where, int (*given)(void *ud, int c, const char *arg), void *ud, struct err *e);
 /* After the flags: the settings rebuilt from the defaults, the config
  * files, the environment and the flags (settings_apply); then the provider,
  * its key, the prices. Set the gate's ask after this. 0, or an exit code

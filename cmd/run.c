@@ -6,13 +6,13 @@
 #include "cmd/flagtab.h"
 #include "cmd/term.h"
 #include "cmd/session.h"
-#include "cmd/fleet.h"
+#include "task/fleet.h"
 #include "cmd/run-out.h"
 #include "cmd/run-approver.h"
 #include "cmd/run-watchdog.h"
 #include "cmd/rewind.h"
 #include "task/hook.h"
-#include "cmd/mcpconf.h"
+#include "cmd/mcprun.h"
 #include "cmd/settings.h"
 #include "base/buf.h"
 #include "base/child.h"
@@ -322,7 +322,7 @@ static int run_opt(struct run_ctx *x, int c, const char *arg)
 	case 'h':
 		return 1;
 	}
-	k = mcpconf_flag(x->mc, c, arg);
+	k = mcprun_flag(x->mc, c, arg);
 	if (k == 0) {
 		cmd_error("run: unknown flag; see `ward run --help`");
 		return -1;
@@ -337,10 +337,10 @@ static int run_opt_given(void *ud, int c, const char *arg)
 	return run_opt(ud, c, arg);
 }
 
-static int run_opt_named(void *ud, const char *name, const char *arg, const char *field)
+static int run_opt_named(void *ud, const char *name, const char *arg, const char *field, struct err *e)
 {
 	struct run_ctx *x = ud;
-	return run_flag_named(x->f, run_opts, name, arg, field, x->fl->where, run_opt_given, x);
+	return run_flag_named(x->f, run_opts, name, arg, field, x->fl->where, run_opt_given, x, e);
 }
 
 /* ward run's result: what --json's last line and a task's result.json
@@ -466,6 +466,16 @@ static void fleet_freep(struct fleet *fl)
 	fleet_free(fl);
 }
 
+/* A task that ended before its model was asked: its result.json, or one
+ * line saying why there is none. */
+static void run_fleet_early(struct fleet *fl, const char *stop, const char *why, int code, const char *session,
+			    const char *journal_path)
+{
+	struct err e = { 0 };
+	if (fleet_finish_early(fl, stop, why, code, session, journal_path, &e) < 0)
+		cmd_error("%s", e.msg);
+}
+
 /* One ward run as it goes from step to step (run_run's list). */
 struct run_state {
 	int argc;
@@ -582,9 +592,12 @@ static int run_read_task_text(struct run_state *st)
 			cmd_error("--task-file: the task is the file's; give no TASK argument");
 			return EXIT_USAGE;
 		}
-		int r = fleet_load(fl, run_opt_named, st->x);
-		if (r)
-			return r;
+		struct err e = { 0 };
+		int r = fleet_load(fl, run_opt_named, st->x, &e);
+		if (r < 0) {
+			cmd_error("%s", e.msg);
+			return r == -ENOMEM ? EXIT_FAIL : EXIT_USAGE;
+		}
 		st->task = strdup(fl->task);
 		if (!st->task)
 			return EXIT_FAIL;
@@ -645,9 +658,14 @@ static int run_prepare(struct run_state *st)
 	 * file is not the person's --json.) */
 	f->quiet = st->out->json;
 	if (fl->file) {
-		r = fleet_prepare(fl);
-		if (r)
-			return r == 1 ? RUN_STOP_OKAY : r;	/* (1: finished before) */
+		struct err e = { 0 };
+		r = fleet_prepare(fl, &e);
+		if (r == 1)
+			return RUN_STOP_OKAY;	/* finished before */
+		if (r < 0) {
+			cmd_error("%s", e.msg);
+			return r == -EBUSY ? EXIT_TEMPFAIL : r == -EEXIST || r == -ENAMETOOLONG ? EXIT_USAGE : EXIT_FAIL;
+		}
 		if (fl->resume[0])
 			f->resume = fl->resume;
 		/* Its events, appended over its runs, the owner's only; its patch. */
@@ -702,7 +720,7 @@ static int run_session_open(struct run_state *st)
 		if (st->given)
 			box_disconnect(st->given);
 		if (fl->file)
-			fleet_finish_early(fl, "error", "the task's session could not be started (ward said why)", r, NULL,
+			run_fleet_early(fl, "error", "the task's session could not be started (ward said why)", r, NULL,
 					   NULL);
 		return r;
 	}
@@ -741,10 +759,10 @@ static int run_box_make(struct run_state *st)
 	int r = session_box(&st->s, st->f, st->workspace, false, st->name, sizeof(st->name), &st->kept);
 	if (r) {
 		if (fl->file && r == EXIT_CANCELLED)
-			fleet_finish_early(fl, "cancelled", "ward was asked to stop while the box was made", r, st->s.j.id,
+			run_fleet_early(fl, "cancelled", "ward was asked to stop while the box was made", r, st->s.j.id,
 					   st->s.j.path);
 		else if (fl->file)
-			fleet_finish_early(fl, "box_error", "no box could be made for the task (ward said why)", r,
+			run_fleet_early(fl, "box_error", "no box could be made for the task (ward said why)", r,
 					   st->s.j.id, st->s.j.path);
 		session_end(&st->s);
 		return r;
@@ -759,14 +777,14 @@ static int run_mcp_start(struct run_state *st)
 {
 	struct fleet *fl = st->fl;
 	struct turn_cfg *cfg = &st->f->cfg;
-	int r = mcpconf_load(st->x->mc, st->workspace, NULL, NULL);
+	int r = mcprun_load(st->x->mc, st->workspace, NULL, NULL);
 	if (!r)
-		r = mcpconf_start(st->x->mc, st->s.box, &st->s.j, &st->mcp);
+		r = mcprun_start(st->x->mc, st->s.box, &st->s.j, &st->mcp);
 	if (r) {
 		if (st->own_box)
 			session_box_end(&st->s, st->box_name, st->kept);
 		if (fl->file && r != EXIT_USAGE)
-			fleet_finish_early(fl, "box_error", "the task's MCP servers could not be started in its box", r,
+			run_fleet_early(fl, "box_error", "the task's MCP servers could not be started in its box", r,
 					   st->s.j.id, st->s.j.path);
 		session_end(&st->s);
 		return r;
@@ -858,7 +876,10 @@ static int run_report(struct run_state *st, struct turn_stop *stop, cJSON *jobs,
 		run_out_json_line(out->to, j);
 		/* The journal on the disk first: a result names a whole one. */
 		journal_sync(&st->s.j);
-		bool written = !fl->file || fleet_finish(fl, j, st->s.j.path) == 0;
+		struct err fe = { 0 };
+		bool written = !fl->file || fleet_finish(fl, j, st->s.j.path, &fe) == 0;
+		if (!written)
+			cmd_error("%s", fe.msg);
 		if (!written && r == EXIT_OKAY)
 			r = EXIT_FAIL;
 		/* A finished task's change is its patch.diff: its layers
@@ -898,7 +919,7 @@ static int run_task_turn(struct run_state *st)
 		r = EXIT_FAIL;
 		if (st->fl->file) {
 			journal_sync(&st->s.j);
-			fleet_finish_early(st->fl, "error", e.msg, r, st->s.j.id, st->s.j.path);
+			run_fleet_early(st->fl, "error", e.msg, r, st->s.j.id, st->s.j.path);
 		}
 	} else {
 		r = run_report(st, &stop, jobs, agents_j);
@@ -917,7 +938,7 @@ static int run_run(int argc, char **argv)
 	struct run_approver approver = { .deadline_ms = &f.cfg.b.deadline_ms };
 	__attribute__((cleanup(hooks_freep))) struct hooks *hooks = NULL;
 	__attribute__((cleanup(mcpconf_free))) struct mcpconf mc = { 0 };
-	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1 };
+	__attribute__((cleanup(fleet_freep))) struct fleet fl = { .lock_fd = -1, .note = { cmd_note, NULL } };
 	__attribute__((cleanup(schema_freep))) struct schema *schema = NULL;
 	struct run_ctx x = { .f = &f, .out = &out, .approver = &approver, .mc = &mc, .fl = &fl, .schema = &schema,
 			     .max_subagents = -1, .agent_ledger = -1 };

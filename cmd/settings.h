@@ -95,5 +95,5 @@ const cJSON *settings_hooks(const char **ret_from);
 struct hooks;
 int settings_hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret);
 /* The same for "mcpServers": the project's servers come from its .mcp.json
- * (cmd/mcpconf.h), which needs the person's trust. */
+ * (task/mcpconf.h), which needs the person's trust. */
 const cJSON *settings_mcp(const char **ret_from);

@@ -59,7 +59,7 @@ static int mcp_up(struct tui *u)
 		return 0;
 	/* Keys typed meanwhile wait for the prompt, unechoed. */
 	tui_tty_quiet(u);
-	int r = mcpconf_start(&u->mc, u->s.box, &u->s.j, &u->mcp);
+	int r = mcprun_start(&u->mc, u->s.box, &u->s.j, &u->mcp);
 	tui_tty_turn(u);
 	return r ? -1 : 0;
 }
@@ -347,7 +347,7 @@ static int tui_run(int argc, char **argv)
 		}
 		int k = run_flag_given(&u->f, c, optarg);
 		if (k == 0)
-			k = mcpconf_flag(&u->mc, c, optarg);
+			k = mcprun_flag(&u->mc, c, optarg);
 		if (k < 0) {
 			free(u);
 			return EXIT_USAGE;
@@ -450,7 +450,7 @@ static int tui_run(int argc, char **argv)
 		tui_show_history(u, 3);
 	}
 	fflush(stdout);
-	r = mcpconf_load(&u->mc, u->ws[0] ? u->ws : NULL, tui_trust_mcp, u);
+	r = mcprun_load(&u->mc, u->ws[0] ? u->ws : NULL, tui_trust_mcp, u);
 	if (r) {
 		tui_free(u);
 		return r;

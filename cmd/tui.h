@@ -11,7 +11,7 @@
 
 #include "base/buf.h"
 #include "cmd/session.h"
-#include "cmd/mcpconf.h"
+#include "cmd/mcprun.h"
 #include "sandbox/box.h"
 #include "cmd/subagents.h"
 
@@ -148,7 +148,7 @@ struct tui {
 	int interrupts;		/* Esc/Ctrl-C during this turn */
 	int64_t deadline;	/* this turn's, or 0 */
 	struct hooks *hooks;	/* the user's lifecycle hooks (task/hook.h), or NULL */
-	struct mcpconf mc;	/* the MCP servers' configuration (cmd/mcpconf.h) */
+	struct mcpconf mc;	/* the MCP servers' configuration (task/mcpconf.h) */
 	struct mcp *mcp;	/* started in the box, or NULL */
 	struct usage usage;
 	bool priced;

@@ -205,7 +205,7 @@ struct hooks {
 	struct hook h[HOOKS_MAX];
 	size_t n;
 	const int64_t *deadline_ms;
-	hooks_note_fn *note;
+	note_fn *note;
 	void *note_ud;
 };
 
@@ -266,7 +266,7 @@ static void warn_no_tool(const struct hooks *h, const struct hook *k, const char
 		"its hook will not run", event, s ? s : "?");
 }
 
-int hooks_new(const cJSON *conf, const char *from, hooks_note_fn *nf, void *ud, struct hooks **ret, struct err *e)
+int hooks_new(const cJSON *conf, const char *from, note_fn *nf, void *ud, struct hooks **ret, struct err *e)
 {
 	struct hooks *h = calloc(1, sizeof(*h));
 	if (!h)

@@ -8,6 +8,7 @@
  * matcher that matches no tool) goes to the note function the hooks were
  * given. */
 #pragma once
+#include "base/note.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,14 +37,12 @@ struct hook_run {
 int hook_exec(const char *cmd, const char *input, const char *tool, int64_t timeout_ms, int64_t deadline_ms,
 	      struct hook_run *ret);
 
-/* One line a person should see (no "warning: " before it, no newline). */
-typedef void hooks_note_fn(void *ud, const char *line);
 /* The hooks of the user's config file ({"PreToolUse": [{matcher, hooks:
  * [{type, command, timeout}]}], ...}; from names it in messages): checked,
  * or -EINVAL (-ENOMEM) with one line in e naming what is wrong. nf (or
  * NULL) gets the warnings, when read and when they run. */
 struct hooks;
-int hooks_new(const cJSON *conf, const char *from, hooks_note_fn *nf, void *ud, struct hooks **ret, struct err *e);
+int hooks_new(const cJSON *conf, const char *from, note_fn *nf, void *ud, struct hooks **ret, struct err *e);
 void hooks_free(struct hooks *h);
 /* The turn's interface to them (ud: the hooks). deadline_ms: the run's. */
 bool hooks_turn_run(void *ud, const char *event, const char *tool, const cJSON *ev, cJSON *runs, char *why,

@@ -18,7 +18,7 @@
 /* A task id, as ward run makes them: [A-Za-z0-9._-], not "." or "..". */
 #define REPORT_ID_MAX 64
 /* A task file's line, at most: ward run --task-file refuses a longer one
- * (cmd/fleet.h), and it names no task here. */
+ * (task/fleet.h), and it names no task here. */
 #define REPORT_TASK_LINE_MAX (1u << 20)
 /* The why kept of each task, in bytes; a longer one is cut and marked. */
 #define REPORT_WHY_MAX 1000

@@ -1,4 +1,4 @@
-/* Fuzz target for the task file's reader (cmd/fleet.c), with the flags it
+/* Fuzz target for the task file's reader (task/fleet.c), with the flags it
  * feeds as ward run applies them (each field through ward run's own flag,
  * then settings_apply, where a line may only narrow): the bytes after the
  * first as the task file, the first choosing the task's index (0 to 3)
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/fleet.h"
+#include "task/fleet.h"
 #include "cmd/flags.h"
 #include "cmd/flagtab.h"
 #include "cmd/run-flags.h"
@@ -86,10 +86,10 @@ static int given(void *ud, int c, const char *arg)
 }
 
 /* What ward run's run_opt_named does, over ward run's table of flags. */
-static int flag(void *ud, const char *name, const char *arg, const char *field)
+static int flag(void *ud, const char *name, const char *arg, const char *field, struct err *e)
 {
 	struct ctx *x = ud;
-	return run_flag_named(x->f, g.opts, name, arg, field, x->fl->where, given, x);
+	return run_flag_named(x->f, g.opts, name, arg, field, x->fl->where, given, x, e);
 }
 
 static bool beneath(const char *p)
@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	char index[4];
 	snprintf(index, sizeof(index), "%u", how & 3);
-	struct fleet fl = { .file = file, .out = out, .index_arg = index, .trusted = how & 4 };
+	struct fleet fl = { .file = file, .out = out, .index_arg = index, .trusted = how & 4, .note = { cmd_note, NULL } };
 	struct run_flags *f = calloc(1, sizeof(*f));
 	if (!f)
 		abort();
@@ -119,7 +119,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ctx x = { .f = f, .fl = &fl };
 	struct capture c;
 	capture_begin(&c);
-	int r = fleet_load(&fl, flag, &x);
+	struct err e = { 0 };
+	int r = fleet_load(&fl, flag, &x, &e);
+	if (r < 0)
+		cmd_error("%s", e.msg);	/* as ward run says it */
 	int errors = capture_end(&c);
 	if (r ? errors != 1 : errors != 0)
 		abort();	/* an error is one line, and only an error has one */

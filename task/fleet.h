@@ -6,9 +6,10 @@
  * --trust-task-file a line only narrows what the command line allows: its
  * workspace (and a replay: model's script) lies under the task root (the
  * task file's directory, or --task-root), each setting is taken only where
- * it is no looser than the one in force (cmd/settings.c's line rule: a
- * looser bound is a warning and the command line's stays), its hosts are
- * public ones, and any other flag is refused. With it, a field is applied
+ * it is no looser than the one in force (the settings' line rule, which
+ * the flag function applies: a looser bound is a warning and the command
+ * line's stays), its hosts are public ones, and any other flag is
+ * refused. With it, a field is applied
  * as the command line's flag would be, after them (a value replaces
  * theirs, a rule is added to theirs). DIR/ID/ gets events.jsonl (the --json
  * stream), journal.jsonl, patch.diff and result.json, written last and
@@ -23,6 +24,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/err.h"
+#include "base/note.h"
 #include "task/report.h"
 
 #define FLEET_ID_MAX 64
@@ -50,23 +53,29 @@ struct fleet {
 	size_t nargs;
 	int64_t t0_ms;
 	char started_at[32];
+	struct note note;	/* lines for the person: what became of the task, warnings ("warning: ...") */
 };
 
 /* A flag of ward run by its long name ("max-rounds"): with field NULL
  * applied as the command line would (a trusted file's), else as a task
- * line's field of that name, which may only narrow (run_flag_line): 0, or
- * <0 after an error line; -ENOENT (and no line) when ward run has no such
- * flag. With arg == fleet_probe: only whether it has. */
-typedef int fleet_flag_fn(void *ud, const char *name, const char *arg, const char *field);
+ * line's field of that name, which may only narrow. 0, or -errno with e
+ * (its message says what is wrong with the value; fleet_load puts where
+ * before it); -ENOENT (e not set) when ward run has no such flag. With arg
+ * == fleet_probe only whether it has: 0, -ENOENT, or (field not NULL)
+ * -EPERM for a flag a task line may not set. */
+typedef int fleet_flag_fn(void *ud, const char *name, const char *arg, const char *field, struct err *e);
 extern const char fleet_probe[];
 
 /* Read the task (the index, the line, its fields applied through flag):
- * 0, or EXIT_USAGE after one line saying what is wrong and where. */
-int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud);
+ * 0, or -errno with e saying what is wrong and where (-ENOMEM: out of
+ * memory; any other: the file, the line or a field). */
+int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud, struct err *e);
 /* DIR/ID made and locked: 0 to run (fl->resume set when an earlier run
- * left the task unfinished), 1 when it is already finished (one line
- * said so), or an exit code after an error line. */
-int fleet_prepare(struct fleet *fl);
+ * left the task unfinished), 1 when it is already finished (a note said
+ * so), or -errno with e: -EBUSY when another ward runs it now, -EEXIST
+ * when DIR/ID holds another task's results, -ENAMETOOLONG for a path too
+ * long, any other when DIR/ID could not be made or locked. */
+int fleet_prepare(struct fleet *fl, struct err *e);
 /* The session's journal, kept in DIR/ID/journal.jsonl (a hard link where
  * the file systems allow, else copied at the end by fleet_finish), and the
  * session's id recorded for a later resume. */
@@ -76,14 +85,14 @@ void fleet_events_path(const struct fleet *fl, char *out, size_t n);
 /* The patch's path (DIR/ID/patch.diff). */
 void fleet_patch_path(const struct fleet *fl, char *out, size_t n);
 /* result (ward run's result object) completed with the task's fields and
- * written to DIR/ID/result.json atomically (fsynced, renamed); one line on
- * stderr. 0, or -errno after an error line. */
-int fleet_finish(struct fleet *fl, cJSON *result, const char *journal_path);
+ * written to DIR/ID/result.json atomically (fsynced, renamed); a note says
+ * where. 0, or -errno with e. */
+int fleet_finish(struct fleet *fl, cJSON *result, const char *journal_path, struct err *e);
 /* A task that ended before its model was asked (no box, its MCP servers
  * lost the box): result.json says so, with stop (box_error: not final, a
  * rerun tries again) and why. */
 int fleet_finish_early(struct fleet *fl, const char *stop, const char *why, int code, const char *session,
-		       const char *journal_path);
+		       const char *journal_path, struct err *e);
 void fleet_free(struct fleet *fl);
 /* Whether a stop is final: a rerun would end the same (done, a bound, a
  * refusal); cancelled, provider_error and box_error are not. */

@@ -1,8 +1,5 @@
 /* The run's MCP servers, and the project file's trust. */
-#include "cmd/mcpconf.h"
-#include "cmd/term.h"
-#include "cmd/cmd.h"
-#include "cmd/settings.h"
+#include "task/mcpconf.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -24,20 +21,11 @@
 #define MCPCONF_FILE ".mcp.json"
 #define MCPCONF_FILE_MAX (1u << 20)
 
-int mcpconf_flag(struct mcpconf *c, int ch, const char *arg)
+int mcpconf_add_file(struct mcpconf *c, const char *path, struct err *e)
 {
-	switch (ch) {
-	case 'M':
-		if (c->nfiles == MCPCONF_FILES_MAX) {
-			cmd_error("--mcp-config: at most %d files", MCPCONF_FILES_MAX);
-			return -1;
-		}
-		c->files[c->nfiles++] = arg;
-		return 1;
-	case 'E':
-		c->trust_project = true;
-		return 1;
-	}
+	if (c->nfiles == MCPCONF_FILES_MAX)
+		return err_set(e, -E2BIG, "--mcp-config: at most %d files", MCPCONF_FILES_MAX);
+	c->files[c->nfiles++] = path;
 	return 0;
 }
 
@@ -73,25 +61,25 @@ static bool trusted(const char *path, const char *hex)
 	return false;
 }
 
-static void trust_remember(const char *path, const char *hex)
+static void trust_remember(const struct mcpconf *c, const char *path, const char *hex)
 {
 	char tp[PATH_MAX];
 	if (trust_path(tp, sizeof(tp)) < 0)
 		return;
 	int fd = open(tp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		cmd_error("warning: cannot remember the approval in %s: %s", tp, strerror(errno));
+		note_say(&c->note, "warning: cannot remember the approval in %s: %s", tp, strerror(errno));
 		return;
 	}
 	char line[PATH_MAX + 80];
 	int n = snprintf(line, sizeof(line), "%s %s\n", hex, path);
 	/* One write, O_APPEND: two wards approving at once keep both lines. */
 	if (fdio_write_full(fd, line, (size_t)n) < 0)
-		cmd_error("warning: cannot remember the approval in %s", tp);
+		note_say(&c->note, "warning: cannot remember the approval in %s", tp);
 	close(fd);
 }
 
-static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn *ask, void *ud)
+static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn *ask, void *ud, struct err *e)
 {
 	char path[PATH_MAX];
 	if (!workspace || snprintf(path, sizeof(path), "%s/%s", workspace, MCPCONF_FILE) >= (int)sizeof(path))
@@ -101,7 +89,7 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 	int fd = wsfd < 0 ? -errno : fdio_open_beneath(wsfd, MCPCONF_FILE);
 	if (fd < 0) {
 		if (fd == -ELOOP)
-			cmd_error("warning: %s is a symbolic link: not used", path);
+			note_say(&c->note, "warning: %s is a symbolic link: not used", path);
 		return 0;
 	}
 	struct stat st;
@@ -112,7 +100,7 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 		r = fdio_read_fd(fd, MCPCONF_FILE_MAX, &data, &len);
 	close(fd);
 	if (r < 0) {
-		cmd_error("warning: %s: not used: %s", path, r == -EINVAL ? "not a regular file" : strerror(-r));
+		note_say(&c->note, "warning: %s: not used: %s", path, r == -EINVAL ? "not a regular file" : strerror(-r));
 		return 0;
 	}
 	char hex[HASH_SHA256_HEX];
@@ -122,64 +110,48 @@ static int load_project(struct mcpconf *c, const char *workspace, mcpconf_ask_fn
 	 * file a person is asked to trust is the file ward runs. */
 	cJSON *j = NULL;
 	struct err pe = { 0 };
-	if (jsonstrict_parse(data, len, &j, &pe) < 0) {
-		cmd_error("%s: not valid JSON: %s", path, pe.msg);
-		return EXIT_USAGE;
-	}
+	if (jsonstrict_parse(data, len, &j, &pe) < 0)
+		return err_set(e, pe.code ? pe.code : -EINVAL, "%s: not valid JSON: %s", path, pe.msg);
 	const cJSON *servers = cJSON_GetObjectItemCaseSensitive(j, "mcpServers");
 	if (!servers) {
 		cJSON_Delete(j);
-		cmd_error("%s: no \"mcpServers\" object", path);
-		return EXIT_USAGE;
+		return err_set(e, -EINVAL, "%s: no \"mcpServers\" object", path);
 	}
 	_cleanup_free_ struct mcp_config *tmp = calloc(1, sizeof(*tmp));
-	struct err e = { 0 };
-	r = tmp ? mcp_config_parse(tmp, servers, path, &e) : err_set(&e, -ENOMEM, "out of memory");
+	r = tmp ? mcp_config_parse(tmp, servers, path, e) : err_set(e, -ENOMEM, "out of memory");
 	cJSON_Delete(j);
-	if (r < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_USAGE;
-	}
+	if (r < 0)
+		return r;
 	bool ok = c->trust_project || trusted(path, hex), asked = false;
 	if (!ok && ask && tmp->n) {
 		ok = ask(ud, path, tmp);
 		asked = true;
 		if (ok)
-			trust_remember(path, hex);
+			trust_remember(c, path, hex);
 	}
 	if (!ok) {
 		if (tmp->n && !asked)
-			cmd_error("%s: its %zu MCP server%s not started: a project's servers run only once you trust "
+			note_say(&c->note, "warning: %s: its %zu MCP server%s not started: a project's servers run only once you trust "
 				  "the file (approve it once in `ward` at a terminal, or pass --trust-project-mcp)",
 				  path, tmp->n, tmp->n == 1 ? " is" : "s are");
 		mcp_config_free(tmp);
 		return 0;
 	}
-	if (mcp_config_merge(&c->cfg, tmp, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_USAGE;
-	}
-	return 0;
+	return mcp_config_merge(&c->cfg, tmp, e);
 }
 
-int mcpconf_load(struct mcpconf *c, const char *workspace, mcpconf_ask_fn *ask, void *ud)
+int mcpconf_load(struct mcpconf *c, const cJSON *user, const char *from, const char *workspace, mcpconf_ask_fn *ask,
+		 void *ud, struct err *e)
 {
 	mcp_config_free(&c->cfg);
-	struct err e = { 0 };
-	const char *from = NULL;
-	const cJSON *user = settings_mcp(&from);
-	if (user && mcp_config_add(&c->cfg, user, from ? from : "config", &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_USAGE;
-	}
-	int r = load_project(c, workspace, ask, ud);
-	if (r)
+	if (user && mcp_config_add(&c->cfg, user, from ? from : "config", e) < 0)
+		return e->code;
+	int r = load_project(c, workspace, ask, ud, e);
+	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c->nfiles; i++)
-		if (mcp_config_add_file(&c->cfg, c->files[i], &e) < 0) {
-			cmd_error("--mcp-config: %s", e.msg);
-			return EXIT_USAGE;
-		}
+		if (mcp_config_add_file(&c->cfg, c->files[i], e) < 0)
+			return err_wrap(e, "--mcp-config");
 	return 0;
 }
 
@@ -190,24 +162,23 @@ void mcpconf_free(struct mcpconf *c)
 
 static void note_line(void *ud, const char *line)
 {
-	term_printf(stderr, "ward: %s\n", line);
+	const struct mcpconf *c = ud;
+	note_say(&c->note, "%s", line);
 }
 
-int mcpconf_start(struct mcpconf *c, struct box_conn *box, struct journal *j, struct mcp **ret)
+int mcpconf_start(struct mcpconf *c, struct box_conn *box, struct journal *j, struct mcp **ret, struct err *e)
 {
 	*ret = NULL;
 	if (!c->cfg.n)
 		return 0;
-	struct err e = { 0 };
 	struct mcp *m;
-	if (mcp_new(&c->cfg, box, note_line, NULL, &m, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_FAIL;
-	}
-	if (mcp_start(m, &e) < 0) {
-		cmd_error("%s", e.msg);
+	int r = mcp_new(&c->cfg, box, note_line, c, &m, e);
+	if (r < 0)
+		return r;
+	r = mcp_start(m, e);
+	if (r < 0) {
 		mcp_free(m);
-		return EXIT_NOBOX;
+		return r == -ENOMEM ? -EIO : r;
 	}
 	if (j) {
 		cJSON *rec = cJSON_CreateObject();

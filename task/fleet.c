@@ -1,7 +1,4 @@
-#include "cmd/fleet.h"
-#include "cmd/term.h"
-#include "cmd/cmd.h"
-#include "cmd/settings.h"
+#include "task/fleet.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
@@ -29,7 +26,7 @@
 
 /* Fields a task line may not have: they are the fleet's own, or make no
  * sense for one task of many. What the others may do without
- * --trust-task-file is each setting's line rule (cmd/settings.c): a line
+ * --trust-task-file is each setting's line rule (the flag function's): a line
  * narrows what the command line allows; a flag with no such rule (where
  * the API key is sent, a program run on the host, a live tree, rules that
  * widen the gate, files read as config) is the command line's unless it
@@ -38,18 +35,6 @@ static const char *const not_fields[] = { "task-file", "task-index", "task-root"
 					  "patch", "apply", "help", "trust-task-file" };
 
 const char fleet_probe[] = "";
-
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
-{
-	char *s = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	term_printf(stderr, "ward: warning: %s\n", n >= 0 ? s : "?");
-	free(s);
-}
 
 bool fleet_stop_final(const char *stop)
 {
@@ -71,7 +56,7 @@ static bool id_valid(const char *id)
 	return true;
 }
 
-static int fleet_index(struct fleet *fl)
+static int fleet_index(struct fleet *fl, struct err *e)
 {
 	const char *from = "--task-index", *v = fl->index_arg;
 	if (!v && (v = getenv("SLURM_ARRAY_TASK_ID")))
@@ -79,15 +64,12 @@ static int fleet_index(struct fleet *fl)
 	if (!v && (v = getenv("JOB_COMPLETION_INDEX")))
 		from = "JOB_COMPLETION_INDEX";
 	if (!v) {
-		cmd_error("--task-file: give --task-index I, or run it as a Slurm array task or a Kubernetes Indexed "
-			  "Job (they set SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX)");
-		return EXIT_USAGE;
+		return err_set(e, -EINVAL, "--task-file: give --task-index I, or run it as a Slurm array task or a "
+			       "Kubernetes Indexed Job (they set SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX)");
 	}
 	uint64_t i;
-	if (parse_u64(v, &i) < 0 || i > 10000000) {
-		cmd_error("%s \"%.40s\": not a task index (0, 1, 2, ...)", from, v);
-		return EXIT_USAGE;
-	}
+	if (parse_u64(v, &i) < 0 || i > 10000000)
+		return err_set(e, -EINVAL, "%s \"%.40s\": not a task index (0, 1, 2, ...)", from, v);
 	fl->index = (long)i;
 	return 0;
 }
@@ -106,9 +88,9 @@ static bool path_beneath(const char *root, const char *p)
 /* A path a line names (a relative one is the task file's neighbour),
  * resolved into out, PATH_MAX bytes: the resolved path is what is handed
  * on, so a link swapped after this check redirects nothing. 0, or
- * EXIT_USAGE after one line when it does not resolve or (the file not
+ * -errno with e when it does not resolve or (the file not
  * trusted) lies outside the task root. */
-static int line_path(const struct fleet *fl, const char *field, const char *path, char *out)
+static int line_path(const struct fleet *fl, const char *field, const char *path, char *out, struct err *e)
 {
 	char joined[2 * PATH_MAX];
 	_cleanup_free_ char *shown = utf8_term_safe(path, strnlen(path, 200));
@@ -121,16 +103,12 @@ static int line_path(const struct fleet *fl, const char *field, const char *path
 			*slash = 0;
 		snprintf(joined, sizeof(joined), "%s/%s", slash ? (*dir ? dir : "/") : ".", path);
 	}
-	if (!realpath(joined, out)) {
-		cmd_error("%s: \"%s\": %s: %s", fl->where, field, shown ? shown : "?", strerror(errno));
-		return EXIT_USAGE;
-	}
-	if (!fl->trusted && !path_beneath(fl->root, out)) {
-		cmd_error("%s: \"%s\": %s is not under the task root %s (a task line names only what lies under the "
-			  "task file's directory, or --task-root DIR; --trust-task-file lets it name any path)",
-			  fl->where, field, shown ? shown : "?", fl->root);
-		return EXIT_USAGE;
-	}
+	if (!realpath(joined, out))
+		return err_setc(e, -errno, "%s: \"%s\": %s", fl->where, field, shown ? shown : "?");
+	if (!fl->trusted && !path_beneath(fl->root, out))
+		return err_set(e, -EPERM, "%s: \"%s\": %s is not under the task root %s (a task line names only what lies "
+			       "under the task file's directory, or --task-root DIR; --trust-task-file lets it name any path)",
+			       fl->where, field, shown ? shown : "?", fl->root);
 	return 0;
 }
 
@@ -148,7 +126,7 @@ static const char *keep(struct fleet *fl, const char *v)
 }
 
 /* One field of the line as ward run's flag. */
-static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, void *ud)
+static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, void *ud, struct err *e)
 {
 	char name[64];
 	const char *k = f->string;
@@ -156,31 +134,25 @@ static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, vo
 		k = "allow_host";	/* the and Codex's plural */
 	else if (!strcmp(k, "secrets"))
 		k = "secret";	/* as the config file's network.secrets */
-	if (strlen(k) >= sizeof(name)) {
-		cmd_error("%s: unknown field \"%.40s\"", fl->where, k);
-		return EXIT_USAGE;
-	}
+	if (strlen(k) >= sizeof(name))
+		return err_set(e, -EINVAL, "%s: unknown field \"%.40s\"", fl->where, k);
 	for (size_t i = 0; (name[i] = k[i] == '_' ? '-' : k[i]); i++)
 		;
 	for (size_t i = 0; i < ARRAY_SIZE(not_fields); i++)
-		if (!strcmp(name, not_fields[i])) {
-			cmd_error("%s: \"%s\" cannot be a task's field (it is the fleet's own, or the command line's)",
-				  fl->where, f->string);
-			return EXIT_USAGE;
-		}
+		if (!strcmp(name, not_fields[i]))
+			return err_set(e, -EINVAL, "%s: \"%s\" cannot be a task's field (it is the fleet's own, or the "
+				       "command line's)", fl->where, f->string);
 	/* Untrusted, a field is a setting with a rule for lines, applied by
 	 * that rule; anything else is the command line's. */
-	const struct settings_key *sk = settings_key_of_flag(name);
-	if (!fl->trusted && (!sk || sk->line == NARROW_NEVER) && flag(ud, name, fleet_probe, NULL) != -ENOENT) {
-		cmd_error("%s: \"%s\" is taken from a task file only with --trust-task-file (a task line may only narrow "
-			  "the command line's settings: its model, bounds, approve, deny rules, network and public "
-			  "allow_hosts; this one would be the command line's)",
-			  fl->where, f->string);
-		return EXIT_USAGE;
-	}
+	struct err fe = { 0 };
+	if (!fl->trusted && flag(ud, name, fleet_probe, f->string, &fe) == -EPERM)
+		return err_set(e, -EPERM, "%s: \"%s\" is taken from a task file only with --trust-task-file (a task line "
+			       "may only narrow the command line's settings: its model, bounds, approve, deny rules, "
+			       "network and public allow_hosts; this one would be the command line's)",
+			       fl->where, f->string);
 	const char *field = fl->trusted ? NULL : keep(fl, f->string);
 	if (!fl->trusted && !field)
-		return EXIT_FAIL;
+		return err_set(e, -ENOMEM, "out of memory");
 	const cJSON *v;
 	for (v = cJSON_IsArray(f) ? f->child : f; v; v = cJSON_IsArray(f) ? v->next : NULL) {
 		char num[64], replay[PATH_MAX + 8];
@@ -195,53 +167,43 @@ static int apply_field(struct fleet *fl, const cJSON *f, fleet_flag_fn *flag, vo
 		} else if (cJSON_IsFalse(v)) {
 			continue;	/* a switch left off */
 		} else {
-			cmd_error("%s: field \"%s\": give a string, a number, true, or a list of them", fl->where, f->string);
-			return EXIT_USAGE;
+			return err_set(e, -EINVAL, "%s: field \"%s\": give a string, a number, true, or a list of them",
+				       fl->where, f->string);
 		}
 		/* A replay script is a file on the host: the task tree's own. */
 		if (field && arg && !strcmp(name, "model") && !strncmp(arg, "replay:", 7)) {
 			char p[PATH_MAX];
-			int r = line_path(fl, f->string, arg + 7, p);
-			if (r)
+			int r = line_path(fl, f->string, arg + 7, p, e);
+			if (r < 0)
 				return r;
 			snprintf(replay, sizeof(replay), "replay:%s", p);
 			arg = replay;
 		}
 		if (arg && !(arg = keep(fl, arg)))
-			return EXIT_FAIL;
+			return err_set(e, -ENOMEM, "out of memory");
 		/* A value the flag refuses is said with where it came from. */
-		char ctx[PATH_MAX + 100];
-		snprintf(ctx, sizeof(ctx), "%s: \"%s\": ", fl->where, f->string);
-		cmd_error_context(ctx);
-		int r = flag(ud, name, arg, field);
-		cmd_error_context(NULL);
-		if (r == -ENOENT) {
-			cmd_error("%s: unknown field \"%s\" (a task's fields are id, task, workspace and ward run's long "
-				  "flags with _ for -: model, max_rounds, allow_hosts, ...)",
-				  fl->where, f->string);
-			return EXIT_USAGE;
-		}
+		int r = flag(ud, name, arg, field, e);
+		if (r == -ENOENT)
+			return err_set(e, -EINVAL, "%s: unknown field \"%s\" (a task's fields are id, task, workspace and "
+				       "ward run's long flags with _ for -: model, max_rounds, allow_hosts, ...)",
+				       fl->where, f->string);
 		if (r < 0)
-			return EXIT_USAGE;	/* (the flag said why) */
+			return err_wrap(e, "%s: \"%s\"", fl->where, f->string);
 	}
 	return 0;
 }
 
-int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
+int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud, struct err *e)
 {
 	fl->lock_fd = -1;
-	if (!fl->out) {
-		cmd_error("--task-file: give --out DIR too (each task's results go to DIR/ID/)");
-		return EXIT_USAGE;
-	}
-	int r = fleet_index(fl);
-	if (r)
+	if (!fl->out)
+		return err_set(e, -EINVAL, "--task-file: give --out DIR too (each task's results go to DIR/ID/)");
+	int r = fleet_index(fl, e);
+	if (r < 0)
 		return r;
 	_cleanup_fclose_ FILE *in = fopen(fl->file, "re");
-	if (!in) {
-		cmd_error("--task-file %s: %s", fl->file, strerror(errno));
-		return EXIT_USAGE;
-	}
+	if (!in)
+		return err_setc(e, -errno, "--task-file %s", fl->file);
 	/* The task root: what the command line names, or the file's directory. */
 	char rootp[PATH_MAX];
 	const char *what = fl->root_arg ? "--task-root" : "the task file's directory";
@@ -252,14 +214,10 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 	else if (slash)
 		slash[slash == rootp] = 0;	/* "/tasks.jsonl": "/" */
 	struct stat st;
-	if (!realpath(rootp, fl->root)) {
-		cmd_error("%s %s: %s", what, rootp, strerror(errno));
-		return EXIT_USAGE;
-	}
-	if (stat(fl->root, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		cmd_error("%s %s: not a directory", what, rootp);
-		return EXIT_USAGE;
-	}
+	if (!realpath(rootp, fl->root))
+		return err_setc(e, -errno, "%s %s", what, rootp);
+	if (stat(fl->root, &st) < 0 || !S_ISDIR(st.st_mode))
+		return err_set(e, -ENOTDIR, "%s %s: not a directory", what, rootp);
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
 	long lineno = 0, seen = 0;
@@ -269,26 +227,21 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 		n = line_read(in, &line, &cap, FLEET_LINE_MAX);
 		if (n == 0)
 			n = -1;
-		if (n == -EIO || n == -ENOMEM) {
-			cmd_error("--task-file %s: %s", fl->file, strerror((int)-n));
-			return EXIT_USAGE;
-		}
+		if (n == -EIO || n == -ENOMEM)
+			return err_setc(e, (int)n, "--task-file %s", fl->file);
 		if (n == -1)
 			break;
 		lineno++;
-		if (n == -E2BIG) {
-			cmd_error("%s:%ld: a line over %u KiB", fl->file, lineno, FLEET_LINE_MAX >> 10);
-			return EXIT_USAGE;
-		}
+		if (n == -E2BIG)
+			return err_set(e, -E2BIG, "%s:%ld: a line over %u KiB", fl->file, lineno, FLEET_LINE_MAX >> 10);
 		if (!line[strspn(line, " \t\r\n")])
 			continue;	/* blank lines are not tasks */
 		if (seen++ == fl->index)
 			break;
 	}
-	if (n < 0) {
-		cmd_error("%s has %ld task%s: index %ld is past its end", fl->file, seen, seen == 1 ? "" : "s", fl->index);
-		return EXIT_USAGE;
-	}
+	if (n < 0)
+		return err_set(e, -ERANGE, "%s has %ld task%s: index %ld is past its end", fl->file, seen,
+			       seen == 1 ? "" : "s", fl->index);
 	/* One strict reading (base/jsonstrict.h): {"workspace": "a",
 	 * "workspace": "/etc"} would be one task to ward and another to the
 	 * engine's or a person's own reading of the file. */
@@ -296,15 +249,14 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 		n--;
 	cJSON *o = NULL;
 	struct err pe = { 0 };
-	if (jsonstrict_parse(line, (size_t)n, &o, &pe) < 0) {
-		cmd_error("%s:%ld: not valid JSON: %s; one task per line: {\"id\", \"task\", ...}", fl->file, lineno,
-			  pe.msg);
-		return EXIT_USAGE;
-	}
+	if (jsonstrict_parse(line, (size_t)n, &o, &pe) < 0)
+		return err_set(e, pe.code == -ENOMEM ? -ENOMEM : -EINVAL,
+			       "%s:%ld: not valid JSON: %s; one task per line: {\"id\", \"task\", ...}", fl->file, lineno,
+			       pe.msg);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
-		cmd_error("%s:%ld: not a JSON object (one task per line: {\"id\", \"task\", ...})", fl->file, lineno);
-		return EXIT_USAGE;
+		return err_set(e, -EINVAL, "%s:%ld: not a JSON object (one task per line: {\"id\", \"task\", ...})",
+			       fl->file, lineno);
 	}
 	const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
 	const char *task = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task"));
@@ -312,33 +264,27 @@ int fleet_load(struct fleet *fl, fleet_flag_fn *flag, void *ud)
 	snprintf(fl->where, sizeof(fl->where), "%s:%ld", fl->file, lineno);
 	r = 0;
 	if (!id || !id_valid(id)) {
-		cmd_error("%s:%ld: \"id\" must be 1 to %d letters, digits, '.', '_' or '-' (not starting with '.'): it "
-			  "names the task's directory under --out",
-			  fl->file, lineno, FLEET_ID_MAX);
-		r = EXIT_USAGE;
+		r = err_set(e, -EINVAL, "%s:%ld: \"id\" must be 1 to %d letters, digits, '.', '_' or '-' (not starting "
+			    "with '.'): it names the task's directory under --out", fl->file, lineno, FLEET_ID_MAX);
 	} else if (!task || !task[strspn(task, " \t\r\n")]) {
-		cmd_error("%s:%ld: \"task\" must be the task's text", fl->file, lineno);
-		r = EXIT_USAGE;
+		r = err_set(e, -EINVAL, "%s:%ld: \"task\" must be the task's text", fl->file, lineno);
 	} else if (cJSON_GetObjectItemCaseSensitive(o, "workspace") && !ws) {
-		cmd_error("%s:%ld: \"workspace\" must be a directory's path", fl->file, lineno);
-		r = EXIT_USAGE;
+		r = err_set(e, -EINVAL, "%s:%ld: \"workspace\" must be a directory's path", fl->file, lineno);
 	}
 	if (!r) {
 		snprintf(fl->id, sizeof(fl->id), "%s", id);
 		fl->task = strdup(task);
 		/* Under the task root, resolved; as the command line's. */
-		if (ws && !(r = line_path(fl, "workspace", ws, fl->workspace)) &&
-		    flag(ud, "workspace", fl->workspace, NULL) < 0)
-			r = EXIT_USAGE;
+		if (ws && !(r = line_path(fl, "workspace", ws, fl->workspace, e)) &&
+		    (r = flag(ud, "workspace", fl->workspace, NULL, e)) < 0)
+			r = err_wrap(e, "%s: \"workspace\"", fl->where);
 	}
 	for (const cJSON *f = o->child; f && !r; f = f->next)
 		if (strcmp(f->string, "id") && strcmp(f->string, "task") && strcmp(f->string, "workspace"))
-			r = apply_field(fl, f, flag, ud);
+			r = apply_field(fl, f, flag, ud, e);
 	cJSON_Delete(o);
-	if (!r && !fl->task) {
-		cmd_error("out of memory");
-		r = EXIT_FAIL;
-	}
+	if (!r && !fl->task)
+		r = err_set(e, -ENOMEM, "out of memory");
 	return r;
 }
 
@@ -385,24 +331,20 @@ static int copy_file(const char *from, const char *to)
 	return 0;
 }
 
-int fleet_prepare(struct fleet *fl)
+int fleet_prepare(struct fleet *fl, struct err *e)
 {
 	fl->t0_ms = now_ms();
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(fl->started_at, sizeof(fl->started_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if ((size_t)snprintf(fl->dir, sizeof(fl->dir), "%s/%s", fl->out, fl->id) >= sizeof(fl->dir)) {
-		cmd_error("--out %s: the path is too long", fl->out);
-		return EXIT_USAGE;
-	}
+	if ((size_t)snprintf(fl->dir, sizeof(fl->dir), "%s/%s", fl->out, fl->id) >= sizeof(fl->dir))
+		return err_set(e, -ENAMETOOLONG, "--out %s: the path is too long", fl->out);
 	/* What a task leaves holds the workspace's changes and the model's
 	 * text: the owner's only. */
 	struct stat ds;
-	if (state_mkdir_p(fl->dir, 0700) < 0 || lstat(fl->dir, &ds) < 0) {
-		cmd_error("--out: cannot make %s: %s", fl->dir, strerror(errno));
-		return EXIT_FAIL;
-	}
+	if (state_mkdir_p(fl->dir, 0700) < 0 || lstat(fl->dir, &ds) < 0)
+		return err_setc(e, -errno, "--out: cannot make %s", fl->dir);
 	/* One an older ward made 0755 is closed too. */
 	if (S_ISDIR(ds.st_mode) && ds.st_uid == geteuid() && (ds.st_mode & 0077))
 		chmod(fl->dir, 0700);
@@ -412,12 +354,10 @@ int fleet_prepare(struct fleet *fl)
 	path_in(fl, ".lock", p, sizeof(p));
 	fl->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fl->lock_fd < 0 || flock(fl->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		if (fl->lock_fd >= 0 && errno == EWOULDBLOCK) {
-			cmd_error("task %s: another ward is running it now (%s is held); not run twice", fl->id, p);
-			return EXIT_TEMPFAIL;
-		}
-		cmd_error("task %s: cannot lock %s: %s", fl->id, p, strerror(errno));
-		return EXIT_FAIL;
+		if (fl->lock_fd >= 0 && errno == EWOULDBLOCK)
+			return err_set(e, -EBUSY, "task %s: another ward is running it now (%s is held); not run twice",
+				       fl->id, p);
+		return err_setc(e, -errno, "task %s: cannot lock %s", fl->id, p);
 	}
 	/* Finished before: nothing to do. */
 	path_in(fl, "result.json", p, sizeof(p));
@@ -435,15 +375,15 @@ int fleet_prepare(struct fleet *fl)
 		/* Another line's results (an id twice, or DIR reused): not this
 		 * task's to skip or resume. */
 		if ((cJSON_IsNumber(idx) && (long)idx->valuedouble != fl->index) || (tf && strcmp(tf, fl->file))) {
-			cmd_error("task %s: %s holds the results of another task (index %ld of %s); ids must be unique in a "
-				  "task file, and DIR one file's",
-				  fl->id, fl->dir, cJSON_IsNumber(idx) ? (long)idx->valuedouble : -1L, tf ? tf : "?");
+			err_set(e, -EEXIST, "task %s: %s holds the results of another task (index %ld of %s); ids must be "
+				"unique in a task file, and DIR one file's", fl->id, fl->dir,
+				cJSON_IsNumber(idx) ? (long)idx->valuedouble : -1L, tf ? tf : "?");
 			cJSON_Delete(j);
-			return EXIT_USAGE;
+			return -EEXIST;
 		}
 		if (cJSON_IsBool(fin) ? cJSON_IsTrue(fin) : fleet_stop_final(stop)) {
-			term_printf(stderr, "ward: task %s already finished (%s); skipped: its results are in %s\n", fl->id, stop,
-				fl->dir);
+			note_say(&fl->note, "task %s already finished (%s); skipped: its results are in %s", fl->id, stop,
+				 fl->dir);
 			cJSON_Delete(j);
 			return 1;
 		}
@@ -459,8 +399,8 @@ int fleet_prepare(struct fleet *fl)
 		if (sscanf(sess, "%60s %d", id, &runs) >= 1 && id[strspn(id, "0123456789abcdef-")] == 0) {
 			prev_runs = runs > prev_runs ? runs : prev_runs;
 			char dir[PATH_MAX], local[PATH_MAX + 80];
-			struct err e = { 0 };
-			if (journal_dir(dir, sizeof(dir), &e) == 0) {
+			struct err de = { 0 };
+			if (journal_dir(dir, sizeof(dir), &de) == 0) {
 				snprintf(local, sizeof(local), "%s/%s.jsonl", dir, id);
 				if (access(local, F_OK) == 0)
 					snprintf(fl->resume, sizeof(fl->resume), "%s", id);
@@ -474,14 +414,14 @@ int fleet_prepare(struct fleet *fl)
 				journal_state_free(&st);
 				if (dead) {
 					fl->runs = prev_runs;
-					fleet_finish_early(fl, "deadline", "the run's watchdog ended it at its deadline + 5 s "
-							   "(from its journal)", 2, fl->resume, local);
-					return 1;
+					int w = fleet_finish_early(fl, "deadline", "the run's watchdog ended it at its deadline + 5 s "
+								   "(from its journal)", 2, fl->resume, local, e);
+					return w < 0 ? w : 1;
 				}
 			}
 			if (!fl->resume[0])
-				term_printf(stderr, "ward: task %s: its earlier session %s is not on this machine (nor its workspace "
-					"changes); it starts again\n", fl->id, id);
+				note_say(&fl->note, "task %s: its earlier session %s is not on this machine (nor its workspace "
+					 "changes); it starts again", fl->id, id);
 		}
 	}
 	fl->runs = prev_runs + 1;
@@ -495,7 +435,7 @@ void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
 	int n = snprintf(line, sizeof(line), "%s %d\n", id, fl->runs);
 	int w = fdio_write_atomic(p, line, (size_t)n, 0600);
 	if (w < 0)
-		warn("task %s: cannot record its session in %s: %s", fl->id, p, strerror(-w));
+		note_say(&fl->note, "warning: task %s: cannot record its session in %s: %s", fl->id, p, strerror(-w));
 	/* The journal beside the results, live where one file system holds
 	 * both; copied at the end otherwise. */
 	path_in(fl, "journal.jsonl", p, sizeof(p));
@@ -512,18 +452,18 @@ void fleet_session(struct fleet *fl, const char *id, const char *journal_path)
 		r = copy_file(journal_path, p);
 	if (r < 0) {
 		unlink(tmp);
-		warn("task %s: cannot keep its journal in %s: %s", fl->id, p, strerror(-r));
+		note_say(&fl->note, "warning: task %s: cannot keep its journal in %s: %s", fl->id, p, strerror(-r));
 	}
 }
 
-int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
+int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path, struct err *e)
 {
 	char p[PATH_MAX + 32];
 	path_in(fl, "journal.jsonl", p, sizeof(p));
 	struct stat a, b;
 	if (journal_path && stat(journal_path, &b) == 0 &&
 	    (stat(p, &a) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) && copy_file(journal_path, p) < 0)
-		warn("task %s: cannot copy its journal to %s: %s", fl->id, p, strerror(errno));
+		note_say(&fl->note, "warning: task %s: cannot copy its journal to %s: %s", fl->id, p, strerror(errno));
 	const char *stop = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "stop"));
 	cJSON_AddStringToObject(res, "id", fl->id);
 	cJSON_AddNumberToObject(res, "index", (double)fl->index);
@@ -554,18 +494,16 @@ int fleet_finish(struct fleet *fl, cJSON *res, const char *journal_path)
 		snprintf(line, sl + 2, "%s\n", s);
 	path_in(fl, "result.json", p, sizeof(p));
 	int r = line ? fdio_write_atomic(p, line, strlen(line), 0600) : -ENOMEM;
-	if (r < 0) {
-		cmd_error("task %s: cannot write %s: %s", fl->id, p, strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return err_setc(e, r, "task %s: cannot write %s", fl->id, p);
 	const cJSON *ec = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
-	term_printf(stderr, "ward: task %s: %s (exit %d) in %.1f s; results in %s\n", fl->id, stop ? stop : "?",
-		cJSON_IsNumber(ec) ? ec->valueint : -1, (double)(now_ms() - fl->t0_ms) / 1000, fl->dir);
+	note_say(&fl->note, "task %s: %s (exit %d) in %.1f s; results in %s", fl->id, stop ? stop : "?",
+		 cJSON_IsNumber(ec) ? ec->valueint : -1, (double)(now_ms() - fl->t0_ms) / 1000, fl->dir);
 	return 0;
 }
 
 int fleet_finish_early(struct fleet *fl, const char *stop, const char *why, int code, const char *session,
-		       const char *journal_path)
+		       const char *journal_path, struct err *e)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "type", "result");
@@ -581,7 +519,7 @@ int fleet_finish_early(struct fleet *fl, const char *stop, const char *why, int 
 	cJSON_AddNumberToObject(u, "output_tokens", 0);
 	cJSON_AddNullToObject(j, "cost_usd");
 	cJSON_AddArrayToObject(j, "changed_files");
-	int r = fleet_finish(fl, j, journal_path);
+	int r = fleet_finish(fl, j, journal_path, e);
 	cJSON_Delete(j);
 	return r;
 }
