@@ -12,7 +12,7 @@
 #include "cmd/cmd.h"
 #include "cmd/flagtab.h"
 #include "task/hook.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "cmd/mcprun.h"
 #include "cmd/rewind.h"
 #include "cmd/session.h"
@@ -423,7 +423,7 @@ static int acp_run(int argc, char **argv)
 	int r = run_flags_finish(f);
 	if (r)
 		return r;
-	if (settings_hooks_install(&f->cfg, &c->deadline, &c->hooks))
+	if (run_settings_hooks_install(&f->cfg, &c->deadline, &c->hooks))
 		return EXIT_USAGE;
 	/* The protocol's fd is a copy of stdout; fd 1 becomes stderr's. */
 	int out = fcntl(1, F_DUPFD_CLOEXEC, 3);

@@ -1,7 +1,7 @@
 /* ward config: the settings in force, and where each came from. */
 #include "cmd/cmd.h"
 #include "cmd/term.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "cmd/flagtab.h"
 #include "base/cleanup.h"
 #include "turn/turn.h"
@@ -28,7 +28,7 @@ static void config_help(const struct run_flags *f)
 	int c;
 	const char *var, *provider;
 	for (size_t i = 0; (c = settings_env_at(i, &var, &provider)) >= 0; i++)
-		printf("  %-13s %s (--%s%s%s)\n", i ? "" : "environment", var, settings_flag_name(c),
+		printf("  %-13s %s (--%s%s%s)\n", i ? "" : "environment", var, run_settings_flag_name(c),
 		       provider ? ", provider " : "", provider ? provider : "");
 	fputs("A file holds one JSON object; each key is read as its flag would be (key, flag, default, an example):\n",
 	      stdout);
@@ -36,8 +36,8 @@ static void config_help(const struct run_flags *f)
 		const struct settings_key *k = settings_key_at(i);
 		char d[200];
 		if (k->key)
-			printf("  %-20s --%-13s %-18s e.g. %s\n", k->key, settings_flag_name(k->c),
-			       settings_default_text(f, k->c, d, sizeof(d)), k->eg);
+			printf("  %-20s --%-13s %-18s e.g. %s\n", k->key, run_settings_flag_name(k->c),
+			       run_settings_default_text(f, k->c, d, sizeof(d)), k->eg);
 	}
 	fputs("(network.* nest: {\"network\": {\"mode\": \"none\", \"allow_hosts\": [...]}})\n"
 	      "An unknown key is a warning, so a newer ward's file works with this one; a malformed\n"
@@ -115,10 +115,10 @@ static int config_show(const struct run_flags *f, const struct settings_report *
 		char d[200];
 		if (k->type == SETTINGS_LIST) {
 			if (!last && !json)
-				show_line(k->key, settings_default_text(f, k->c, d, sizeof(d)), NULL);
+				show_line(k->key, run_settings_default_text(f, k->c, d, sizeof(d)), NULL);
 			continue;
 		}
-		const char *v = last ? last->value : settings_default_text(f, k->c, d, sizeof(d));
+		const char *v = last ? last->value : run_settings_default_text(f, k->c, d, sizeof(d));
 		if (json)
 			cJSON_AddItemToObject(set, k->key, source_json(last, v));
 		else
@@ -174,7 +174,7 @@ static int config_run(int argc, char **argv)
 		cmd_error("config takes no arguments, only flags; see `ward config --help`");
 		return EXIT_USAGE;
 	}
-	int r = settings_apply(f, rep);
+	int r = run_settings_apply(f, rep);
 	if (r)
 		return r;
 	return config_show(f, rep, json);

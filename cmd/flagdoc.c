@@ -5,7 +5,7 @@
 #include "cmd/flagdoc.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "config.h"
 
 #include <stdio.h>
@@ -346,7 +346,7 @@ static int list(FILE *out, const char *name)
 }
 
 /* Each table: no name or getopt value twice, every row with help unless
- * hidden, every settings row with its row in cmd/settings.c. */
+ * hidden, every settings row with its row in task/settings.c. */
 static int check(FILE *out)
 {
 	int bad = 0;
@@ -366,7 +366,7 @@ static int check(FILE *out)
 				bad = 1;
 			}
 			if (g->settings && !settings_key_by_flag(f->val)) {
-				fprintf(out, "ward %s: --%s has no row in cmd/settings.c\n", (*c)->name, f->name);
+				fprintf(out, "ward %s: --%s has no row in task/settings.c\n", (*c)->name, f->name);
 				bad = 1;
 			}
 		}

@@ -9,7 +9,7 @@
  *   readme FILE    FILE with each <!-- ward-flags CMD --> block made again
  *   bash           the bash completion
  *   check          each table's rows: no name or value twice, help on each,
- *                  a settings row's key in cmd/settings.c (a line per fault)
+ *                  a settings row's key in task/settings.c (a line per fault)
  *   list CMD       the flags of CMD, one a line, tab-separated: name, short,
  *                  argument, default value, --help's default, key, variables,
  *                  the flag as --help spells it

@@ -4,7 +4,7 @@
  * (the getopt_long entries), --help, ward config's defaults, the man
  * pages, the README's flag lists and the shell completion are all made
  * from it, so none of them can say what the code does not do. The config
- * key and the environment variables a flag maps to are cmd/settings.c's
+ * key and the environment variables a flag maps to are task/settings.c's
  * (its table, by the flag's letter); the documents look them up there. */
 #pragma once
 #include <getopt.h>
@@ -38,7 +38,7 @@ struct flag {
 };
 
 /* A group of flags several commands share (the run flags, the network's):
- * with settings, its letters are cmd/settings.c's (a config key, an
+ * with settings, its letters are task/settings.c's (a config key, an
  * environment variable). */
 struct flag_group {
 	const struct flag *flags;

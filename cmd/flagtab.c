@@ -2,7 +2,7 @@
  * they take, what they default to (the constant in force, never a copy of
  * it) and what they do. To add a flag: a row in its command's table (or in
  * a group the command shares), a case where the command parses it, and,
- * for a flag of ward run that is a setting, a row in cmd/settings.c's
+ * for a flag of ward run that is a setting, a row in task/settings.c's
  * table. --help, the man pages, the README's lists and the completion
  * follow by themselves (tests/integration/flags.sh checks they do). */
 #include "cmd/flagtab.h"

@@ -5,7 +5,7 @@
 #include "cmd/mcprun.h"
 #include "cmd/term.h"
 #include "cmd/session.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "base/buf.h"
 #include "mcp/mcp.h"
 #include "sandbox/box.h"
@@ -60,7 +60,7 @@ static int mcp_list(int argc, char **argv)
 		free(f);
 		return EXIT_USAGE;
 	}
-	r = settings_apply(f, NULL);
+	r = run_settings_apply(f, NULL);
 	char ws[PATH_MAX];
 	if (!r && !realpath(f->workspace ? f->workspace : ".", ws)) {
 		cmd_error("--workspace %s: no such directory", f->workspace ? f->workspace : ".");

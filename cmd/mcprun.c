@@ -1,6 +1,6 @@
 #include "cmd/mcprun.h"
 #include "cmd/cmd.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 
 #include <errno.h>
 

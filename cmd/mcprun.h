@@ -6,7 +6,7 @@
 
 /* 'M' and 'E': 1 handled, 0 not one of them, -1 after an error line. */
 int mcprun_flag(struct mcpconf *c, int ch, const char *arg);
-/* mcpconf_load with the user's servers of the last settings_apply, the
+/* mcpconf_load with the user's servers of the last run_settings_apply, the
  * warnings on stderr: 0, or EXIT_USAGE after an error line. */
 int mcprun_load(struct mcpconf *c, const char *workspace, mcpconf_ask_fn *ask, void *ud);
 /* mcpconf_start: 0, or EXIT_FAIL (out of memory) or EXIT_NOBOX (the

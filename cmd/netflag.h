@@ -17,7 +17,7 @@ struct netflag {
 	/* --secret: the argument, or (with a file) spec_buf, "NAME@HOST..."
 	 * without it; the value beside it. They survive a source's network
 	 * settings replacing another's (netflag_reset). The struct is copied
-	 * whole (cmd/settings.c): nothing in it points into it but what
+	 * whole (task/settings.c tries a value on a copy): nothing in it points into it but what
 	 * netflag_finish sets. */
 	const char *arg[NET_SECRET_MAX];
 	bool from_file[NET_SECRET_MAX];

@@ -5,7 +5,7 @@
 #include "cmd/box-flags.h"
 #include "cmd/term.h"
 #include "cmd/cmd.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "task/fleet.h"
 #include "base/err.h"
 #include "base/parse.h"
@@ -209,7 +209,7 @@ int run_flag_given(struct run_flags *f, int c, const char *arg)
 		cmd_error("more than %d flags; put the settings in a config file (see `ward config --help`)", RUN_GIVEN_MAX);
 		return -1;
 	}
-	f->given[f->ngiven++] = (struct run_given){ c, arg, NULL };
+	f->given[f->ngiven++] = (struct settings_value){ c, arg, NULL };
 	return 1;
 }
 
@@ -223,7 +223,7 @@ int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field
 			  RUN_LINE_MAX);
 		return -1;
 	}
-	f->line[f->nline++] = (struct run_given){ c, arg, field };
+	f->line[f->nline++] = (struct settings_value){ c, arg, field };
 	return 1;
 }
 
@@ -234,7 +234,7 @@ int run_flag_named(struct run_flags *f, const struct option *opts, const char *n
 		if (strcmp(o->name, name))
 			continue;
 		if (arg == fleet_probe) {
-			const struct settings_key *k = settings_key_of_flag(name);
+			const struct settings_key *k = run_settings_key_of_flag(name);
 			return field && (!k || k->line == NARROW_NEVER) ? -EPERM : 0;
 		}
 		if ((o->has_arg == required_argument) != (arg != NULL))
@@ -269,7 +269,7 @@ const char *run_flags_model(const struct run_flags *f)
 
 int run_flags_finish(struct run_flags *f)
 {
-	int r = settings_apply(f, NULL);
+	int r = run_settings_apply(f, NULL);
 	if (r)
 		return r;
 	struct turn_cfg *cfg = &f->cfg;

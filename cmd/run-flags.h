@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cmd/netflag.h"
+#include "task/settings.h"
 #include "turn/gate.h"
 #include "turn/turn.h"
 
@@ -45,16 +46,12 @@ struct run_flags {
 	enum gate_mode mode_default;	/* the command's approval mode */
 	/* The shared flags the command line gave, in order: run_flags_finish
 	 * applies them last, over the config files and the environment. */
-	struct run_given {
-		int c;
-		const char *arg;
-		const char *field;	/* a task line's field as written; NULL: a flag */
-	} given[RUN_GIVEN_MAX];
+	struct settings_value given[RUN_GIVEN_MAX];
 	size_t ngiven;
 	/* A task line's fields (ward run --task-file without
 	 * --trust-task-file): applied after the flags, each only to narrow
 	 * what they, the files and the defaults allow. */
-	struct run_given line[RUN_LINE_MAX];
+	struct settings_value line[RUN_LINE_MAX];
 	size_t nline;
 	const char *line_from;	/* "FILE:LINE", for the messages */
 };
@@ -63,19 +60,19 @@ void run_flags_init(struct run_flags *f, enum gate_mode mode);
 /* One of the shared flags, by its getopt_long value (see the option
  * letters in run-flags.c), applied to f: 1 handled, 0 not one of them, -1
  * after an error line (exit EXIT_USAGE). A config file's key or an
- * environment variable is applied through this too (cmd/settings.c). */
+ * environment variable is applied through this too (cmd/run-settings.c). */
 int run_flag(struct run_flags *f, int c, const char *arg);
 /* The same from the command line: checked and applied at once, and kept
  * in f->given for run_flags_finish. */
 int run_flag_given(struct run_flags *f, int c, const char *arg);
 /* The same from a task line's field (field: its name as written): checked
  * at once, and kept in f->line, which run_flags_finish applies after the
- * flags, only where it narrows them (settings_apply). */
+ * flags, only where it narrows them (run_settings_apply). */
 int run_flag_line(struct run_flags *f, int c, const char *arg, const char *field);
 /* A task file's field by its flag's long name, as fleet_flag_fn asks:
  * the flag is looked up in opts (arg == fleet_probe: only whether it is
  * there, and with field, whether a line may set it: a setting with a line
- * rule, cmd/settings.c); with field NULL (a trusted file) it is applied as
+ * rule, task/settings.c); with field NULL (a trusted file) it is applied as
  * the command line's, by given (<0 after an error line), else as the
  * line's field from where ("FILE:LINE"), which only narrows
  * (run_flag_line). 0, -EINVAL with e (the flag's error line), -EPERM (a
@@ -86,7 +83,7 @@ struct err;
 int run_flag_named(struct run_flags *f, const struct option *opts, const char *name, const char *arg, const char *field,
 		   const char *where, int (*given)(void *ud, int c, const char *arg), void *ud, struct err *e);
 /* After the flags: the settings rebuilt from the defaults, the config
- * files, the environment and the flags (settings_apply); then the provider,
+ * files, the environment and the flags (run_settings_apply); then the provider,
  * its key, the prices. Set the gate's ask after this. 0, or an exit code
  * after an error line. */
 int run_flags_finish(struct run_flags *f);

@@ -13,7 +13,7 @@
 #include "cmd/rewind.h"
 #include "task/hook.h"
 #include "cmd/mcprun.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "base/buf.h"
 #include "base/child.h"
 #include "base/cleanup.h"
@@ -652,7 +652,7 @@ static int run_prepare(struct run_state *st)
 		f->gate.ask = run_approver_ask;
 		f->gate.ask_ud = st->x->approver;
 	}
-	if (settings_hooks_install(cfg, &cfg->b.deadline_ms, st->hooks))
+	if (run_settings_hooks_install(cfg, &cfg->b.deadline_ms, st->hooks))
 		return EXIT_USAGE;
 	/* --json: an image's pull says nothing on stderr. (A task's own events
 	 * file is not the person's --json.) */

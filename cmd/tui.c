@@ -25,7 +25,7 @@
 #include "cmd/cmd.h"
 #include "cmd/flagtab.h"
 #include "task/hook.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "cmd/session.h"
 #include "cmd/rewind.h"
 #include "base/parse.h"
@@ -384,7 +384,7 @@ static int tui_run(int argc, char **argv)
 		free(u);
 		return r;
 	}
-	if (settings_hooks_install(&u->f.cfg, &u->deadline, &u->hooks)) {
+	if (run_settings_hooks_install(&u->f.cfg, &u->deadline, &u->hooks)) {
 		free(u);
 		return EXIT_USAGE;
 	}

@@ -1,8 +1,8 @@
-/* Fuzz target for the config files' reader (cmd/settings.c) as ward run,
+/* Fuzz target for the config files' reader (task/settings.c) as ward run,
  * ward config and the session call it: the bytes as the user's
  * $XDG_CONFIG_HOME/ward/config.json, or as a project's .ward/config.json
  * in the workspace (a stranger's: it may only narrow), or as both.
- * Whatever the bytes, settings_apply ends in 0 with no error line, or in
+ * Whatever the bytes, run_settings_apply ends in 0 with no error line, or in
  * an exit code after exactly one; no line it writes holds a control byte;
  * a project's file sets only keys a project may set; and reading the
  * same files again gives the same answer. Built with libFuzzer when
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cmd/run-flags.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "capture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -71,7 +71,7 @@ static int apply(struct settings_report *rep, int *ret_errors)
 	f->workspace = ws;
 	struct capture c;
 	capture_begin(&c);
-	int r = settings_apply(f, rep);
+	int r = run_settings_apply(f, rep);
 	*ret_errors = capture_end(&c);
 	free(f);
 	return r;

@@ -1,6 +1,6 @@
 /* Fuzz target for the task file's reader (task/fleet.c), with the flags it
  * feeds as ward run applies them (each field through ward run's own flag,
- * then settings_apply, where a line may only narrow): the bytes after the
+ * then run_settings_apply, where a line may only narrow): the bytes after the
  * first as the task file, the first choosing the task's index (0 to 3)
  * and whether the file is trusted (--trust-task-file). Whatever the
  * bytes: an error is exactly one line, and no error has one; no line
@@ -24,7 +24,7 @@
 #include "cmd/flags.h"
 #include "cmd/flagtab.h"
 #include "cmd/run-flags.h"
-#include "cmd/settings.h"
+#include "cmd/run-settings.h"
 #include "capture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* The line's values applied as ward run applies them: only
 		 * what narrows; a value that does not is one error line. */
 		capture_begin(&c);
-		int s = settings_apply(f, NULL);
+		int s = run_settings_apply(f, NULL);
 		errors = capture_end(&c);
 		if (s ? errors != 1 : errors != 0)
 			abort();

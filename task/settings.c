@@ -1,25 +1,17 @@
-#include "cmd/settings.h"
+#include "task/settings.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
 #include "base/jsonstrict.h"
 #include "base/parse.h"
 #include "base/utf8.h"
-#include "cmd/cmd.h"
-#include "cmd/flagtab.h"
-#include "turn/window.h"
 #include "net/allow.h"
-#include "sandbox/box.h"
-#include "turn/compact.h"
-#include "turn/price.h"
-#include "turn/retry.h"
-#include "task/hook.h"
 #include "task/prices.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <linux/openat2.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +22,8 @@
 #define CONFIG_FILE_MAX (256u << 10)
 
 /* One row per flag of ward run's settings groups (cmd/flagtab.c): a flag with a config key gets it
- * by adding its row here; settings_apply refuses to run while a flag has
- * none, or a ranked key has no rank. How a project's file and a task line
+ * by adding its row here; settings_apply refuses to run while a ranked key
+ * has no rank, and ward run while a flag has no row (cmd/run-settings.c). How a project's file and a task line
  * may set each key is decided here and nowhere else (tests/integration
  * config.sh walks every key of this table against a row of its own). */
 #define KEY(k, letter, t, proj, ln, ...)                                                                      \
@@ -97,12 +89,6 @@ static const struct {
 	{ "OPENAI_BASE_URL", 'u', "openai-responses" },
 };
 
-const char *settings_flag_name(int c)
-{
-	const struct flag *f = flags_setting(c);
-	return f ? f->name : "?";
-}
-
 int settings_env_at(size_t i, const char **ret_var, const char **ret_provider)
 {
 	if (i >= sizeof(envs) / sizeof(envs[0]))
@@ -133,41 +119,6 @@ const struct settings_key *settings_key_by_flag(int c)
 	return NULL;
 }
 
-const struct settings_key *settings_key_of_flag(const char *name)
-{
-	for (const struct flag_group *g = flagtab_run.groups; g < flagtab_run.groups + FLAG_GROUPS_MAX && g->flags; g++)
-		for (const struct flag *f = g->flags; g->settings && f->name; f++)
-			if (!strcmp(f->name, name))
-				return settings_key_by_flag(f->val);
-	return NULL;
-}
-
-const char *settings_default_text(const struct run_flags *f, int c, char *buf, size_t n)
-{
-	const struct settings_key *k = settings_key_by_flag(c);
-	const struct flag *fl = flags_setting(c);
-	if (c == 'm')
-		return run_flags_model(f);
-	if (c == 'a')
-		return gate_mode_name(f->mode_default);
-	if (c == 'n')
-		return "on";
-	if (c == 'N' && f->net.nallow)
-		return "(allow_hosts)";
-	if (c == 'W') {
-		/* The model's, from ward's table. */
-		int64_t w;
-		if (window_for(run_flags_model(f), &w))
-			snprintf(buf, n, "%lld", (long long)w);
-		else
-			snprintf(buf, n, "%d (the model is not in ward's table)", WINDOW_DEFAULT);
-		return buf;
-	}
-	if (!fl || !k || k->type == SETTINGS_LIST || !*flags_default_value(fl, buf, n))
-		snprintf(buf, n, fl && fl->dnote && k && k->type != SETTINGS_LIST ? "(%s)" : "(none)", fl ? fl->dnote : "");
-	return buf;
-}
-
 static const struct settings_key *key_by_name(const char *section, const char *name)
 {
 	size_t sl = section ? strlen(section) : 0;
@@ -189,71 +140,6 @@ static bool is_section(const char *name)
 		if (keys[i].key && !strncmp(keys[i].key, name, l) && keys[i].key[l] == '.')
 			return true;
 	return false;
-}
-
-/* How loose a setting is: the bigger, the more it allows. NAN: the
- * setting has no rank (the model is compared by its prices). */
-static double rank(const struct run_flags *f, int c)
-{
-	switch (c) {
-	case 'a':
-		return f->gate.mode;	/* ask < edits < auto */
-	case 'N':
-		return f->net.nallow ? 1 : f->net.net == BOX_NET_HOST ? 2 : 0;
-	case 'd':
-		return f->deadline_ms ? (double)f->deadline_ms : INFINITY;
-	case 'R':
-		return f->cfg.b.max_rounds ? f->cfg.b.max_rounds : INFINITY;
-	case 'C':
-		return f->cfg.b.max_calls ? f->cfg.b.max_calls : INFINITY;
-	case 'T':
-		return f->cfg.b.max_tokens ? (double)f->cfg.b.max_tokens : INFINITY;
-	case '$':
-		return f->cfg.b.max_cost > 0 ? f->cfg.b.max_cost : INFINITY;
-	case 'I':
-		return (double)(f->cfg.idle_ms ? f->cfg.idle_ms : TURN_IDLE_MS_DEFAULT);
-	case 'Y':
-		return f->cfg.retries >= 0 ? f->cfg.retries : RETRY_MAX_DEFAULT;
-	case 'K':
-		return (double)(f->disk ? f->disk : BOX_DEFAULT_DISK);
-	case 'Q':
-		return (double)(f->net.max_bytes ? f->net.max_bytes : BOX_NET_MAX_BYTES_DEFAULT);
-	case 'W':
-		/* Unset: the model's own window, the most it can take. */
-		return f->cfg.context_window ? (double)f->cfg.context_window : INFINITY;
-	case '%':
-		return f->cfg.compact_at ? f->cfg.compact_at : COMPACT_AT_DEFAULT;
-	case 'c':
-		return !f->cfg.pcfg.cache_ttl ? 0 : !strcmp(f->cfg.pcfg.cache_ttl, "1h") ? 2 : 1;
-	case 'n':
-		return f->no_instructions ? 0 : 1;
-	}
-	return NAN;
-}
-
-/* The loosest value of a setting, which a source that may only narrow
- * never sets. */
-static double loosest(int c)
-{
-	return c == 'a' ? GATE_AUTO : c == 'N' ? 2 : INFINITY;
-}
-
-/* Whether then's value of c is looser than now's: 0 no, 1 looser, 2 the
- * loosest, or not comparable (a model ward has no prices for). */
-static int looser(const struct run_flags *now, const struct run_flags *then, int c)
-{
-	if (c == 'm') {
-		const char *a = run_flags_model(now), *b = run_flags_model(then);
-		struct price pa, pb;
-		if (!strcmp(a, b))
-			return 0;
-		if (!price_for(a, &pa) || !price_for(b, &pb))
-			return 2;
-		return pb.in > pa.in || pb.out > pa.out || pb.cache_read > pa.cache_read ||
-		       pb.cache_write > pa.cache_write || pb.cache_write_1h > pa.cache_write_1h;
-	}
-	double was = rank(now, c), is = rank(then, c);
-	return is >= loosest(c) ? 2 : is > was;
 }
 
 /* Positions in a file's text, for the messages. The text is valid JSON
@@ -333,7 +219,32 @@ struct layer {
 	const char *text;	/* a file's text */
 	bool net;		/* it set the network: what lower sources said is replaced */
 	struct settings_report *rep;
+	const struct settings_in *in;
+	const struct settings_target *ops;
+	struct settings_store *store;
+	struct err *e;
 };
+
+static void warn(const struct layer *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(const struct layer *L, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	note_say(&L->in->note, "warning: %s", n >= 0 ? s : "(out of memory)");
+	free(s);
+}
+
+/* e (the target's line about a value) after ctx ("FILE:L:C: key: "). */
+static int wrap(struct err *e, const char *ctx)
+{
+	size_t n = ctx ? strlen(ctx) : 0;
+	while (n && (ctx[n - 1] == ' ' || ctx[n - 1] == ':'))
+		n--;
+	return n ? err_wrap(e, "%.*s", (int)n, ctx) : e->code;
+}
 
 /* "FILE:LINE:COL: " (columns in characters) into buf. */
 static const char *where(char *buf, size_t n, const struct layer *L, const char *at)
@@ -345,8 +256,9 @@ static const char *where(char *buf, size_t n, const struct layer *L, const char 
 }
 
 /* The value in force for c, and where it came from, for a message. */
-static void in_force(const struct run_flags *g, const struct settings_report *rep, int c, char *buf, size_t n)
+static void in_force(const struct layer *L, const void *g, int c, char *buf, size_t n)
 {
+	const struct settings_report *rep = L->rep;
 	for (size_t i = rep->n; i-- > 0;) {
 		const struct settings_applied *a = &rep->applied[i];
 		if (a->c == c && !a->replaced) {
@@ -356,7 +268,7 @@ static void in_force(const struct run_flags *g, const struct settings_report *re
 		}
 	}
 	char d[200];
-	snprintf(buf, n, "%s, the default", settings_default_text(g, c, d, sizeof(d)));
+	snprintf(buf, n, "%s, the default", L->ops->default_text(g, c, d, sizeof(d)));
 }
 
 static void record(struct settings_report *rep, int c, const char *value, const struct layer *L)
@@ -383,9 +295,9 @@ static const char *who(const struct layer *L)
 /* A task line's allow_hosts rule: added to the hosts in force, never one
  * that names an address that is not public (the proxy's own check), and
  * not where a network mode is in force (none would be widened; host has no
- * list). 0 to add it, 1 ignored (a warning said why), or EXIT_USAGE after
- * an error line. A rule that does not parse is left to run_flag to say. */
-static int line_host(const struct run_flags *g, const char *value, const struct layer *L, const char *ctx)
+ * list). 0 to add it, 1 ignored (a warning said why), or -errno with e. A
+ * rule that does not parse is left to the target to say. */
+static int line_host(const void *g, const char *value, const struct layer *L, const char *ctx)
 {
 	struct net_allow_rule rule;
 	struct err e = { 0 };
@@ -396,17 +308,15 @@ static int line_host(const struct run_flags *g, const char *value, const struct 
 		own = NULL;	/* by range alone, then */
 	enum net_addr_class c = net_allow_rule_class(&rule, own);
 	net_addr_own_free(own);
-	if (c != NET_ADDR_PUBLIC) {
-		cmd_error("%s%s names %s: a task line may allow only public hosts (a rule that pins or names a "
-			  "loopback, private, link-local or metadata address is the command line's, or needs "
-			  "--trust-task-file)", ctx, value, net_addr_class_name(c));
-		return EXIT_USAGE;
-	}
-	if (g->net.net_set) {
+	if (c != NET_ADDR_PUBLIC)
+		return err_set(L->e, -EPERM, "%s%s names %s: a task line may allow only public hosts (a rule that pins "
+			       "or names a loopback, private, link-local or metadata address is the command line's, or "
+			       "needs --trust-task-file)", ctx, value, net_addr_class_name(c));
+	if (L->ops->net_mode_set(g)) {
 		char was[600];
-		in_force(g, L->rep, 'N', was, sizeof(was));
-		cmd_error("warning: %s%s ignored: a task line may only narrow the network, and a network mode is in "
-			  "force (%s)", ctx, value, was);
+		in_force(L, g, 'N', was, sizeof(was));
+		warn(L, "%s%s ignored: a task line may only narrow the network, and a network mode is in force (%s)",
+		     ctx, value, was);
 		return 1;
 	}
 	return 0;
@@ -414,30 +324,27 @@ static int line_host(const struct run_flags *g, const char *value, const struct 
 
 /* Apply one value of key k from layer L (ctx: "FILE:L:C: key: " or NULL).
  * From a source that may only narrow, a ranked key is applied to a copy
- * first, and kept only if it is no looser than what is in force. */
-static int apply(struct run_flags *g, const struct settings_key *k, const char *value, struct layer *L, const char *ctx)
+ * first, and kept only if it is no looser than what is in force. 0, or
+ * -errno with L->e. */
+static int apply(void *g, const struct settings_key *k, const char *value, struct layer *L, const char *ctx)
 {
+	const struct settings_target *ops = L->ops;
 	enum settings_narrow rule = !narrowing(L) ? NARROW_ALWAYS : L->src == SETTINGS_PROJECT ? k->project : k->line;
-	if (rule == NARROW_NEVER) {
-		/* (member says so for a project's file, fleet.c for a task line.) */
-		cmd_error("%s%s: %s may not set this", ctx ? ctx : "", value ? value : "", who(L));
-		return EXIT_USAGE;
-	}
+	if (rule == NARROW_NEVER)	/* (member says so for a project's file, fleet.c for a task line.) */
+		return err_set(L->e, -EPERM, "%s%s: %s may not set this", ctx ? ctx : "", value ? value : "", who(L));
 	if (rule == NARROW_PUBLIC) {
 		int r = line_host(g, value, L, ctx);
 		if (r)
 			return r == 1 ? 0 : r;
 	}
 	bool ranked = rule == NARROW_RANK;
-	_cleanup_free_ struct run_flags *copy = NULL;
-	struct run_flags *t = g;
+	_cleanup_free_ void *copy = NULL;
+	void *t = g;
 	if (ranked) {
-		copy = malloc(sizeof(*copy));
-		if (!copy) {
-			cmd_error("out of memory");
-			return EXIT_FAIL;
-		}
-		*copy = *g;
+		copy = malloc(ops->size);
+		if (!copy)
+			return err_set(L->e, -ENOMEM, "out of memory");
+		memcpy(copy, g, ops->size);
 		t = copy;
 	}
 	/* A source's first network setting replaces the network settings of
@@ -446,34 +353,31 @@ static int apply(struct run_flags *g, const struct settings_key *k, const char *
 	 * hosts are added to them instead. */
 	bool net = (k->c == 'N' || k->c == 'H') && !L->net && rule != NARROW_PUBLIC;
 	if (net)
-		netflag_reset(&t->net);
-	cmd_error_context(ctx);
-	int r = run_flag(t, k->c, value);
-	cmd_error_context(NULL);
+		ops->net_reset(t);
+	int r = ops->apply(t, k, value, rule, L->e);
 	if (r < 0)
-		return EXIT_USAGE;
-	if (k->c == 'i')
-		t->image_untrusted = rule == NARROW_ROOT;
+		return wrap(L->e, ctx);
 	if (ranked) {
-		int loose = looser(g, t, k->c);
+		int loose = ops->looser(g, t, k->c);
 		if (loose == 2 && k->c == 'm') {
-			cmd_error("warning: %s%s ignored: %s may pick a model no dearer than the one in force (%s), and ward "
-				  "does not know the prices of both", ctx, value, who(L), run_flags_model(g));
+			char was[200];
+			warn(L, "%s%s ignored: %s may pick a model no dearer than the one in force (%s), and ward does not "
+			     "know the prices of both", ctx, value, who(L), ops->default_text(g, 'm', was, sizeof(was)));
 			return 0;
 		}
 		if (loose == 2) {
-			cmd_error("warning: %s%s ignored: %s may only narrow what you allow, and %s", ctx, value, who(L),
-				  k->why ? k->why : "this is the loosest value");
+			warn(L, "%s%s ignored: %s may only narrow what you allow, and %s", ctx, value, who(L),
+			     k->why ? k->why : "this is the loosest value");
 			return 0;
 		}
 		if (loose) {
 			char was[600];
-			in_force(g, L->rep, k->c, was, sizeof(was));
-			cmd_error("warning: %s%s ignored: %s may only tighten it, and this is looser than what is in force "
-				  "(%s)", ctx, value ? value : "true", who(L), was);
+			in_force(L, g, k->c, was, sizeof(was));
+			warn(L, "%s%s ignored: %s may only tighten it, and this is looser than what is in force (%s)", ctx,
+			     value ? value : "true", who(L), was);
 			return 0;
 		}
-		*g = *t;
+		memcpy(g, t, ops->size);
 	}
 	if (net) {
 		L->net = true;
@@ -495,17 +399,61 @@ static bool value_ok(const char *s)
 	return true;
 }
 
-/* Keep a number's text for as long as the settings live. */
-static const char *num_text(double d)
+/* What the values applied point into. */
+struct settings_store {
+	void **held;	/* texts (free) and, marked by the low bit, parses (cJSON_Delete) */
+	size_t n, cap;
+};
+
+/* The store of settings_apply's callers that give none: the process's. */
+static struct settings_store process_store;
+
+struct settings_store *settings_store_new(void)
 {
-	static char *kept[SETTINGS_APPLIED_MAX];
-	static size_t n;
+	return calloc(1, sizeof(struct settings_store));
+}
+
+void settings_store_free(struct settings_store *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n; i++)
+		if ((uintptr_t)st->held[i] & 1)
+			cJSON_Delete((cJSON *)((uintptr_t)st->held[i] & ~(uintptr_t)1));
+		else
+			free(st->held[i]);
+	free(st->held);
+	free(st);
+}
+
+/* p (malloc's, or a parse when doc) held by st: 0, or -ENOMEM with p
+ * freed. */
+static int hold(struct settings_store *st, void *p, bool doc)
+{
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? 2 * st->cap : 16;
+		void **grown = realloc(st->held, cap * sizeof(*grown));
+		if (!grown) {
+			if (doc)
+				cJSON_Delete(p);
+			else
+				free(p);
+			return -ENOMEM;
+		}
+		st->held = grown;
+		st->cap = cap;
+	}
+	st->held[st->n++] = doc ? (void *)((uintptr_t)p | 1) : p;
+	return 0;
+}
+
+/* A number's text, held for as long as the values live. */
+static const char *num_text(struct settings_store *st, double d)
+{
 	char buf[64];
 	snprintf(buf, sizeof(buf), "%.15g", d);
-	if (n == SETTINGS_APPLIED_MAX)
-		return NULL;
-	kept[n] = strdup(buf);
-	return kept[n] ? kept[n++] : NULL;
+	char *t = strdup(buf);
+	return t && hold(st, t, false) == 0 ? t : NULL;
 }
 
 static const cJSON *settings_hooks_conf;
@@ -529,58 +477,53 @@ const cJSON *settings_mcp(const char **ret_from)
 	return settings_mcp_conf;
 }
 
-static int member(struct run_flags *g, const char *section, const cJSON *parent, const cJSON *item, int idx,
+static int member(void *g, const char *section, const cJSON *parent, const cJSON *item, int idx,
 		  const char *ppos, struct layer *L)
 {
 	char ctx[PATH_MAX + 200], kname[200];
 	const char *kpos, *vpos;
 	pos_member(ppos, idx, &kpos, &vpos);
 	snprintf(kname, sizeof(kname), "%s%s%s", section ? section : "", section ? "." : "", item->string);
-	if (!section && !strcmp(item->string, "hooks")) {
-		/* Hooks run on the host as the user: a repository's file that
-		 * could add one would run its code on checkout. */
+	/* Objects only the user's own file may hold: hooks run on the host
+	 * as the user (a repository's file that could add one would run its
+	 * code on checkout); a repository that could price a model at nothing
+	 * would lift --max-cost and the no-dearer rule of its own file; a
+	 * project's MCP servers belong in its .mcp.json, which runs only once
+	 * the person trusts it. */
+	enum { OWN_HOOKS, OWN_PRICES, OWN_MCP };
+	static const struct {
+		int kind;
+		const char *name, *why;
+	} own[] = {
+		{ OWN_HOOKS, "hooks", "hooks run on your machine as you, so only your own file may set them (move them to your "
+			   "user config file)" },
+		{ OWN_PRICES, "prices", "only your own file may give prices" },
+		{ OWN_MCP, "mcpServers", "a project's MCP servers belong in its .mcp.json, which runs only once you trust it" },
+	};
+	for (size_t i = 0; !section && i < sizeof(own) / sizeof(own[0]); i++) {
+		if (strcmp(item->string, own[i].name))
+			continue;
 		if (L->src == SETTINGS_PROJECT) {
-			cmd_error("warning: %s\"hooks\" ignored: hooks run on your machine as you, so only your own "
-				  "file may set them (move them to your user config file)",
-				  where(ctx, sizeof(ctx), L, kpos));
+			warn(L, "%s\"%s\" ignored: %s", where(ctx, sizeof(ctx), L, kpos), own[i].name, own[i].why);
 			return 0;
 		}
-		settings_hooks_conf = item;
-		snprintf(settings_hooks_path, sizeof(settings_hooks_path), "%s", L->from ? L->from : "config");
-		settings_hooks_from = settings_hooks_path;
-		return 0;
-	}
-	if (!section && !strcmp(item->string, "prices")) {
-		/* A repository that could price a model at nothing would lift
-		 * --max-cost and the no-dearer rule of its own file. */
-		if (L->src == SETTINGS_PROJECT) {
-			cmd_error("warning: %s\"prices\" ignored: only your own file may give prices",
-				  where(ctx, sizeof(ctx), L, kpos));
-			return 0;
+		const char *from = L->from ? L->from : "config";
+		if (own[i].kind == OWN_HOOKS) {
+			settings_hooks_conf = item;
+			snprintf(settings_hooks_path, sizeof(settings_hooks_path), "%s", from);
+			settings_hooks_from = settings_hooks_path;
+		} else if (own[i].kind == OWN_PRICES) {
+			return prices_load(item, where(ctx, sizeof(ctx), L, kpos), L->e);
+		} else {
+			settings_mcp_conf = item;
+			snprintf(settings_mcp_path, sizeof(settings_mcp_path), "%s", from);
 		}
-		struct err e = { 0 };
-		if (prices_load(item, where(ctx, sizeof(ctx), L, kpos), &e) < 0) {
-			cmd_error("%s", e.msg);
-			return EXIT_USAGE;
-		}
-		return 0;
-	}
-	if (!section && !strcmp(item->string, "mcpServers")) {
-		if (L->src == SETTINGS_PROJECT) {
-			cmd_error("warning: %s\"mcpServers\" ignored: a project's MCP servers belong in its .mcp.json, "
-				  "which runs only once you trust it", where(ctx, sizeof(ctx), L, kpos));
-			return 0;
-		}
-		settings_mcp_conf = item;
-		snprintf(settings_mcp_path, sizeof(settings_mcp_path), "%s", L->from ? L->from : "config");
 		return 0;
 	}
 	if (!section && is_section(item->string)) {
-		if (!cJSON_IsObject(item)) {
-			cmd_error("%s\"%s\" must be an object, e.g. {\"mode\": \"none\"}", where(ctx, sizeof(ctx), L, vpos),
-				  kname);
-			return EXIT_USAGE;
-		}
+		if (!cJSON_IsObject(item))
+			return err_set(L->e, -EINVAL, "%s\"%s\" must be an object, e.g. {\"mode\": \"none\"}",
+				       where(ctx, sizeof(ctx), L, vpos), kname);
 		int i = 0;
 		for (const cJSON *m = item->child; m; m = m->next, i++) {
 			int r = member(g, item->string, item, m, i, vpos, L);
@@ -592,38 +535,33 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 	const struct settings_key *k = key_by_name(section, item->string);
 	if (!k) {
 		_cleanup_free_ char *safe = utf8_term_safe(kname, strnlen(kname, 60));
-		cmd_error("warning: %sunknown key \"%s\" ignored (this ward's keys: see `ward config --help`)",
-			  where(ctx, sizeof(ctx), L, kpos), safe ? safe : "?");
+		warn(L, "%sunknown key \"%s\" ignored (this ward's keys: see `ward config --help`)",
+		     where(ctx, sizeof(ctx), L, kpos), safe ? safe : "?");
 		return 0;
 	}
 	if (L->src == SETTINGS_PROJECT && k->project == NARROW_NEVER) {
-		cmd_error("warning: %s\"%s\" ignored: a project's file may only narrow what you allow, and %s",
-			  where(ctx, sizeof(ctx), L, kpos), k->key, k->why);
+		warn(L, "%s\"%s\" ignored: a project's file may only narrow what you allow, and %s",
+		     where(ctx, sizeof(ctx), L, kpos), k->key, k->why);
 		return 0;
 	}
 	/* The values, each with its position. */
 	bool list = k->type == SETTINGS_LIST;
-	if (list ? !cJSON_IsArray(item) : k->type == SETTINGS_NUM ? !cJSON_IsNumber(item) : !cJSON_IsString(item)) {
-		cmd_error("%s\"%s\" must be %s, e.g. %s", where(ctx, sizeof(ctx), L, vpos), k->key,
-			  list ? "an array of strings" : k->type == SETTINGS_NUM ? "a number" : "a string", k->eg);
-		return EXIT_USAGE;
-	}
+	if (list ? !cJSON_IsArray(item) : k->type == SETTINGS_NUM ? !cJSON_IsNumber(item) : !cJSON_IsString(item))
+		return err_set(L->e, -EINVAL, "%s\"%s\" must be %s, e.g. %s", where(ctx, sizeof(ctx), L, vpos), k->key,
+			       list ? "an array of strings" : k->type == SETTINGS_NUM ? "a number" : "a string", k->eg);
 	int i = 0;
 	for (const cJSON *v = list ? item->child : item; v; v = list ? v->next : NULL, i++) {
 		const char *at = list ? pos_element(vpos, i) : vpos;
 		where(ctx, sizeof(ctx), L, at);
-		if (list && !cJSON_IsString(v)) {
-			cmd_error("%s\"%s\" must be an array of strings, e.g. %s", ctx, k->key, k->eg);
-			return EXIT_USAGE;
-		}
-		const char *s = cJSON_IsNumber(v) ? num_text(v->valuedouble) : v->valuestring;
-		if (!s || !value_ok(s)) {
-			cmd_error("%s\"%s\": a control character in the value", ctx, k->key);
-			return EXIT_USAGE;
-		}
+		if (list && !cJSON_IsString(v))
+			return err_set(L->e, -EINVAL, "%s\"%s\" must be an array of strings, e.g. %s", ctx, k->key, k->eg);
+		const char *s = cJSON_IsNumber(v) ? num_text(L->store, v->valuedouble) : v->valuestring;
+		if (!s)
+			return err_set(L->e, -ENOMEM, "out of memory");
+		if (!value_ok(s))
+			return err_set(L->e, -EINVAL, "%s\"%s\": a control character in the value", ctx, k->key);
 		if (L->src == SETTINGS_PROJECT && k->c == 'm' && !strncmp(s, "replay:", 7)) {
-			cmd_error("warning: %s\"model\" ignored: a project's file may pick a model, not a script that "
-				  "plays one", ctx);
+			warn(L, "%s\"model\" ignored: a project's file may pick a model, not a script that plays one", ctx);
 			return 0;
 		}
 		size_t cl = strlen(ctx);
@@ -635,9 +573,9 @@ static int member(struct run_flags *g, const char *section, const cJSON *parent,
 	return 0;
 }
 
-/* Read a file: 0 with *ret_text, 1 when there is none, or EXIT_USAGE after
- * an error line. The project's is reached with no symlink on the way. */
-static int file_read(const char *path, int wsfd, bool project, char **ret_text)
+/* Read a file: 0 with *ret_text, 1 when there is none, or -errno with e.
+ * The project's is reached with no symlink on the way. */
+static int file_read(const char *path, int wsfd, bool project, char **ret_text, struct err *e)
 {
 	int fd;
 	if (project) {
@@ -649,58 +587,42 @@ static int file_read(const char *path, int wsfd, bool project, char **ret_text)
 	}
 	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
 		return 1;
-	if (fd < 0 && errno == ELOOP) {
-		cmd_error("%s: a symbolic link on the way; a project's file must be a file of the project itself", path);
-		return EXIT_USAGE;
-	}
-	if (fd < 0) {
-		cmd_error("%s: %s", path, strerror(errno));
-		return EXIT_USAGE;
-	}
+	if (fd < 0 && errno == ELOOP)
+		return err_set(e, -ELOOP, "%s: a symbolic link on the way; a project's file must be a file of the project "
+			       "itself", path);
+	if (fd < 0)
+		return err_setc(e, -errno, "%s", path);
 	_cleanup_close_ int cfd = fd;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX) {
-		cmd_error("%s: not a regular file of at most %u KiB", path, CONFIG_FILE_MAX >> 10);
-		return EXIT_USAGE;
-	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX)
+		return err_set(e, -EINVAL, "%s: not a regular file of at most %u KiB", path, CONFIG_FILE_MAX >> 10);
 	size_t n = (size_t)st.st_size;
 	_cleanup_free_ char *text = malloc(n + 1);
-	if (!text || fdio_read_full(fd, text, n) < 0) {
-		cmd_error("%s: cannot read it whole", path);
-		return EXIT_USAGE;
-	}
+	if (!text)
+		return err_set(e, -ENOMEM, "out of memory");
+	if (fdio_read_full(fd, text, n) < 0)
+		return err_set(e, -EIO, "%s: cannot read it whole", path);
 	text[n] = 0;
-	if (parse_json_has_nul(text, n)) {
-		cmd_error("%s: a NUL character in the file; remove it", path);
-		return EXIT_USAGE;
-	}
+	if (parse_json_has_nul(text, n))
+		return err_set(e, -EINVAL, "%s: a NUL character in the file; remove it", path);
 	*ret_text = TAKE_PTR(text);
 	return 0;
 }
 
-/* A file's text and parse, kept for as long as the settings live: they
- * point into them. */
-static struct {
-	char *text;
-	cJSON *doc;
-} kept[8];
-static size_t nkept;
-
 /* One file's settings onto g. */
-static int file_apply(struct run_flags *g, const char *path, int wsfd, struct layer *L, bool *found)
+static int file_apply(void *g, const char *path, int wsfd, struct layer *L, bool *found)
 {
 	char *text = NULL;
-	int r = file_read(path, wsfd, L->src == SETTINGS_PROJECT, &text);
+	int r = file_read(path, wsfd, L->src == SETTINGS_PROJECT, &text, L->e);
 	*found = r == 0;
 	if (r)
 		return r == 1 ? 0 : r;
-	if (nkept == sizeof(kept) / sizeof(kept[0])) {
-		free(text);
-		cmd_error("internal: config files read too often");
-		return EXIT_FAIL;
-	}
+	/* The file's text and parse are held as long as the values: they
+	 * point into them. */
+	if (hold(L->store, text, false) < 0)
+		return err_set(L->e, -ENOMEM, "out of memory");
 	L->from = path;
-	L->text = kept[nkept].text = text;
+	L->text = text;
 	char ctx[PATH_MAX + 64];
 	/* One strict reading (base/jsonstrict.h): a key given twice would be
 	 * one setting to ward and another to the user's tools. A byte-order
@@ -708,17 +630,15 @@ static int file_apply(struct run_flags *g, const char *path, int wsfd, struct la
 	size_t bom = !strncmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
 	struct err pe = { 0 };
 	cJSON *doc = NULL;
-	if (jsonstrict_parse(text + bom, strlen(text + bom), &doc, &pe) < 0) {
-		cmd_error("%s: not valid JSON: %s; fix the file (or move it away)", path, pe.msg);
-		return EXIT_USAGE;
-	}
-	kept[nkept++].doc = doc;
+	if (jsonstrict_parse(text + bom, strlen(text + bom), &doc, &pe) < 0)
+		return err_set(L->e, pe.code == -ENOMEM ? -ENOMEM : -EINVAL, "%s: not valid JSON: %s; fix the file (or move "
+			       "it away)", path, pe.msg);
+	if (hold(L->store, doc, true) < 0)
+		return err_set(L->e, -ENOMEM, "out of memory");
 	const char *root = pos_ws(text + bom);
-	if (!cJSON_IsObject(doc)) {
-		cmd_error("%sthe file must hold one JSON object, e.g. {\"model\": \"claude-sonnet-4-20250514\"}",
-			  where(ctx, sizeof(ctx), L, root));
-		return EXIT_USAGE;
-	}
+	if (!cJSON_IsObject(doc))
+		return err_set(L->e, -EINVAL, "%sthe file must hold one JSON object, e.g. {\"model\": "
+			       "\"claude-sonnet-4-20250514\"}", where(ctx, sizeof(ctx), L, root));
 	int i = 0;
 	for (const cJSON *m = doc->child; m; m = m->next, i++) {
 		r = member(g, NULL, doc, m, i, root, L);
@@ -726,12 +646,9 @@ static int file_apply(struct run_flags *g, const char *path, int wsfd, struct la
 			return r;
 	}
 	/* Within one file, --net and --allow-host contradict as on a command line. */
-	struct box_opts probe;
-	box_opts_default(&probe);
-	cmd_error_context(where(ctx, sizeof(ctx), L, root));
-	r = netflag_finish(&g->net, &probe);
-	cmd_error_context(NULL);
-	return r < 0 ? EXIT_USAGE : 0;
+	if (L->ops->net_finish(g, L->e) < 0)
+		return wrap(L->e, where(ctx, sizeof(ctx), L, root));
+	return 0;
 }
 
 /* $XDG_CONFIG_HOME/ward/config.json, or ~/.config/ward/config.json. */
@@ -748,116 +665,86 @@ static bool user_path(char *buf, size_t n)
 	return k > 0 && (size_t)k < n;
 }
 
-int settings_apply(struct run_flags *f, struct settings_report *rep)
+int settings_apply(const struct settings_in *in, const struct settings_target *ops, void *g,
+		   struct settings_report *rep, struct err *e)
 {
-	for (const struct flag_group *fg = flagtab_run.groups; fg < flagtab_run.groups + FLAG_GROUPS_MAX && fg->flags; fg++)
-		for (const struct flag *o = fg->flags; fg->settings && o->name; o++)
-			if (!settings_key_by_flag(o->val)) {
-				cmd_error("internal: --%s has no row in the table of cmd/settings.c", o->name);
-				return EXIT_FAIL;
-			}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const struct settings_key *k = &keys[i];
-		if ((k->project == NARROW_RANK || k->line == NARROW_RANK) && k->c != 'm' && isnan(rank(f, k->c))) {
-			cmd_error("internal: --%s is ranked but has no rank in cmd/settings.c", settings_flag_name(k->c));
-			return EXIT_FAIL;
-		}
+		if ((k->project == NARROW_RANK || k->line == NARROW_RANK) && k->c != 'm' && ops->looser(g, g, k->c) < 0)
+			return err_set(e, -ENOTRECOVERABLE, "internal: the setting of flag '%c' is ranked but has no rank",
+				       k->c);
 	}
 	_cleanup_free_ struct settings_report *own = NULL;
 	if (!rep)
 		rep = own = malloc(sizeof(*own));
-	_cleanup_free_ struct run_flags *g = malloc(sizeof(*g));
-	if (!rep || !g) {
-		cmd_error("out of memory");
-		return EXIT_FAIL;
-	}
+	if (!rep)
+		return err_set(e, -ENOMEM, "out of memory");
 	rep->n = 0;
 	rep->user[0] = rep->project[0] = 0;
 	rep->user_found = rep->project_found = false;
 	settings_hooks_conf = NULL;
 	settings_mcp_conf = NULL;
-	run_flags_init(g, f->mode_default);
+	struct settings_store *store = in->store ? in->store : &process_store;
 
 	/* The user's file. */
-	struct layer L = { .src = SETTINGS_USER, .rep = rep };
+	struct layer L = { .src = SETTINGS_USER, .rep = rep, .in = in, .ops = ops, .store = store, .e = e };
 	if (user_path(rep->user, sizeof(rep->user))) {
 		int r = file_apply(g, rep->user, -1, &L, &rep->user_found);
-		if (r)
+		if (r < 0)
 			return r;
 	}
 
 	/* The project's: in the workspace the flags name, or here. */
-	const char *ws = f->workspace ? f->workspace : ".";
+	const char *ws = in->workspace ? in->workspace : ".";
 	_cleanup_close_ int wsfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (wsfd >= 0) {
 		char abs[PATH_MAX];
 		snprintf(rep->project, sizeof(rep->project), "%s/.ward/config.json", realpath(ws, abs) ? abs : ws);
-		L = (struct layer){ .src = SETTINGS_PROJECT, .rep = rep };
+		L = (struct layer){ .src = SETTINGS_PROJECT, .rep = rep, .in = in, .ops = ops, .store = store, .e = e };
 		int r = file_apply(g, rep->project, wsfd, &L, &rep->project_found);
-		if (r)
+		if (r < 0)
 			return r;
 	}
 
 	/* The environment: which base URL depends on the provider in force. */
-	const char *provider = f->provider ? f->provider : g->provider ? g->provider : RUN_DEFAULT_PROVIDER;
-	L = (struct layer){ .src = SETTINGS_ENV, .rep = rep };
+	const char *provider = in->provider ? in->provider : ops->provider(g) ? ops->provider(g) : in->provider_default;
+	L = (struct layer){ .src = SETTINGS_ENV, .rep = rep, .in = in, .ops = ops, .store = store, .e = e };
 	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
 		const char *v = getenv(envs[i].var);
-		if (!v || !*v || (envs[i].provider && strcmp(envs[i].provider, provider)))
+		if (!v || !*v || (envs[i].provider && (!provider || strcmp(envs[i].provider, provider))))
 			continue;
 		char ctx[100];
 		snprintf(ctx, sizeof(ctx), "env %s: ", envs[i].var);
 		L.from = envs[i].var;
 		int r = apply(g, settings_key_by_flag(envs[i].c), v, &L, ctx);
-		if (r)
+		if (r < 0)
 			return r;
 	}
 
 	/* The flags, last. */
-	L = (struct layer){ .src = SETTINGS_FLAG, .rep = rep };
-	for (size_t i = 0; i < f->ngiven; i++) {
-		const struct run_given *a = &f->given[i];
-		L.from = settings_flag_name(a->c);
-		int r = apply(g, settings_key_by_flag(a->c), a->arg, &L, NULL);
-		if (r)
+	L = (struct layer){ .src = SETTINGS_FLAG, .rep = rep, .in = in, .ops = ops, .store = store, .e = e };
+	for (size_t i = 0; i < in->ngiven; i++) {
+		const struct settings_value *a = &in->given[i];
+		const struct settings_key *k = settings_key_by_flag(a->c);
+		if (!k)
+			return err_set(e, -ENOTRECOVERABLE, "internal: flag '%c' has no row in task/settings.c", a->c);
+		L.from = in->flag_name ? in->flag_name(a->c) : "?";
+		int r = apply(g, k, a->arg, &L, NULL);
+		if (r < 0)
 			return r;
 	}
 	/* A task line's fields, after the flags: each only narrows them. */
-	L = (struct layer){ .src = SETTINGS_LINE, .rep = rep, .from = f->line_from };
-	for (size_t i = 0; i < f->nline; i++) {
-		const struct run_given *a = &f->line[i];
+	L = (struct layer){ .src = SETTINGS_LINE, .rep = rep, .in = in, .ops = ops, .store = store, .e = e, .from = in->line_from };
+	for (size_t i = 0; i < in->nline; i++) {
+		const struct settings_value *a = &in->line[i];
+		const struct settings_key *k = settings_key_by_flag(a->c);
+		if (!k)
+			return err_set(e, -ENOTRECOVERABLE, "internal: flag '%c' has no row in task/settings.c", a->c);
 		char ctx[PATH_MAX + 100];
-		snprintf(ctx, sizeof(ctx), "%s: \"%s\": ", f->line_from ? f->line_from : "task line", a->field);
-		int r = apply(g, settings_key_by_flag(a->c), a->arg, &L, ctx);
-		if (r)
+		snprintf(ctx, sizeof(ctx), "%s: \"%s\": ", in->line_from ? in->line_from : "task line", a->field);
+		int r = apply(g, k, a->arg, &L, ctx);
+		if (r < 0)
 			return r;
 	}
-	memcpy(g->given, f->given, sizeof(g->given));
-	g->ngiven = f->ngiven;
-	memcpy(g->line, f->line, sizeof(g->line));
-	g->nline = f->nline;
-	g->line_from = f->line_from;
-	*f = *g;
-	return 0;
-}
-
-static void hook_note(void *ud, const char *line)
-{
-	cmd_error("warning: %s", line);
-}
-
-int settings_hooks_install(struct turn_cfg *cfg, const int64_t *deadline_ms, struct hooks **ret)
-{
-	*ret = NULL;
-	const char *from = NULL;
-	const cJSON *conf = settings_hooks(&from);
-	if (!conf)
-		return 0;
-	struct err e = { 0 };
-	if (hooks_new(conf, from ? from : "config", hook_note, NULL, ret, &e) < 0) {
-		cmd_error("%s", e.msg);
-		return EXIT_USAGE;
-	}
-	hooks_install(*ret, cfg, deadline_ms);
 	return 0;
 }
