@@ -717,7 +717,8 @@ static const char *guest_keep(const char *arg)
 static int guest_parse_args(int argc, char **argv)
 {
 	G.cfg = (struct guest_cfg){ .chan_fd = -1, .cgroup_fd = -1, .root_fd = -1, .root_sync_fd = -1, .workspace = "/workspace" };
-	for (int i = 1; i < argc; i++) {
+	/* Each flag and its value: two arguments a step. */
+	for (int i = 1; i < argc; i += 2) {
 		uint64_t v;
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!val)
@@ -740,7 +741,6 @@ static int guest_parse_args(int argc, char **argv)
 			G.cfg.env[G.cfg.nenv++] = guest_keep(val);
 		else
 			return -EINVAL;
-		i++;
 	}
 	return G.cfg.chan_fd >= 0 ? 0 : -EINVAL;
 }

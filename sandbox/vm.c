@@ -681,7 +681,8 @@ static int vm_lock(const char *path)
 static void vm_snapshot_make(const struct box_spec *s, const struct vm_image *img, const struct vm_paths *p,
 			     const char *snap, const char *ram, const char *state, const char *lock)
 {
-	_cleanup_close_ int lk = vm_lock(lock);
+	_cleanup_close_ int lk = vm_lock(lock);	/* held until this returns */
+	(void)lk;
 	if (access(state, R_OK) == 0)
 		return;
 	char tram[PATH_MAX + 96], tdisk[PATH_MAX + 96], standin[PATH_MAX];

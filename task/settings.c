@@ -594,13 +594,13 @@ static int file_read(const char *path, int wsfd, bool project, char **ret_text, 
 		return err_setc(e, -errno, "%s", path);
 	_cleanup_close_ int cfd = fd;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX)
+	if (fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX)
 		return err_set(e, -EINVAL, "%s: not a regular file of at most %u KiB", path, CONFIG_FILE_MAX >> 10);
 	size_t n = (size_t)st.st_size;
 	_cleanup_free_ char *text = malloc(n + 1);
 	if (!text)
 		return err_set(e, -ENOMEM, "out of memory");
-	if (fdio_read_full(fd, text, n) < 0)
+	if (fdio_read_full(cfd, text, n) < 0)
 		return err_set(e, -EIO, "%s: cannot read it whole", path);
 	text[n] = 0;
 	if (parse_json_has_nul(text, n))

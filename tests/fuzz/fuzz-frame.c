@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		volatile uint8_t sink = 0;
 		for (uint32_t i = 0; i < f.len; i++)
 			sink ^= f.payload[i];
+		(void)sink;
 		(void)proto_type_name(f.type);
 		off += used;
 	}

@@ -41,7 +41,7 @@ static int on_open(void *ud, const uint8_t *what, size_t n, int *ret_fd)
 		return -errno;
 	h->far[h->n++] = sv[1];
 	/* Something for the stream to carry towards the guest. */
-	(void)!write(sv[1], "hello from the host", 19);
+	(void)!send(sv[1], "hello from the host", 19, MSG_NOSIGNAL);
 	*ret_fd = sv[0];
 	return 0;
 }
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int pv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pv) < 0)
 		abort();
-	(void)!write(pv[1], "to the box's port", 17);
+	(void)!send(pv[1], "to the box's port", 17, MSG_NOSIGNAL);
 	if (netmux_connect(m, pv[0], 8080, &tally) < 0)
 		abort();
 	h.far[h.n++] = pv[1];
@@ -81,7 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool shut = false;
 	for (int round = 0; round < 4096; round++) {
 		if (off < size) {
-			ssize_t w = write(sv[1], data + off, size - off);
+			/* The mux may have given the port up: EPIPE, not SIGPIPE. */
+			ssize_t w = send(sv[1], data + off, size - off, MSG_NOSIGNAL);
 			if (w > 0)
 				off += (size_t)w;
 		} else if (!shut) {
