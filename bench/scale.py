@@ -175,6 +175,18 @@ def meminfo():
     return m
 
 
+def slabinfo():
+    """kB in use by each slab cache (root only; empty elsewhere)."""
+    out = {}
+    try:
+        for l in open("/proc/slabinfo").readlines()[2:]:
+            f = l.split()
+            out[f[0]] = int(f[2]) * int(f[3]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
 def kthreads():
     n = 0
     for k in children_map().get(2, []):
@@ -195,6 +207,20 @@ def loops_under(path):
             continue
         if bf.startswith(path):
             out.append("/dev/" + d)
+    return out
+
+
+def keepers_under(path):
+    """Keepers of boxes under path, whoever made them (a fleet task's box
+    too): a keeper's stderr is its box's keeper.log."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and comm(int(d)) == "ward-keeper":
+            try:
+                if os.readlink("/proc/%s/fd/2" % d).startswith(path + "/"):
+                    out.append(int(d))
+            except OSError:
+                pass
     return out
 
 
@@ -263,13 +289,13 @@ def pct(v, q):
     return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))] if v else 0
 
 
-def leftovers(s, keepers, cgroups, wait_s=10):
+def leftovers(s, keepers, cgroups, wait_s=30):
     """What the boxes left, waited for up to wait_s (a keeper ends after
     its destroy's answer): (seconds until none, {what: count})."""
     t0 = time.monotonic()
     while True:
         kids = children_map()
-        procs = [p for k in keepers for p in (tree(k, kids) if alive(k) else [])]
+        procs = {p for k in set(keepers) | set(keepers_under(s.root)) for p in (tree(k, kids) if alive(k) else [])}
         left = {
             "processes": len(procs),
             "mounts": len(mounts_under(s.root)),
@@ -284,11 +310,27 @@ def leftovers(s, keepers, cgroups, wait_s=10):
         time.sleep(0.05)
 
 
+def strace_top(s, *args):
+    """The syscalls a ward command spends its time in (strace -c -f: its
+    counts, not its times, are the figure; tracing slows each call)."""
+    if not shutil.which("strace"):
+        return []
+    f = os.path.join(s.root, "strace.txt")
+    subprocess.run(["strace", "-c", "-f", "-o", f, s.ward, *args], env=s.env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=120)
+    rows = []
+    for l in open(f):
+        c = l.split()
+        if len(c) >= 5 and re.match(r"^[0-9.]+$", c[0]) and c[-1] != "total":
+            rows.append((float(c[1]), int(c[3]), c[-1]))
+    return sorted(rows, reverse=True)[:5]
+
+
 # ---- ns: N idle boxes ----------------------------------------------------
 
 def ns_scale(s, n):
     out = {"n": n}
-    m0, k0 = meminfo(), kthreads()
+    m0, k0, s0 = meminfo(), kthreads(), slabinfo()
     names, ms = [], []
     t0 = time.perf_counter()
     for i in range(n):
@@ -304,7 +346,8 @@ def ns_scale(s, n):
             log("ns: %d boxes, %.0f ms for the last" % (i + 1, dt))
     total = time.perf_counter() - t0
     time.sleep(1)   # the last keepers settle
-    m1, k1 = meminfo(), kthreads()
+    m1, k1, s1 = meminfo(), kthreads(), slabinfo()
+    out["slab_kb"] = sorted(((s1[c] - s0.get(c, 0)) / n, c) for c in s1)[::-1][:10]
     dec = max(1, n // 10)
     out.update(create_s=total, rate=n / total, create_ms_median=statistics.median(ms),
                create_ms_first=statistics.median(ms[:dec]), create_ms_last=statistics.median(ms[-dec:]),
@@ -350,6 +393,7 @@ def ns_scale(s, n):
     out["disk_bytes"] = statistics.median(box_bytes(s, b) for b in names[: min(n, 20)])
     # The sweep of dead boxes every `ward box` command makes first, at N.
     out["reap_ms"] = statistics.median(s.timed("box", "reap")[0] for _ in range(3))
+    out["strace_reap"] = strace_top(s, "box", "reap")
     out["ls_ms"] = statistics.median(s.timed("box", "ls")[0] for _ in range(3))
     out["ls_json_ms"] = statistics.median(s.timed("box", "ls", "--json")[0] for _ in range(3))
     ls = json.loads(s.w("box", "ls", "--json"))
@@ -484,7 +528,7 @@ def fleet_scale(s, n):
     figs = [task_figures(out, i, (ends[i][0] - ps_t) * 1000) for pid, (i, ps_t) in ps.items()]
     done = sum(1 for f in figs if f["stop"] == "done")
     oh = [f["overhead_ms"] for f in figs]
-    res = {"n": n, "done": done, "wall_s": wall, "per_min": n / wall * 60,
+    res = {"n": n, "done": done, "cpus": os.cpu_count(), "wall_s": wall, "per_min": n / wall * 60,
            "task_ms_p50": pct([f["wall_ms"] for f in figs], 50), "task_ms_p99": pct([f["wall_ms"] for f in figs], 99),
            "overhead_ms_p50": pct(oh, 50), "overhead_ms_p99": pct(oh, 99),
            "calls_ms_p50": pct([f["calls_ms"] for f in figs], 50),
@@ -494,8 +538,7 @@ def fleet_scale(s, n):
            "alone_task_ms": statistics.median(f["wall_ms"] for f in alone),
            "alone_dispatch_us": statistics.median(f["dispatch_med"] for f in alone),
            "alone_per_min": 60000 / statistics.median(f["wall_ms"] for f in alone)}
-    gone_s, left = leftovers(s, [], [])
-    res["left"] = left
+    res["gone_after_s"], res["left"] = leftovers(s, [], [])
     log("fleet: %d tasks, %d done, %.0f/min, overhead p50 %.0f p99 %.0f ms (alone %.0f), left %s" %
         (n, done, res["per_min"], res["overhead_ms_p50"], res["overhead_ms_p99"], res["alone_overhead_ms"], left))
     return res
@@ -520,23 +563,40 @@ def cleanup(s):
         s.destroy_all()
     except Exception as e:   # a destroy that hangs: the kills below
         log("cleanup: destroy: %s" % e)
-    # Keepers ward did not end: each written down when it was made, killed
-    # by its pid where that pid is still a keeper (their boxes die with
-    # them), and their guests, VMMs and helpers after them.
+    # Keepers ward did not end: each written down when it was made, and
+    # ended by its pid where that pid is still a keeper: SIGTERM (the
+    # keeper destroys its box), then SIGKILL to it and what runs under it
+    # (the sweep below removes what a killed keeper left).
     pids = set()
     try:
         pids |= {int(l.split()[0]) for l in open(s.pids_file) if l.split() and int(l.split()[0]) > 1}
     except OSError:
         pass
     pids |= {k for k in (s.keeper_of(b) for b in s.names()) if k > 1}
+    pids |= set(keepers_under(s.root))
+
+    def keepers():
+        out = []
+        for k in pids:
+            try:
+                if alive(k) and os.path.basename(os.readlink("/proc/%d/exe" % k)).startswith("ward-keeper"):
+                    out.append(k)
+            except OSError:
+                pass
+        return out
+
+    for k in keepers():
+        os.kill(k, signal.SIGTERM)
+    until = time.monotonic() + 10
+    while keepers() and time.monotonic() < until:
+        time.sleep(0.1)
     kids = children_map()
-    for k in pids:
-        try:
-            if alive(k) and os.path.basename(os.readlink("/proc/%d/exe" % k)).startswith("ward-keeper"):
-                for p in reversed(tree(k, kids)):
-                    os.kill(p, signal.SIGKILL)
-        except OSError:
-            pass
+    for k in keepers():
+        for p in reversed(tree(k, kids)):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
     s.w("box", "reap", check=False)
     for mp in sorted(mounts_under(s.root), key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL)
@@ -592,12 +652,15 @@ def rows(r):
           (v["procs"], "" if v["procs"] == 1 else "es", ", ".join(v["procs_comm"]), v["pss_kb"]))
         P("| the same: the wake (its first call, `ward box exec B -- true`) of one while %d sleep (median of 3) vs of one alone | %.0f ms | %.0f ms | %.2f× | |" %
           (m - 1, v["wake_ms"], v["wake_alone_ms"], v["wake_ms"] / v["wake_alone_ms"]))
+        P("| the same: destroy of all %d (one `ward box destroy`; nothing left %.1f s after it returned: %s) | %.1f s | | | |" %
+          (m, v["gone_after_s"], ", ".join("%s %d" % kv for kv in v["left"].items()), v["destroy_s"]))
     f = r.get("fleet")
     if f:
         P("| %d concurrent `ward run --task-file` tasks (the demo's replayed fix, each its own workspace; %d done): tasks per minute vs one task at a time | %.0f/min | %.0f/min | %.2f× | |" %
           (f["n"], f["done"], f["per_min"], f["alone_per_min"], f["per_min"] / f["alone_per_min"]))
-        P("| the same: ward's own time per task under that load (the task's wall time less its tool calls' elapsed_ms; p99 %.0f ms; a task's wall time p50 %.0f ms, p99 %.0f ms) vs alone: p50 | %.0f ms | %.0f ms | %.2f× | |" %
-          (f["overhead_ms_p99"], f["task_ms_p50"], f["task_ms_p99"], f["overhead_ms_p50"], f["alone_overhead_ms"], f["overhead_ms_p50"] / f["alone_overhead_ms"]))
+        P("| the same: ward's own time per task under that load (the task's wall time less its tool calls' elapsed_ms, waits for a CPU included: %d tasks on %d CPUs; p99 %.0f ms; a task's wall time p50 %.0f ms, p99 %.0f ms; nothing of any task left %.1f s after the last ended) vs alone: p50 | %.0f ms | %.0f ms | %.2f× | |" %
+          (f["n"], f.get("cpus", 0), f["overhead_ms_p99"], f["task_ms_p50"], f["task_ms_p99"], f.get("gone_after_s", 0), f["overhead_ms_p50"],
+           f["alone_overhead_ms"], f["overhead_ms_p50"] / f["alone_overhead_ms"]))
         P("| the same: the loop's overhead per round under that load (the stream's end to the call's frame written; p50 of the tasks' medians, p99 of their maxima %d µs) vs alone | %d µs | %d µs | %.2f× | < 1 ms |" %
           (f["dispatch_us_p99"], f["dispatch_us_p50"], f["alone_dispatch_us"], f["dispatch_us_p50"] / max(f["alone_dispatch_us"], 1)))
     if ns:
@@ -607,6 +670,12 @@ def rows(r):
                     for c, a in sorted(ns["by_comm"].items(), key=lambda x: -x[1]["Pss"])) + ".")
         P("A keeper's largest anonymous mappings (anonymous/resident kB): " +
           ", ".join("%s %d/%d" % (nm, a, rs) for a, rs, _, nm in ns["keeper_maps"] if a) + ".")
+        if ns.get("strace_reap"):
+            P("The sweep with %d boxes spends its time in (strace -c, calls): " % ns["n"] +
+              ", ".join("%s %d" % (nm, c) for _, c, nm in ns["strace_reap"]) + ".")
+        if ns.get("slab_kb"):
+            P("The slab caches that grew most, per box (/proc/slabinfo: objects × size, kB): " +
+              ", ".join("%s %.0f" % (c, kb) for kb, c in ns["slab_kb"] if kb >= 1) + ".")
         if ns["guest_maps"]:
             P("The guest's: " + ", ".join("%s %d/%d" % (nm, a, rs) for a, rs, _, nm in ns["guest_maps"] if a) + ".")
 
