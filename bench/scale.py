@@ -540,7 +540,7 @@ def fleet_scale(s, n):
            "alone_per_min": 60000 / statistics.median(f["wall_ms"] for f in alone)}
     res["gone_after_s"], res["left"] = leftovers(s, [], [])
     log("fleet: %d tasks, %d done, %.0f/min, overhead p50 %.0f p99 %.0f ms (alone %.0f), left %s" %
-        (n, done, res["per_min"], res["overhead_ms_p50"], res["overhead_ms_p99"], res["alone_overhead_ms"], left))
+        (n, done, res["per_min"], res["overhead_ms_p50"], res["overhead_ms_p99"], res["alone_overhead_ms"], res["left"]))
     return res
 
 
@@ -696,24 +696,42 @@ def main():
         signal.signal(sig, lambda *a: sys.exit("scale: stopped by a signal"))
     r = {"when": "%s UTC, load average at the start %s" % (time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                                                           " ".join(open("/proc/loadavg").read().split()[:3]))}
+    parts_run = {
+        "ns": lambda: ns_scale(s, int(os.environ.get("WARD_SCALE_BOXES", "1000"))),
+        "vm": lambda: vm_parts(s),
+        "fleet": lambda: fleet_scale(s, int(os.environ.get("WARD_SCALE_TASKS", "50"))),
+    }
+    failed = False
     try:
-        if "ns" in parts:
-            r["ns"] = ns_scale(s, int(os.environ.get("WARD_SCALE_BOXES", "1000")))
-        if "vm" in parts:
-            r["vm"] = []
-            r["vm"].append(vm_scale(s, int(os.environ.get("WARD_SCALE_VM", "100")), [], "the host's view: a hibernate keeps its files"))
-            oci = os.environ.get("WARD_SCALE_VM_OCI", "build/tests/images/python.oci.tar")
-            mi = int(os.environ.get("WARD_SCALE_VM_IMAGE", "100"))
-            if mi and os.path.exists(oci):
-                s.w("image", "import", oci)
-                r["vm"].append(vm_scale(s, mi, ["--image", "ward-test/python"],
-                                        "of the python image: a hibernate saves the whole machine"))
-        if "fleet" in parts:
-            r["fleet"] = fleet_scale(s, int(os.environ.get("WARD_SCALE_TASKS", "50")))
+        for part in ("ns", "vm", "fleet"):
+            if part not in parts:
+                continue
+            # A part that fails is said and left out; the others still run,
+            # and what was measured is printed whatever stops the run.
+            try:
+                r[part] = parts_run[part]()
+            except Exception as e:
+                log("%s: %s" % (part, e))
+                failed = True
+                cleanup(s)
+                s = Scale(sys.argv[2], sys.argv[3])
+    finally:
         r["load_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
         print(json.dumps(r, indent=1))
-    finally:
+        sys.stdout.flush()
         cleanup(s)
+    if failed:
+        sys.exit(1)
+
+
+def vm_parts(s):
+    out = [vm_scale(s, int(os.environ.get("WARD_SCALE_VM", "100")), [], "the host's view: a hibernate keeps its files")]
+    oci = os.environ.get("WARD_SCALE_VM_OCI", "build/tests/images/python.oci.tar")
+    mi = int(os.environ.get("WARD_SCALE_VM_IMAGE", "100"))
+    if mi and os.path.exists(oci):
+        s.w("image", "import", oci)
+        out.append(vm_scale(s, mi, ["--image", "ward-test/python"], "of the python image: a hibernate saves the whole machine"))
+    return out
 
 
 if __name__ == "__main__":
