@@ -13,23 +13,15 @@ usage: fleet.py WARD WORKDIR N -> one line: serial_s parallel_s
        tasks_per_min_serial tasks_per_min_parallel overhead_ms task_ms
        control_speedup"""
 import json, os, shutil, statistics, subprocess, sys, time
+import fixtasks
 
 ward, work, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-here = os.path.dirname(os.path.abspath(__file__))
-ex = os.path.join(here, "..", "examples", "fix-test")
 fl = os.path.join(work, "fleet")
 shutil.rmtree(fl, ignore_errors=True)
 os.makedirs(fl)
-shutil.copy(os.path.join(ex, "replay.json"), os.path.join(fl, "fix.json"))
 json.dump({"turns": [{"text": "Nothing to do."}]}, open(os.path.join(fl, "idle.json"), "w"))
 with open(os.path.join(fl, "tasks.jsonl"), "w") as f:
-    for i in range(n):
-        ws = os.path.join(fl, "ws", "t%d" % i)
-        os.makedirs(ws)
-        for name in ("calc.py", "test_calc.py"):
-            shutil.copy(os.path.join(ex, name), ws)
-        f.write(json.dumps({"id": "t%d" % i, "task": "make the tests pass", "workspace": ws,
-                            "model": "replay:" + os.path.join(fl, "fix.json")}) + "\n")
+    fixtasks.write(fl, n, f)
     f.write(json.dumps({"id": "idle", "task": "nothing", "workspace": os.path.join(fl, "ws", "t0"),
                         "model": "replay:" + os.path.join(fl, "idle.json")}) + "\n")
 env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state-fleet"), XDG_CONFIG_HOME=os.path.join(work, "cfg-none"))

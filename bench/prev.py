@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Beside each row of a new RESULTS.md, the previous run's figure for the
 same row, so that a regression shows: a row is the same row when its
-first column is, numbers aside (a label carries its p90s and counts); of
-rows whose first columns are the same ("the same through the tunnel ..."),
-the nth is the nth.
+first column is, in whichever table (the main one, the scale section's),
+numbers aside (a label carries its p90s and counts); of rows whose first
+columns are the same ("the same through the tunnel ..."), the nth is the
+nth.
 
 usage: prev.py OLD NEW > OUT  (OLD may be missing: the column is empty)"""
 import re
@@ -21,16 +22,17 @@ def key(label):
 
 
 def table_rows(lines):
-    """(index of the header line, {key: ward figure}) of the first table."""
-    rows, head, prev_col, seen = {}, None, False, {}
+    """(index of the first header line, {key: ward figure}) of every table."""
+    rows, head, prev_col, seen, in_table = {}, None, False, {}, False
     for i, l in enumerate(lines):
         if not l.startswith("|"):
-            if head is not None and rows:
-                break
+            in_table = False
             continue
         c = cells(l)
-        if head is None:
-            head, prev_col = i, "previous run" in c
+        if not in_table:
+            in_table = True
+            if head is None:
+                head, prev_col = i, "previous run" in c
             continue
         if set(l.strip()) <= set("|-: "):
             continue

@@ -10,6 +10,7 @@
 #include "sandbox/keeper-int.h"
 #include "workspace/layers.h"
 #include "workspace/layersfuse.h"
+#include "base/memtrim.h"
 #include "base/state.h"
 #include "proto/budget.h"
 #include "proto/proto.h"
@@ -893,10 +894,19 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	}
 	keeper_ready(ready_fd, "ok\n");
 
+	/* An idle box's keeper holds what its loop needs, not the pages its
+	 * setup touched (base/memtrim.h: one thread, signals by signalfd);
+	 * again whenever the box has been hibernated, from the top of the
+	 * loop, the save's buffers below it. */
+	memtrim_idle(NULL);
+	bool trimmed = false;
 	while (!K.quit) {
 		int64_t next = keeper_tick();
 		if (K.quit)
 			break;
+		if (K.state == BOX_ST_HIBERNATED && !trimmed)
+			memtrim_idle(NULL);
+		trimmed = K.state == BOX_ST_HIBERNATED;
 		if (loop_run_once(K.loop, next) < 0)
 			break;
 	}
