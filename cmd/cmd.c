@@ -26,6 +26,18 @@ void cmd_error_into(struct err *e)
 	error_into = e;
 }
 
+int cmd_error_end(struct err *e, int r)
+{
+	error_into = NULL;
+	if (r >= 0 && e->code) {
+		cmd_error("%s", e->msg);
+		*e = (struct err){ 0 };
+	}
+	if (r < 0)
+		return e->code ? e->code : err_set(e, -EINVAL, "refused");
+	return r;
+}
+
 void cmd_error_context(const char *where)
 {
 	error_context = where;

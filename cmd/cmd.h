@@ -46,12 +46,17 @@ void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Until called again with NULL, every cmd_error line says where the value
  * it is about came from ("FILE:LINE:COL: key: "), right after "ward: ". */
 void cmd_error_context(const char *where);
-/* Until called again with NULL, the first cmd_error line goes into e
- * (-EINVAL), not to stderr: a part of ward below cmd that calls back into
- * it (a task line's flag) gets the line as its error, to wrap with where
- * it came from. A line said while e is already set is printed. */
+/* Until cmd_error_end, the first cmd_error line goes into e (-EINVAL),
+ * not to stderr: a part of ward below cmd that calls back into it (a task
+ * line's flag, a config value) gets the line as its error, to wrap with
+ * where it came from. A line said while e is already set is printed. */
 struct err;
 void cmd_error_into(struct err *e);
+/* The end of cmd_error_into(e) around a call that returned r: a line it
+ * said though it took the value (r >= 0) is printed as it was and e
+ * cleared; a refusal that said nothing is "refused". r, or e's code where
+ * r < 0. */
+int cmd_error_end(struct err *e, int r);
 /* A note function (base/note.h) that prints each line as "ward: LINE". */
 void cmd_note(void *ud, const char *line);
 /* The ward-guest binary: $WARD_GUEST, beside this binary's build tree, or

@@ -242,17 +242,14 @@ int run_flag_named(struct run_flags *f, const struct option *opts, const char *n
 				       arg ? "it is a switch: give true" : "give its value");
 		/* The flag's own error line is e's message. */
 		cmd_error_into(e);
-		int r = !field ? (given(ud, o->val, arg) < 0 ? -EINVAL : 0)
-			       : (f->line_from = where, run_flag_line(f, o->val, arg, field) <= 0 ? -EINVAL : 0);
-		cmd_error_into(NULL);
-		if (r == 0 && e->code) {
-			/* A line the flag said of a value it took: said as it was. */
-			cmd_error("%s", e->msg);
-			*e = (struct err){ 0 };
+		int r;
+		if (!field) {
+			r = given(ud, o->val, arg) < 0 ? -EINVAL : 0;
+		} else {
+			f->line_from = where;
+			r = run_flag_line(f, o->val, arg, field) <= 0 ? -EINVAL : 0;
 		}
-		if (r < 0 && !e->code)
-			err_set(e, -EINVAL, "refused");
-		return r;
+		return cmd_error_end(e, r) < 0 ? -EINVAL : 0;
 	}
 	return -ENOENT;
 }

@@ -132,18 +132,12 @@ static int target_apply(void *t, const struct settings_key *k, const char *value
 	struct run_flags *f = t;
 	/* run_flag's own error line is e's message. */
 	cmd_error_into(e);
-	int r = run_flag(f, k->c, value);
-	cmd_error_into(NULL);
+	int r = cmd_error_end(e, run_flag(f, k->c, value));
 	if (r < 0)
-		return e->code ? e->code : err_set(e, -EINVAL, "refused");
+		return r;
 	if (r == 0)
 		return err_set(e, -ENOTRECOVERABLE, "internal: --%s is not a setting run_flag knows",
 			       run_settings_flag_name(k->c));
-	if (e->code) {
-		/* A line run_flag said of a value it took: said as it was. */
-		cmd_error("%s", e->msg);
-		*e = (struct err){ 0 };
-	}
 	if (k->c == 'i')
 		f->image_untrusted = rule == NARROW_ROOT;
 	return 0;
@@ -164,9 +158,8 @@ static int target_net_finish(void *t, struct err *e)
 	struct box_opts probe;
 	box_opts_default(&probe);
 	cmd_error_into(e);
-	int r = netflag_finish(&((struct run_flags *)t)->net, &probe);
-	cmd_error_into(NULL);
-	return r < 0 ? (e->code ? e->code : err_set(e, -EINVAL, "refused")) : 0;
+	int r = cmd_error_end(e, netflag_finish(&((struct run_flags *)t)->net, &probe));
+	return r < 0 ? r : 0;
 }
 
 static bool target_net_mode_set(const void *t)
