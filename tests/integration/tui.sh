@@ -64,6 +64,14 @@ mlike() { # mlike TEXT REGEX DESCRIPTION: REGEX (Python's, over several lines) i
 	fi
 }
 journal() { cat "$SESS/$(session_of "$1").jsonl"; }
+released() { # released ID MS: 0 once no ward holds session ID's journal
+	local until=$(($(now_ms) + $2))
+	while [ "$(now_ms)" -lt $until ]; do
+		flock -n -x "$SESS/$1.jsonl" true && return 0
+		sleep 0.05
+	done
+	return 1
+}
 sleeper() { pgrep -f '^sleep 107$' >/dev/null; }
 
 # Without a terminal there is no session, and ward says what to use.
@@ -275,6 +283,10 @@ like "$("$WARD" diff "$GID")" '\+ran-delta' "ward diff shows them afterwards"
 start gate2 --resume "$GID"
 like "$(screen gate2)" "approvals: auto" "--resume keeps the approval mode chosen with /approve"
 $TM kill-session -t gate2
+# The killed ward lets go of the session (its journal's lock) as it ends; a
+# ward resuming it before then is told it is open in another.
+released "$GID" 20000
+ok $? "the killed ward lets go of the session"
 start gate3 --approve ask --resume "$GID"
 like "$(screen gate3)" "approvals: ask" "twin: --approve on the command line is over it"
 $TM kill-session -t gate3
