@@ -349,6 +349,63 @@ int keeper_fork_image(struct err *e)
 	return 1;
 }
 
+/* The parent's layers keeper_fork_peek found, and the descriptors its
+ * paths name. */
+static struct layers peeked = { .lock_fd = -1 };
+static int peek_fd[2] = { -1, -1 };
+
+static void fork_peek_release(void)
+{
+	layers_release(&peeked);
+	for (size_t i = 0; i < ARRAY_SIZE(peek_fd); i++)
+		if (peek_fd[i] >= 0) {
+			close(peek_fd[i]);
+			peek_fd[i] = -1;
+		}
+}
+
+/* p (a directory of the parent's layers) as /proc/self/fd/N of an open
+ * of it: 0, or -errno. */
+static int fork_peek_fd(char *p, size_t n, int *ret_fd)
+{
+	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	snprintf(p, n, "/proc/self/fd/%d", fd);
+	return 0;
+}
+
+int keeper_fork_peek(struct err *e)
+{
+	if (!K.o->fork_of || K.be->fork || !K.layered)
+		return 0;
+	if (!state_name_valid(K.o->fork_of))
+		return err_set(e, -EINVAL, "the box to fork from is not a box name");
+	int r = layers_find(K.o->fork_of, &peeked, e);
+	if (r == 0)
+		return err_set(e, -ENOENT, "box %s has no layers to fork", K.o->fork_of);
+	if (r < 0)
+		return r;
+	/* A mount of its own, which could not be ended from the namespace
+	 * this keeper goes into: only a running box's keeper's is taken. */
+	if (peeked.fuse_holder > 0) {
+		fork_peek_release();
+		return err_set(e, -EBUSY, "box %s's layers image is not served (it is hibernated): wake it to fork it "
+			       "(ward box wake %s)", K.o->fork_of, K.o->fork_of);
+	}
+	if (!peeked.fuse)
+		return 0;
+	r = fork_peek_fd(peeked.upper, sizeof(peeked.upper), &peek_fd[0]);
+	if (r >= 0 && K.root_layer)
+		r = fork_peek_fd(peeked.root, sizeof(peeked.root), &peek_fd[1]);
+	if (r < 0) {
+		fork_peek_release();
+		return err_setc(e, r, "cannot reach box %s's layers", K.o->fork_of);
+	}
+	return 0;
+}
+
 int keeper_fork_copy(struct err *e)
 {
 	if (!K.o->fork_of)
@@ -363,7 +420,10 @@ int keeper_fork_copy(struct err *e)
 	}
 	struct layers pl = { .lock_fd = -1 };
 	int r = 0;
-	if (!imaged) {
+	if (peeked.lock_fd >= 0) {
+		pl = peeked;
+		peeked = (struct layers){ .lock_fd = -1 };
+	} else if (!imaged) {
 		r = layers_find(K.o->fork_of, &pl, e);
 		if (r == 0)
 			return err_set(e, -ENOENT, "box %s has no layers to fork", K.o->fork_of);
@@ -391,6 +451,7 @@ int keeper_fork_copy(struct err *e)
 	if (r >= 0 && K.root_layer && !imaged)
 		r = fork_root(pl.root, K.layers.root, e);
 	layers_release(&pl);
+	fork_peek_release();
 	forked.ms += now_ms() - t0;
 	if (r < 0) {
 		err_wrap(e, "cannot copy box %s's layers", K.o->fork_of);

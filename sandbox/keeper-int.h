@@ -268,6 +268,13 @@ void keeper_fork_thaw(void);
  * whole before this keeper opens its layers (then they are the parent's
  * as they were, root/ too). 1 copied, 0 not this way, -errno. */
 int keeper_fork_image(struct err *e);
+/* Before this keeper enters a namespace of its own for its layers
+ * (layersfuse_enter): the parent's layers found and held, reached from
+ * here on through descriptors (its fuse2fs mount is in its keeper's
+ * namespace, which a process in a namespace beside it cannot walk to);
+ * keeper_fork_copy copies from them. 0, or -errno (a parent whose layers
+ * no keeper serves: a hibernated one). */
+int keeper_fork_peek(struct err *e);
 int keeper_fork_copy(struct err *e);
 /* The box's guest up: a vm fork's resumed from the parent's machine that
  * keeper_fork_copy took; else keeper_guest_up. */

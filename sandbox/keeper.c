@@ -837,7 +837,7 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	 * workspace (the root's changes are not on it). Still one thread. */
 	char fwhy[200];
 	if (o->workspace && !o->rw && o->lim.disk && geteuid() != 0 && !strcmp(K.be->name, "ns") &&
-	    layers_disk_capable(fwhy, sizeof(fwhy)) && layersfuse_enter(&e) < 0)
+	    layers_disk_capable(fwhy, sizeof(fwhy)) && (keeper_fork_peek(&e) < 0 || layersfuse_enter(&e) < 0))
 		goto fail;
 	if (K.layered) {
 		int imaged = keeper_fork_image(&e);

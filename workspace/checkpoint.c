@@ -228,6 +228,30 @@ bool checkpoint_has(const char *dir, int n)
 	return n >= 1 && access(m, F_OK) == 0;
 }
 
+/* a and b swapped: at once (RENAME_EXCHANGE), or where the file system
+ * takes no rename flags (fuse2fs over libfuse 2: layers on an image
+ * without root) in three renames through a name beside b, so that a crash
+ * between them leaves b's old entry there (B.swap). 0 or -errno. */
+static int ck_exchange(const char *a, const char *b)
+{
+	if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	char side[PATH_MAX];
+	if ((size_t)snprintf(side, sizeof(side), "%s.swap", b) >= sizeof(side))
+		return -ENAMETOOLONG;
+	state_rm_rf(side);
+	if (rename(b, side) < 0)
+		return -errno;
+	if (rename(a, b) < 0) {
+		int r = -errno;
+		rename(side, b);
+		return r;
+	}
+	return rename(side, a) < 0 ? -errno : 0;
+}
+
 /* tmp, made whole, becomes checkpoint n (replacing one of that number):
  * 1 when it replaced one, 0 when not, or -errno. */
 static int ck_commit(const char *dir, const char *tmp, int n)
@@ -236,10 +260,17 @@ static int ck_commit(const char *dir, const char *tmp, int n)
 	ck_path(dst, sizeof(dst), dir, n, NULL);
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
 		return 0;
+	/* A file system that takes no rename flags (fuse2fs over libfuse 2:
+	 * a fork's copy on its layers image, without root): none there yet
+	 * is a plain rename, as nobody else writes in dir meanwhile (a take
+	 * holds the layers, or the checkpoints' lock). */
+	if (errno == EINVAL && access(dst, F_OK) < 0 && errno == ENOENT)
+		return rename(tmp, dst) < 0 ? -errno : 0;
 	if (errno != EEXIST)
 		return -errno;
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) < 0)
-		return -errno;
+	int r = ck_exchange(tmp, dst);
+	if (r < 0)
+		return r;
 	state_rm_rf(tmp);
 	return 1;
 }
@@ -551,9 +582,9 @@ static int ck_restore(const char *dir, int n, const char *upper, bool link, stru
 	if (had && (ust.st_uid != geteuid() || ust.st_gid != getegid()))
 		fchownat(root, "", ust.st_uid, ust.st_gid, AT_EMPTY_PATH);
 	/* All at once: the layer is the old one or the new one. */
-	r = had ? renameat2(AT_FDCWD, nu, AT_FDCWD, upper, RENAME_EXCHANGE) : rename(nu, upper);
+	r = had ? ck_exchange(nu, upper) : rename(nu, upper) < 0 ? -errno : 0;
 	if (r < 0) {
-		r = err_setc(e, -errno, "cannot put the rewound layer in place of %s", upper);
+		r = err_setc(e, r, "cannot put the rewound layer in place of %s", upper);
 		goto out;
 	}
 	ck_path(p, sizeof(p), dir, n, "manifest");

@@ -316,6 +316,15 @@ if grep -q '^ok  *disk ceiling  *fuse2fs' <<<"$DOC"; then
 	like "$(U "$WARD" box exec "$B" -- 'dd if=/dev/zero of=/workspace/ten bs=1M count=10 conv=fsync status=none && stat -c "size %s" /workspace/ten && rm /workspace/ten' 2>&1)" \
 		"size $((10 << 20))" "twin: box disk: 10M within --disk 64M is written whole"
 	U "$WARD" box exec "$B" -- 'echo new >a.txt && echo fresh >new.txt && rm d/b.txt' >/dev/null 2>&1
+	# A fork of it: its keeper holds the parent's layers through
+	# descriptors opened before it enters a namespace of its own (the
+	# parent's mount is not reachable from there).
+	F=$(U "$WARD" box fork "$B" 2>"$T_TMP/fe")
+	is "$(U "$WARD" box exec "$F" -- 'cat /workspace/a.txt /workspace/new.txt' 2>&1 | tr '\n' ' ')" "new fresh " \
+		"box disk: a fork has the workspace's changes ($(tail -1 "$T_TMP/fe"))"
+	FD=$(fusers "$F")
+	U "$WARD" box destroy "$F"
+	is "$(for p in $FD; do gone "$p" || echo "$p"; done)$(fusers "$F")" "" "box disk: destroying the fork leaves none of its daemons"
 	# ward run --box over it: the session finds the box's changes (read
 	# through the keeper's namespace) for ward diff and ward apply.
 	serve tool
@@ -344,7 +353,7 @@ stay.txt" "box disk: ward apply makes the tree the box's (a.txt changed, new.txt
 	U "$WARD" box destroy "$NB"
 else
 	like "$DOC" "disk ceiling +not enforced" "box disk: doctor says not enforced here ($(grep 'disk ceiling' <<<"$DOC"))"
-	for i in $(seq 23); do skip "no fuse2fs and fuse-overlayfs here"; done
+	for i in $(seq 25); do skip "no fuse2fs and fuse-overlayfs here"; done
 fi
 rm -rf "$DW"
 rm -rf "$WS"
