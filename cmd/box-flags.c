@@ -137,6 +137,7 @@ int box_flags_parse(const struct flag_cmd *t, int argc, char **argv, struct box_
 			if (box_flag_size("disk", optarg, "512M, 10G", &v) < 0)
 				return -1;
 			o->lim.disk = v;
+			o->disk_given = true;
 			break;
 		case 'P':
 			if (parse_u64(optarg, &v) < 0 || v < 8 || v > 1000000) {

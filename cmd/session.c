@@ -295,8 +295,10 @@ int session_box(struct session *s, struct run_flags *f, const char *workspace, b
 	}
 	struct box_opts bo;
 	box_opts_default(&bo);
-	if (f->disk)
+	if (f->disk) {
 		bo.lim.disk = f->disk;
+		bo.disk_given = true;
+	}
 	bo.guest_path = cmd_guest_path();
 	bo.keeper_path = cmd_keeper_path();
 	bo.workspace = workspace && *workspace ? workspace : NULL;

@@ -44,6 +44,7 @@ struct box_inst {
 	char uid_why[160];	/* who the box's root is (ns) */
 };
 struct image_info;
+struct layers;
 struct box_spec {
 	const struct box_opts *opts;
 	const char *name;	/* the box's (a fork's VM takes it as its hostname) */
@@ -55,6 +56,10 @@ struct box_spec {
 	/* The root's changes (layers.h's root/, made by the keeper and owned
 	 * by the backend's root_owner uid), or NULL: the backend keeps none. */
 	const char *root_layer;
+	/* Where root_layer is on fuse2fs (without root: workspace/layers.h),
+	 * the layers that serve it: the backend has each of the root's
+	 * overlays made by layers_root_view and binds them; else NULL. */
+	struct layers *root_fuse;
 	const struct cgroup_set *cg;
 	/* The image's unpacked tree (read-only, shared by every box of it),
 	 * or NULL: the host's view. image: the rest of what image_find found

@@ -44,6 +44,7 @@ static const struct field box_opts_fields[] = {
 	{ "pids", F_U64, AT(lim.pids), 0, BOX_OPTS_INT_MAX },
 	{ "cpus_milli", F_U32, AT(lim.cpus_milli), 0, UINT32_MAX },
 	{ "disk", F_U64, AT(lim.disk), 0, BOX_OPTS_INT_MAX },
+	{ "disk_given", F_BOOL, AT(disk_given) },
 	{ "net", F_INT, AT(net), 0, BOX_NET_ALLOW },
 	{ "allow", F_LIST, AT(allow), AT(nallow), BOX_ALLOW_MAX },
 	{ "net_max_bytes", F_U64, AT(net_max_bytes), 0, BOX_OPTS_INT_MAX },

@@ -56,6 +56,11 @@ struct box_opts {
 	bool keep_layers;	/* keep the workspace's changes after the box (ward run) */
 	bool no_snapshot;	/* vm: cold boot, never from a snapshot */
 	struct limits lim;
+	/* lim.disk was asked for (--disk, or the config key), not the
+	 * default: without root, only then are the root's changes on the
+	 * layers image too (each of its overlays a fuse-overlayfs; reads of
+	 * the root through FUSE cost that much more). */
+	bool disk_given;
 	enum box_net net;
 	const char *const *allow;	/* --allow-host patterns (BOX_NET_ALLOW), valid ones */
 	size_t nallow;

@@ -279,7 +279,8 @@ void keeper_spec(struct box_spec *ret)
 				  .root_layer = K.root_layer ? K.layers.root : NULL, .cg = &K.cg,
 				  .image_root = K.o->image ? K.img.root : NULL, .image = K.o->image ? &K.img : NULL,
 				  .disk_path = K.disk, .env = K.eg.env, .nenv = K.eg.nenv,
-				  .ca_bundle = K.eg.ca_bundle, .ws_view = K.layers.view[0] ? K.layers.view : NULL };
+				  .ca_bundle = K.eg.ca_bundle, .ws_view = K.layers.view[0] ? K.layers.view : NULL,
+				  .root_fuse = K.root_layer && K.layers.fuse && K.layers.root_image ? &K.layers : NULL };
 }
 
 int keeper_guest_up(struct err *e)
@@ -336,6 +337,8 @@ int keeper_layers_take(struct err *e)
 	if (!K.layered || K.layers.lock_fd >= 0)
 		return 0;
 	int r = layers_open(K.name, K.o->lim.disk, &K.layers, e);
+	if (r >= 0 && K.root_layer && K.o->disk_given)
+		layers_root_on_image(&K.layers);
 	if (r >= 0 && K.root_layer && (r = layers_root_make(&K.layers, false, K.root_uid, K.root_uid, e)) < 0)
 		layers_release(&K.layers);
 	if (r >= 0 && (r = keeper_layers_own(e)) < 0)

@@ -134,6 +134,18 @@ void keeper_info(struct kclient *c, uint32_t id)
 	if (K.root_layer) {
 		cJSON_AddStringToObject(j, "root", "copy-on-write");
 		cJSON_AddStringToObject(j, "root_user", K.inst.pid > 0 && K.inst.uid_why[0] ? K.inst.uid_why : K.root_by);
+		/* What caps the root's changes: the layers' image, where they
+		 * are on it (root/), with the workspace's. */
+		char by[sizeof(K.layers.disk_by) + 160];
+		if (K.layers.image && K.layers.root_image)
+			snprintf(by, sizeof(by), "the layers image (disk_bytes, with the workspace's changes): %s",
+				 K.layers.fuse ? "fuse-overlayfs over fuse2fs" : "overlayfs over its loop mount");
+		else if (K.layers.image || (geteuid() != 0 && !K.o->disk_given))
+			snprintf(by, sizeof(by), "not enforced: without root, the root's changes are capped only where a "
+				 "ceiling is asked for (--disk, or the config key disk), not by the default one");
+		else
+			snprintf(by, sizeof(by), "%s", K.layers.disk_by);
+		cJSON_AddStringToObject(j, "root_changes_by", by);
 	}
 	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
 	cJSON_AddNumberToObject(lim, "memory_bytes", (double)K.o->lim.memory);

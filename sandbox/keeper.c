@@ -834,15 +834,20 @@ void keeper_main(const struct box_opts *o, const char *name, const char *boxdir,
 	/* Without root, an ns box's disk ceiling is a fuse2fs image this
 	 * keeper serves in a user and mount namespace of its own, which the
 	 * box's are made below (workspace/layersfuse.h): for a copy-on-write
-	 * workspace (the root's changes are not on it). Still one thread. */
+	 * workspace, and, where the ceiling was asked for, for the root's
+	 * changes too, each through fuse-overlayfs (the keeper's children).
+	 * Still one thread. */
 	char fwhy[200];
-	if (o->workspace && !o->rw && o->lim.disk && geteuid() != 0 && !strcmp(K.be->name, "ns") &&
+	bool fuse_ws = o->workspace && !o->rw && o->lim.disk, fuse_root = K.root_layer && o->disk_given && o->lim.disk;
+	if ((fuse_ws || fuse_root) && geteuid() != 0 && !strcmp(K.be->name, "ns") &&
 	    layers_disk_capable(fwhy, sizeof(fwhy)) && (keeper_fork_peek(&e) < 0 || layersfuse_enter(&e) < 0))
 		goto fail;
 	if (K.layered) {
 		int imaged = keeper_fork_image(&e);
 		if (imaged < 0 || layers_open(name, o->lim.disk, &K.layers, &e) < 0)
 			goto fail;
+		if (fuse_root)
+			layers_root_on_image(&K.layers);
 		/* A fresh box's root: what a keeper that died left is not its
 		 * (a fork's, copied with its image, is). */
 		if (K.root_layer && layers_root_make(&K.layers, !imaged, K.root_uid, K.root_uid, &e) < 0)

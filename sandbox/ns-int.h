@@ -29,6 +29,9 @@ struct ns_child {
 	struct account user;	/* the image's User, in the box (root without one) */
 	struct ns_lower lower[NS_LOWERS_MAX];
 	size_t nlower;
+	/* Where the root's overlays are mounted already, each at
+	 * root_views/LAYER (fuse-overlayfs: ns_spec's root_fuse), or NULL. */
+	const char *root_views;
 	/* Set by nsroot_build: the box's root (once it is "/"), and the
 	 * directory the guest is exec'd in (its loader and libraries, the
 	 * host's, and nothing of the box's). */

@@ -8,6 +8,7 @@
 #include "sandbox/hostview.h"
 #include "image/image.h"
 #include "net/secret.h"
+#include "workspace/layers.h"
 #include "base/account.h"
 #include "base/cleanup.h"
 #include "base/fdio.h"
@@ -417,9 +418,22 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	uid_t owner;
 	nsroot_lowers(s, &c);
 	bool range = ns_uid_range(&owner, why, sizeof(why));
+	/* On fuse2fs, each of the root's overlays is fuse-overlayfs, the
+	 * layers' child (outside the box's PID namespace), which the box
+	 * binds: overlayfs takes no FUSE upper. The keeper ends them with
+	 * the box (layers_view_end). */
+	char views[PATH_MAX];
+	if (s->root_fuse) {
+		if ((size_t)snprintf(views, sizeof(views), "%s.rv", s->root_dir) >= sizeof(views))
+			r = err_set(e, -ENAMETOOLONG, "the box's directory %s is too long", s->root_dir);
+		for (size_t i = 0; r >= 0 && i < c.nlower; i++)
+			if (c.lower[i].layer)
+				r = layers_root_view(s->root_fuse, c.lower[i].host, c.lower[i].layer, views, e);
+		c.root_views = views;
+	}
 	/* The image's User, found in the image (a box whose image names no
 	 * such account is not made). */
-	if (s->user && *s->user) {
+	if (r >= 0 && s->user && *s->user) {
 		char msg[256];
 		const char *tree = s->image_root ? s->image_root : s->hostview;
 		_cleanup_close_ int img = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -567,6 +581,7 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 		.work_dir = s->work_dir,
 		.ws_view = s->ws_view,
 		.root_layer = s->root_layer,
+		.root_fuse = s->root_fuse,
 		.image_root = s->image_root,
 		.hostview = s->image_root ? NULL : hostview,
 		.env = env,

@@ -25,6 +25,7 @@
 #define NS_UIDS 65536u
 
 struct box_backend;
+struct layers;
 /* Its operations (backend.h): the box_spec the keeper hands it, made an
  * ns_spec for ns_start. */
 extern const struct box_backend ns_backend;
@@ -36,6 +37,10 @@ struct ns_spec {
 	const char *upper_dir, *work_dir; /* overlay layers (copy-on-write mode) */
 	const char *ws_view;	/* or the copy-on-write view, mounted already: bound */
 	const char *root_layer;	/* the root's changes: a directory owned by the box's root */
+	/* Or, where root_layer is on fuse2fs, the layers that serve it: each
+	 * of the root's overlays is fuse-overlayfs, their child (layers_root_view),
+	 * bound as it is. */
+	struct layers *root_fuse;
 	const char *image_root;	/* the root's lower: an image's tree; NULL: the host view */
 	const char *hostview;	/* the host view's skeleton (image_root NULL) */
 	const char *const *env;	/* the image's Env, "K=V" each */

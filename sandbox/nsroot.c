@@ -112,6 +112,18 @@ static void st_overlay(struct ns_child *c, const char *lower, int rootlayer, con
 		ns_fail(c, "mount the copy-on-write %s (overlayfs over %s)", layer ? "root" : "workspace", lower);
 }
 
+/* The root's overlay of layer, mounted already (fuse-overlayfs, the
+ * layers' child): bound at target, nosuid and nodev as an overlay is. */
+static void st_root_view(struct ns_child *c, const char *layer, const char *target)
+{
+	char src[PATH_MAX];
+	snprintf(src, sizeof(src), "%s/%s", c->root_views, layer);
+	st_mkdir(c, target, 0755);
+	if (mount(src, target, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0)
+		ns_fail(c, "bind the root's copy-on-write view %s", src);
+}
+
 static int st_top_bind(void *arg, const char *host, const char *dst)
 {
 	st_bind(arg, host, dst, true, true);
@@ -313,8 +325,8 @@ void nsroot_build(struct ns_child *c)
 		ns_fail(c, "mount the box's stage");
 	if (chdir(s->root_dir) < 0)
 		ns_fail(c, "enter the box's stage");
-	int rootlayer = open(s->root_layer, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (rootlayer < 0)
+	int rootlayer = c->root_views ? -1 : open(s->root_layer, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rootlayer < 0 && !c->root_views)
 		ns_fail(c, "open the box's root layer %s", s->root_layer);
 	int upfd = -1, workfd = -1;
 	if (s->workspace && !s->workspace_rw && !s->ws_view) {
@@ -356,6 +368,18 @@ void nsroot_build(struct ns_child *c)
 		if (!l->layer)
 			continue;
 		char d[80], lower[32], target[80];
+		if (c->root_views) {
+			/* Made by the keeper over its layers, each a mount already. */
+			if (!*l->box) {
+				st_root_view(c, l->layer, "root");
+				continue;
+			}
+			st_mkdir(c, "o", 0755);
+			snprintf(target, sizeof(target), "o/%s", l->layer);
+			st_root_view(c, l->layer, target);
+			ovl[novl++] = st_clone(c, target, MOUNT_ATTR_NODEV);
+			continue;
+		}
 		snprintf(d, sizeof(d), "%s", l->layer);
 		if (mkdirat(rootlayer, d, 0700) < 0 && errno != EEXIST)
 			ns_fail(c, "make the root layer's %s", d);
@@ -398,7 +422,8 @@ void nsroot_build(struct ns_child *c)
 	/* A clone, as the others: the pivot's detach takes the stage's own
 	 * mounts apart. */
 	c->guestroot_fd = st_clone(c, "guest", MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
-	close(rootlayer);
+	if (rootlayer >= 0)
+		close(rootlayer);
 	if (upfd >= 0)
 		close(upfd), close(workfd);
 

@@ -33,9 +33,9 @@ void box_pool_key(const struct box_opts *o, char *out, size_t n)
 		snprintf(ws, sizeof(ws), "%s", o->workspace);
 	char k[PATH_MAX * 2 + 512];
 	const struct box_backend *be = backend_find(o->backend);
-	int len = snprintf(k, sizeof(k), "%s|%llu|%llu|%llu|%u|%s|%d|%d|%d|%llu|%s|%d", be ? be->name : "?",
+	int len = snprintf(k, sizeof(k), "%s|%llu|%llu|%llu%s|%u|%s|%d|%d|%d|%llu|%s|%d", be ? be->name : "?",
 			   (unsigned long long)o->lim.memory, (unsigned long long)o->lim.pids,
-			   (unsigned long long)o->lim.disk, o->lim.cpus_milli, ws, o->rw, o->git_rw, (int)o->net,
+			   (unsigned long long)o->lim.disk, o->disk_given ? "+" : "", o->lim.cpus_milli, ws, o->rw, o->git_rw, (int)o->net,
 			   (unsigned long long)o->net_max_bytes, o->guest_path ? o->guest_path : "", o->no_snapshot);
 	for (size_t i = 0; i < o->nallow && len > 0 && (size_t)len < sizeof(k); i++)
 		len += snprintf(k + len, sizeof(k) - (size_t)len, "|%s", o->allow[i]);

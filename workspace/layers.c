@@ -24,7 +24,7 @@
 
 #define LAYERS_FUSE_BY                                                                                    \
 	"fuse2fs: an ext4 image of that size, served in the keeper's user namespace; the workspace through " \
-	"fuse-overlayfs (the box's changes to its root are not capped)"
+	"fuse-overlayfs, and the box's root too where --disk is given"
 
 bool layers_disk_capable(char *why, size_t n)
 {
@@ -302,12 +302,17 @@ held:
 static void layers_fill(struct layers *l)
 {
 	/* On fuse2fs: where this process reaches the image (view, until a
-	 * box's view takes the name); the root's changes beside it, as
-	 * overlayfs takes no FUSE upper. */
+	 * box's view takes the name); the root's changes on it where its
+	 * keeper put them there (layers_root_on_image), else beside it. */
 	const char *at = l->fuse ? l->view : l->dir;
 	snprintf(l->upper, sizeof(l->upper), "%s/upper", at);
 	snprintf(l->work, sizeof(l->work), "%s/work", at);
-	snprintf(l->root, sizeof(l->root), l->fuse ? "%s.root" : "%s/root", l->fuse ? l->dir : at);
+	snprintf(l->root, sizeof(l->root), "%s/root", at);
+	l->root_image = l->image;
+	if (l->fuse && access(l->root, F_OK) < 0) {
+		snprintf(l->root, sizeof(l->root), "%s.root", l->dir);
+		l->root_image = false;
+	}
 	struct statvfs sv;
 	if (l->image && statvfs(at, &sv) == 0)
 		l->disk = (uint64_t)sv.f_blocks * sv.f_frsize;
@@ -448,6 +453,40 @@ int layers_view(struct layers *l, const char *lower, const char *mp, struct err 
 	return 0;
 }
 
+void layers_root_on_image(struct layers *l)
+{
+	if (!l->fuse || l->root_image)
+		return;
+	/* upper is AT/upper: AT/root beside it. */
+	snprintf(l->root, sizeof(l->root), "%.*s/root", (int)(strlen(l->upper) - strlen("/upper")), l->upper);
+	l->root_image = true;
+}
+
+int layers_root_view(struct layers *l, const char *lower, const char *layer, const char *dir, struct err *e)
+{
+	if (!l->fuse || !l->root_image || l->nroot >= LAYERS_ROOT_VIEWS_MAX)
+		return err_set(e, -EINVAL, "the box's root has no room for another view on the layers image");
+	char mp[PATH_MAX], up[PATH_MAX], wk[PATH_MAX];
+	if ((size_t)snprintf(mp, sizeof(mp), "%s/%s", dir, layer) >= sizeof(mp) ||
+	    (size_t)snprintf(up, sizeof(up), "%s/%s", l->root, layer) >= sizeof(up))
+		return err_set(e, -ENAMETOOLONG, "the root layer's path is too long");
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || (mkdir(mp, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(up, 0700) < 0 && errno != EEXIST))
+		return err_setc(e, -errno, "cannot make the root's view of %s", lower);
+	snprintf(l->root_views, sizeof(l->root_views), "%s", dir);
+	snprintf(up, sizeof(up), "%s/%s/upper", l->root, layer);
+	snprintf(wk, sizeof(wk), "%s/%s/work", l->root, layer);
+	if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(wk, 0700) < 0 && errno != EEXIST))
+		return err_setc(e, -errno, "cannot make the root layer's %s", layer);
+	int r = layersfuse_overlay(lower, up, wk, mp, &l->root_pid[l->nroot], e);
+	if (r < 0) {
+		rmdir(mp);
+		return r;
+	}
+	l->nroot++;
+	return 0;
+}
+
 void layers_view_end(struct layers *l)
 {
 	if (l->view_pid > 0) {
@@ -456,6 +495,17 @@ void layers_view_end(struct layers *l)
 	}
 	l->view_pid = 0;
 	l->view[0] = 0;
+	for (size_t i = 0; i < l->nroot; i++)
+		layersfuse_stop(l->root_pid[i]);
+	l->nroot = 0;
+	/* The mount points, empty now (rmdir: never into a mount left). */
+	_cleanup_closedir_ DIR *d = l->root_views[0] ? opendir(l->root_views) : NULL;
+	for (struct dirent *de; d && (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	if (d)
+		rmdir(l->root_views);
+	l->root_views[0] = 0;
 }
 
 void layers_drop(const char *name)

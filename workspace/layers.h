@@ -10,10 +10,13 @@
  * directory, sparse), loop-mounted nosuid and nodev over the directory:
  * a box that fills it gets ENOSPC, and the host's disk keeps the rest.
  * Without root, where fuse2fs and fuse-overlayfs are there, an ns box's
- * keeper (layersfuse_enter) serves the same image with fuse2fs and the
- * workspace's copy-on-write with fuse-overlayfs (layers_view); root/ is
- * then beside the image (NAME.root: overlayfs takes no FUSE upper), and
- * others reach the image through its server's /proc/PID/root (NAME.fuse).
+ * keeper (layersfuse_enter) serves the same image with fuse2fs, and both
+ * copy-on-writes over it with fuse-overlayfs, as overlayfs takes no FUSE
+ * upper: the workspace's (layers_view) and, where the ceiling was asked
+ * for (layers_root_on_image), each of the root's overlays
+ * (layers_root_view), whose changes are then in root/ on the image as
+ * root's are, and otherwise beside it (NAME.root) under overlayfs; others
+ * reach the image through its server's /proc/PID/root (NAME.fuse).
  * Elsewhere nothing caps them, and disk_by says so. */
 #pragma once
 #include <limits.h>
@@ -24,10 +27,14 @@
 
 #include "base/err.h"
 
+/* The most overlays a box's root is made of (sandbox/ns-int.h's lowers). */
+#define LAYERS_ROOT_VIEWS_MAX 10
+
 struct layers {
 	char dir[PATH_MAX - 16];
 	char upper[PATH_MAX], work[PATH_MAX];
 	char root[PATH_MAX];	/* the root's changes: the backend's to lay out */
+	bool root_image;	/* root is on the image (capped with the workspace's) */
 	uint64_t disk;		/* the size the kernel enforces, 0 = none */
 	char disk_by[160];	/* what enforces it, or why nothing does */
 	int lock_fd;		/* the shared lock held while in use (NAME.img or NAME.lock), or -1 */
@@ -40,6 +47,11 @@ struct layers {
 	bool fuse;
 	pid_t fuse_pid, fuse_holder, view_pid;
 	char view[PATH_MAX];
+	/* The root's views on fuse2fs (fuse-overlayfs each, root_pid), each
+	 * mounted on root_views/LAYER. */
+	pid_t root_pid[LAYERS_ROOT_VIEWS_MAX];
+	size_t nroot;
+	char root_views[PATH_MAX];
 };
 
 /* Each user holds a shared lock from layers_open/layers_find to
@@ -100,7 +112,16 @@ void layers_sweep(void);
  * (fuse-overlayfs, a child of this process), mounted on mp, for a box
  * cloned from this process to bind; l->view names it. 0 or -errno. */
 int layers_view(struct layers *l, const char *lower, const char *mp, struct err *e);
-/* End l's view (its fuse-overlayfs), if any. */
+/* Where l is on fuse2fs: its root/ on the image from here on, not beside
+ * it (a keeper, before layers_root_make); layers_find finds it there
+ * once it is made. */
+void layers_root_on_image(struct layers *l);
+/* Where l is on fuse2fs: one overlay of the box's root, lower (read-only
+ * to it) over l's root/LAYER/upper (fuse-overlayfs, a child of this
+ * process), mounted on dir/LAYER (dir made 0700 if need be) for a box
+ * cloned from this process to bind. 0 or -errno. */
+int layers_root_view(struct layers *l, const char *lower, const char *layer, const char *dir, struct err *e);
+/* End l's views (the workspace's and the root's fuse-overlayfs), if any. */
 void layers_view_end(struct layers *l);
 /* Can this process cap a workspace's disk here? why says how, or why not. */
 bool layers_disk_capable(char *why, size_t n);

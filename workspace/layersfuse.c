@@ -329,7 +329,7 @@ int layersfuse_overlay(const char *lower, const char *upper, const char *work, c
 	if (!layersfuse_overlayfs())
 		return err_set(e, -ENOENT, "fuse-overlayfs is missing (apt-get install fuse-overlayfs)");
 	char opts[3 * PATH_MAX + 64];
-	if ((size_t)snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work) >=
+	if ((size_t)snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,writeback=0", lower, upper, work) >=
 	    sizeof(opts))
 		return err_set(e, -ENAMETOOLONG, "the workspace's paths are too long for fuse-overlayfs");
 	if (strchr(lower, ',') || strchr(lower, ':') || strchr(upper, ',') || strchr(work, ','))

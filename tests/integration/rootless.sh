@@ -294,15 +294,23 @@ rm -rf "$CW"
 DW=$(runuser -u wardtest -- mktemp -d /tmp/ward-dw.XXXXXX)
 runuser -u wardtest -- sh -c 'echo old >"$1/a.txt" && mkdir "$1/d" && echo bee >"$1/d/b.txt" && echo stay >"$1/d/stay.txt"' sh "$DW"
 fusers() { pgrep -u wardtest -f "^/usr/bin/(fuse2fs|fuse-overlayfs) .*$1" | tr '\n' ' '; }
+run_diff() { # run_diff AS WS BOX: ward run --box BOX over WS, as AS (U or I); its session's ward diff into D, its id SID
+	serve tool
+	"$1" env ANTHROPIC_API_KEY=sk-ant-fake "$WARD" run --provider anthropic --base-url "$URL" --model fake-model \
+		--workspace "$2" --box "$3" --json "write a file" >"$T_TMP/fo" 2>"$T_TMP/fe" </dev/null
+	SID=$(tail -1 "$T_TMP/fo" | json session)
+	D=$("$1" "$WARD" diff "$SID" 2>&1)
+}
 DOC=$(U "$WARD" doctor 2>&1)
 if grep -q '^ok  *disk ceiling  *fuse2fs' <<<"$DOC"; then
-	like "$DOC" "disk ceiling +fuse2fs: an ext4 image of that size, served in the keeper's user namespace; the workspace through fuse-overlayfs" \
-		"box disk: doctor says the disk ceiling is enforced, by fuse2fs and fuse-overlayfs"
+	like "$DOC" "disk ceiling +fuse2fs: an ext4 image of that size, served in the keeper's user namespace; the workspace through fuse-overlayfs, and the box's root too where --disk is given" \
+		"box disk: doctor says the disk ceiling is enforced, by fuse2fs and fuse-overlayfs, for the workspace and the root"
 	B=$(U "$WARD" box create --persistent --disk 64M --workspace "$DW")
 	INFO=$(U "$WARD" box info "$B")
 	like "$INFO" '"disk_by":[[:space:]]*"fuse2fs: ' "box disk: box info says fuse2fs enforces it"
 	DAEMONS=$(fusers "$B")
-	is "$(wc -w <<<"$DAEMONS")" 2 "box disk: a fuse2fs and a fuse-overlayfs serve the box ($DAEMONS)"
+	is "$(pgrep -u wardtest -f "^/usr/bin/fuse2fs .*$B" | wc -l) $(pgrep -u wardtest -f "^/usr/bin/fuse-overlayfs .*lowerdir=$DW,.*$B" | wc -l)" "1 1" \
+		"box disk: a fuse2fs and the workspace's fuse-overlayfs serve the box (the root's too: $DAEMONS)"
 	like "$(U "$WARD" box exec "$B" -- 'df -P /workspace | tail -1' 2>&1)" "^fuse-overlayfs " "box disk: the box's /workspace is fuse-overlayfs"
 	unlike "$(U "$WARD" box exec "$B" -- 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline; echo; done' 2>&1)" "fuse" \
 		"box disk: no daemon of it is in the box's PID namespace"
@@ -327,11 +335,7 @@ if grep -q '^ok  *disk ceiling  *fuse2fs' <<<"$DOC"; then
 	is "$(for p in $FD; do gone "$p" || echo "$p"; done)$(fusers "$F")" "" "box disk: destroying the fork leaves none of its daemons"
 	# ward run --box over it: the session finds the box's changes (read
 	# through the keeper's namespace) for ward diff and ward apply.
-	serve tool
-	U env ANTHROPIC_API_KEY=sk-ant-fake "$WARD" run --provider anthropic --base-url "$URL" --model fake-model \
-		--workspace "$DW" --box "$B" --json "write a file" >"$T_TMP/fo" 2>"$T_TMP/fe" </dev/null
-	SID=$(tail -1 "$T_TMP/fo" | json session)
-	D=$(U "$WARD" diff "$SID" 2>&1)
+	run_diff U "$DW" "$B"
 	like "$D" "^\+new\$" "box disk: ward diff shows the changed file"
 	like "$D" "^\+fresh\$" "box disk: and the new one"
 	like "$D" "^-bee\$" "box disk: and the deleted one"
@@ -344,17 +348,113 @@ fresh
 stay.txt" "box disk: ward apply makes the tree the box's (a.txt changed, new.txt made, d/b.txt gone)"
 	is "$(find "$DW" -name '.wh.*' | wc -l)" 0 "box disk: no .wh. entry reaches the tree"
 	U "$WARD" box destroy "$B"
-	for p in $DAEMONS; do check "box disk: destroy leaves no fuse2fs or fuse-overlayfs ($p)" gone "$p"; done
+	is "$(for p in $DAEMONS; do gone "$p" || echo "$p"; done)" "" "box disk: destroy leaves no fuse2fs or fuse-overlayfs"
 	is "$(fusers "$B")" "" "box disk: none of the user's is left for the box"
 	is "$(grep -c "$B" /proc/mounts)" 0 "box disk: and no mount"
+	# A host-view box without a workspace: its root's changes are its
+	# only ones, on the image all the same, an overlay of the root (and
+	# one per host directory of it: /usr, /var/lib/dpkg, ...) each a
+	# fuse-overlayfs of the keeper's.
 	NB=$(U "$WARD" box create --persistent --disk 64M)
-	like "$(U "$WARD" box info "$NB")" '"disk_by":[[:space:]]*"not enforced' "twin: box disk: a box without a workspace layer says nothing enforces it"
+	like "$(U "$WARD" box info "$NB")" '"root_changes_by":[[:space:]]*"the layers image \(disk_bytes, with the workspace.s changes\): fuse-overlayfs over fuse2fs"' \
+		"host-view root: box info says the layers image caps the root's changes"
+	NDAEMONS=$(fusers "$NB")
+	lt 2 "$(wc -w <<<"$NDAEMONS")" "host-view root: fuse2fs and a fuse-overlayfs per overlay of the root serve it ($NDAEMONS)"
+	OUT=$(U "$WARD" box exec "$NB" -- 'df -P / /usr | awk "NR > 1 { print \"fs\", \$1 }"; dd if=/dev/zero of=/root/fill bs=1M count=100 2>&1; rm -f /root/fill
+		dd if=/dev/zero of=/usr/ten bs=1M count=10 conv=fsync status=none && stat -c "size %s" /usr/ten' 2>&1)
+	is "$(grep -c '^fs fuse-overlayfs$' <<<"$OUT")" 2 "host-view root: the box's / and /usr are fuse-overlayfs"
+	like "$OUT" "No space left on device" "host-view root: a fill of 100M into /root stops with ENOSPC in the box"
+	like "$OUT" "^size $((10 << 20))\$" "twin: host-view root: 10M into /usr after it is written whole"
+	U "$WARD" box destroy "$NB"
+	is "$(for p in $NDAEMONS; do gone "$p" || echo "$p"; done)" "" "host-view root: destroy leaves none of them"
+	is "$(grep -c "$NB" /proc/mounts)" 0 "host-view root: and no mount"
+	# Twin: without --disk (only the default ceiling), a box without a
+	# workspace has no image and no daemon; its root's changes are
+	# beside, as before, and info says they are not capped.
+	NB=$(U "$WARD" box create --persistent)
+	INFO=$(U "$WARD" box info "$NB")
+	is "$(json limits.disk_bytes <<<"$INFO")" 0 "twin: box disk: a box without --disk or a workspace has no layers image"
+	like "$INFO" '"root_changes_by":[[:space:]]*"not enforced: without root, the root.s changes are capped only where a ceiling is asked for \(--disk, or the config key disk\), not by the default one"' \
+		"twin: and says its root's changes are not capped, and why"
 	is "$(fusers "$NB")" "" "twin: and nothing serves one"
 	U "$WARD" box destroy "$NB"
 else
 	like "$DOC" "disk ceiling +not enforced" "box disk: doctor says not enforced here ($(grep 'disk ceiling' <<<"$DOC"))"
-	for i in $(seq 25); do skip "no fuse2fs and fuse-overlayfs here"; done
+	for i in $(seq 31); do skip "no fuse2fs and fuse-overlayfs here"; done
 fi
 rm -rf "$DW"
+
+# An image box's root under the same ceiling as wardtest: its writable
+# root is fuse-overlayfs (the keeper's child) over the image's tree, its
+# changes in root/ on the layers image fuse2fs serves, beside the
+# workspace's; nothing of them beside the image on the host's disk.
+FIXD=${WARD_IMAGE_FIXTURES:-}
+if grep -q '^ok  *disk ceiling  *fuse2fs' <<<"$DOC" && [ -n "$FIXD" ] &&
+	sh "$(dirname "$0")/../images/make-fixtures.sh" "$FIXD" >/dev/null 2>&1 &&
+	[ -f "$FIXD/debian.oci.tar" ] && runuser -u wardtest -- test -r "$FIXD/debian.oci.tar"; then
+	UD=$(runuser -u wardtest -- mktemp -d /tmp/ward-rootless-img.XXXXXX)
+	I() { U env XDG_DATA_HOME="$UD" "$@"; }
+	DG=$(I "$WARD" image import "$FIXD/debian.oci.tar" 2>/dev/null)
+	RW=$(runuser -u wardtest -- mktemp -d /tmp/ward-rootless-rw.XXXXXX)
+	runuser -u wardtest -- sh -c 'echo old >"$1/a.txt"' sh "$RW"
+	B=$(I "$WARD" box create --persistent --disk 64M --image "$DG" --workspace "$RW")
+	INFO=$(I "$WARD" box info "$B")
+	like "$INFO" '"root_changes_by":[[:space:]]*"the layers image \(disk_bytes, with the workspace.s changes\): fuse-overlayfs over fuse2fs"' \
+		"image root: box info says the layers image caps the root's changes, through fuse-overlayfs over fuse2fs"
+	DAEMONS=$(fusers "$B")
+	is "$(pgrep -u wardtest -f "^/usr/bin/fuse-overlayfs .*lowerdir=$UD/ward/images/trees/.*$B" | wc -l) $(wc -w <<<"$DAEMONS")" "1 3" \
+		"image root: fuse-overlayfs over the image's tree serves the root, beside fuse2fs and the workspace's ($DAEMONS)"
+	like "$(I "$WARD" box exec "$B" -- 'df -P / | tail -1' 2>&1)" "^fuse-overlayfs " "image root: the box's / is fuse-overlayfs"
+	unlike "$(I "$WARD" box exec "$B" -- 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline; echo; done' 2>&1)" "fuse" \
+		"image root: no daemon of it is in the box's PID namespace"
+	T0=$(now_ms)
+	OUT=$(I "$WARD" box exec "$B" --timeout 60s -- 'dd if=/dev/zero of=/root/fill bs=1M count=100 2>&1; stat -c "stopped %s" /root/fill
+		df -Pk / | awk "NR == 2 { print \"used\", \$3 }"; rm -f /root/fill' 2>&1)
+	MS=$(($(now_ms) - T0))
+	like "$OUT" "No space left on device" "image root: a fill of 100M into /root stops with ENOSPC in the box"
+	lt "$MS" 30000 "image root: and comes back well within its 60 s limit (ms)"
+	N=$(sed -n 's/^stopped \([0-9]*\)$/\1/p' <<<"$OUT")
+	lt "${N:-999999999}" $((64 << 20)) "image root: what the fill wrote is under 64M (${N:-?} bytes)"
+	lt $((32 << 20)) "${N:-0}" "image root: and near it"
+	KB=$(sed -n 's/^used \([0-9]*\)$/\1/p' <<<"$OUT")
+	lt "${KB:-999999}" $((64 << 10)) "image root: the box's / holds under 64M when it is full (${KB:-?} KiB)"
+	IMG=/home/wardtest/.local/state/ward/workspaces/$B.img
+	lt "$(du -k "$IMG" | cut -f1)" $(((64 << 10) + 1)) "image root: the host's disk holds no more than the image ($(du -k "$IMG" | cut -f1) KiB)"
+	is "$(ls -A /home/wardtest/.local/state/ward/workspaces | grep -c "^$B\.root")" 0 "image root: nothing of the root's changes is beside the image"
+	OUT=$(I "$WARD" box exec "$B" -- 'dd if=/dev/zero of=/var/tmp/ten bs=1M count=10 conv=fsync status=none && stat -c "size %s" /var/tmp/ten &&
+		head -c 10485760 /dev/zero | cmp - /var/tmp/ten && echo same; echo kept >/root/kept; rm /etc/issue' 2>&1)
+	like "$OUT" "^size $((10 << 20))\$" "twin: image root: 10M within --disk 64M is written whole"
+	like "$OUT" "^same\$" "twin: image root: and reads back"
+	# The readers of a box's changes: the root's are never diffed; a
+	# hibernate keeps them (on the image); a fork copies them.
+	I "$WARD" box exec "$B" -- 'echo new >/workspace/a.txt' >/dev/null 2>&1
+	run_diff I "$RW" "$B"
+	like "$D" "^\+new\$" "image root: ward diff shows the workspace's change"
+	unlike "$D" "kept|issue|ten" "image root: and none of the root's"
+	I "$WARD" box hibernate "$B" >/dev/null 2>&1
+	is "$(fusers "$B")" "" "image root: a hibernated box has no daemon"
+	I "$WARD" box wake "$B" >/dev/null 2>&1
+	is "$(I "$WARD" box exec "$B" -- 'cat /root/kept; test -e /etc/issue || echo gone' 2>&1 | tr '\n' ' ')" "kept gone " \
+		"image root: a wake finds the root's changes (a file, a deletion) on the image"
+	F=$(I "$WARD" box fork "$B" 2>/dev/null)
+	is "$(I "$WARD" box exec "$F" -- 'cat /root/kept; stat -c %s /var/tmp/ten; test -e /etc/issue || echo gone' 2>&1 | tr '\n' ' ')" \
+		"kept $((10 << 20)) gone " "image root: its fork has the root's changes"
+	like "$(I "$WARD" box info "$F")" '"root_changes_by":[[:space:]]*"the layers image' "image root: and its own are capped too"
+	DAEMONS="$DAEMONS $(fusers "$B") $(fusers "$F")"
+	T0=$(now_ms)
+	I "$WARD" box destroy "$F"
+	I "$WARD" box destroy "$B"
+	MS=$(($(now_ms) - T0))
+	lt "$MS" 10000 "image root: destroying both comes back within 10 s"
+	is "$(for p in $DAEMONS; do gone "$p" || echo "$p"; done)" "" "image root: destroy leaves no fuse2fs or fuse-overlayfs"
+	is "$(fusers "$B")$(fusers "$F")" "" "image root: none of the user's is left for either box"
+	is "$(grep -cE "$B|$F" /proc/mounts)" 0 "image root: and no mount"
+	check "image root: and no image" test ! -e "$IMG"
+	rm -rf "$RW"
+	I "$WARD" image rm "$DG" >/dev/null 2>&1
+	rm -rf "$UD"
+else
+	for i in $(seq 24); do skip "no fuse2fs and fuse-overlayfs, or no Debian image fixture wardtest can read"; done
+fi
 rm -rf "$WS"
 done_testing
