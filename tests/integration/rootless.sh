@@ -119,8 +119,8 @@ U "$WARD" box destroy "$B"
 # (its mode and log beside it) and the user manager's socket as a file in
 # the runtime directory stand in. What only a systemd machine shows (the
 # scope's own group and controllers) is not tested here.
-FAKE=$T_TMP/fake-sd
-mkdir -p "$FAKE" && cat >"$FAKE/systemd-run" <<'EOS'
+SDRUN=$T_TMP/fake-sd
+mkdir -p "$SDRUN" && cat >"$SDRUN/systemd-run" <<'EOS'
 #!/bin/sh
 d=$(dirname "$0")
 echo "$*" >>"$d/log"
@@ -129,11 +129,11 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
 shift
 exec "$@"
 EOS
-chmod 755 "$FAKE/systemd-run"; echo ok >"$FAKE/mode"; : >"$FAKE/log"; chown -R wardtest: "$FAKE"
+chmod 755 "$SDRUN/systemd-run"; echo ok >"$SDRUN/mode"; : >"$SDRUN/log"; chown -R wardtest: "$SDRUN"
 runuser -u wardtest -- mkdir -p "$T_TMP/urun/systemd"; runuser -u wardtest -- touch "$T_TMP/urun/systemd/private"
-SD() { U env PATH="$FAKE:$PATH" "$@"; }
+SD() { U env PATH="$SDRUN:$PATH" "$@"; }
 B=$(SD "$WARD" box create --persistent)
-like "$(cat "$FAKE/log")" "^--user --scope -p Delegate=yes --quiet --collect -- /.*/ward-keeper $B\$" \
+like "$(cat "$SDRUN/log")" "^--user --scope -p Delegate=yes --quiet --collect -- /.*/ward-keeper $B\$" \
 	"systemd there, nothing delegated: the keeper is started through systemd-run --user --scope -p Delegate=yes"
 like "$(SD "$WARD" box exec "$B" -- echo scope-ok 2>&1)" "scope-ok" "and its box runs commands"
 SD "$WARD" box destroy "$B"
@@ -141,19 +141,19 @@ DOC=$(SD "$WARD" doctor 2>&1)
 like "$DOC" "systemd scope +systemd-run --user --scope -p Delegate=yes gives each box's keeper a delegated scope" \
 	"doctor says each box's keeper gets a systemd scope"
 unlike "$DOC" "cgroup delegation +none" "and does not say nothing is delegated"
-echo fail >"$FAKE/mode"; : >"$FAKE/log"
+echo fail >"$SDRUN/mode"; : >"$SDRUN/log"
 B=$(SD "$WARD" box create --persistent)
 is $? 0 "systemd-run refused: the box is made all the same (the keeper starts where ward is)"
-like "$(cat "$FAKE/log")" "Delegate=yes" "after asking for the scope"
+like "$(cat "$SDRUN/log")" "Delegate=yes" "after asking for the scope"
 like "$(SD "$WARD" box exec "$B" -- echo fallback-ok 2>&1)" "fallback-ok" "and its box runs commands"
 like "$(SD "$WARD" box info "$B")" '"memory_by":.*"rlimit \(per process\)"' "and box info says the weaker memory ceiling"
 SD "$WARD" box destroy "$B"
 DOC=$(SD "$WARD" doctor 2>&1)
 like "$DOC" "systemd scope +refused \(systemd-run --user --scope -p Delegate=yes exited 1\)" "doctor says systemd refused the scope, and how"
 like "$DOC" "cgroup delegation +none for this user" "and that nothing is delegated"
-runuser -u wardtest -- rm -r "$T_TMP/urun/systemd"; : >"$FAKE/log"
+runuser -u wardtest -- rm -r "$T_TMP/urun/systemd"; : >"$SDRUN/log"
 B=$(SD "$WARD" box create --persistent)
-is "$(cat "$FAKE/log")" "" "twin: where systemd does not manage the session, systemd-run is not asked"
+is "$(cat "$SDRUN/log")" "" "twin: where systemd does not manage the session, systemd-run is not asked"
 SD "$WARD" box destroy "$B"
 
 # A group made but refused: a v2 directory the user may write in, under a
@@ -298,6 +298,7 @@ run_diff() { # run_diff AS WS BOX: ward run --box BOX over WS, as AS (U or I); i
 	serve tool
 	"$1" env ANTHROPIC_API_KEY=sk-ant-fake "$WARD" run --provider anthropic --base-url "$URL" --model fake-model \
 		--workspace "$2" --box "$3" --json "write a file" >"$T_TMP/fo" 2>"$T_TMP/fe" </dev/null
+	is "$?" 0 "$3: the run over it succeeded ($(tail -1 "$T_TMP/fe"))"
 	SID=$(tail -1 "$T_TMP/fo" | json session)
 	D=$("$1" "$WARD" diff "$SID" 2>&1)
 }
