@@ -1,14 +1,14 @@
 /* The hashes are libmd's, streamed; a whole buffer's or file's SHA-256
  * is libcrypto's (EVP), which uses the CPU's SHA extensions where it has
  * them (about six times libmd's speed on 4 KiB files here), and libmd's
- * where libcrypto fails. This is the one place ward names them. */
+ * where libcrypto fails or cannot be loaded (a process whose root is a
+ * box's, which need not have it). This is the one place ward names them. */
 #include "base/hash.h"
 #include "base/fdio.h"
+#include "base/osslso.h"
 
 #include <errno.h>
 #include <string.h>
-
-#include <openssl/evp.h>
 
 void hash_sha1_init(struct hash_sha1 *c)
 {
@@ -54,7 +54,7 @@ void hash_sha256_hex(const void *p, size_t n, char out[HASH_SHA256_HEX])
 {
 	uint8_t d[HASH_SHA256_LEN];
 	unsigned dn = 0;
-	if (EVP_Digest(p, n, d, &dn, EVP_sha256(), NULL) != 1 || dn != sizeof(d)) {
+	if (osslso_load(NULL) < 0 || EVP_Digest(p, n, d, &dn, EVP_sha256(), NULL) != 1 || dn != sizeof(d)) {
 		struct hash_sha256 h;
 		hash_sha256_init(&h);
 		hash_sha256_update(&h, p, n);
@@ -68,7 +68,7 @@ int hash_sha256_fd_hex(int fd, char out[HASH_SHA256_HEX])
 	uint8_t d[HASH_SHA256_LEN];
 	char b[65536];
 	ssize_t n;
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	EVP_MD_CTX *c = osslso_load(NULL) == 0 ? EVP_MD_CTX_new() : NULL;
 	if (c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1) {
 		bool ok = true;
 		while ((n = fdio_read_some(fd, b, sizeof(b))) > 0 && ok)
@@ -80,7 +80,8 @@ int hash_sha256_fd_hex(int fd, char out[HASH_SHA256_HEX])
 		}
 		EVP_MD_CTX_free(c);
 	} else {
-		EVP_MD_CTX_free(c);
+		if (c)
+			EVP_MD_CTX_free(c);
 		struct hash_sha256 h;
 		hash_sha256_init(&h);
 		while ((n = fdio_read_some(fd, b, sizeof(b))) > 0)

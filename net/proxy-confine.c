@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/osslso.h"
 #include "net/proxy.h"
 
 #define CONFINE_UID 65534	/* nobody */
@@ -285,6 +286,11 @@ int net_proxy_confine(struct err *e)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	if (getaddrinfo("localhost", "80", &hints, &ai) == 0)
 		freeaddrinfo(ai);
+	/* And OpenSSL, loaded on first use (base/osslso.h): landlock leaves
+	 * no library to open after. */
+	int r = osslso_load(e);
+	if (r < 0)
+		return r;
 
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -295,7 +301,7 @@ int net_proxy_confine(struct err *e)
 	rl = (struct rlimit){ 0, 0 };
 	setrlimit(RLIMIT_CORE, &rl);	/* no core of a process holding a box's traffic */
 
-	int r = confine_identity(e);
+	r = confine_identity(e);
 	if (r < 0)
 		return r;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)

@@ -1,11 +1,11 @@
 #include "net/sigv4-query.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "base/osslso.h"
 #include "net/sigv4-int.h"
 
 /* The query parameters a presigned URL is made of, each once. */

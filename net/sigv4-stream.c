@@ -1,12 +1,11 @@
 #include "net/sigv4-stream.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "base/osslso.h"
 #include "base/cleanup.h"
 #include "net/sigv4-int.h"
 

@@ -1,14 +1,12 @@
 #include "net/sigv4.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "base/osslso.h"
 #include "base/cleanup.h"
 #include "net/sigv4-int.h"
 #include "net/sigv4-query.h"

@@ -3,14 +3,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/osslso.h"
 #include "base/fdio.h"
 #include "base/timeutil.h"
 #include "net/allow.h"
