@@ -8,7 +8,6 @@
 #include "base/err.h"
 
 #include <errno.h>
-
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>

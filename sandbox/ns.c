@@ -423,6 +423,7 @@ int ns_start(const struct ns_spec *s, struct ns_box *ret, struct err *e)
 	 * binds: overlayfs takes no FUSE upper. The keeper ends them with
 	 * the box (layers_view_end). */
 	char views[PATH_MAX];
+	_Static_assert(NS_LOWERS_MAX <= LAYERS_ROOT_VIEWS_MAX, "a root view for each of the root's lowers");
 	if (s->root_fuse) {
 		if ((size_t)snprintf(views, sizeof(views), "%s.rv", s->root_dir) >= sizeof(views))
 			r = err_set(e, -ENAMETOOLONG, "the box's directory %s is too long", s->root_dir);

@@ -75,7 +75,7 @@ start)
 		mkdir -m 700 "$D/$w/run"
 		: >"$D/$w/rounds"
 	done
-	setsid bash -c "$(declare -f now_ms env_of tasks); D='$D' WARD='$WARD' tasks" </dev/null >"$D/tasks.log" 2>&1 &
+	setsid bash -c "$(declare -f env_of tasks); D='$D' WARD='$WARD' tasks" </dev/null >"$D/tasks.log" 2>&1 &
 	echo $! >"$D/tasks.pid"
 	setsid bash -c "$(declare -f env_of keeper); D='$D' WARD='$WARD' keeper" </dev/null >"$D/box.log" 2>&1 &
 	echo $! >"$D/box.pid"
