@@ -290,12 +290,8 @@ static int sub_pool(int argc, char **argv)
 		cmd_error("box pool: --size N is needed (how many boxes to keep ready)");
 		return EXIT_USAGE;
 	}
-	if (strcmp(o.backend, "vm") && strcmp(o.backend, "auto")) {
-		cmd_error("box pool: a pool keeps restored VMs waiting; it takes --backend vm");
-		return EXIT_USAGE;
-	}
 	if (o.no_snapshot || o.name) {
-		cmd_error("box pool: --no-snapshot and --name do not go with a pool (its boxes are restored and named by it)");
+		cmd_error("box pool: --no-snapshot and --name do not go with a pool (its boxes are made ahead and named by it)");
 		return EXIT_USAGE;
 	}
 	char ws[PATH_MAX];
@@ -571,7 +567,7 @@ static const struct box_sub subs[] = {
 	{ "exec", "BOX [--timeout D] -- CMD", "run a command in a box, streaming its output", sub_exec, true },
 	{ "tool", "BOX NAME JSON", "call any tool; the result as JSON", sub_tool, false },
 	{ "run", "[FLAGS] -- CMD", "create a box, run a command, destroy the box", sub_run, true },
-	{ "pool", "--size N [FLAGS]", "keep N vm boxes restored and ready for create", sub_pool, true },
+	{ "pool", "--size N [FLAGS]", "keep N boxes made ahead and ready for create", sub_pool, true },
 	{ "hibernate", "BOX...", "save a box's files to disk and end its processes", sub_hibernate, false },
 	{ "wake", "BOX...", "start a hibernated box again (a call does it too)", sub_hibernate, false },
 	{ "port", "BOX [[[ADDR:]HOSTPORT:]PORT]", "open a box's port to the host and print where; list them",

@@ -367,9 +367,9 @@ const struct flag_cmd flagtab_box_pool = {
 	.name = "box pool",
 	.page = "ward-box",
 	.synopsis = "ward box pool --size N [FLAGS]",
-	.summary = "keep N vm boxes restored and ready for create",
-	.about = "Until SIGINT or SIGTERM. It takes --backend vm (or auto); --publish, --name and --no-snapshot "
-		 "are for one box.\n",
+	.summary = "keep N boxes made ahead and ready for create",
+	.about = "Until SIGINT or SIGTERM. A vm pool box is restored and waits for its guest's start; an ns pool box "
+		 "is made whole. --publish, --name and --no-snapshot are for one box.\n",
 	.groups = { { pool_own }, { box_flags }, { net_flags }, { help_only } },
 	.optprefix = "+:",
 };

@@ -206,7 +206,8 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	ko.guest_path = guest;
 	ko.keeper_path = keeper;
 	/* A warm pool's box of this kind, if one waits: a hand-over. */
-	if (!o->name && !o->pool && !o->no_snapshot && !o->npublish && !o->fork_of && !o->nsecrets && backend_find(o->backend) == &vm_backend &&
+	if (!o->name && !o->pool && !o->no_snapshot && !o->npublish && !o->fork_of && !o->nsecrets &&
+	    !(o->store && !strncmp(o->store, "s3://", 5)) &&	/* its keeper's environment is the pool's */
 	    box_pool_take(o, ret_name, n, NULL) == 0)
 		return 0;
 	r = state_box_dir(name, boxdir, sizeof(boxdir), e);

@@ -267,8 +267,9 @@ int keeper_guest_attach(struct err *e)
 	if (K.inst.log_fd >= 0)
 		loop_add(K.loop, K.inst.log_fd, EPOLLIN, on_guest_log, NULL);
 	K.up = true;
-	/* A step that brings the guest up (a wake) says when it is done. */
-	if (!box_state_busy(K.state))
+	/* A step that brings the guest up (a wake) says when it is done; an
+	 * ns pool box is POOLED until its claim. */
+	if (!box_state_busy(K.state) && !K.inst.pooled)
 		keeper_state_set(BOX_ST_RUNNING);
 	return 0;
 }
@@ -300,8 +301,9 @@ int keeper_guest_up(struct err *e)
 		layers_view_end(&K.layers);
 		return r;
 	}
-	/* A pool box's guest waits for START: a claim attaches it. */
-	if (K.inst.pooled)
+	/* A pool VM's guest waits for START: a claim attaches it (the backend's
+	 * go). A backend with no go (ns) makes its pool box whole now. */
+	if (K.inst.pooled && K.be->go)
 		return 0;
 	return keeper_guest_attach(e);
 }

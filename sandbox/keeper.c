@@ -415,6 +415,16 @@ static void kclient_frame(struct kclient *c, const struct frame *f)
 	if (f->type != PROTO_HELLO && f->type != PROTO_INFO && f->type != PROTO_PING)
 		K.last_activity = now_ms();
 	struct kcall *k;
+	/* A pool box is no one's until a create takes it: what would change
+	 * it for its taker (a port published, an owner) is refused. */
+	if (K.inst.pooled && (f->type == PROTO_PORT || f->type == PROTO_OWN)) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "error", "the box waits in a pool: a create takes it");
+		cJSON_AddNumberToObject(j, "code", -EBUSY);
+		kclient_send_json(c, PROTO_INFO, f->id, j);
+		cJSON_Delete(j);
+		return;
+	}
 	switch (f->type) {
 	case PROTO_HELLO:
 		if (proto_hello_check(f) < 0) {
@@ -761,10 +771,13 @@ void keeper_layers_end(void)
 {
 	if (!K.layered)
 		return;
-	if (K.root_layer && K.layers.lock_fd >= 0)
+	bool keep = K.o->keep_layers && K.upper[0];
+	/* The root's changes are cleared file by file only where the layers
+	 * outlive the box; else they go with the image (or directory) whole. */
+	if (keep && K.root_layer && K.layers.lock_fd >= 0)
 		layers_root_clear(&K.layers);
 	layers_release(&K.layers);
-	if (K.o->keep_layers && K.upper[0])
+	if (keep)
 		layers_root_drop(K.name);	/* held no more (a wake that failed) */
 	else
 		layers_drop(K.name);

@@ -604,6 +604,8 @@ static int ns_backend_start(const struct box_spec *s, struct box_inst *ret, stru
 	*ret = (struct box_inst){ .pid = b.pid, .pidfd = b.pidfd, .chan_fd = b.chan_fd, .log_fd = b.log_fd,
 				  .net_fd = b.net_fd, .rlimit_pids = b.rlimit_pids, .rlimit_memory = b.rlimit_memory,
 				  .held = b.held };
+	/* A pool box is made whole, its guest attached: a claim hands it over. */
+	ret->pooled = o->pool;
 	snprintf(ret->uid_why, sizeof(ret->uid_why), "%s", b.uid_why);
 	return 0;
 }

@@ -1,6 +1,7 @@
-/* A warm pool: boxes made ahead, each a keeper whose VM is restored and
- * waits for START, so that a create is a hand-over (CLAIM) instead of a
- * restore. A pool box carries a "pool" file in its runtime dir: the kind
+/* A warm pool: boxes made ahead, so that a create is a hand-over (CLAIM)
+ * instead of a making. A vm pool box is a keeper whose VM is restored and
+ * waits for START (the backend's go, at the claim); an ns pool box is made
+ * whole, its guest attached, and serves no call until it is claimed. A pool box carries a "pool" file in its runtime dir: the kind
  * it is (box_pool_key) and the pool's pid; a claim removes it. */
 #include "sandbox/backend.h"
 #include "sandbox/box-int.h"
@@ -39,9 +40,11 @@ void box_pool_key(const struct box_opts *o, char *out, size_t n)
 			   (unsigned long long)o->net_max_bytes, o->guest_path ? o->guest_path : "", o->no_snapshot);
 	for (size_t i = 0; i < o->nallow && len > 0 && (size_t)len < sizeof(k); i++)
 		len += snprintf(k + len, sizeof(k) - (size_t)len, "|%s", o->allow[i]);
-	/* The root: a box of another image (or of none) is another kind. */
+	/* The root: a box of another image (or of none) is another kind; and a
+	 * box whose workspace changes outlive it (ward run's) is another. */
 	if (len > 0 && (size_t)len < sizeof(k))
-		len += snprintf(k + len, sizeof(k) - (size_t)len, "|image=%s", o->image ? o->image : "");
+		len += snprintf(k + len, sizeof(k) - (size_t)len, "|image=%s|keep=%d", o->image ? o->image : "",
+				o->keep_layers);
 	uint64_t h = 1469598103934665603ULL;
 	for (const char *p = k; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
@@ -200,7 +203,7 @@ int box_pool(const struct box_opts *o, unsigned size, int stop_fd, void (*say)(c
  * create's; its guest gets START now (fresh entropy and clock). */
 int keeper_claim(const struct frame *f, struct err *e)
 {
-	if (!K.inst.pooled || K.up || K.quit)
+	if (!K.inst.pooled || K.quit)
 		return err_set(e, -EBUSY, "box %s is not waiting in a pool (another create took it, or it is ending)", K.name);
 	cJSON *j = cJSON_ParseWithLength((const char *)f->payload, f->len);
 	if (!cJSON_IsObject(j)) {
@@ -245,13 +248,19 @@ int keeper_claim(const struct frame *f, struct err *e)
 		loop_add(K.loop, K.ownerfd, EPOLLIN, keeper_owner_exit, NULL);
 	}
 	o->pool = false;	/* a box made again later (lost, woken) starts at once */
-	int r = K.be->go(&K.inst, K.o, e);
-	K.inst.hello_done = r >= 0;
+	int r = 0;
+	if (K.be->go) {	/* a VM: its guest's START now, then attached */
+		r = K.be->go(&K.inst, K.o, e);
+		K.inst.hello_done = r >= 0;
+	}
+	bool attach = K.inst.pooled && K.be->go;
 	K.inst.pooled = false;
-	if (r >= 0)
-		r = keeper_guest_attach(e);
+	if (r >= 0 && attach)
+		r = keeper_guest_attach(e);	/* its state RUNNING with it */
 	if (r < 0)
 		return r;
+	if (!attach)
+		keeper_state_set(BOX_ST_RUNNING);
 	K.created_ms = K.last_activity = now_ms();
 	K.created_wall = time(NULL);
 	K.ttl_at = o->ttl_ms ? K.created_ms + o->ttl_ms : 0;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Escapes refused, each with a positive twin that shows the test can see
-# success.
+# success. With --pool, the box under test is taken from a warm pool (an
+# ns pool box, made ahead whole): the fast path is held to the same.
 . "$(dirname "$0")/lib.sh"
 WS=$T_TMP/ws
 mkdir -p "$WS"
@@ -9,7 +10,19 @@ echo "host-secret-$$" >"$SECRET"
 echo "inside" >"$WS/inside.txt"
 ln -s "$SECRET" "$WS/link-out"
 ln -s inside.txt "$WS/link-in"
-B=$(box_new --workspace "$WS" --rw)
+if [ "${1:-}" = --pool ]; then
+	"$WARD" box pool --size 1 --workspace "$WS" --rw 2>"$T_TMP/pool.err" &
+	POOL=$!
+	inpool() { "$WARD" box ls --json | python3 -c 'import json,sys
+print(" ".join(b["name"] for b in json.load(sys.stdin) if b.get("state") == "pooled"))'; }
+	wait_until 30 test -n "$(inpool)"	# the pool's box is made
+	P=$(inpool)
+	B=$(box_new --workspace "$WS" --rw)
+	kill -TERM $POOL; wait $POOL
+	ok "$([ -n "$P" ] && [ "$B" = "$P" ]; echo $?)" "the box under test is the pool's ($B; pool: $P)"
+else
+	B=$(box_new --workspace "$WS" --rw)
+fi
 X() { "$WARD" box exec "$B" -- "$1" 2>&1; }
 
 unlike "$(X "cat $SECRET")" "host-secret" "reading a host file outside /workspace fails"

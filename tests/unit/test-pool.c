@@ -60,6 +60,8 @@ int main(void)
 	DIFFERS(workspace, "/usr", "another workspace");
 	DIFFERS(workspace, NULL, "no workspace");
 	DIFFERS(rw, true, "--rw");
+	DIFFERS(keep_layers, true, "keeping the workspace's changes (ward run's)");
+	DIFFERS(backend, "ns", "another backend");
 	DIFFERS(net, BOX_NET_ALLOW, "the network");
 	DIFFERS(guest_path, "/other", "another guest");
 	DIFFERS(image, "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "an image");
