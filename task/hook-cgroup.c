@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -70,6 +71,60 @@ int hook_cgroup_new(struct hook_cgroup *cg)
 	return 0;
 }
 
+struct spawn_child {
+	const int *moved;
+	char *const *argv;
+};
+
+/* The child, on its own stack: system calls only. It shares ward's memory
+ * until its exec (CLONE_VM | CLONE_VFORK: ward waits), so it writes no
+ * memory of ward's but errno, which ward does not read here. */
+static __attribute__((noreturn, used, no_sanitize_address)) void spawn_child_run(struct spawn_child *c)
+{
+	setpgid(0, 0);
+	for (int s = 1; s < 65; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	for (int i = 0; i < 3; i++)
+		dup2(c->moved[i], i);
+	syscall(SYS_close_range, 3, ~0U, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve("/bin/sh", c->argv, environ);
+	_exit(127);
+}
+
+#if defined(__x86_64__)
+/* clone3 with the child on a stack of its own, running spawn_child_run:
+ * a fork that copies none of ward's page tables (what posix_spawn does,
+ * which cannot start a child in a cgroup in this glibc). The child starts
+ * at the instruction after the syscall with its stack pointer at the new
+ * stack's top; it calls the function there and never returns. */
+static pid_t clone3_vm(struct clone_args *a, struct spawn_child *c)
+{
+	long ret;
+	register struct spawn_child *arg __asm__("r12") = c;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "mov %%r12, %%rdi\n\t"
+			 "call spawn_child_run\n\t"
+			 "hlt\n"
+			 "1:"
+			 : "=a"(ret)
+			 : "0"((long)SYS_clone3), "D"(a), "S"(sizeof(*a)), "r"(arg)
+			 : "rcx", "r11", "memory");
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return (pid_t)ret;
+}
+#define SPAWN_STACK (64 * 1024)
+#endif
+
 int hook_cgroup_spawn(const struct hook_cgroup *cg, char *const argv[], const int fds[3], pid_t *ret_pid)
 {
 	/* Everything the child needs is ready before the clone: it makes
@@ -87,21 +142,25 @@ int hook_cgroup_spawn(const struct hook_cgroup *cg, char *const argv[], const in
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
+	struct spawn_child c = { .moved = moved, .argv = argv };
 	struct clone_args a = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)cg->fd };
-	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	if (pid == 0) {
-		setpgid(0, 0);
-		for (int s = 1; s < 65; s++)
-			if (s != SIGKILL && s != SIGSTOP)
-				signal(s, SIG_DFL);
-		for (int i = 0; i < 3; i++)
-			dup2(moved[i], i);
-		syscall(SYS_close_range, 3, ~0U, 0);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execve("/bin/sh", argv, environ);
-		_exit(127);
+	pid_t pid = -1;
+#if defined(__x86_64__)
+	void *stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack != MAP_FAILED) {
+		a.flags |= CLONE_VM | CLONE_VFORK;
+		a.stack = (uint64_t)(uintptr_t)stack;
+		a.stack_size = SPAWN_STACK;
+		pid = clone3_vm(&a, &c);
+		int saved = errno;
+		munmap(stack, SPAWN_STACK);	/* the child has exec'd or exited */
+		errno = saved;
+	} else
+#endif
+	{
+		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+		if (pid == 0)
+			spawn_child_run(&c);
 	}
 	int r = pid < 0 ? -errno : 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
