@@ -369,21 +369,19 @@ static int sub_tool(int argc, char **argv)
 	return code;
 }
 
+static void destroy_said(void *ud, const struct err *e)
+{
+	(void)ud;
+	cmd_error("%s", e->msg);
+}
+
 static int sub_destroy(int argc, char **argv)
 {
 	if (argc < 2) {
 		cmd_error("usage: ward box destroy BOX...");
 		return EXIT_USAGE;
 	}
-	int rc = 0;
-	for (int i = 1; i < argc; i++) {
-		struct err e = { 0 };
-		if (box_destroy(argv[i], &e) < 0) {
-			cmd_error("%s", e.msg);
-			rc = EXIT_UNKNOWN_BOX;
-		}
-	}
-	return rc;
+	return box_destroy_each((const char *const *)argv + 1, (size_t)argc - 1, destroy_said, NULL) ? EXIT_UNKNOWN_BOX : 0;
 }
 
 /* The jobs a hibernate ended, one line each (the box's words, made safe

@@ -138,6 +138,23 @@ static void box_send_destroy(struct box_conn *c, const char *payload)
 	}
 }
 
+/* The request written whole (bounded), and not waited on: the keeper
+ * reads it before it sees the connection closed. */
+static void box_send_destroy_only(struct box_conn *c)
+{
+	box_conn_queue(c, PROTO_DESTROY, 0, NULL, 0);
+	int64_t until = now_ms() + BOX_DESTROY_CLOSE_MS;
+	while (proto_pending(&c->wr) && now_ms() < until) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
+		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
+			break;
+		if (pf.revents & (POLLERR | POLLHUP))
+			break;
+		if (pf.revents & POLLOUT)
+			box_conn_flush(c);
+	}
+}
+
 int box_destroy_if_pooled(const char *name)
 {
 	struct box_conn *c;
@@ -203,40 +220,99 @@ bool box_pidfd_end(int pidfd, int sig, int64_t ms)
 #define BOX_DESTROY_WAIT_MS 3000
 #define BOX_DESTROY_KILLED_MS 2000
 
-int box_destroy(const char *name, struct err *e)
+int box_destroy_each(const char *const *names, size_t n, void (*fail)(void *ud, const struct err *e), void *ud)
 {
-	struct box_conn *c;
-	char boxdir[PATH_MAX];
-	int r = state_box_dir(name, boxdir, sizeof(boxdir), e);
-	if (r < 0)
-		return r;
-	_cleanup_close_ int keeper = box_keeper_pidfd(boxdir);
-	bool killed = false;
-	/* A keeper busy hibernating is not waited for: killed, its torn state
-	 * removed below. */
-	r = box_connect_quick(name, &c, e);
-	if (r < 0) {
-		if (keeper < 0)
-			return r;
-		/* A keeper that does not answer is killed; the box dies with it. */
-		box_pidfd_end(keeper, SIGKILL, 0);
-		killed = true;
-	} else {
-		box_send_destroy(c, NULL);
-		box_disconnect(c);
+	/* Each keeper is told first and then all are waited for: their ends
+	 * (the box's processes killed, its mounts, cgroups and image gone)
+	 * run side by side, each in its own process. */
+	int *keeper = malloc((n ? n : 1) * sizeof(int));
+	bool *killed = calloc(n ? n : 1, sizeof(bool));
+	if (!keeper || !killed) {
+		free(keeper);
+		free(killed);
+		struct err e = { 0 };
+		err_set(&e, -ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			if (fail)
+				fail(ud, &e);
+		return (int)n;
 	}
-	if (keeper >= 0 && !killed && !box_pidfd_end(keeper, 0, BOX_DESTROY_WAIT_MS)) {
-		/* Stuck (stopped, or blocked in a long hibernate). */
-		box_pidfd_end(keeper, SIGKILL, 0);
-		killed = true;
+	int failed = 0;
+	bool any_killed = false;
+	for (size_t i = 0; i < n; i++) {
+		struct err e = { 0 };
+		struct box_conn *c;
+		char boxdir[PATH_MAX];
+		keeper[i] = -1;
+		if (state_box_dir(names[i], boxdir, sizeof(boxdir), &e) < 0) {
+			failed++;
+			if (fail)
+				fail(ud, &e);
+			continue;
+		}
+		keeper[i] = box_keeper_pidfd(boxdir);
+		/* A keeper busy hibernating is not waited for: killed, its torn
+		 * state removed below. */
+		if (box_connect_quick(names[i], &c, &e) < 0) {
+			if (keeper[i] < 0) {
+				failed++;
+				if (fail)
+					fail(ud, &e);
+				continue;
+			}
+			/* A keeper that does not answer is killed; the box dies with it. */
+			box_pidfd_end(keeper[i], SIGKILL, 0);
+			killed[i] = any_killed = true;
+		} else {
+			box_send_destroy_only(c);
+			box_disconnect(c);
+		}
 	}
-	if (killed) {
-		/* What the keeper would have removed is removed here, as reap
-		 * does, rather than at the next ward's start. */
-		box_pidfd_end(keeper, 0, BOX_DESTROY_KILLED_MS);
+	int64_t until = now_ms() + BOX_DESTROY_WAIT_MS;
+	for (size_t i = 0; i < n; i++) {
+		if (keeper[i] < 0 || killed[i])
+			continue;
+		int64_t left = until - now_ms();
+		if (!box_pidfd_end(keeper[i], 0, left > 0 ? left : 0)) {
+			/* Stuck (stopped, or blocked in a long hibernate). */
+			box_pidfd_end(keeper[i], SIGKILL, 0);
+			killed[i] = any_killed = true;
+		}
+	}
+	if (any_killed) {
+		/* What a killed keeper would have removed is removed here, as
+		 * reap does, rather than at the next ward's start. */
+		until = now_ms() + BOX_DESTROY_KILLED_MS;
+		for (size_t i = 0; i < n; i++)
+			if (killed[i]) {
+				int64_t left = until - now_ms();
+				box_pidfd_end(keeper[i], 0, left > 0 ? left : 0);
+			}
 		box_reap(NULL, NULL);
 	}
-	return 0;
+	for (size_t i = 0; i < n; i++)
+		if (keeper[i] >= 0)
+			close(keeper[i]);
+	free(keeper);
+	free(killed);
+	return failed;
+}
+
+static void destroy_fail(void *ud, const struct err *e)
+{
+	struct err *out = ud;
+	if (out)
+		*out = *e;
+}
+
+int box_destroy(const char *name, struct err *e)
+{
+	struct err one = { 0 };
+	if (box_destroy_each(&name, 1, destroy_fail, &one) == 0)
+		return 0;
+	if (e)
+		*e = one;
+	return one.code ? one.code : -ENOENT;
 }
 
 int box_port_open(struct box_conn *c, const struct box_port_spec *s, cJSON **ret, struct err *e)

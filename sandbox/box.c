@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,49 @@ int box_create(const struct box_opts *given, char *ret_name, size_t n, struct er
 	return 0;
 }
 
+/* A live box's info, asked of its keeper: a listing asks them all at
+ * once, a few threads each taking the next, so that one box's round trip
+ * does not wait on another's (each keeper answers in its own process). */
+struct info_ask {
+	char name[BOX_NAME_MAX + 1];
+	char boxdir[PATH_MAX + 64];
+	cJSON *entry;	/* its entry in the listing ({name, alive}) */
+	cJSON *info;	/* the keeper's answer, or NULL */
+};
+
+struct info_asks {
+	struct info_ask *a;
+	size_t n;
+	size_t next;	/* the next one a thread takes (atomically) */
+};
+
+#define BOX_LIST_THREADS 8
+
+static void *info_ask_run(void *ud)
+{
+	struct info_asks *q = ud;
+	for (size_t i; (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;) {
+		struct box_conn *c;
+		if (box_connect_quick(q->a[i].name, &c, NULL) == 0) {
+			box_info(c, &q->a[i].info, NULL);
+			box_disconnect(c);
+		}
+	}
+	return NULL;
+}
+
+static void info_ask_all(struct info_asks *q)
+{
+	pthread_t t[BOX_LIST_THREADS];
+	size_t nt = 0, want = q->n < BOX_LIST_THREADS ? q->n : BOX_LIST_THREADS;
+	for (; nt + 1 < want; nt++)
+		if (pthread_create(&t[nt], NULL, info_ask_run, q) != 0)
+			break;
+	info_ask_run(q);	/* this thread too (and alone, where none could start) */
+	for (size_t i = 0; i < nt; i++)
+		pthread_join(t[i], NULL);
+}
+
 static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 {
 	char rt[PATH_MAX - 32], dir[PATH_MAX];
@@ -300,6 +344,8 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 		return 0;
 	struct dirent *de;
 	unsigned n = 0;
+	struct info_asks q = { 0 };
+	size_t cap = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || !state_name_valid(de->d_name))
 			continue;
@@ -362,32 +408,44 @@ static int box_each(cJSON *arr, bool reap, unsigned *ret_n, struct err *e)
 		cJSON *b = cJSON_CreateObject();
 		cJSON_AddStringToObject(b, "name", de->d_name);
 		cJSON_AddBoolToObject(b, "alive", k != 0);
-		if (k) {
-			struct box_conn *c;
-			cJSON *info = NULL;
-			if (box_connect_quick(de->d_name, &c, NULL) == 0) {
-				box_info(c, &info, NULL);
-				box_disconnect(c);
-			}
-			if (info) {
-				cJSON_Delete(b);
-				b = info;
-				cJSON_AddBoolToObject(b, "alive", 1);
-			} else {
-				/* A keeper busy hibernating or waking the box does not
-				 * answer: the state it left says what it is doing. One
-				 * that is silent otherwise (stopped) leaves it unknown:
-				 * the file says where the box was, not where it is. */
-				char p[PATH_MAX + 80];
-				snprintf(p, sizeof(p), "%s/state", boxdir);
-				_cleanup_free_ char *st = NULL;
-				if (fdio_read_file(AT_FDCWD, p, 64, &st, NULL) == 0 && box_state_name_busy(st))
-					cJSON_AddStringToObject(b, "state", st);
-			}
-		}
 		cJSON_AddItemToArray(arr, b);
 		n++;
+		if (!k)
+			continue;
+		if (q.n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct info_ask *na = realloc(q.a, nc * sizeof(*na));
+			if (!na)
+				continue;	/* listed without its info */
+			q.a = na;
+			cap = nc;
+		}
+		struct info_ask *a = &q.a[q.n++];
+		snprintf(a->name, sizeof(a->name), "%s", de->d_name);
+		snprintf(a->boxdir, sizeof(a->boxdir), "%s", boxdir);
+		a->entry = b;
+		a->info = NULL;
 	}
+	info_ask_all(&q);
+	/* In the listing's order: each live box's answer over its entry. */
+	for (size_t i = 0; i < q.n; i++) {
+		cJSON *b = q.a[i].entry;
+		if (q.a[i].info) {
+			cJSON_AddBoolToObject(q.a[i].info, "alive", 1);
+			cJSON_ReplaceItemViaPointer(arr, b, q.a[i].info);
+			continue;
+		}
+		/* A keeper busy hibernating or waking the box does not answer:
+		 * the state it left says what it is doing. One that is silent
+		 * otherwise (stopped) leaves it unknown: the file says where the
+		 * box was, not where it is. */
+		char p[PATH_MAX + 80];
+		snprintf(p, sizeof(p), "%s/state", q.a[i].boxdir);
+		_cleanup_free_ char *st = NULL;
+		if (fdio_read_file(AT_FDCWD, p, 64, &st, NULL) == 0 && box_state_name_busy(st))
+			cJSON_AddStringToObject(b, "state", st);
+	}
+	free(q.a);
 	if (ret_n)
 		*ret_n = n;
 	return 0;

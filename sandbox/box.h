@@ -142,6 +142,9 @@ int box_create(const struct box_opts *o, char *ret_name, size_t n, struct err *e
  * of each box made or taken. 0, or <0 when no box could be made. */
 int box_pool(const struct box_opts *o, unsigned size, int stop_fd, void (*say)(const char *msg), struct err *e);
 int box_destroy(const char *name, struct err *e);
+/* The same for n boxes at once (their ends side by side): fail (if not
+ * NULL) gets each one that is not a box; the number of those. */
+int box_destroy_each(const char *const *names, size_t n, void (*fail)(void *ud, const struct err *e), void *ud);
 /* JSON array of {name, alive, keeper_pid, ...}. */
 int box_list(cJSON **ret, struct err *e);
 /* Remove the state of boxes whose keeper is gone. Returns how many. */

@@ -300,4 +300,26 @@ wait_until 10 gone "$RP"
 ok $? "twin: a reading client's call ends at the destroy"
 wait "$RP" 2>/dev/null
 like "$(cat "$T_TMP/reader.out")" "destroyed" "and it was told the box was destroyed"
+# Many boxes at once: `box ls` asks their keepers side by side and keeps
+# the listing whole; `box destroy A B C...` tells every keeper first and
+# then waits for all; a name that is no box gets its line and the rest go.
+MB=""
+for i in 1 2 3 4 5 6; do MB="$MB $("$WARD" box create --persistent --label many=$$)"; done
+LS=$("$WARD" box ls --json | python3 -c 'import json,sys; a=json.load(sys.stdin)
+print(" ".join(sorted(b["name"] for b in a if b.get("labels", {}).get("many") == sys.argv[1] and b.get("state") == "running")))' "$$")
+is "$LS" "$(echo $MB | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" "box ls: each of 6 boxes listed with its keeper's answer (running, its labels)"
+MK=""
+for b in $MB; do MK="$MK $("$WARD" box info "$b" | json keeper_pid)"; done
+set -- $MB
+ERR=$("$WARD" box destroy "$1" "$2" no-such-box-$$ "$3" "$4" "$5" "$6" 2>&1); RC=$?
+is "$RC" 69 "box destroy of six boxes and a name that is none: exit 69"
+like "$ERR" "no box named no-such-box-$$" "with the one line for the name that is none"
+is "$(echo "$ERR" | grep -c .)" 1 "and no other"
+left=0
+for k in $MK; do gone "$k" || left=$((left + 1)); done
+is "$left" 0 "when it returns, each of the six keepers is gone"
+left=0
+for b in $MB; do [ -e "${XDG_RUNTIME_DIR:-/run}/ward/boxes/$b" ] && left=$((left + 1)); done
+is "$left" 0 "and each box's runtime directory"
+is "$("$WARD" box ls --json | python3 -c 'import json,sys; print(sum(1 for b in json.load(sys.stdin) if b.get("labels", {}).get("many") == sys.argv[1]))' "$$")" 0 "twin: box ls lists none of them now"
 done_testing
