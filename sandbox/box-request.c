@@ -122,27 +122,11 @@ bool box_is_hibernated(const char *name)
 
 /* DESTROY (payload: its condition, or NULL), and wait for the keeper to
  * close the socket when the box is gone (bounded: BOX_DESTROY_CLOSE_MS). */
-static void box_send_destroy(struct box_conn *c, const char *payload)
-{
-	box_conn_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
-	char tmp[256];
-	int64_t until = now_ms() + BOX_DESTROY_CLOSE_MS;
-	while (now_ms() < until) {
-		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (proto_pending(&c->wr) ? POLLOUT : 0) };
-		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
-			break;
-		if (pf.revents & POLLOUT)
-			box_conn_flush(c);
-		if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
-			break;
-	}
-}
-
 /* The request written whole (bounded), and not waited on: the keeper
  * reads it before it sees the connection closed. */
-static void box_send_destroy_only(struct box_conn *c)
+static void box_send_destroy_only(struct box_conn *c, const char *payload)
 {
-	box_conn_queue(c, PROTO_DESTROY, 0, NULL, 0);
+	box_conn_queue(c, PROTO_DESTROY, 0, payload, payload ? strlen(payload) : 0);
 	int64_t until = now_ms() + BOX_DESTROY_CLOSE_MS;
 	while (proto_pending(&c->wr) && now_ms() < until) {
 		struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
@@ -152,6 +136,22 @@ static void box_send_destroy_only(struct box_conn *c)
 			break;
 		if (pf.revents & POLLOUT)
 			box_conn_flush(c);
+	}
+}
+
+/* The same, then until the keeper closes the connection (it is ending),
+ * within the same bound. */
+static void box_send_destroy(struct box_conn *c, const char *payload)
+{
+	int64_t until = now_ms() + BOX_DESTROY_CLOSE_MS;
+	box_send_destroy_only(c, payload);
+	char tmp[256];
+	while (now_ms() < until) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		if (poll(&pf, 1, 100) < 0 && errno != EINTR)
+			break;
+		if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(c->fd, tmp, sizeof(tmp)) == 0)
+			break;
 	}
 }
 
@@ -264,7 +264,7 @@ int box_destroy_each(const char *const *names, size_t n, void (*fail)(void *ud, 
 			box_pidfd_end(keeper[i], SIGKILL, 0);
 			killed[i] = any_killed = true;
 		} else {
-			box_send_destroy_only(c);
+			box_send_destroy_only(c, NULL);
 			box_disconnect(c);
 		}
 	}

@@ -1,8 +1,9 @@
 /* A warm pool: boxes made ahead, so that a create is a hand-over (CLAIM)
  * instead of a making. A vm pool box is a keeper whose VM is restored and
  * waits for START (the backend's go, at the claim); an ns pool box is made
- * whole, its guest attached, and serves no call until it is claimed. A pool box carries a "pool" file in its runtime dir: the kind
- * it is (box_pool_key) and the pool's pid; a claim removes it. */
+ * whole, its guest attached, and serves no call until it is claimed. A
+ * pool box carries a "pool" file in its runtime dir: the kind it is
+ * (box_pool_key) and the pool's pid; a claim removes it. */
 #include "sandbox/backend.h"
 #include "sandbox/box-int.h"
 #include "sandbox/box.h"
@@ -200,7 +201,8 @@ int box_pool(const struct box_opts *o, unsigned size, int stop_fd, void (*say)(c
 /* The keeper's side. */
 
 /* A pool box taken by a create: its lifetime, owner and labels are the
- * create's; its guest gets START now (fresh entropy and clock). */
+ * create's; a VM's guest gets START now (fresh entropy and clock), an ns
+ * box's guest, attached since it was made, its first call. */
 int keeper_claim(const struct frame *f, struct err *e)
 {
 	if (!K.inst.pooled || K.quit)
