@@ -2,10 +2,11 @@
 """The egress proxy's cost, side by side: a 100 MB download from a loopback
 server through a box's proxy vs the same download on the host directly
 (curl, 5 runs each), and a small plain-HTTP request's latency (a fresh
-connection each, 200 requests) through the proxy vs directly. For each
-backend given. Prints one line per backend:
+connection each, 200 requests) through the proxy vs directly, and the same
+request to a server on the box's own loopback. For each backend given.
+Prints one line per backend:
 
-  BACKEND DIRECT_MBPS PROXY_MBPS DIRECT_US PROXY_US
+  BACKEND DIRECT_MBPS PROXY_MBPS DIRECT_US PROXY_US BOX_LOOPBACK_US
 
 usage: net.py WARD WORKDIR BACKEND...
 """
@@ -44,6 +45,36 @@ for i in range(n + 10):
         ts.append(time.perf_counter() - t0)
 print(int(statistics.median(ts) * 1e6))
 '''
+# The same client against a server on the box's own loopback (a process
+# of the same call): the box's own network stack, no proxy, no ward between
+# (under a vm's TCG, its emulated TCP is a floor of the proxied request).
+LOOP = r'''
+import os, socket, subprocess, sys
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(64)
+pid = os.fork()
+if pid == 0:
+    fd = os.open("/dev/null", os.O_RDWR)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    while True:
+        c, _ = srv.accept()
+        got = b""
+        while b"\r\n\r\n" not in got:
+            b = c.recv(65536)
+            if not b:
+                break
+            got += b
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+        c.close()
+port = srv.getsockname()[1]
+srv.close()
+out = subprocess.run([sys.executable, "/tmp/lat.py", "127.0.0.1", str(port), "/small", sys.argv[1]], capture_output=True, text=True).stdout
+os.kill(pid, 9)
+os.waitpid(pid, 0)
+print(out.strip())
+'''
 CURL = "curl -s -o /dev/null -w '%{speed_download}\\n' "
 
 
@@ -74,7 +105,9 @@ for be in backends:
         box("cat > /tmp/lat.py <<'EOF'\n" + LAT + "\nEOF")
         du = host("python3 -c '%s' 127.0.0.1 %d /small %d" % (LAT.replace("'", "'\"'\"'"), http, n)).strip()
         pu = box("python3 /tmp/lat.py 127.0.0.1 3128 http://plain.test:%d/small %d" % (http, n)).strip()
-        print(be, "%.0f" % dm, "%.0f" % pm, du, pu)
+        box("cat > /tmp/loop.py <<'EOF'\n" + LOOP + "\nEOF")
+        lu = box("python3 /tmp/loop.py %d" % n).strip()
+        print(be, "%.0f" % dm, "%.0f" % pm, du, pu, lu)
     finally:
         subprocess.run([ward, "box", "destroy", name], env=env, capture_output=True)
 srv.kill()

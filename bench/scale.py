@@ -643,9 +643,8 @@ def rows(r):
           (n, ns["ls_listed"], ns["ls_running"], ns["ls_ms"], ns["ls_json_ms"], ns["ls_ms"] / ns["ls_json_ms"]))
         P("| the sweep every `ward box` command makes first (`ward box reap`, nothing to reap) with %d boxes vs with none; `ward box info` of one of them: %.0f ms | %.0f ms | %.0f ms | %.1f× | |" %
           (n, ns["info_ms"], ns["reap_ms"], ns["reap0_ms"], ns["reap_ms"] / max(ns["reap0_ms"], 0.1)))
-        left = ", ".join("%s %d" % (k, v) for k, v in ns["left"].items())
-        P("| destroy of all %d (one `ward box destroy` of them all; nothing left %.1f s after it returned: %s) | %.1f s | %.0f ms a box | | |" %
-          (n, ns["gone_after_s"], left, ns["destroy_s"], ns["destroy_s"] * 1000 / n))
+        P("| destroy of all %d (one `ward box destroy` of them all; %s: %s) | %.1f s | %.0f ms a box | | |" %
+          (n, left_words(ns, "it returned"), ", ".join("%s %d" % kv for kv in ns["left"].items()), ns["destroy_s"], ns["destroy_s"] * 1000 / n))
     for v in r.get("vm", []):
         m = v["n"]
         P("| %d hibernated vm boxes (%s; %d of %d hibernated, %d with their processes kept; made in %.0f ms a box: create %.0f ms, hibernate %.0f ms): bytes on disk each (the saved state %.1f MB of it; %.2f GB for all) | %.1f MB | | | |" %
@@ -655,14 +654,14 @@ def rows(r):
           (v["procs"], "" if v["procs"] == 1 else "es", ", ".join(v["procs_comm"]), v["pss_kb"]))
         P("| the same: the wake (its first call, `ward box exec B -- true`) of one while %d sleep (median of 3) vs of one alone | %.0f ms | %.0f ms | %.2f× | |" %
           (m - 1, v["wake_ms"], v["wake_alone_ms"], v["wake_ms"] / v["wake_alone_ms"]))
-        P("| the same: destroy of all %d (one `ward box destroy`; nothing left %.1f s after it returned: %s) | %.1f s | | | |" %
-          (m, v["gone_after_s"], ", ".join("%s %d" % kv for kv in v["left"].items()), v["destroy_s"]))
+        P("| the same: destroy of all %d (one `ward box destroy`; %s: %s) | %.1f s | | | |" %
+          (m, left_words(v, "it returned"), ", ".join("%s %d" % kv for kv in v["left"].items()), v["destroy_s"]))
     f = r.get("fleet")
     if f:
         P("| %d concurrent `ward run --task-file` tasks (the demo's replayed fix, each its own workspace; %d done): tasks per minute vs one task at a time | %.0f/min | %.0f/min | %.2f× | |" %
           (f["n"], f["done"], f["per_min"], f["alone_per_min"], f["per_min"] / f["alone_per_min"]))
-        P("| the same: ward's own time per task under that load (the task's wall time less its tool calls' elapsed_ms, waits for a CPU included: %d tasks on %d CPUs; p99 %.0f ms; a task's wall time p50 %.0f ms, p99 %.0f ms; nothing of any task left %.1f s after the last ended) vs alone: p50 | %.0f ms | %.0f ms | %.2f× | |" %
-          (f["n"], f.get("cpus", 0), f["overhead_ms_p99"], f["task_ms_p50"], f["task_ms_p99"], f.get("gone_after_s", 0), f["overhead_ms_p50"],
+        P("| the same: ward's own time per task under that load (the task's wall time less its tool calls' elapsed_ms, waits for a CPU included: %d tasks on %d CPUs; p99 %.0f ms; a task's wall time p50 %.0f ms, p99 %.0f ms; %s) vs alone: p50 | %.0f ms | %.0f ms | %.2f× | |" %
+          (f["n"], f.get("cpus", 0), f["overhead_ms_p99"], f["task_ms_p50"], f["task_ms_p99"], left_words(f, "the last ended", "of any task"), f["overhead_ms_p50"],
            f["alone_overhead_ms"], f["overhead_ms_p50"] / f["alone_overhead_ms"]))
         P("| the same: the loop's overhead per round under that load (the stream's end to the call's frame written; p50 of the tasks' medians, p99 of their maxima %d µs) vs alone | %d µs | %d µs | %.2f× | < 1 ms |" %
           (f["dispatch_us_p99"], f["dispatch_us_p50"], f["alone_dispatch_us"], f["dispatch_us_p50"] / max(f["alone_dispatch_us"], 1)))
@@ -681,51 +680,20 @@ def rows(r):
         if ns.get("slab_kb"):
             P("The slab caches that grew most, per box (/proc/slabinfo: objects × size, kB): " +
               ", ".join("%s %.0f" % (c, kb) for kb, c in ns["slab_kb"] if kb >= 1) + ".")
-    print(NOTES)
+
+
+def left_words(part, after, whose=""):
+    """What was left of a part's boxes or tasks once they were gone, in words:
+    nothing, or each kind that was and how many."""
+    left = {k: v for k, v in part.get("left", {}).items() if v}
+    if not left:
+        return "nothing%s left %.1f s after %s" % (" " + whose if whose else "", part.get("gone_after_s", 0), after)
+    return "left %.1f s after %s: %s" % (part.get("gone_after_s", 0), after,
+                                          ", ".join("%s %d" % (k, v) for k, v in sorted(left.items())))
 
 
 def loadavg():
     return " ".join(open("/proc/loadavg").read().split()[:3])
-
-
-# What was measured apart, by hand, to say where the rows' figures go
-# (2026-12-03, as root, cgroup v1, kernel 6.18, this 2-CPU machine).
-NOTES = """
-Where an idle ns box's memory goes (profiled 2026-12-03 beside the rows above; as root, cgroup v1).
-Its processes: a keeper's anonymous memory is mostly libcrypto's and libssl's relocated data (404 +
-56 kB: the dynamic linker writes their RELRO pages in every process that maps them, called or not; a
-`main() { pause(); }` linked against the two holds the same 460 kB). The keeper links OpenSSL for a
-secret's TLS termination (its proxy's), the store's S3 signing and SHA-256 (which falls back to
-libmd); loaded only where used (dlopen, or the proxy a program of its own) a keeper would hold about
-300 kB. Until this change it also kept the stack and heap its setup touched (stack 152 kB, heap 52
-kB; box 1171 kB PSS with 1,000 up): base/memtrim.c gives them back once the box is ready and after
-each hibernate. The rest of a keeper is its .bss and its box's path buffers (about 130 kB); the
-guest's 263 kB is mostly its heap (112 kB). The kernel's share, measured apart by making 100 of each
-alone: a v1 memory cgroup 184 kB of slab (kmalloc-1k, the largest cache in the rows' list too), a
-network namespace 148 kB, the user, pid, mount, ipc and uts namespaces with a process in them 43 kB,
-a loop device with the layers image's ext4 mounted 28 kB of slab and 31 kB of kernel stack (its
-jbd2 thread); the page tables and kernel stacks are the two processes' and the two kernel threads'.
-The page cache a box adds (its layers image, copied from the cached blank: about 5 MB) is
-reclaimable and left out of the ≤ 1 MB goal; buffer_head and radix_tree_node are that image's.
-
-Where a create's time goes as boxes pile up: the sweep of dead boxes every `ward box` command makes
-first costs three opens, four reads and a flock a box (its keeper.pid, the keeper's /proc/PID/stat,
-its layers image opened and flocked), 28 to 69 ms with 1,000 boxes (three runs); and each new box's mount
-namespace starts as a copy of the host's, which holds one layers mount per box (`unshare -m true`:
-3.8 ms with 210 mounts in the host's namespace, 7.7 ms with 816). `ward box ls` connects to each
-keeper in turn (0.4 to 0.7 ms a box); the destroy of all is one box after another (16 to 58 ms a
-box with the load: its keeper's end, its three cgroups removed, its image unmounted and deleted).
-The same ns part before the keeper's trim, on a quieter machine (load 1.5): 10.9 boxes/s, 1171 kB
-PSS a box, ls 568 ms, destroy of all 21.1 s.
-
-A hibernated vm box still holds its keeper (the rows' PSS a box): 100 sleeping boxes cost about
-100 MB of host memory besides their bytes on disk, not only bytes. The fleet's 50 tasks share two
-CPUs with their 50 keepers and guests: ward's own time per task is mostly waiting for one.
-
-Short of the goals: an idle ns box costs about 1.0 MB in its processes and as much again in the
-kernel (≤ 1 MB asked): OpenSSL's relocations (460 kB a keeper), the v1 memory cgroup (about 190 kB)
-and the network namespace (about 140 kB) are the largest parts. A create slows as boxes pile up (the
-O(N) sweep, the mount namespace's copy), and `ls` and the destroy of all go box by box."""
 
 
 def main():

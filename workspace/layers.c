@@ -100,6 +100,14 @@ static int layers_mount(const char *image, const char *dir)
 	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		return -errno;
+	/* LOOP_CTL_GET_FREE hands every caller the same lowest free device
+	 * until one of them binds it: boxes made at once would each lose that
+	 * race in turn (24 at once: some lost 16 times). wards take turns on
+	 * a lock of loop-control's own inode, held from the choice to the
+	 * bind (microseconds); another program's race is what the tries are
+	 * for. */
+	if (flock(ctl, LOCK_EX) < 0)
+		return -errno;
 	for (int tries = 0; tries < 16; tries++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
@@ -115,6 +123,7 @@ static int layers_mount(const char *image, const char *dir)
 				continue;	/* taken meanwhile */
 			return -errno;
 		}
+		flock(ctl, LOCK_UN);
 		/* discard: space the box frees goes back to the host's disk. */
 		if (mount(dev, dir, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "discard") < 0) {
 			int r = -errno;

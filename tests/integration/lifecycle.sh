@@ -322,4 +322,19 @@ left=0
 for b in $MB; do [ -e "${XDG_RUNTIME_DIR:-/run}/ward/boxes/$b" ] && left=$((left + 1)); done
 is "$left" 0 "and each box's runtime directory"
 is "$("$WARD" box ls --json | python3 -c 'import json,sys; print(sum(1 for b in json.load(sys.stdin) if b.get("labels", {}).get("many") == sys.argv[1]))' "$$")" 0 "twin: box ls lists none of them now"
+# Boxes made at once, as a fleet makes them: as root each box's layers
+# image takes a loop device, and every caller of LOOP_CTL_GET_FREE is
+# handed the same free one until one binds it. 24 at once, each made.
+AT=$T_TMP/atonce
+mkdir -p "$AT"
+for i in $(seq 24); do ( "$WARD" box create --persistent --label atonce=$$ >"$AT/name.$i" 2>"$AT/err.$i"; echo $? >"$AT/rc.$i" ) & done
+wait
+is "$(cat "$AT"/rc.* | grep -cx 0)" 24 "24 boxes made at once: each made ($(cat "$AT"/err.* | head -1))"
+is "$(cat "$AT"/name.* | sort -u | grep -c .)" 24 "each a box of its own"
+AK=""
+for f in "$AT"/name.*; do [ -s "$f" ] && AK="$AK $("$WARD" box info "$(cat "$f")" | json keeper_pid)"; done
+"$WARD" box destroy $(cat "$AT"/name.*)
+left=0
+for k in $AK; do gone "$k" || left=$((left + 1)); done
+is "$left" 0 "and destroyed at once, each keeper is gone"
 done_testing
