@@ -106,7 +106,7 @@ for be in backends:
         du = host("python3 -c '%s' 127.0.0.1 %d /small %d" % (LAT.replace("'", "'\"'\"'"), http, n)).strip()
         pu = box("python3 /tmp/lat.py 127.0.0.1 3128 http://plain.test:%d/small %d" % (http, n)).strip()
         box("cat > /tmp/loop.py <<'EOF'\n" + LOOP + "\nEOF")
-        lu = box("python3 /tmp/loop.py %d" % n).strip()
+        lu = box("python3 /tmp/loop.py %d" % n).strip() or "0"   # 0: none measured
         print(be, "%.0f" % dm, "%.0f" % pm, du, pu, lu)
     finally:
         subprocess.run([ward, "box", "destroy", name], env=env, capture_output=True)

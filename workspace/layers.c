@@ -92,47 +92,54 @@ static bool layers_dir_empty(const char *dir)
 /* Attach the image to a free loop device (released when the file system
  * is unmounted) and mount it over dir. The loop device gets an open file
  * of its own: the lock on the caller's must not live on in it. */
-static int layers_mount(const char *image, const char *dir)
+static int layers_mount(const char *image, const char *dir, struct err *e)
 {
 	_cleanup_close_ int imgfd = open(image, O_RDWR | O_CLOEXEC);
 	if (imgfd < 0)
-		return -errno;
+		return err_setc(e, -errno, "cannot open %s", image);
 	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
-		return -errno;
+		return err_setc(e, -errno, "cannot open /dev/loop-control");
 	/* LOOP_CTL_GET_FREE hands every caller the same lowest free device
 	 * until one of them binds it: boxes made at once would each lose that
 	 * race in turn (24 at once: some lost 16 times). wards take turns on
 	 * a lock of loop-control's own inode, held from the choice to the
-	 * bind (microseconds); another program's race is what the tries are
-	 * for. */
-	if (flock(ctl, LOCK_EX) < 0)
-		return -errno;
+	 * bind (microseconds), polled each millisecond and bounded, so that a
+	 * ward stopped while it holds the lock stops nobody else for long;
+	 * another program's race is what the tries are for. */
+	for (int64_t until = now_ms() + LAYERS_LOCK_WAIT_MS; flock(ctl, LOCK_EX | LOCK_NB) < 0;) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return err_setc(e, -errno, "cannot lock /dev/loop-control");
+		if (now_ms() > until)
+			return err_set(e, -ETIMEDOUT, "/dev/loop-control has been locked by another program for over %d s "
+				       "(a ward stopped while it attached a loop device?): end it and try again", LAYERS_LOCK_WAIT_MS / 1000);
+		usleep(1000);
+	}
 	for (int tries = 0; tries < 16; tries++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
-			return -errno;
+			return err_setc(e, -errno, "no free loop device");
 		char dev[32];
 		snprintf(dev, sizeof(dev), "/dev/loop%d", n);
 		_cleanup_close_ int lfd = open(dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0)
-			return -errno;
+			return err_setc(e, -errno, "cannot open %s", dev);
 		struct loop_config cfg = { .fd = (unsigned)imgfd, .info = { .lo_flags = LO_FLAGS_AUTOCLEAR } };
 		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) < 0) {
 			if (errno == EBUSY)
 				continue;	/* taken meanwhile */
-			return -errno;
+			return err_setc(e, -errno, "cannot attach it to %s", dev);
 		}
 		flock(ctl, LOCK_UN);
 		/* discard: space the box frees goes back to the host's disk. */
 		if (mount(dev, dir, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "discard") < 0) {
-			int r = -errno;
+			int r = err_setc(e, -errno, "cannot mount %s", dev);
 			ioctl(lfd, LOOP_CLR_FD, 0);
 			return r;
 		}
 		return 0;
 	}
-	return -EBUSY;
+	return err_set(e, -EBUSY, "every free loop device was taken by another program before it could be attached (16 tries)");
 }
 
 /* Hold NAME's image, mounting it over dir if nobody has: the image's lock
@@ -176,8 +183,8 @@ static int layers_hold(const char *dir, uint64_t create, struct err *e)
 				r = -EEXIST;	/* layers from before the cap: never hidden under a mount */
 			else if (st.st_size == 0 && (r = blank_copy_into(fd, create, "ward-layers", e)) < 0)
 				err_wrap(e, "cannot make the layers image %s", image);
-			if (r >= 0 && (r = layers_mount(image, dir)) < 0)
-				err_setc(e, r, "cannot mount the layers image %s on %s", image, dir);
+			if (r >= 0 && (r = layers_mount(image, dir, e)) < 0)
+				err_wrap(e, "cannot mount the layers image %s on %s", image, dir);
 			if (r < 0 && st.st_size == 0)
 				unlink(image);
 		}

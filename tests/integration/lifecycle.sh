@@ -337,4 +337,29 @@ for f in "$AT"/name.*; do [ -s "$f" ] && AK="$AK $("$WARD" box info "$(cat "$f")
 left=0
 for k in $AK; do gone "$k" || left=$((left + 1)); done
 is "$left" 0 "and destroyed at once, each keeper is gone"
+# The turns on loop-control are bounded: a ward stopped while it holds
+# them (here a program that holds the lock and never lets go) costs another
+# one line after 10 s, not a create that never returns; let go, the next
+# create is made.
+if [ "$(id -u)" = 0 ] && [ -e /dev/loop-control ]; then
+	python3 -c 'import fcntl, sys, time
+f = open("/dev/loop-control")
+fcntl.flock(f, fcntl.LOCK_EX)
+open(sys.argv[1], "w").close()
+time.sleep(120)' "$T_TMP/ctl-held" &
+	HP=$!
+	wait_until 10 test -e "$T_TMP/ctl-held"
+	t0=$(now_ms)
+	ERR=$("$WARD" box create --persistent --label held=$$ 2>&1); RC=$?
+	MS=$(( $(now_ms) - t0 ))
+	[ "$RC" -ne 0 ]; ok $? "a create while loop-control is held by another: refused"
+	like "$ERR" "loop-control has been locked by another program for over 10 s" "with one line that says why"
+	lt "$MS" 14000 "within the bound (10 s and the create's own time)"
+	lt 9000 "$MS" "and not before it"
+	is "$("$WARD" box ls --json | python3 -c 'import json,sys; print(sum(1 for b in json.load(sys.stdin) if b.get("labels", {}).get("held") == sys.argv[1]))' "$$")" 0 "nothing of it is left"
+	kill "$HP"; wait "$HP" 2>/dev/null
+	HB=$("$WARD" box create --persistent --label held=$$); RC=$?
+	is "$RC" 0 "twin: let go, the next create is made"
+	"$WARD" box destroy "$HB"
+fi
 done_testing
