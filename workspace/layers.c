@@ -60,7 +60,9 @@ bool layers_disk_capable(char *why, size_t n)
  * serves the layers waits this long for the readers to let go. */
 #define LAYERS_LOCK_WAIT_MS 10000
 
-static int layers_lock(int fd, int how)
+/* flock(fd, how), tried each poll_us until LAYERS_LOCK_WAIT_MS have gone
+ * (-ETIMEDOUT), so that nobody who stops holding a lock stops us for good. */
+static int layers_lock_every(int fd, int how, useconds_t poll_us)
 {
 	int64_t until = now_ms() + LAYERS_LOCK_WAIT_MS;
 	while (flock(fd, how | LOCK_NB) < 0) {
@@ -68,9 +70,14 @@ static int layers_lock(int fd, int how)
 			return -errno;
 		if (now_ms() > until)
 			return -ETIMEDOUT;
-		usleep(10000);
+		usleep(poll_us);
 	}
 	return 0;
+}
+
+static int layers_lock(int fd, int how)
+{
+	return layers_lock_every(fd, how, 10000);
 }
 
 /* A mount point: its device differs from its parent's. */
@@ -107,14 +114,12 @@ static int layers_mount(const char *image, const char *dir, struct err *e)
 	 * bind (microseconds), polled each millisecond and bounded, so that a
 	 * ward stopped while it holds the lock stops nobody else for long;
 	 * another program's race is what the tries are for. */
-	for (int64_t until = now_ms() + LAYERS_LOCK_WAIT_MS; flock(ctl, LOCK_EX | LOCK_NB) < 0;) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return err_setc(e, -errno, "cannot lock /dev/loop-control");
-		if (now_ms() > until)
-			return err_set(e, -ETIMEDOUT, "/dev/loop-control has been locked by another program for over %d s "
-				       "(a ward stopped while it attached a loop device?): end it and try again", LAYERS_LOCK_WAIT_MS / 1000);
-		usleep(1000);
-	}
+	int r = layers_lock_every(ctl, LOCK_EX, 1000);
+	if (r == -ETIMEDOUT)
+		return err_set(e, r, "/dev/loop-control has been locked by another program for over %d s "
+			       "(a ward stopped while it attached a loop device?): end it and try again", LAYERS_LOCK_WAIT_MS / 1000);
+	if (r < 0)
+		return err_setc(e, r, "cannot lock /dev/loop-control");
 	for (int tries = 0; tries < 16; tries++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
@@ -133,7 +138,7 @@ static int layers_mount(const char *image, const char *dir, struct err *e)
 		flock(ctl, LOCK_UN);
 		/* discard: space the box frees goes back to the host's disk. */
 		if (mount(dev, dir, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "discard") < 0) {
-			int r = err_setc(e, -errno, "cannot mount %s", dev);
+			r = err_setc(e, -errno, "cannot mount %s", dev);
 			ioctl(lfd, LOOP_CLR_FD, 0);
 			return r;
 		}
